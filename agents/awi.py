@@ -1,0 +1,90 @@
+"""AWI: the LLM writes labelled notes kept in context (reference E.2), with its defects fixed.
+
+Differences from AMemGym, on purpose: timestamps are simulated time (that of the newest flushed
+message, I.11); the reply is validated as a JSON object of strings (numbers are accepted and turned
+into strings; null or "" deletes the label, I.28); a malformed reply is retried once, then skipped
+and counted in ``counters.failures`` instead of crashing; prompts never go through ``str.format``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from memevo.agents.base import AgentSpec
+from memevo.agents.buffered import BufferedMemoryAgent, BufferedMessage, MalformedReply
+from memevo.agents.llm.protocol import ChatClient
+from memevo.agents.policy import MemoryPolicy
+from memevo.agents.prompts.answer import answer_component
+from memevo.agents.prompts.awi import MEMORY_TYPES_COMPONENT, WRITE_COMPONENT, WRITE_PLACEHOLDERS
+from memevo.agents.registry import register_agent
+from memevo.agents.templates import render
+
+WRITE_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": {"type": ["string", "null"]}}
+
+
+class NoteEntry(BaseModel):
+    """One in-context memory entry."""
+
+    label: str
+    value: str
+    timestamp: datetime
+
+
+def parse_note_changes(data: Any) -> dict[str, str | None]:
+    """Validate a write reply: label -> new value, None meaning delete."""
+    if not isinstance(data, dict):
+        raise MalformedReply(f"expected a JSON object, got {type(data).__name__}")
+    changes: dict[str, str | None] = {}
+    for label, value in data.items():
+        if not isinstance(label, str) or not label.strip():
+            raise MalformedReply(f"bad label {label!r}")
+        if isinstance(value, bool) or not isinstance(value, str | int | float | None):
+            raise MalformedReply(f"value of '{label}' is {type(value).__name__}, not a string")
+        text = None if value is None else str(value).strip()
+        changes[label.strip()] = text or None
+    return changes
+
+
+@register_agent("awi")
+class AWIAgent(BufferedMemoryAgent):
+    """In-context labelled notes, rewritten by the LLM from each flushed batch of messages."""
+
+    spec = AgentSpec(
+        kind="awi",
+        description="Agentic write, in-context memory of labelled notes (AMemGym AWI).",
+        components=(WRITE_COMPONENT, MEMORY_TYPES_COMPONENT, answer_component(in_context=True)),
+        hyperparameters=("update_every", "short_term"),
+    )
+
+    def __init__(self, policy: MemoryPolicy, llm: ChatClient) -> None:
+        super().__init__(policy, llm)
+        self.notes: list[NoteEntry] = []
+
+    async def memory_text(self, query: str) -> str:
+        ordered = sorted(self.notes, key=lambda n: n.timestamp)
+        return "\n".join(f"- {n.label}: {n.value}" for n in ordered)
+
+    async def write(self, batch: list[BufferedMessage]) -> None:
+        at = batch[-1].time
+        values = {
+            "memory_types": self.prompt("memory_types"),
+            "current_memories": json.dumps({n.label: n.value for n in self.notes}, ensure_ascii=False),
+            "conversation": json.dumps([{"role": m.role, "content": m.content} for m in batch], ensure_ascii=False),
+            "today": at.date().isoformat(),
+        }
+        prompt = render(self.prompt("write_prompt"), values, set(WRITE_PLACEHOLDERS))
+        changes = await self.ask_json(prompt, WRITE_SCHEMA, parse_note_changes)
+        for label, value in (changes or {}).items():
+            self.notes = [n for n in self.notes if n.label != label]
+            if value is not None:
+                self.notes.append(NoteEntry(label=label, value=value, timestamp=at))
+
+    def memory_state(self) -> list[dict[str, Any]]:
+        return [n.model_dump(mode="json") for n in self.notes]
+
+    def load_memory_state(self, data: list[dict[str, Any]]) -> None:
+        self.notes = [NoteEntry.model_validate(n) for n in data]

@@ -1,0 +1,94 @@
+"""The memory-agent contract: what the episode runner calls and what evolution may change."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from datetime import datetime
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from memevo.agents.llm.protocol import ChatClient
+from memevo.agents.policy import MemoryPolicy
+
+HYPERPARAMETERS = ("update_every", "short_term", "top_k")
+
+
+class ComponentSpec(BaseModel):
+    """One evolvable prompt component of an agent kind and the rules a proposed text must keep."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str
+    default: str
+    required_placeholders: tuple[str, ...] = ()
+    output_format_clause: str | None = None
+    """A phrase the text must keep verbatim (it tells the LLM the reply format); None if free."""
+
+
+class AgentSpec(BaseModel):
+    """What an agent kind declares about itself, so the optimizer knows what it may evolve."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    description: str
+    components: tuple[ComponentSpec, ...] = ()
+    hyperparameters: tuple[str, ...] = ()
+
+    def component(self, name: str) -> ComponentSpec:
+        for component in self.components:
+            if component.name == name:
+                return component
+        known = ", ".join(c.name for c in self.components) or "none"
+        raise KeyError(f"agent kind '{self.kind}' has no prompt component '{name}' (known: {known})")
+
+
+class AgentAnswer(BaseModel):
+    """The reply to a question, with the memory text the agent consulted (feedback needs it)."""
+
+    text: str
+    consulted_memory: str = ""
+
+
+class MemoryAgent(ABC):
+    """An assistant with long-term memory, driven by the episode runner.
+
+    Simulated time arrives explicitly as ``now`` on every call. ``answer`` must not change state.
+    ``state``/``load_state`` round-trip exactly through JSON-serializable dicts.
+    """
+
+    spec: ClassVar[AgentSpec]
+
+    def __init__(self, policy: MemoryPolicy, llm: ChatClient) -> None:
+        self.policy = policy
+        self.llm = llm
+
+    def prompt(self, name: str) -> str:
+        """The policy's text for a component, else the kind's default."""
+        return self.policy.prompts.get(name, self.spec.component(name).default)
+
+    @abstractmethod
+    async def respond(self, message: str, now: datetime) -> str:
+        """Reply to one user message and update memory."""
+
+    @abstractmethod
+    async def answer(self, prompt: str, *, query: str, now: datetime) -> AgentAnswer:
+        """Answer an evaluation prompt without changing state; ``query`` is the bare question."""
+
+    @abstractmethod
+    async def end_session(self, now: datetime) -> None:
+        """A conversation ended; flush pending messages if the policy says so."""
+
+    @abstractmethod
+    async def ingest(self, user_message: str, assistant_message: str, now: datetime) -> None:
+        """Take in one recorded exchange without replying (off-policy replay)."""
+
+    @abstractmethod
+    def state(self) -> dict[str, Any]:
+        """The complete state as JSON-serializable data."""
+
+    @abstractmethod
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Restore a state produced by ``state``."""

@@ -1,0 +1,134 @@
+"""The short-term buffer and write cycle that AWI, RAG and AWE share (reference E.2, E.3).
+
+Units are messages: each exchange adds two (user, assistant). Whenever the buffer holds at least
+``update_every + short_term`` messages, the oldest ``update_every`` are popped and written to memory;
+the rest stay as raw context. With ``update_every`` >= 2 (every released config) this is exactly
+AMemGym's one check per exchange; the loop only matters for ``update_every`` = 1, where a single
+check would let the buffer grow without bound.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from memevo.agents.base import AgentAnswer, MemoryAgent
+from memevo.agents.llm.protocol import ChatClient, LLMJSONError, Message
+from memevo.agents.policy import MemoryPolicy
+from memevo.agents.prompts.answer import ANSWER_PLACEHOLDERS, NO_MEMORIES
+from memevo.agents.templates import render
+
+T = TypeVar("T")
+
+
+class BufferedMessage(BaseModel):
+    """A raw message waiting in the short-term buffer, with the simulated time it arrived."""
+
+    role: str
+    content: str
+    time: datetime
+
+
+class WriteCounters(BaseModel):
+    """How memory writes went: LLM write requests, retries after a malformed reply, replies given up on."""
+
+    requests: int = 0
+    retries: int = 0
+    failures: int = 0
+
+
+class MalformedReply(ValueError):
+    """The LLM's JSON parsed but does not have the shape the write step needs."""
+
+
+class BufferedMemoryAgent(MemoryAgent):
+    """An agent that answers from (memory text + raw buffer) and writes the buffer out in batches."""
+
+    def __init__(self, policy: MemoryPolicy, llm: ChatClient) -> None:
+        super().__init__(policy, llm)
+        self.buffer: list[BufferedMessage] = []
+        self.counters = WriteCounters()
+
+    @abstractmethod
+    async def memory_text(self, query: str) -> str:
+        """The memory lines to show for ``query`` (empty string when there are none)."""
+
+    @abstractmethod
+    async def write(self, batch: list[BufferedMessage]) -> None:
+        """Commit flushed messages to long-term memory."""
+
+    @abstractmethod
+    def memory_state(self) -> Any:
+        """The long-term memory as JSON-serializable data."""
+
+    @abstractmethod
+    def load_memory_state(self, data: Any) -> None:
+        """Restore ``memory_state`` output."""
+
+    async def respond(self, message: str, now: datetime) -> str:
+        reply = await self._reply(await self.memory_text(message), message)
+        await self._take_exchange(message, reply, now)
+        return reply
+
+    async def answer(self, prompt: str, *, query: str, now: datetime) -> AgentAnswer:
+        memory = await self.memory_text(prompt if self.policy.amemgym_compat else query)
+        return AgentAnswer(text=await self._reply(memory, prompt), consulted_memory=memory)
+
+    async def ingest(self, user_message: str, assistant_message: str, now: datetime) -> None:
+        await self._take_exchange(user_message, assistant_message, now)
+
+    async def end_session(self, now: datetime) -> None:
+        if self.policy.flush_on_session_end:
+            while self.buffer:
+                await self._flush_oldest()
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "buffer": [m.model_dump(mode="json") for m in self.buffer],
+            "counters": self.counters.model_dump(),
+            "memory": self.memory_state(),
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.buffer = [BufferedMessage.model_validate(m) for m in state["buffer"]]
+        self.counters = WriteCounters.model_validate(state["counters"])
+        self.load_memory_state(state["memory"])
+
+    async def _take_exchange(self, user_message: str, assistant_message: str, now: datetime) -> None:
+        self.buffer.append(BufferedMessage(role="user", content=user_message, time=now))
+        self.buffer.append(BufferedMessage(role="assistant", content=assistant_message, time=now))
+        while len(self.buffer) >= self.policy.update_every + self.policy.short_term:
+            await self._flush_oldest()
+
+    async def _flush_oldest(self) -> None:
+        batch = self.buffer[: self.policy.update_every]
+        del self.buffer[: self.policy.update_every]
+        await self.write(batch)
+
+    async def _reply(self, memory: str, message: str) -> str:
+        system = render(self.prompt("answer_system_prompt"), {"memories": memory or NO_MEMORIES}, set(ANSWER_PLACEHOLDERS))
+        messages: list[Message] = [{"role": "system", "content": system}]
+        messages += [{"role": m.role, "content": m.content} for m in self.buffer]
+        messages.append({"role": "user", "content": message})
+        return (await self.llm.chat(messages, role="agent")).text
+
+    async def ask_json(self, prompt: str, schema: dict[str, Any], parse: Callable[[Any], T]) -> T | None:
+        """One JSON write request, retried once on a malformed reply, then skipped and counted (None).
+
+        The retry uses ``sample_index=1`` so a response cache cannot hand back the same bad reply.
+        """
+        self.counters.requests += 1
+        messages: list[Message] = [{"role": "user", "content": prompt}]
+        for attempt in range(2):
+            try:
+                data, _ = await self.llm.chat_json(messages, role="agent", json_schema=schema, sample_index=attempt)
+                return parse(data)
+            except (LLMJSONError, MalformedReply):
+                if attempt == 0:
+                    self.counters.retries += 1
+        self.counters.failures += 1
+        return None

@@ -1,0 +1,49 @@
+"""What RAG and AWE share: a SQLite memory store and top-k retrieval for each reply (reference E.3).
+
+Retrieved memories are shown oldest first by ``updated_at`` (simulated time), as AMemGym sorts them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memevo.agents.buffered import BufferedMemoryAgent
+from memevo.agents.llm.protocol import ChatClient
+from memevo.agents.policy import MemoryPolicy
+from memevo.agents.retrieval import EmbeddingsClient, make_retriever
+from memevo.agents.store import MemoryStore, StoredMemory
+
+
+class ExternalMemoryAgent(BufferedMemoryAgent):
+    """A buffered agent whose long-term memory is a ``MemoryStore`` searched per message.
+
+    ``db_path`` puts the store in a file instead of in process; ``embeddings`` overrides the client
+    used when ``policy.retrieval == "embedding"`` (tests pass a double).
+    """
+
+    def __init__(
+        self,
+        policy: MemoryPolicy,
+        llm: ChatClient,
+        *,
+        db_path: str = ":memory:",
+        embeddings: EmbeddingsClient | None = None,
+    ) -> None:
+        super().__init__(policy, llm)
+        self.store = MemoryStore(db_path)
+        self.retriever = make_retriever(policy, embeddings)
+
+    async def search(self, query: str, k: int) -> list[StoredMemory]:
+        """The ``k`` memories most relevant to ``query``, best first."""
+        memories = self.store.all()
+        return [memories[i] for i in await self.retriever.rank(query, [m.text for m in memories], k)]
+
+    async def memory_text(self, query: str) -> str:
+        found = await self.search(query, self.policy.top_k)
+        return "\n".join(f"- {m.text}" for m in sorted(found, key=lambda m: (m.updated_at, m.id)))
+
+    def memory_state(self) -> dict[str, Any]:
+        return self.store.dump()
+
+    def load_memory_state(self, data: dict[str, Any]) -> None:
+        self.store.restore(data)

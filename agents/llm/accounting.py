@@ -1,0 +1,116 @@
+"""Per-role usage and estimated spend, so every run can say what it cost and who spent it.
+
+Token counts include cache hits (they measure the workload, which stays the same on a rerun);
+dollars include only requests that reached an endpoint (the money actually spent). Models missing
+from the price table cost 0 and are counted in ``unpriced_calls`` so a report never pretends a
+paid model was free.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from pydantic import BaseModel
+
+from memevo.agents.llm.config import LOCAL_MODEL_NAME
+
+PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
+    # model prefix: (USD per 1M prompt tokens, USD per 1M completion tokens), OpenAI list prices.
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.00),
+    LOCAL_MODEL_NAME: (0.0, 0.0),
+}
+
+
+def price_of(model: str) -> tuple[float, float] | None:
+    """Prices for ``model`` (longest matching prefix, so dated snapshots match), None if unknown."""
+    name = model.rsplit("/", 1)[-1].lower()
+    for prefix in sorted(PRICES_PER_MILLION, key=len, reverse=True):
+        if name.startswith(prefix):
+            return PRICES_PER_MILLION[prefix]
+    return None
+
+
+class RoleUsage(BaseModel):
+    """Totals for one role. ``calls`` counts completed replies, cached or not."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    wall_s: float = 0.0
+    dollars: float = 0.0
+    errors: int = 0
+    retries: int = 0
+    unpriced_calls: int = 0
+
+    def plus(self, other: RoleUsage) -> RoleUsage:
+        return RoleUsage(**{name: getattr(self, name) + getattr(other, name) for name in RoleUsage.model_fields})
+
+    def minus(self, other: RoleUsage) -> RoleUsage:
+        return RoleUsage(**{name: getattr(self, name) - getattr(other, name) for name in RoleUsage.model_fields})
+
+
+class UsageReport(BaseModel):
+    """A snapshot of usage by role."""
+
+    by_role: dict[str, RoleUsage] = {}
+
+    def total(self) -> RoleUsage:
+        total = RoleUsage()
+        for usage in self.by_role.values():
+            total = total.plus(usage)
+        return total
+
+    def minus(self, other: UsageReport) -> UsageReport:
+        """Usage between ``other`` (the earlier snapshot) and this one."""
+        return UsageReport(
+            by_role={
+                role: usage.minus(other.by_role.get(role, RoleUsage())) for role, usage in self.by_role.items()
+            }
+        )
+
+
+class Accounting:
+    """Thread-safe accumulator shared by all gateways of a hub."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_role: dict[str, RoleUsage] = {}
+
+    def record_call(
+        self, role: str, *, model: str, prompt_tokens: int, completion_tokens: int, wall_s: float, cached: bool
+    ) -> None:
+        prices = price_of(model)
+        dollars = 0.0
+        if prices is not None and not cached:
+            dollars = (prompt_tokens * prices[0] + completion_tokens * prices[1]) / 1_000_000
+        self._add(
+            role,
+            RoleUsage(
+                calls=1,
+                cache_hits=int(cached),
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                wall_s=wall_s,
+                dollars=dollars,
+                unpriced_calls=int(prices is None and not cached),
+            ),
+        )
+
+    def record_error(self, role: str, *, wall_s: float = 0.0) -> None:
+        self._add(role, RoleUsage(errors=1, wall_s=wall_s))
+
+    def record_retry(self, role: str) -> None:
+        self._add(role, RoleUsage(retries=1))
+
+    def _add(self, role: str, usage: RoleUsage) -> None:
+        with self._lock:
+            self._by_role[role] = self._by_role.get(role, RoleUsage()).plus(usage)
+
+    def report(self) -> UsageReport:
+        with self._lock:
+            return UsageReport(by_role={role: usage.model_copy() for role, usage in self._by_role.items()})

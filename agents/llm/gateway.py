@@ -1,0 +1,243 @@
+"""The one async client every part of memevo uses to reach an OpenAI-compatible endpoint.
+
+It adds what the raw SDK call lacks for long evaluation runs: a concurrency limit shared across
+event loops, retries with exponential backoff and jitter for transient failures only (429, 408,
+5xx, timeouts, connection errors), a persistent response cache, lenient JSON parsing and per-role
+accounting. The SDK's own retries are switched off so there is exactly one retry policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import threading
+import time
+import weakref
+from typing import Any
+from urllib.parse import urlparse
+
+import json_repair
+import openai
+from openai import AsyncOpenAI
+
+from memevo.agents.llm.accounting import Accounting
+from memevo.agents.llm.cache import CachedReply, CacheRequest, ResponseCache
+from memevo.agents.llm.config import LLMConfig
+from memevo.agents.llm.limiter import ConcurrencyLimit
+from memevo.agents.llm.protocol import ChatReply, LLMError, LLMJSONError, LLMRequestError, Message, Role
+
+RETRYABLE_STATUS = frozenset({408, 429})
+OPENAI_HOST_SUFFIXES = ("openai.com", "openai.azure.com")
+
+
+def response_format_for(base_url: str, json_schema: dict[str, Any] | None, json_mode: bool) -> dict[str, Any] | None:
+    """The ``response_format`` this endpoint understands.
+
+    OpenAI itself takes ``json_schema``; llama-cpp-python's server (and the other local servers,
+    which accept or ignore the extra key) take ``json_object`` with a ``schema`` and then constrain
+    decoding to it. Plain ``json_object`` is only used when no schema is given.
+    """
+    if json_schema is None:
+        return {"type": "json_object"} if json_mode else None
+    host = urlparse(base_url).hostname or ""
+    if host.endswith(OPENAI_HOST_SUFFIXES):
+        return {"type": "json_schema", "json_schema": {"name": "reply", "schema": json_schema, "strict": False}}
+    return {"type": "json_object", "schema": json_schema}
+
+
+def parse_json_reply(text: str) -> Any:
+    """Strict JSON first, then json_repair; anything but an object or array is an ``LLMJSONError``."""
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError:
+        parsed = json_repair.loads(text)
+    if not isinstance(parsed, dict | list):
+        raise LLMJSONError(f"reply is not a JSON object or array: {text[:200]!r}", raw_text=text)
+    return parsed
+
+
+class LLMGateway:
+    """Implements ``ChatClient`` for one model at one endpoint."""
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        *,
+        base_url: str,
+        cache: ResponseCache | None,
+        accounting: Accounting,
+        limit: ConcurrencyLimit | None = None,
+        backoff_base_s: float = 0.5,
+        backoff_cap_s: float = 30.0,
+    ) -> None:
+        self.config = config
+        self.base_url = base_url.rstrip("/")
+        self.cache = cache
+        self.accounting = accounting
+        self.limit = limit or ConcurrencyLimit(config.max_concurrency)
+        self.limit.lower_to(config.max_concurrency)
+        self.backoff_base_s = backoff_base_s
+        self.backoff_cap_s = backoff_cap_s
+        # httpx connection pools belong to one event loop, so each loop gets its own SDK client.
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncOpenAI] = weakref.WeakKeyDictionary()
+        self._clients_lock = threading.Lock()
+
+    async def chat(
+        self,
+        messages: list[Message],
+        *,
+        role: Role,
+        json_schema: dict[str, Any] | None = None,
+        json_mode: bool = False,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        sample_index: int = 0,
+    ) -> ChatReply:
+        request = CacheRequest(
+            model=self.config.model,
+            messages=messages,
+            temperature=self.config.temperature if temperature is None else temperature,
+            max_tokens=self.config.max_tokens if max_tokens is None else max_tokens,
+            response_format=response_format_for(self.base_url, json_schema, json_mode),
+            sample_index=sample_index,
+        )
+        started = time.monotonic()
+        stored = self.cache.get(request) if self.cache is not None else None
+        if stored is None:
+            try:
+                stored = await self._send(request, role)
+            except LLMError:
+                self.accounting.record_error(role, wall_s=time.monotonic() - started)
+                raise
+            if self.cache is not None:
+                self.cache.put(request, stored)
+            cached = False
+        else:
+            cached = True
+        latency = time.monotonic() - started
+        self.accounting.record_call(
+            role,
+            model=stored.model,
+            prompt_tokens=stored.prompt_tokens,
+            completion_tokens=stored.completion_tokens,
+            wall_s=latency,
+            cached=cached,
+        )
+        return ChatReply(**stored.model_dump(), cached=cached, latency_s=latency)
+
+    async def chat_json(
+        self,
+        messages: list[Message],
+        *,
+        role: Role,
+        json_schema: dict[str, Any] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        sample_index: int = 0,
+    ) -> tuple[Any, ChatReply]:
+        reply = await self.chat(
+            messages,
+            role=role,
+            json_schema=json_schema,
+            json_mode=True,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            sample_index=sample_index,
+        )
+        try:
+            return parse_json_reply(reply.text), reply
+        except LLMJSONError:
+            self.accounting.record_error(role)
+            raise
+
+    async def _send(self, request: CacheRequest, role: Role) -> CachedReply:
+        """One logical request: retried on transient failures, refused at once on the others."""
+        attempts = self.config.max_retries + 1
+        for attempt in range(attempts):
+            try:
+                async with self.limit.slot():
+                    completion = await self._client().chat.completions.create(**self._payload(request))
+            except (openai.APITimeoutError, openai.APIConnectionError) as error:
+                failure, retry_after = f"{type(error).__name__}: {error}", None
+            except openai.APIStatusError as error:
+                status = error.status_code
+                if status < 500 and status not in RETRYABLE_STATUS:
+                    raise LLMRequestError(
+                        f"{self.config.model} at {self.base_url} refused the request: HTTP {status}: {_detail(error)}"
+                    ) from error
+                failure, retry_after = f"HTTP {status}: {_detail(error)}", _retry_after_s(error)
+            else:
+                return _stored_reply(completion, request.model)
+            if attempt + 1 < attempts:
+                self.accounting.record_retry(role)
+                await asyncio.sleep(self._delay(attempt, retry_after))
+        raise LLMError(f"{self.config.model} at {self.base_url} failed after {attempts} attempt(s): {failure}")
+
+    def _payload(self, request: CacheRequest) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "model": request.model,
+            "messages": request.messages,
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+        }
+        if request.response_format is not None:
+            payload["response_format"] = request.response_format
+        return payload
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        """Exponential backoff with jitter (50-100 % of the step), at least what the server asked for."""
+        step = min(self.backoff_cap_s, self.backoff_base_s * 2**attempt)
+        delay = step * random.uniform(0.5, 1.0)
+        return min(self.backoff_cap_s, max(delay, retry_after or 0.0))
+
+    def _client(self) -> AsyncOpenAI:
+        loop = asyncio.get_running_loop()
+        with self._clients_lock:
+            client = self._clients.get(loop)
+            if client is None:
+                client = AsyncOpenAI(
+                    base_url=self.base_url,
+                    api_key=self.config.api_key(),
+                    timeout=self.config.timeout_s,
+                    max_retries=0,
+                )
+                self._clients[loop] = client
+            return client
+
+    async def aclose(self) -> None:
+        """Close the SDK client of the running loop; clients of other loops go with their loop."""
+        with self._clients_lock:
+            client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()
+
+
+def _detail(error: openai.APIStatusError) -> str:
+    """The server's own error message when it sent one, else the SDK's summary."""
+    body = error.body
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return body["message"]
+    return error.message
+
+
+def _retry_after_s(error: openai.APIStatusError) -> float | None:
+    value = error.response.headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _stored_reply(completion: Any, model: str) -> CachedReply:
+    if not completion.choices:
+        raise LLMError(f"{model}: the endpoint returned no choices")
+    choice = completion.choices[0]
+    usage = completion.usage
+    return CachedReply(
+        text=choice.message.content or "",
+        model=completion.model or model,
+        prompt_tokens=usage.prompt_tokens if usage else 0,
+        completion_tokens=usage.completion_tokens if usage else 0,
+        finish_reason=choice.finish_reason,
+    )

@@ -1,0 +1,115 @@
+"""One place per run that owns the LLM plumbing: gateways, the shared cache and accounting, the local server.
+
+Commands create one hub, hand ``hub.client(config)`` to whatever needs an LLM and close the hub at
+the end, which also stops the embedded local model server if the hub had to start it.
+
+Gateways are keyed by the whole config (so two roles on the same model with different temperatures
+keep their own defaults), while the concurrency limit is shared per resolved endpoint: every
+config on that endpoint gets at most its own ``max_concurrency`` in flight, all loops and threads
+together.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from memevo.agents.errors import UserInputError
+from memevo.agents.llm.accounting import Accounting
+from memevo.agents.llm.cache import ResponseCache
+from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
+from memevo.agents.llm.dspy_lm import GatewayLM
+from memevo.agents.llm.gateway import LLMGateway
+from memevo.agents.llm.limiter import ConcurrencyLimit
+from memevo.agents.llm.local_server import LocalModelServer
+from memevo.agents.llm.protocol import Role
+
+
+def default_cache_dir() -> Path:
+    """``$MEMEVO_CACHE_DIR`` if set, else ``~/.cache/memevo/llm``."""
+    configured = os.environ.get("MEMEVO_CACHE_DIR")
+    return Path(configured) if configured else Path.home() / ".cache" / "memevo" / "llm"
+
+
+class LLMHub:
+    """Context manager (``with`` or ``async with``) handing out gateways that share cache and accounting."""
+
+    def __init__(self, cache_dir: Path | None = None, use_cache: bool = True) -> None:
+        self.cache_dir = cache_dir or default_cache_dir()
+        self.use_cache = use_cache
+        self.accounting = Accounting()
+        self._cache: ResponseCache | None = None
+        self._server: LocalModelServer | None = None
+        self._gateways: dict[tuple[str, LLMConfig], LLMGateway] = {}
+        self._limits: dict[str, ConcurrencyLimit] = {}
+        self._lock = threading.Lock()
+
+    def client(self, config: LLMConfig) -> LLMGateway:
+        """The gateway for ``config``, starting the embedded local model if no endpoint is configured."""
+        with self._lock:
+            base_url = self._endpoint_for(config)
+            gateway = self._gateways.get((base_url, config))
+            if gateway is None:
+                limit = self._limits.setdefault(base_url, ConcurrencyLimit(config.max_concurrency))
+                gateway = LLMGateway(
+                    config, base_url=base_url, cache=self._response_cache(), accounting=self.accounting, limit=limit
+                )
+                self._gateways[(base_url, config)] = gateway
+            return gateway
+
+    def dspy_lm(self, config: LLMConfig, role: Role = "proposer") -> GatewayLM:
+        """A ``dspy.BaseLM`` whose calls go through this hub's gateway for ``config``."""
+        return GatewayLM(self.client(config), role=role)
+
+    @property
+    def local_server_url(self) -> str | None:
+        return self._server.url if self._server is not None else None
+
+    def _endpoint_for(self, config: LLMConfig) -> str:
+        explicit = config.resolved_base_url()
+        if explicit is not None:
+            return explicit.rstrip("/")
+        if config.model != LOCAL_MODEL_NAME:
+            raise UserInputError(
+                f"model '{config.model}' needs an endpoint: set base_url or OPENAI_BASE_URL "
+                f"(only '{LOCAL_MODEL_NAME}' runs on the embedded local server)",
+                field="model",
+            )
+        if self._server is None:
+            self._server = LocalModelServer().start()
+        return self._server.url
+
+    def _response_cache(self) -> ResponseCache | None:
+        if self.use_cache and self._cache is None:
+            self._cache = ResponseCache(self.cache_dir)
+        return self._cache
+
+    def close(self) -> None:
+        """Stop the local server if this hub started it, and close the cache."""
+        with self._lock:
+            self._gateways.clear()
+            if self._server is not None:
+                self._server.stop()
+                self._server = None
+            if self._cache is not None:
+                self._cache.close()
+                self._cache = None
+
+    async def aclose(self) -> None:
+        """Also close the SDK clients opened on the running loop, then ``close()``."""
+        for gateway in list(self._gateways.values()):
+            await gateway.aclose()
+        self.close()
+
+    def __enter__(self) -> LLMHub:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> LLMHub:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,77 @@
+"""What every caller may rely on from an LLM client: the gateway and the test doubles both satisfy it."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+from memevo.agents.errors import MemevoError
+
+Role = Literal["agent", "user_simulator", "generator", "proposer", "judge"]
+ROLES: tuple[Role, ...] = ("agent", "user_simulator", "generator", "proposer", "judge")
+
+Message = dict[str, str]
+"""One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
+
+
+class ChatReply(BaseModel):
+    """One completion as the caller sees it, whether it came from the network or the cache."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+    latency_s: float = 0.0
+    finish_reason: str | None = None
+
+
+class LLMError(MemevoError):
+    """The endpoint could not produce a reply (after the allowed retries)."""
+
+
+class LLMRequestError(LLMError):
+    """A request the endpoint refused outright (HTTP 400 and the like): never retried."""
+
+
+class LLMJSONError(LLMError):
+    """The reply was not valid JSON even after lenient repair; callers count these."""
+
+    def __init__(self, message: str, *, raw_text: str) -> None:
+        self.raw_text = raw_text
+        super().__init__(message)
+
+
+@runtime_checkable
+class ChatClient(Protocol):
+    """An async chat client with per-role accounting."""
+
+    async def chat(
+        self,
+        messages: list[Message],
+        *,
+        role: Role,
+        json_schema: dict[str, Any] | None = None,
+        json_mode: bool = False,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        sample_index: int = 0,
+    ) -> ChatReply:
+        """Return one completion; ``json_mode``/``json_schema`` ask the server for a JSON object."""
+        ...
+
+    async def chat_json(
+        self,
+        messages: list[Message],
+        *,
+        role: Role,
+        json_schema: dict[str, Any] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        sample_index: int = 0,
+    ) -> tuple[Any, ChatReply]:
+        """Ask for JSON and parse it leniently; raise ``LLMJSONError`` when it still does not parse."""
+        ...

@@ -1,0 +1,76 @@
+"""The long-context baseline (reference E.1): the whole conversation is the memory.
+
+With ``context_token_budget`` set, the oldest messages are dropped until the prompt fits. Tokens are
+approximated as ``ceil(characters / 4) + 4`` per message (no tokenizer dependency; English text runs
+about four characters per token, plus a few tokens of chat framing). The system prompt and the
+newest message are always kept.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Any
+
+from memevo.agents.base import AgentAnswer, AgentSpec, MemoryAgent
+from memevo.agents.llm.protocol import ChatClient, Message
+from memevo.agents.policy import MemoryPolicy
+from memevo.agents.prompts.answer import NATIVE_SYSTEM
+from memevo.agents.registry import register_agent
+
+
+def approx_tokens(message: Message) -> int:
+    """Rough token count of one chat message (see the module docstring)."""
+    return math.ceil(len(message["content"]) / 4) + 4
+
+
+@register_agent("native")
+class NativeAgent(MemoryAgent):
+    """Replies with the entire conversation history (optionally trimmed to a token budget) as context."""
+
+    spec = AgentSpec(
+        kind="native",
+        description="Whole conversation as context; optional token budget drops the oldest messages.",
+        components=(NATIVE_SYSTEM,),
+    )
+
+    def __init__(self, policy: MemoryPolicy, llm: ChatClient) -> None:
+        super().__init__(policy, llm)
+        self.history: list[Message] = []
+
+    def _context(self, message: str) -> tuple[list[Message], list[Message]]:
+        """(messages to send, the part of the history they include)."""
+        system = self.prompt("system_prompt")
+        head: list[Message] = [{"role": "system", "content": system}] if system else []
+        tail: list[Message] = [{"role": "user", "content": message}]
+        kept = list(self.history)
+        budget = self.policy.context_token_budget
+        if budget is not None:
+            used = sum(approx_tokens(m) for m in head + tail + kept)
+            while kept and used > budget:
+                used -= approx_tokens(kept.pop(0))
+        return head + kept + tail, kept
+
+    async def respond(self, message: str, now: datetime) -> str:
+        messages, _ = self._context(message)
+        reply = (await self.llm.chat(messages, role="agent")).text
+        await self.ingest(message, reply, now)
+        return reply
+
+    async def answer(self, prompt: str, *, query: str, now: datetime) -> AgentAnswer:
+        messages, kept = self._context(prompt)
+        reply = (await self.llm.chat(messages, role="agent")).text
+        return AgentAnswer(text=reply, consulted_memory="\n".join(f"{m['role']}: {m['content']}" for m in kept))
+
+    async def ingest(self, user_message: str, assistant_message: str, now: datetime) -> None:
+        self.history.append({"role": "user", "content": user_message})
+        self.history.append({"role": "assistant", "content": assistant_message})
+
+    async def end_session(self, now: datetime) -> None:
+        """Nothing is pending: every message is already in the history."""
+
+    def state(self) -> dict[str, Any]:
+        return {"history": [dict(m) for m in self.history]}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.history = [{"role": m["role"], "content": m["content"]} for m in state["history"]]

@@ -1,0 +1,62 @@
+"""The memory policy: everything evolution may change about an agent, as one immutable record."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memevo.agents.llm.config import LLMConfig
+
+
+class MemoryPolicy(BaseModel):
+    """An agent kind plus its prompt components and hyperparameters.
+
+    Immutable; ``policy_id`` is a content hash, so results saved under it can never be confused
+    between two policies that differ in one character of one prompt.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: str = Field(description="Registered agent kind: native, rag, awi, awe or a plug-in name.")
+    prompts: dict[str, str] = Field(
+        default_factory=dict,
+        description="Named prompt components; missing ones take the agent kind's defaults.",
+    )
+    update_every: int = Field(2, ge=1, description="Messages flushed to memory per write (AMemGym update_bsz).")
+    short_term: int = Field(4, ge=0, description="Raw messages kept as context after a flush (local_length).")
+    top_k: int = Field(30, ge=1, description="Memories retrieved per query (rag, awe).")
+    flush_on_session_end: bool = Field(
+        False, description="Write pending short-term messages to memory when a session ends."
+    )
+    context_token_budget: int | None = Field(
+        None, ge=1, description="native only: drop the oldest messages beyond this many tokens."
+    )
+    retrieval: str = Field("bm25", description="rag/awe retrieval backend: 'bm25' or 'embedding'.")
+    embedding_model: str | None = Field(None, description="Embeddings model name when retrieval='embedding'.")
+    amemgym_compat: bool = Field(
+        False, description="Reproduce the reference's behaviour where it differs (e.g. whole-prompt retrieval query)."
+    )
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+
+    def canonical_json(self) -> str:
+        """Key-sorted JSON: the form that is hashed and stored."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+
+    @property
+    def policy_id(self) -> str:
+        """Short content hash that names this policy's results."""
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:16]
+
+    def __hash__(self) -> int:
+        return hash(self.policy_id)
+
+    def with_prompts(self, **components: str) -> MemoryPolicy:
+        """A copy with some prompt components replaced."""
+        return self.model_copy(update={"prompts": {**self.prompts, **components}})
+
+    def with_hyperparameters(self, **values: Any) -> MemoryPolicy:
+        """A copy with some hyperparameters replaced, re-validated."""
+        return MemoryPolicy.model_validate({**self.model_dump(), **values})

@@ -1,0 +1,1 @@
+"""AMemGym-compatible worlds: data, generators, user simulators, the episode runner, metrics, feedback."""

@@ -1,0 +1,109 @@
+"""``memevo env``: validate, inspect and synthesise AMemGym-compatible data.
+
+Errors in files or flags raise ``UserInputError``; the ``memevo`` entry point turns them into exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+
+from memevo.agents.errors import RunFailedError, UserInputError
+from memevo.environments.data.io import DEFAULT_SPLIT, format_validation_error, load_items, save_items
+from memevo.environments.data.validate import validate_items
+from memevo.environments.stats import DatasetStats, compute_stats
+from memevo.environments.synth import SynthConfig, synthesize
+
+app = typer.Typer(help="Validate, inspect and generate environments.", no_args_is_help=True,
+                  pretty_exceptions_enable=False)
+
+Source = Annotated[str, typer.Argument(help="data.json, a dataset dir/parquet/arrow/json file, or a hub id.")]
+Split = Annotated[str, typer.Option(help="Dataset split (hub ids and saved DatasetDicts).")]
+RoundsInit = Annotated[int, typer.Option(min=1, help="Rounds per session in period 0.")]
+RoundsUpdate = Annotated[int, typer.Option(min=1, help="Rounds per session in later periods.")]
+
+
+@app.command()
+def validate(
+    path: Source,
+    split: Split = DEFAULT_SPLIT,
+    min_state_variants: Annotated[int, typer.Option(min=1, help="Fewer choices than this is a warning.")] = 4,
+) -> None:
+    """Check every item against AMemGym's invariants; exit 0 when valid, 2 when any error is found."""
+    items = load_items(path, split=split)
+    violations = validate_items(items, min_state_variants=min_state_variants)
+    for violation in violations:
+        typer.echo(violation.describe())
+    errors = sum(v.severity == "error" for v in violations)
+    typer.echo(f"{len(items)} items: {errors} errors, {len(violations) - errors} warnings")
+    if errors:
+        raise typer.Exit(2)
+
+
+@app.command()
+def stats(
+    path: Source,
+    split: Split = DEFAULT_SPLIT,
+    rounds_init: RoundsInit = 1,
+    rounds_update: RoundsUpdate = 2,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Users, periods, sessions, rounds, questions, choices, random baseline and transcript size."""
+    figures = compute_stats(load_items(path, split=split), rounds_init=rounds_init, rounds_update=rounds_update)
+    typer.echo(figures.model_dump_json(indent=2) if as_json else _table(figures))
+
+
+@app.command()
+def synth(
+    out: Annotated[Path, typer.Option(help="Where to write data.json.")],
+    users: Annotated[int, typer.Option(help="Simulated users.")] = 2,
+    periods: Annotated[int, typer.Option(help="Update periods after period 0.")] = 10,
+    questions: Annotated[int, typer.Option(help="Questions per user.")] = 10,
+    seed: int = 0,
+    states_per_question: Annotated[int, typer.Option(help="Variables each question needs.")] = 2,
+    choices_per_state: Annotated[int, typer.Option(help="Values per variable.")] = 3,
+    changes_per_period: Annotated[int, typer.Option(help="Target changes per update period (+-1).")] = 4,
+    sessions_init: Annotated[int | None, typer.Option(help="Sessions in period 0 (default: variables/2).")] = None,
+    min_state_variants: Annotated[int, typer.Option(help="Minimum answer choices per question.")] = 4,
+    start_date: Annotated[str, typer.Option(help="Simulation start, YYYY-MM-DD.")] = "2020-10-01",
+    months_per_period: int = 3,
+    filler_sentences: Annotated[int, typer.Option(help="Small-talk sentences per query (length knob).")] = 0,
+    vocabulary: Annotated[Path | None, typer.Option(help="Custom vocabulary JSON.")] = None,
+    rounds_init: RoundsInit = 1,
+    rounds_update: RoundsUpdate = 2,
+) -> None:
+    """Write procedural AMemGym-compatible data (no LLM; same arguments give a byte-identical file).
+
+    Rounds are an evaluation setting, not stored in the data; here they only size the printed estimate.
+    """
+    try:
+        config = SynthConfig(users=users, periods=periods, questions=questions, seed=seed,
+                             states_per_question=states_per_question, choices_per_state=choices_per_state,
+                             changes_per_period=changes_per_period, sessions_init=sessions_init,
+                             min_state_variants=min_state_variants, start_date=start_date,
+                             months_per_period=months_per_period, filler_sentences=filler_sentences,
+                             vocabulary=vocabulary)
+    except ValidationError as error:
+        field, message = format_validation_error(error)
+        raise UserInputError(message, field=field) from error
+    items = synthesize(config)
+    errors = [v for v in validate_items(items, min_state_variants=min_state_variants) if v.severity == "error"]
+    if errors:
+        raise RunFailedError("generated data failed validation: " + "; ".join(v.describe() for v in errors[:3]))
+    save_items(items, out)
+    typer.echo(f"wrote {len(items)} users to {out}")
+    typer.echo(_table(compute_stats(items, rounds_init=rounds_init, rounds_update=rounds_update)))
+
+
+def _table(figures: DatasetStats) -> str:
+    rows = json.loads(figures.model_dump_json())
+    width = max(len(key) for key in rows)
+    return "\n".join(f"{key.ljust(width)}  {_number(value)}" for key, value in rows.items())
+
+
+def _number(value: float | int) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else f"{value:,}"

@@ -1,0 +1,1 @@
+"""The AMemGym data model and its loaders."""

@@ -1,0 +1,111 @@
+"""The upper bound (AMemGym F.2): the bare LLM answering with the true state written into the prompt.
+
+Scores are keyed by (item, question, state tuple); the reference keyed them by the state tuple alone, so
+two questions of a user with the same tuple overwrote each other (I.7). Each (question, state) is asked
+once and reused for every period in which it is the gold state, concurrently and without the reference's
+3-second sleeps. Unreadable replies get one retry and then count as wrong (and are reported), unless
+``amemgym_compat`` asks for the reference's random fallback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+
+from pydantic import BaseModel, PrivateAttr
+
+from memevo.agents.base import AgentAnswer
+from memevo.agents.llm.protocol import ChatClient, Role
+from memevo.environments.data.models import Item
+from memevo.environments.metrics.baseline import gold_state
+from memevo.environments.qa import ask_choice, build_upper_bound_prompt
+
+
+class UpperBoundEntry(BaseModel):
+    """The bare LLM's answer to one question given one true state."""
+
+    item_id: str
+    question_index: int
+    state: list[str]
+    correct: bool
+    format_error: bool = False
+    random_fallback: bool = False
+    raw_reply: str = ""
+
+
+class UpperBoundTable(BaseModel):
+    """Upper-bound scores per (item, question, state); JSON-serialisable so a run can reuse it."""
+
+    model: str = ""
+    entries: list[UpperBoundEntry] = []
+    _index: dict[tuple[str, int, tuple[str, ...]], UpperBoundEntry] = PrivateAttr(default_factory=dict)
+
+    def model_post_init(self, __context: object) -> None:
+        self._index = {(e.item_id, e.question_index, tuple(e.state)): e for e in self.entries}
+
+    def score(self, item: Item, period: int, question_index: int) -> float:
+        """1.0 or 0.0: did the bare LLM pick the gold answer given this period's true state?"""
+        key = (item.id, question_index, tuple(gold_state(item, period, question_index)))
+        try:
+            return float(self._index[key].correct)
+        except KeyError:
+            raise KeyError(f"upper-bound table has no entry for item {key[0]}, question {key[1]}, state {list(key[2])}") from None
+
+    @property
+    def format_error_rate(self) -> float:
+        return sum(e.format_error for e in self.entries) / len(self.entries) if self.entries else 0.0
+
+
+def needed_states(item: Item) -> list[tuple[int, tuple[str, ...]]]:
+    """Distinct (question, gold state) pairs over all periods, in first-seen order."""
+    seen: dict[tuple[int, tuple[str, ...]], None] = {}
+    for period in range(len(item.periods)):
+        for question_index in range(len(item.qas)):
+            seen.setdefault((question_index, tuple(gold_state(item, period, question_index))), None)
+    return list(seen)
+
+
+async def compute_upper_bound(
+    llm: ChatClient,
+    items: Sequence[Item],
+    *,
+    model: str = "",
+    role: Role = "agent",
+    max_concurrency: int = 8,
+    amemgym_compat: bool = False,
+    seed: int = 0,
+    on_entry: Callable[[UpperBoundEntry], None] | None = None,
+) -> UpperBoundTable:
+    """Ask the bare LLM every needed (item, question, state) once, with bounded concurrency."""
+    semaphore = asyncio.Semaphore(max_concurrency)
+
+    async def ask_llm(text: str) -> AgentAnswer:
+        reply = await llm.chat([{"role": "user", "content": text}], role=role, json_mode=True)
+        return AgentAnswer(text=reply.text)
+
+    async def one(item: Item, question_index: int, state: tuple[str, ...]) -> UpperBoundEntry:
+        question = item.qas[question_index]
+        gold = [choice.state for choice in question.answer_choices].index(list(state)) + 1
+        async with semaphore:
+            outcome = await ask_choice(
+                ask_llm,
+                build_upper_bound_prompt(question, dict(zip(question.required_info, state, strict=True))),
+                len(question.answer_choices),
+                amemgym_compat=amemgym_compat,
+                rng_key=(seed, "upper_bound", item.id, question_index, *state),
+            )
+        entry = UpperBoundEntry(
+            item_id=item.id,
+            question_index=question_index,
+            state=list(state),
+            correct=outcome.choice == gold,
+            format_error=outcome.format_error,
+            random_fallback=outcome.random_fallback,
+            raw_reply=outcome.retry_reply or outcome.raw_reply,
+        )
+        if on_entry:
+            on_entry(entry)
+        return entry
+
+    jobs = [one(item, q, state) for item in items for q, state in needed_states(item)]
+    return UpperBoundTable(model=model, entries=list(await asyncio.gather(*jobs)))

@@ -1,0 +1,149 @@
+"""The multiple-choice question prompt (AMemGym F.1/F.2) and its strict parser.
+
+The reference turned any unreadable reply into a random answer and indexed with 0 or negative numbers
+from the end (defects I.3-I.5). Here a reply must hold a JSON object whose ``answer`` is an int in
+1..n; prose or code fences around it are tolerated, anything else is a format error. One retry with a
+short reminder is allowed. ``amemgym_compat`` reproduces the reference's random fallback instead, with a
+random generator seeded per (user, period, question) so results do not depend on call order (I.14).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from memevo.agents.base import AgentAnswer
+from memevo.environments.data.models import Question
+
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
+
+ANSWER_INSTRUCTION = (
+    'Reply with nothing except a JSON object of the form {"answer": <option number>} '
+    "inside a ```json fenced block."
+)
+
+
+def _choice_lines(question: Question) -> str:
+    return "\n".join(f"{number}: {choice.answer}" for number, choice in enumerate(question.answer_choices, start=1))
+
+
+def build_qa_prompt(question: Question) -> str:
+    """The question put to the agent at the end of a period (F.1 order)."""
+    return (
+        f"{question.query}\n\n"
+        "Which of the options below suits my current situation best? Weigh my present preferences and "
+        "circumstances.\n\n"
+        f"Options:\n{_choice_lines(question)}\n\n"
+        f"{ANSWER_INSTRUCTION}"
+    )
+
+
+def build_upper_bound_prompt(question: Question, state: dict[str, str]) -> str:
+    """The question with the relevant true state spelled out (F.2): it measures pure utilisation."""
+    return (
+        f"{question.query}\n\n"
+        "My current relevant preferences and situation are:\n"
+        f"{json.dumps(state, ensure_ascii=False, indent=2)}\n\n"
+        "Given that, which of the options below suits my current situation best?\n\n"
+        f"Options:\n{_choice_lines(question)}\n\n"
+        f"{ANSWER_INSTRUCTION}"
+    )
+
+
+def choice_reminder(n_choices: int) -> str:
+    """Appended to the prompt when the first reply could not be read."""
+    return (
+        "\n\nYour previous reply could not be read. Reply again with only a JSON object "
+        f'{{"answer": N}}, where N is an option number from 1 to {n_choices}.'
+    )
+
+
+def extract_json_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object in ``text``: inside a code fence, the whole text, or embedded in prose."""
+    candidates = [*(block.strip() for block in _FENCE.findall(text)), text.strip()]
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            return value
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def parse_choice(text: str, n_choices: int) -> int | None:
+    """The 1-based option number in ``text``, or None if the reply is not a valid choice."""
+    obj = extract_json_object(text)
+    if obj is None:
+        return None
+    value = obj.get("answer")
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 1 <= value <= n_choices else None
+
+
+def fallback_rng(*key: object) -> random.Random:
+    """A generator seeded from ``key`` alone, so a draw never depends on what ran before it."""
+    digest = hashlib.sha256("|".join(map(str, key)).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+class ChoiceOutcome(BaseModel):
+    """What asking one multiple-choice question produced."""
+
+    choice: int | None
+    raw_reply: str
+    retry_reply: str | None = None
+    format_error: bool = False
+    random_fallback: bool = False
+    consulted_memory: str = ""
+
+
+Ask = Callable[[str], Awaitable[AgentAnswer]]
+
+
+async def ask_choice(
+    ask: Ask,
+    prompt: str,
+    n_choices: int,
+    *,
+    amemgym_compat: bool = False,
+    rng_key: Sequence[object] = (),
+) -> ChoiceOutcome:
+    """Ask, parse strictly, retry once; in compat mode draw a seeded random option instead of retrying."""
+    first = await ask(prompt)
+    choice = parse_choice(first.text, n_choices)
+    if choice is not None:
+        return ChoiceOutcome(choice=choice, raw_reply=first.text, consulted_memory=first.consulted_memory)
+    if amemgym_compat:
+        drawn = fallback_rng(*rng_key).randint(1, n_choices)
+        return ChoiceOutcome(
+            choice=drawn,
+            raw_reply=first.text,
+            format_error=True,
+            random_fallback=True,
+            consulted_memory=first.consulted_memory,
+        )
+    second = await ask(prompt + choice_reminder(n_choices))
+    choice = parse_choice(second.text, n_choices)
+    return ChoiceOutcome(
+        choice=choice,
+        raw_reply=first.text,
+        retry_reply=second.text,
+        format_error=choice is None,
+        consulted_memory=second.consulted_memory,
+    )

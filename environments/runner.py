@@ -1,0 +1,341 @@
+"""The episode runner: drives a memory agent through an item period by period (AMemGym D.1).
+
+Per period: every session in order (opening message ``"[Current Time: <session_time>]\\n" + query``,
+then user-simulator follow-ups between rounds, none after the last), ``end_session`` after each session
+(the reference gave no such signal; I.13), then every question against the frozen state, concurrently,
+with the period's end as ``now``. Off-policy replay (D.3) feeds a recorded run's transcripts through
+``ingest`` instead. Users run concurrently up to a bound; each finished period is saved to the store
+at once, so a killed run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime, time
+from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memevo.agents.base import MemoryAgent
+from memevo.agents.errors import RunFailedError, UserInputError
+from memevo.agents.llm.protocol import Message
+from memevo.environments.data.models import Item, Session
+from memevo.environments.diagnosis import run_probe
+from memevo.environments.qa import ask_choice, build_qa_prompt
+from memevo.environments.records import EpisodeResult, PeriodResult, QARecord
+from memevo.environments.simulators.base import UserSimulator
+from memevo.environments.store import RunStore
+
+AfterPeriod = Callable[[MemoryAgent, PeriodResult], Awaitable[None]]
+"""Called after a period's questions, before its state is saved (in-episode evolution hooks here)."""
+OnPeriod = Callable[[PeriodResult], None]
+"""Progress callback: called once per finished (or resumed) period."""
+Transcript = list[Message]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class EpisodeConfig(BaseModel):
+    """How episodes are run; the defaults are AMemGym v1.base's."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rounds_init: int = Field(1, ge=1, description="Rounds per session in period 0.")
+    rounds_update: int = Field(2, ge=1, description="Rounds per session in later periods.")
+    diagnose: bool = Field(False, description="Run the state probe for every question at every period.")
+    amemgym_compat: bool = Field(False, description="Random fallback on unreadable answers, as the reference.")
+    max_concurrent_users: int = Field(4, ge=1)
+    seed: int = Field(0, description="Seeds the compat random fallback.")
+    check_frozen_state: bool = Field(True, description="Fail if answering questions changed the agent state.")
+
+    def protocol(self) -> dict[str, object]:
+        """The settings that change results; a resumed run must use the same ones."""
+        return self.model_dump(exclude={"max_concurrent_users", "check_frozen_state"})
+
+    def rounds(self, period: int) -> int:
+        return self.rounds_init if period == 0 else self.rounds_update
+
+
+def _parse_time(text: str, fmt: str, where: str) -> datetime:
+    try:
+        return datetime.strptime(text, fmt)
+    except ValueError as error:
+        raise UserInputError(f"bad time {text!r} (expected {fmt})", field=where) from error
+
+
+def session_time(item: Item, period: int, session: Session) -> datetime:
+    """The simulated time of a session."""
+    return _parse_time(session.session_time, "%Y-%m-%d %H:%M:%S", f"{item.id}.periods[{period}].session_time")
+
+
+def period_end_time(item: Item, period: int) -> datetime:
+    """The end of a period's last day: questions are asked then, after every session of the period."""
+    day = _parse_time(item.periods[period].period_end, "%Y-%m-%d", f"{item.id}.periods[{period}].period_end")
+    return datetime.combine(day.date(), time(23, 59, 59))
+
+
+def opening_message(session: Session) -> str:
+    """The only place the reference let simulated time reach the agent; kept for compatibility."""
+    return f"[Current Time: {session.session_time}]\n{session.query}"
+
+
+def _gold(item: Item, period: int, question_index: int) -> int:
+    try:
+        return item.qas[question_index].gold_index(item.periods[period].state) + 1
+    except (KeyError, ValueError) as error:
+        raise UserInputError(
+            f"no gold answer: {error}", field=f"{item.id}.qas[{question_index}] at periods[{period}]"
+        ) from error
+
+
+async def ask_questions(
+    agent: MemoryAgent, item: Item, period: int, config: EpisodeConfig, user_id: str
+) -> list[QARecord]:
+    """Every question of the item at the end of ``period``, concurrently against the frozen state."""
+    now = period_end_time(item, period)
+
+    async def one(index: int) -> QARecord:
+        question = item.qas[index]
+        gold = _gold(item, period, index)
+        prompt = build_qa_prompt(question)
+        outcome = await ask_choice(
+            lambda text: agent.answer(text, query=question.query, now=now),
+            prompt,
+            len(question.answer_choices),
+            amemgym_compat=config.amemgym_compat,
+            rng_key=(config.seed, user_id, period, index),
+        )
+        return QARecord(
+            user_id=user_id,
+            period=period,
+            question_index=index,
+            prompt=prompt,
+            correct=outcome.choice == gold,
+            gold=gold,
+            n_choices=len(question.answer_choices),
+            **outcome.model_dump(),
+        )
+
+    return list(await asyncio.gather(*(one(index) for index in range(len(item.qas)))))
+
+
+async def play_on_policy(agent: MemoryAgent, item: Item, period: int, simulator: UserSimulator,
+                         config: EpisodeConfig) -> list[Transcript]:
+    """Run the period's sessions in order as live conversations."""
+    transcripts = []
+    for session in item.periods[period].sessions:
+        now = session_time(item, period, session)
+        messages: Transcript = []
+        for round_index in range(config.rounds(period)):
+            if round_index == 0:
+                user_message = opening_message(session)
+            else:
+                user_message = await simulator.follow_up(item, period, session, list(messages), now)
+            messages.append({"role": "user", "content": user_message})
+            messages.append({"role": "assistant", "content": await agent.respond(user_message, now)})
+        await agent.end_session(now)
+        transcripts.append(messages)
+    return transcripts
+
+
+def _check_transcripts(item: Item, period: int, transcripts: list[Transcript], config: EpisodeConfig) -> None:
+    where = f"{item.id}.periods[{period}].transcripts"
+    sessions = item.periods[period].sessions
+    if len(transcripts) != len(sessions):
+        raise UserInputError(f"{len(transcripts)} recorded sessions, the item has {len(sessions)}", field=where)
+    for index, messages in enumerate(transcripts):
+        roles = [message.get("role") for message in messages]
+        if roles != ["user", "assistant"] * config.rounds(period):
+            raise UserInputError(
+                f"session {index}: expected {config.rounds(period)} user/assistant rounds, got roles {roles}",
+                field=where,
+            )
+
+
+async def replay_recorded(agent: MemoryAgent, item: Item, period: int, transcripts: list[Transcript],
+                          config: EpisodeConfig) -> list[Transcript]:
+    """Feed recorded sessions to the agent through ``ingest`` (off-policy; no ``respond`` calls)."""
+    _check_transcripts(item, period, transcripts, config)
+    for session, messages in zip(item.periods[period].sessions, transcripts, strict=True):
+        now = session_time(item, period, session)
+        for user_message, assistant_message in zip(messages[::2], messages[1::2], strict=True):
+            await agent.ingest(user_message["content"], assistant_message["content"], now)
+        await agent.end_session(now)
+    return transcripts
+
+
+def _restore(agent: MemoryAgent, item: Item, config: EpisodeConfig, store: RunStore,
+             user_id: str) -> list[PeriodResult]:
+    """The finished periods in the store; the agent gets the state saved after the last of them."""
+    store.bind(user_id, policy_id=agent.policy.policy_id, item_id=item.id, protocol=config.protocol())
+    done = min(store.finished_periods(user_id), len(item.periods))
+    if done:
+        agent.load_state(store.load_state(user_id, done - 1))
+    return [store.load_period(user_id, period) for period in range(done)]
+
+
+async def _examine(agent: MemoryAgent, item: Item, period: int, config: EpisodeConfig, user_id: str,
+                   transcripts: list[Transcript]) -> PeriodResult:
+    """Questions (and probes) at the end of a period, checking that they left the state untouched."""
+    frozen = agent.state() if config.check_frozen_state else None
+    qa = await ask_questions(agent, item, period, config, user_id)
+    probes = []
+    if config.diagnose:
+        now = period_end_time(item, period)
+        probes = list(await asyncio.gather(*(
+            run_probe(agent, item, period, index, user_id=user_id, now=now) for index in range(len(item.qas))
+        )))
+    if frozen is not None and agent.state() != frozen:
+        raise RunFailedError(
+            f"agent kind '{agent.policy.kind}' changed its state while answering questions "
+            f"(user {user_id}, period {period}); answer() must not change state"
+        )
+    return PeriodResult(user_id=user_id, period=period, transcripts=transcripts, qa=qa, probes=probes)
+
+
+async def _run_periods(
+    agent: MemoryAgent,
+    item: Item,
+    play: Callable[[int], Awaitable[list[Transcript]]],
+    config: EpisodeConfig,
+    *,
+    store: RunStore | None,
+    user_id: str,
+    after_period: AfterPeriod | None,
+    on_period: OnPeriod | None,
+) -> EpisodeResult:
+    policy_id = agent.policy.policy_id
+    periods = _restore(agent, item, config, store, user_id) if store is not None else []
+    for result in periods:
+        if on_period:
+            on_period(result)
+    for period in range(len(periods), len(item.periods)):
+        transcripts = await play(period)
+        result = await _examine(agent, item, period, config, user_id, transcripts)
+        if after_period:
+            await after_period(agent, result)
+        if store is not None:
+            store.save_period(result, agent.state())
+        periods.append(result)
+        if on_period:
+            on_period(result)
+    return EpisodeResult(user_id=user_id, policy_id=policy_id, periods=periods)
+
+
+async def run_episode(
+    agent: MemoryAgent,
+    item: Item,
+    simulator: UserSimulator,
+    config: EpisodeConfig,
+    *,
+    store: RunStore | None = None,
+    user_id: str | None = None,
+    after_period: AfterPeriod | None = None,
+    on_period: OnPeriod | None = None,
+) -> EpisodeResult:
+    """One agent through one item on-policy; with a store, finished periods are skipped and restored."""
+    return await _run_periods(
+        agent,
+        item,
+        lambda period: play_on_policy(agent, item, period, simulator, config),
+        config,
+        store=store,
+        user_id=user_id or item.id,
+        after_period=after_period,
+        on_period=on_period,
+    )
+
+
+async def replay_episode(
+    agent: MemoryAgent,
+    item: Item,
+    transcripts_source: EpisodeResult | RunStore,
+    config: EpisodeConfig,
+    *,
+    store: RunStore | None = None,
+    user_id: str | None = None,
+    after_period: AfterPeriod | None = None,
+    on_period: OnPeriod | None = None,
+) -> EpisodeResult:
+    """One agent through one item off-policy, fed another run's transcripts (D.3)."""
+    user_id = user_id or item.id
+    source = (
+        transcripts_source.load_episode(user_id) if isinstance(transcripts_source, RunStore) else transcripts_source
+    )
+    if source is None or len(source.periods) < len(item.periods):
+        have = 0 if source is None else len(source.periods)
+        raise UserInputError(
+            f"recorded run has {have} finished periods for user {user_id}, the item has {len(item.periods)}",
+            field="transcripts_source",
+        )
+    return await _run_periods(
+        agent,
+        item,
+        lambda period: replay_recorded(agent, item, period, source.periods[period].transcripts, config),
+        config,
+        store=store,
+        user_id=user_id,
+        after_period=after_period,
+        on_period=on_period,
+    )
+
+
+async def bounded_gather(values: Sequence[T], work: Callable[[T], Awaitable[R]], limit: int) -> list[R]:
+    """``work`` over ``values`` with at most ``limit`` running; the first failure cancels the rest."""
+    semaphore = asyncio.Semaphore(limit)
+
+    async def guarded(value: T) -> R:
+        async with semaphore:
+            return await work(value)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(guarded(value)) for value in values]
+    except ExceptionGroup as errors:
+        raise errors.exceptions[0] from None
+    return [task.result() for task in tasks]
+
+
+async def _each_user(
+    items: Sequence[Item], config: EpisodeConfig, episode: Callable[[Item], Awaitable[EpisodeResult]]
+) -> list[EpisodeResult]:
+    """One episode per item, users concurrently up to the bound, results in ``items`` order."""
+    seen: set[str] = set()
+    for item in items:
+        if item.id in seen:
+            raise UserInputError(f"duplicate item id {item.id!r}", field="id")
+        seen.add(item.id)
+    return await bounded_gather(items, episode, config.max_concurrent_users)
+
+
+async def run_episodes(
+    make_agent: Callable[[], MemoryAgent],
+    items: Sequence[Item],
+    simulator: UserSimulator,
+    config: EpisodeConfig,
+    store: RunStore | None = None,
+    *,
+    after_period: AfterPeriod | None = None,
+    on_period: OnPeriod | None = None,
+) -> list[EpisodeResult]:
+    """A fresh agent per item, on-policy; resumable per period through ``store``."""
+    return await _each_user(items, config, lambda item: run_episode(
+        make_agent(), item, simulator, config, store=store, after_period=after_period, on_period=on_period
+    ))
+
+
+async def replay_episodes(
+    make_agent: Callable[[], MemoryAgent],
+    items: Sequence[Item],
+    transcripts_source: RunStore,
+    config: EpisodeConfig,
+    store: RunStore | None = None,
+    *,
+    on_period: OnPeriod | None = None,
+) -> list[EpisodeResult]:
+    """Off-policy counterpart of ``run_episodes``: every item replayed from a recorded run's folder."""
+    return await _each_user(items, config, lambda item: replay_episode(
+        make_agent(), item, transcripts_source, config, store=store, on_period=on_period
+    ))

@@ -1,0 +1,1 @@
+"""Simulated users that keep a session going without revealing their state."""

@@ -1,0 +1,51 @@
+"""A user simulator for procedural data: varied, on-topic follow-ups from templates, with no LLM call.
+
+Follow-ups never carry state: each candidate is an acknowledgement plus a generic question, and any
+candidate that contains a schema value (whole word, case-insensitive) is skipped. The choice is seeded
+from the simulator seed, the user, the period, the session time and the turn, so it does not depend
+on call order (users run concurrently).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from datetime import datetime
+from functools import cached_property
+
+from memevo.agents.llm.protocol import Message
+from memevo.environments.data.models import Item, Session
+from memevo.environments.simulators.base import UserSimulator
+from memevo.environments.synth.vocabulary import SimulatorParts, load_vocabulary
+
+_LAST_RESORT = "Could you say a bit more about that?"
+
+
+class TemplateUserSimulator(UserSimulator):
+    """Deterministic template follow-ups; ``parts`` defaults to the bundled vocabulary's simulator lines."""
+
+    def __init__(self, seed: int = 0, parts: SimulatorParts | None = None) -> None:
+        self.seed = seed
+        self.parts = parts or load_vocabulary().simulator
+
+    @cached_property
+    def _candidates(self) -> list[str]:
+        return [f"{ack} {ask}" for ack in self.parts.acknowledgements for ask in self.parts.asks]
+
+    async def follow_up(self, item: Item, period_index: int, session: Session, messages: list[Message],
+                        now: datetime) -> str:
+        rng = random.Random(f"{self.seed}|{item.id}|{period_index}|{session.session_time}|{len(messages)}")
+        leak = _value_pattern(item)
+        for candidate in rng.sample(self._candidates, len(self._candidates)):
+            if leak is None or not leak.search(candidate):
+                return candidate
+        if leak is not None and leak.search(_LAST_RESORT):
+            raise ValueError(f"every follow-up template of the simulator names a schema value of item {item.id}")
+        return _LAST_RESORT
+
+
+def _value_pattern(item: Item) -> re.Pattern[str] | None:
+    values = sorted({value for options in item.state_schema.values() for value in options if value.strip()})
+    if not values:
+        return None
+    return re.compile("|".join(rf"(?<!\w){re.escape(value)}(?!\w)" for value in values), re.IGNORECASE)

@@ -1,0 +1,106 @@
+"""On-disk record of a run: per user and period, the results and the agent state, written atomically.
+
+A period counts as finished only when both its state file and its result file exist; the result is
+written last, so a run killed at any instant leaves either a finished period or nothing for it. Resuming
+loads the last finished period's state into a fresh agent and continues from the next period (the
+reference re-wrote its whole results matrix after every question instead; I.22).
+
+Layout: ``<root>/users/<user>/meta.json``, ``period_XX.state.json``, ``period_XX.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from memevo.agents.errors import UserInputError
+from memevo.environments.records import EpisodeResult, PeriodResult
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to a temporary file in the same folder, then rename it over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            json.dump(data, file, ensure_ascii=False, indent=1)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise UserInputError(f"cannot read run record: {error}", source=str(path)) from error
+
+
+class RunStore:
+    """Per user/period records of one run under ``root``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def user_dir(self, user_id: str) -> Path:
+        return self.root / "users" / re.sub(r"[^A-Za-z0-9._-]", "_", user_id)
+
+    def _result_path(self, user_id: str, period: int) -> Path:
+        return self.user_dir(user_id) / f"period_{period:02d}.json"
+
+    def _state_path(self, user_id: str, period: int) -> Path:
+        return self.user_dir(user_id) / f"period_{period:02d}.state.json"
+
+    def bind(self, user_id: str, *, policy_id: str, item_id: str, protocol: dict[str, Any] | None = None) -> None:
+        """Record which policy, item and protocol a user's folder belongs to; refuse to resume another."""
+        path = self.user_dir(user_id) / "meta.json"
+        meta = {"user_id": user_id, "policy_id": policy_id, "item_id": item_id, "protocol": protocol}
+        if path.exists():
+            stored = _read_json(path)
+            for key, value in meta.items():
+                if stored.get(key) != value:
+                    raise UserInputError(
+                        f"run folder holds {key}={stored.get(key)!r}, not {value!r}; use a new --out folder",
+                        source=str(path),
+                        field=key,
+                    )
+            return
+        write_json_atomic(path, meta)
+
+    def save_period(self, result: PeriodResult, state: dict[str, Any]) -> None:
+        """Persist one finished period: state first, result last (the result marks completion)."""
+        write_json_atomic(self._state_path(result.user_id, result.period), state)
+        write_json_atomic(self._result_path(result.user_id, result.period), result.model_dump(mode="json"))
+
+    def finished_periods(self, user_id: str) -> int:
+        """How many periods, counted from period 0 without gaps, are finished."""
+        count = 0
+        while self._result_path(user_id, count).exists() and self._state_path(user_id, count).exists():
+            count += 1
+        return count
+
+    def load_period(self, user_id: str, period: int) -> PeriodResult:
+        path = self._result_path(user_id, period)
+        try:
+            return PeriodResult.model_validate(_read_json(path))
+        except ValueError as error:
+            raise UserInputError(f"invalid period record: {error}", source=str(path)) from error
+
+    def load_state(self, user_id: str, period: int) -> dict[str, Any]:
+        return _read_json(self._state_path(user_id, period))
+
+    def load_episode(self, user_id: str) -> EpisodeResult | None:
+        """The finished periods of one user, or None if the user has no folder yet."""
+        meta_path = self.user_dir(user_id) / "meta.json"
+        if not meta_path.exists():
+            return None
+        meta = _read_json(meta_path)
+        periods = [self.load_period(user_id, p) for p in range(self.finished_periods(user_id))]
+        return EpisodeResult(user_id=user_id, policy_id=meta["policy_id"], periods=periods)

@@ -1,0 +1,266 @@
+"""Runs an ablation: every (arm, seed) evolution into its own folder, then statistics, tables, plots, MLflow.
+
+Resumable: a finished (arm, seed) has an ``arm_result.json`` and is skipped; a started one is handed to
+``run_evolution(resume=True)``. The ablation's own MLflow parent run is created once and reused on resume;
+each evolution's MLflow run is attached to it as a child (``mlflow.parentRunId``) after it finishes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from mlflow.tracking import MlflowClient
+from pydantic import BaseModel
+
+from memevo.agents.errors import UserInputError
+from memevo.agents.llm.accounting import UsageReport
+from memevo.agents.llm.hub import LLMHub
+from memevo.environments.metrics.scores import Scores, UserScores
+from memevo.evolve.ablation_config import AblationConfig, resolve_all
+from memevo.evolve.ablation_records import (
+    ArmSeedRecord,
+    FailureRates,
+    Spend,
+    UnitScore,
+    arm_seed_dir,
+    find_arm_records,
+    load_arm_record,
+    save_arm_record,
+)
+from memevo.evolve.ablation_render import write_ablation_outputs
+from memevo.evolve.ablation_summary import AblationSummary, summarize
+from memevo.evolve.config import EvolveConfig
+from memevo.evolve.loop import EvolutionResult, run_evolution
+
+MANIFEST_FILE = "ablation.json"
+MLFLOW_IDS_FILE = "mlflow_ids.json"
+"""Written by ``memevo.evolve.tracking.Tracker`` in each evolution's folder."""
+
+
+class AblationManifest(BaseModel):
+    """What ``memevo report`` needs to re-render an ablation, and what resume checks against."""
+
+    name: str
+    arms: list[str]
+    seeds: list[int]
+    baseline: str
+    ci_method: str
+    confidence: float
+    config: dict
+    tracking_uri: str
+    parent_run_id: str | None = None
+
+
+class AblationOutcome(BaseModel):
+    summary: AblationSummary
+    outputs: dict[str, Path]
+    parent_run_id: str | None
+
+
+def load_manifest(run_dir: Path) -> AblationManifest | None:
+    path = run_dir / MANIFEST_FILE
+    if not path.exists():
+        return None
+    return AblationManifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
+
+
+def _save_manifest(manifest: AblationManifest, run_dir: Path) -> None:
+    path = run_dir / MANIFEST_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(manifest.model_dump_json(indent=2), encoding="utf-8")
+    tmp.replace(path)
+
+
+def _prepare(config: AblationConfig, run_dir: Path, resume: bool) -> AblationManifest:
+    """Start a new manifest, or on resume check the stored one describes the same ablation."""
+    stored = load_manifest(run_dir)
+    dump = config.model_dump(mode="json")
+    if stored is not None and not resume:
+        raise UserInputError(
+            "this folder already holds an ablation; pass --resume to continue it or choose another --run-dir",
+            source=str(run_dir),
+        )
+    if stored is not None:
+        changed = sorted(key for key in set(dump) | set(stored.config) if dump.get(key) != stored.config.get(key))
+        if changed:
+            raise UserInputError(
+                "the config changed since this ablation started; resume needs the same config", source=str(run_dir), field=changed[0]
+            )
+        return stored
+    run_dir.mkdir(parents=True, exist_ok=True)
+    manifest = AblationManifest(
+        name=config.name,
+        arms=config.arm_names,
+        seeds=list(config.seeds),
+        baseline=config.baseline_arm,
+        ci_method=config.ci_method,
+        confidence=config.confidence,
+        config=dump,
+        tracking_uri=config.tracking_uri or f"sqlite:///{(run_dir / 'mlflow.db').resolve()}",
+    )
+    _save_manifest(manifest, run_dir)
+    return manifest
+
+
+def _parent_run(client: MlflowClient, manifest: AblationManifest, run_dir: Path) -> str:
+    """The ablation's MLflow run: created on first start, reopened on resume."""
+    if manifest.parent_run_id is not None:
+        client.update_run(manifest.parent_run_id, status="RUNNING")
+        return manifest.parent_run_id
+    experiment = client.get_experiment_by_name(manifest.name)
+    if experiment is not None:
+        experiment_id = experiment.experiment_id
+    else:
+        local = manifest.tracking_uri.startswith("sqlite")
+        location = (run_dir / "mlartifacts").resolve().as_uri() if local else None
+        experiment_id = client.create_experiment(manifest.name, artifact_location=location)
+    run = client.create_run(experiment_id, run_name=f"ablation-{manifest.name}", tags={"memevo.kind": "ablation"})
+    for key in ("arms", "seeds", "baseline", "ci_method", "confidence"):
+        client.log_param(run.info.run_id, key, getattr(manifest, key))
+    client.log_param(run.info.run_id, "run_dir", str(run_dir.resolve()))
+    manifest.parent_run_id = run.info.run_id
+    _save_manifest(manifest, run_dir)
+    return run.info.run_id
+
+
+def _with_tracking(evolve_config: EvolveConfig, manifest: AblationManifest) -> EvolveConfig:
+    """Every arm logs to the ablation's store and experiment, so its runs can nest under the parent."""
+    tracking = evolve_config.tracking.model_copy(update={"uri": manifest.tracking_uri, "experiment": manifest.name})
+    return evolve_config.model_copy(update={"tracking": tracking})
+
+
+def _units(user_scores: list[UserScores], arm: str, seed: int) -> list[UnitScore]:
+    return [
+        UnitScore(
+            arm=arm,
+            seed=seed,
+            user_id=user.user_id,
+            memory=user.memory_score,
+            overall=user.accuracy,
+            period_memory=user.per_period_memory,
+            period_overall=user.per_period_accuracy,
+        )
+        for user in user_scores
+    ]
+
+
+def _failure(scores: Scores) -> FailureRates | None:
+    split = scores.failure
+    if split is None or split.n_questions == 0:
+        return None
+    return FailureRates(write=split.write, read=split.read, util=split.utilization, n_questions=split.n_questions)
+
+
+def _spend(usage: UsageReport) -> Spend:
+    total = usage.total()
+    return Spend(
+        calls=total.calls,
+        cache_hits=total.cache_hits,
+        prompt_tokens=total.prompt_tokens,
+        completion_tokens=total.completion_tokens,
+        dollars=total.dollars,
+        wall_s=total.wall_s,
+    )
+
+
+def _evolution_run_id(folder: Path) -> str | None:
+    """The evolution's MLflow parent run, as its tracker recorded it (None when tracking was off)."""
+    ids_path = folder / MLFLOW_IDS_FILE
+    if not ids_path.exists():
+        return None
+    return json.loads(ids_path.read_text(encoding="utf-8")).get("parent", {}).get("id")
+
+
+def record_from_result(
+    result: EvolutionResult, arm: str, seed: int, evolve_config: EvolveConfig, folder: Path
+) -> ArmSeedRecord:
+    """The engine's result reduced to what the ablation's statistics and reports need."""
+    return ArmSeedRecord(
+        arm=arm,
+        seed=seed,
+        units=_units(result.best_user_scores, arm, seed),
+        seed_units=_units(result.seed_user_scores, arm, seed),
+        failure=_failure(result.best_scores),
+        spend=_spend(result.usage),
+        evolution_run_id=_evolution_run_id(folder),
+        best_policy_id=result.best.id,
+        config=evolve_config.hash_payload(),
+    )
+
+
+def _log_summary(client: MlflowClient, run_id: str, summary: AblationSummary, outputs: dict[str, Path]) -> None:
+    for arm in summary.arms:
+        for metric, ci in arm.metrics.items():
+            if ci.mean is not None:
+                client.log_metric(run_id, f"{arm.arm}.{metric}", ci.mean)
+            if ci.low is not None and ci.high is not None:
+                client.log_metric(run_id, f"{arm.arm}.{metric}_ci_low", ci.low)
+                client.log_metric(run_id, f"{arm.arm}.{metric}_ci_high", ci.high)
+        client.log_metric(run_id, f"{arm.arm}.calls", arm.spend.calls)
+        client.log_metric(run_id, f"{arm.arm}.dollars", arm.spend.dollars)
+    for comparison in summary.comparisons:
+        if comparison.test.t_p is not None:
+            client.log_metric(run_id, f"{comparison.arm}.{comparison.metric}.paired_t_p", comparison.test.t_p)
+        if comparison.test.wilcoxon_p is not None:
+            client.log_metric(run_id, f"{comparison.arm}.{comparison.metric}.wilcoxon_p", comparison.test.wilcoxon_p)
+    for path in outputs.values():
+        client.log_artifact(run_id, str(path))
+
+
+def run_ablation(
+    config: AblationConfig,
+    *,
+    run_dir: Path,
+    hub: LLMHub,
+    resume: bool = False,
+    progress: Callable[[str], None] = print,
+) -> AblationOutcome:
+    """Run (or finish) every (arm, seed), then summarize, render and log to one MLflow parent run."""
+    resolved = resolve_all(config)
+    manifest = _prepare(config, run_dir, resume)
+    client = MlflowClient(tracking_uri=manifest.tracking_uri)
+    parent_id = _parent_run(client, manifest, run_dir)
+    try:
+        for (arm, seed), evolve_config in resolved.items():
+            if load_arm_record(run_dir, arm, seed) is not None:
+                progress(f"[{arm} seed {seed}] finished earlier: skipped")
+                continue
+            folder = arm_seed_dir(run_dir, arm, seed)
+            started = folder.exists() and any(folder.iterdir())
+            progress(f"[{arm} seed {seed}] {'resuming' if started else 'running'} evolution in {folder}")
+            arm_config = _with_tracking(evolve_config, manifest)
+            result = run_evolution(arm_config, run_dir=folder, hub=hub, resume=started)
+            record = record_from_result(result, arm, seed, arm_config, folder)
+            save_arm_record(record, run_dir)
+            if record.evolution_run_id:
+                client.set_tag(record.evolution_run_id, "mlflow.parentRunId", parent_id)
+                client.set_tag(parent_id, f"evolution_run.{arm}.seed-{seed}", record.evolution_run_id)
+        outcome = render_ablation(run_dir, manifest)
+        _log_summary(client, parent_id, outcome.summary, outcome.outputs)
+    except BaseException:
+        client.set_terminated(parent_id, status="FAILED")
+        raise
+    client.set_terminated(parent_id, status="FINISHED")
+    return outcome
+
+
+def render_ablation(run_dir: Path, manifest: AblationManifest | None = None) -> AblationOutcome:
+    """Summaries and output files from the stored records alone (used by ``run_ablation`` and ``memevo report``)."""
+    manifest = manifest or load_manifest(run_dir)
+    if manifest is None:
+        raise UserInputError(f"no {MANIFEST_FILE} here: not an ablation folder", source=str(run_dir))
+    records = find_arm_records(run_dir)
+    if not records:
+        raise UserInputError("no finished (arm, seed) yet: nothing to report", source=str(run_dir))
+    summary = summarize(
+        manifest.name,
+        records,
+        manifest.arms,
+        baseline=manifest.baseline,
+        ci_method=manifest.ci_method,  # type: ignore[arg-type]
+        confidence=manifest.confidence,
+    )
+    outputs = write_ablation_outputs(summary, records, run_dir)
+    return AblationOutcome(summary=summary, outputs=outputs, parent_run_id=manifest.parent_run_id)

@@ -1,0 +1,189 @@
+"""The ablation config: several arms (evolve configs or overrides of one), several seeds, the same users.
+
+An arm is a full evolve config file, or a base evolve config with overrides deep-merged into it. Every
+(arm, seed) is resolved to a validated ``EvolveConfig`` before anything runs, and all of them must agree
+on the data, the user split and the episode truncation, so the arms are compared on the same users.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from memevo.agents.errors import UserInputError
+from memevo.evolve.config import EvolveConfig, parse_evolve_config
+
+DEFAULT_ARMS: tuple[dict[str, Any], ...] = (
+    {"name": "no-evolution", "overrides": {"budget": {"generations": 0}, "feedback": {"mode": "none"}}},
+    {"name": "question-only", "overrides": {"feedback": {"mode": "question_only"}}},
+    {"name": "complete", "overrides": {"feedback": {"mode": "complete"}}},
+)
+"""No evolution / question-only feedback / complete feedback: the comparison of AMemGym's Table 3."""
+
+SAME_USERS_FIELDS = ("data", "split", "episode.max_periods", "episode.max_questions")
+
+
+class ArmSpec(BaseModel):
+    """One arm: a name, optionally its own evolve config file, and overrides applied on top."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    config: Path | None = Field(None, description="An evolve config file; default: the ablation's base.")
+    overrides: dict[str, Any] = Field(default_factory=dict, description="Deep-merged into the evolve config.")
+
+    @field_validator("name")
+    @classmethod
+    def _slug(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", value):
+            raise ValueError("arm names are used as folder names: letters, digits, '-', '_', '.' only")
+        return value
+
+
+class AblationConfig(BaseModel):
+    """Arms x seeds over the same users; see experiments/feedback-ablation*.yaml."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = "ablation"
+    base: Path | None = Field(None, description="Evolve config every arm starts from unless it names its own.")
+    arms: list[ArmSpec] = Field(default_factory=lambda: [ArmSpec(**arm) for arm in DEFAULT_ARMS], min_length=1)
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    seed_fields: list[str] = Field(
+        default_factory=lambda: ["optuna.seed"],
+        description="Dotted evolve-config fields set to the seed in each run (the split seed stays fixed).",
+    )
+    baseline: str | None = Field(None, description="Arm the others are tested against; default: the first.")
+    ci_method: Literal["t", "bootstrap"] = "t"
+    confidence: float = Field(0.95, gt=0, lt=1)
+    tracking_uri: str | None = Field(None, description="MLflow URI for the parent and all arm runs; default sqlite:///<run_dir>/mlflow.db.")
+    source: Path | None = Field(None, exclude=True)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AblationConfig:
+        names = [arm.name for arm in self.arms]
+        if len(set(names)) != len(names):
+            raise ValueError(f"arm names must be unique, got {names}")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ValueError("seeds must be unique")
+        if self.baseline is not None and self.baseline not in names:
+            raise ValueError(f"baseline '{self.baseline}' is not one of the arms {names}")
+        if self.base is None and any(arm.config is None for arm in self.arms):
+            raise ValueError("give 'base' or a 'config' for every arm")
+        if any(field.split(".")[0] in ("data", "split") for field in self.seed_fields):
+            raise ValueError("seed_fields must not change the data or the split: arms are compared on the same users")
+        return self
+
+    def resolve_path(self, value: Path) -> Path:
+        path = value.expanduser()
+        if not path.is_absolute() and self.source is not None:
+            return self.source.parent / path
+        return path
+
+    @property
+    def arm_names(self) -> list[str]:
+        return [arm.name for arm in self.arms]
+
+    @property
+    def baseline_arm(self) -> str:
+        return self.baseline or self.arms[0].name
+
+
+def deep_merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """Nested dicts merge key by key; anything else in ``overrides`` replaces the base value."""
+    merged = dict(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
+    head, _, rest = dotted.partition(".")
+    if not rest:
+        return {**data, head: value}
+    inner = data.get(head) or {}
+    if not isinstance(inner, dict):
+        raise UserInputError(f"cannot set '{dotted}': '{head}' is not a mapping", field="seed_fields")
+    return {**data, head: _set_dotted(inner, rest, value)}
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserInputError("file not found", source=str(path)) from None
+    except yaml.YAMLError as error:
+        raise UserInputError(f"not valid YAML: {error}", source=str(path)) from None
+    if not isinstance(data, dict):
+        raise UserInputError("the config must be a mapping", source=str(path))
+    return data
+
+
+def load_ablation_config(path: str | Path) -> AblationConfig:
+    """Read and validate an ablation YAML; errors name the file and the field path."""
+    path = Path(path)
+    data = _read_yaml(path)
+    try:
+        return AblationConfig.model_validate({**data, "source": path.resolve()})
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or None
+        raise UserInputError(first["msg"], source=str(path), field=field) from None
+
+
+def is_ablation_file(path: Path) -> bool:
+    """An ablation YAML has ``arms`` or ``seeds`` at top level; an evolve config has ``seed`` and ``data``."""
+    data = _read_yaml(path)
+    return "arms" in data or "seeds" in data
+
+
+def _dump_field(config: EvolveConfig, dotted: str) -> Any:
+    value: Any = config.hash_payload()
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _users_signature(config: EvolveConfig) -> dict[str, Any]:
+    signature = {field: _dump_field(config, field) for field in SAME_USERS_FIELDS}
+    if config.data.path is not None:
+        signature["data"] = {**signature["data"], "path": str(config.resolve_path(config.data.path).resolve())}
+    return signature
+
+
+def resolve_arm(config: AblationConfig, arm: ArmSpec, seed: int) -> EvolveConfig:
+    """The validated evolve config of one (arm, seed); MLflow goes to the ablation's shared store."""
+    source = config.resolve_path(arm.config if arm.config is not None else config.base)  # type: ignore[arg-type]
+    data = deep_merge(_read_yaml(source), arm.overrides)
+    for dotted in config.seed_fields:
+        data = _set_dotted(data, dotted, seed)
+    data["name"] = f"{config.name}-{arm.name}-seed{seed}"
+    try:
+        return parse_evolve_config(data, source=source.resolve())
+    except UserInputError as error:
+        raise UserInputError(f"arm '{arm.name}' (seed {seed}): {error}", source=str(config.source), field=error.field) from None
+
+
+def resolve_all(config: AblationConfig) -> dict[tuple[str, int], EvolveConfig]:
+    """Resolve every (arm, seed) up front and check they all use the same users."""
+    resolved = {(arm.name, seed): resolve_arm(config, arm, seed) for arm in config.arms for seed in config.seeds}
+    reference_key, reference = next(iter(resolved.items()))
+    expected = _users_signature(reference)
+    for key, evolve_config in resolved.items():
+        actual = _users_signature(evolve_config)
+        for field in SAME_USERS_FIELDS:
+            if actual[field] != expected[field]:
+                raise UserInputError(
+                    f"arm '{key[0]}' uses different users than arm '{reference_key[0]}' "
+                    f"({actual[field]!r} != {expected[field]!r}); every arm must share data, split and truncation",
+                    source=str(config.source),
+                    field=f"arms.{key[0]}.{field}",
+                )
+    return resolved

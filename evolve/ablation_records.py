@@ -1,0 +1,93 @@
+"""What an ablation stores per (arm, seed): per-user test scores and spend, detached from the engine's types.
+
+Statistics, tables, plots and ``memevo report`` read only these records, so a finished ablation can be
+re-rendered without the engine, the data or any LLM.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+ARM_RECORD_FILE = "arm_result.json"
+
+
+class UnitScore(BaseModel):
+    """Test scores of one user under one (arm, seed): the unit every statistic is computed over."""
+
+    arm: str
+    seed: int
+    user_id: str
+    memory: float | None = Field(description="Normalized memory score (mean over periods); None without an upper bound.")
+    overall: float = Field(description="Overall QA accuracy (mean over periods).")
+    period_memory: list[float | None] = Field(default_factory=list)
+    period_overall: list[float] = Field(default_factory=list)
+
+
+class FailureRates(BaseModel):
+    """Write / read / utilization failure shares of all test questions of one run (they sum to 1 - accuracy)."""
+
+    write: float
+    read: float
+    util: float
+    n_questions: int
+
+
+class Spend(BaseModel):
+    """Calls, tokens and dollars one (arm, seed) run cost (all roles)."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    dollars: float = 0.0
+    wall_s: float = 0.0
+
+    def plus(self, other: Spend) -> Spend:
+        return Spend(**{name: getattr(self, name) + getattr(other, name) for name in Spend.model_fields})
+
+
+class ArmSeedRecord(BaseModel):
+    """One finished (arm, seed) evolution: its best candidate's per-user test scores, the seed candidate's, spend."""
+
+    arm: str
+    seed: int
+    units: list[UnitScore]
+    seed_units: list[UnitScore] = Field(default_factory=list, description="The un-evolved seed candidate on the same users.")
+    failure: FailureRates | None = Field(None, description="None when the run did not diagnose.")
+    spend: Spend = Field(default_factory=Spend)
+    evolution_run_id: str | None = None
+    best_policy_id: str | None = None
+    config: dict = Field(default_factory=dict, description="The resolved evolve config this run used.")
+
+
+def arm_seed_dir(run_dir: Path, arm: str, seed: int) -> Path:
+    return run_dir / arm / f"seed-{seed}"
+
+
+def save_arm_record(record: ArmSeedRecord, run_dir: Path) -> Path:
+    """Write atomically: the file's presence is what marks the (arm, seed) as finished."""
+    path = arm_seed_dir(run_dir, record.arm, record.seed) / ARM_RECORD_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(record.model_dump_json(indent=2), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def load_arm_record(run_dir: Path, arm: str, seed: int) -> ArmSeedRecord | None:
+    path = arm_seed_dir(run_dir, arm, seed) / ARM_RECORD_FILE
+    if not path.exists():
+        return None
+    return ArmSeedRecord.model_validate(json.loads(path.read_text(encoding="utf-8")))
+
+
+def find_arm_records(run_dir: Path) -> list[ArmSeedRecord]:
+    """Every finished (arm, seed) under an ablation directory, in a stable order."""
+    records = [
+        ArmSeedRecord.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        for path in sorted(run_dir.glob(f"*/seed-*/{ARM_RECORD_FILE}"))
+    ]
+    return sorted(records, key=lambda record: (record.arm, record.seed))

@@ -1,0 +1,56 @@
+"""The ``memevo`` command line: composes each layer's commands and maps errors to exit codes.
+
+Exit codes: 0 success; 2 bad usage, config, data or flag (one message naming the file and field, no
+traceback); 1 a run that started but failed.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import typer
+
+from memevo.agents.errors import RunFailedError, UserInputError
+from memevo.agents.llm.cli import app as llm_app
+from memevo.environments.cli import app as env_app
+from memevo.environments.eval_cli import eval_command
+from memevo.environments.generation.command import generate_command
+from memevo.evolve.commands import register_evolve_commands
+from memevo.evolve.experiment_commands import register_experiment_commands
+
+app = typer.Typer(
+    name="memevo",
+    help="Evolve the prompts and tune the settings of LLM memory agents on AMemGym-compatible worlds.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+env_app.command("generate")(generate_command)
+app.add_typer(llm_app, name="llm", help="Serve and check the LLM endpoint.")
+app.add_typer(env_app, name="env", help="Validate, inspect and generate environments.")
+app.command("eval")(eval_command)
+register_evolve_commands(app)
+register_experiment_commands(app)
+
+
+def main() -> None:
+    """Entry point of the console script."""
+    try:
+        code = app(standalone_mode=False)
+    except UserInputError as error:
+        print(f"memevo: error: {error}", file=sys.stderr)
+        sys.exit(2)
+    except click.UsageError as error:
+        error.show()
+        sys.exit(2)
+    except click.exceptions.Abort:
+        print("memevo: aborted", file=sys.stderr)
+        sys.exit(1)
+    except RunFailedError as error:
+        print(f"memevo: run failed: {error}", file=sys.stderr)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+"""The evolution config: one YAML file says what evolves, on which data, within which budget.
+
+Validated by pydantic; any error becomes a ``UserInputError`` naming the file and the field path
+(``budget.generations``), so a typo never starts an expensive run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from memevo.agents.errors import UserInputError
+from memevo.agents.llm.config import LLMConfig
+from memevo.agents.policy import MemoryPolicy
+from memevo.environments.feedback import FeedbackConfig
+
+HYPERPARAMETER_NAMES = ("update_every", "short_term", "top_k")
+AMEMGYM_DEFAULTS = {"update_every": 2, "short_term": 4, "top_k": 30}
+"""AMemGym's (2, 4, 30) settings: enqueued as the tuner's first trial."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class IntRange(_Strict):
+    """An integer hyperparameter: either ``low``..``high`` (with ``step``) or explicit ``choices``."""
+
+    low: int | None = Field(None, ge=0)
+    high: int | None = Field(None, ge=0)
+    step: int = Field(1, ge=1)
+    choices: list[int] | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> IntRange:
+        if self.choices is not None:
+            if self.low is not None or self.high is not None:
+                raise ValueError("give either choices or low/high, not both")
+            if not self.choices:
+                raise ValueError("choices must not be empty")
+        elif self.low is None or self.high is None or self.low > self.high:
+            raise ValueError("give low <= high, or choices")
+        return self
+
+    def contains(self, value: int) -> bool:
+        if self.choices is not None:
+            return value in self.choices
+        assert self.low is not None and self.high is not None
+        return self.low <= value <= self.high and (value - self.low) % self.step == 0
+
+
+class SeedConfig(_Strict):
+    """The seed candidate: a policy file (ours or an AMemGym agent config) or an inline MemoryPolicy."""
+
+    policy_file: Path | None = None
+    policy: MemoryPolicy | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> SeedConfig:
+        if (self.policy_file is None) == (self.policy is None):
+            raise ValueError("give exactly one of policy_file or policy")
+        return self
+
+
+class SplitConfig(_Strict):
+    """Disjoint train/val/test users: counts (ints) or fractions (floats < 1) of the item list."""
+
+    train: float = Field(0.5, gt=0)
+    val: float = Field(0.25, ge=0)
+    test: float = Field(0.25, ge=0)
+    seed: int = 0
+
+    def counts(self, n_users: int) -> tuple[int, int, int]:
+        def size(value: float) -> int:
+            return round(value * n_users) if value < 1 else int(value)
+
+        sizes = (max(1, size(self.train)), size(self.val), size(self.test))
+        if sum(sizes) > n_users:
+            raise UserInputError(
+                f"split needs {sum(sizes)} users (train {sizes[0]}, val {sizes[1]}, test {sizes[2]}) "
+                f"but the data has {n_users}",
+                field="split",
+            )
+        return sizes
+
+
+class DataConfig(_Strict):
+    """Where the users come from: a data file/dataset or a procedural synth spec (SynthConfig fields)."""
+
+    path: str | None = None
+    synth: dict[str, Any] | None = None
+    limit: int | None = Field(None, ge=1, description="Use only the first N items.")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> DataConfig:
+        if (self.path is None) == (self.synth is None):
+            raise ValueError("give exactly one of path or synth")
+        return self
+
+
+class BudgetConfig(_Strict):
+    generations: int = Field(3, ge=0)
+    candidates: int = Field(2, ge=1, description="K: proposals (candidates) per generation.")
+    max_calls: int | None = Field(None, ge=1)
+    max_tokens: int | None = Field(None, ge=1)
+    max_dollars: float | None = Field(None, gt=0)
+    patience: int | None = Field(None, ge=1, description="Stop after this many generations without improvement.")
+
+
+class LLMSettings(_Strict):
+    agent: LLMConfig | None = Field(None, description="Overrides the seed policy's llm when given.")
+    proposer: LLMConfig = Field(default_factory=LLMConfig)
+    simulator: LLMConfig | None = Field(None, description="Needed only when episode.simulator is 'llm'.")
+
+
+class EpisodeSettings(_Strict):
+    rounds_init: int = Field(1, ge=1)
+    rounds_update: int = Field(2, ge=1)
+    simulator: Literal["template", "llm"] = "template"
+    diagnose: bool = False
+    max_periods: int | None = Field(None, ge=1, description="Truncate every item to its first N periods.")
+    max_questions: int | None = Field(None, ge=1, description="Keep only the first N questions per item.")
+    user_concurrency: int = Field(4, ge=1, description="Users evaluated at once per candidate.")
+    candidate_concurrency: int = Field(2, ge=1, description="Candidates evaluated at once.")
+
+
+class TrackingConfig(_Strict):
+    enabled: bool = True
+    uri: str | None = Field(None, description="MLflow tracking URI; default sqlite:///<run_dir>/mlflow.db.")
+    experiment: str | None = Field(None, description="Default: the config file's stem.")
+    register_prompts: bool = True
+
+
+class OptunaConfig(_Strict):
+    storage: str | None = Field(None, description="SQLAlchemy URL; default sqlite:///<run_dir>/optuna.db.")
+    sampler: Literal["tpe", "random"] = "tpe"
+    seed: int = 0
+    pruner: Literal["median", "wilcoxon", "none"] = "median"
+    n_startup_trials: int = Field(2, ge=0, description="Median pruner: completed trials before pruning starts.")
+    n_warmup_steps: int = Field(0, ge=0, description="Median pruner: users evaluated before pruning a trial.")
+    p_threshold: float = Field(0.1, gt=0, lt=1, description="Wilcoxon pruner p-value.")
+
+
+class EvolveConfig(_Strict):
+    """Everything one evolution run needs; see experiments/*.yaml for examples."""
+
+    name: str = "evolution"
+    seed: SeedConfig
+    components: list[str] = Field(
+        default_factory=lambda: ["memory_types"],
+        min_length=0,
+        description="Prompt components that evolve (e.g. only memory_types, or the whole write_prompt).",
+    )
+    task: str = Field(
+        "Improve what the assistant stores in long-term memory so that it can later answer questions "
+        "about the user's current situation and preferences.",
+        description="Task description shown to the proposer.",
+    )
+    hyperparameters: dict[Literal["update_every", "short_term", "top_k"], IntRange] = Field(default_factory=dict)
+    feedback: FeedbackConfig = Field(default_factory=FeedbackConfig)
+    feedback_max_chars: int = Field(6000, ge=200, description="Feedback text sent to the proposer is cut here.")
+    upper_bound: bool = Field(True, description="Compute the perfect-information upper bound (memory score).")
+    data: DataConfig
+    split: SplitConfig = Field(default_factory=SplitConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    protocol: Literal["outer_loop", "amemgym_period"] = "outer_loop"
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    episode: EpisodeSettings = Field(default_factory=EpisodeSettings)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    optuna: OptunaConfig = Field(default_factory=OptunaConfig)
+    proposer_adapter: Literal["chat", "json"] = Field("chat", description="DSPy adapter (chat falls back to JSON).")
+    min_length_ratio: float = Field(0.3, gt=0, le=1, description="A proposal shorter than this x parent is rejected.")
+    max_length_ratio: float = Field(4.0, ge=1, description="A proposal longer than this x parent is rejected.")
+    source: Path | None = Field(None, exclude=True, description="The file this config came from.")
+
+    @model_validator(mode="after")
+    def _llm_simulator(self) -> EvolveConfig:
+        if self.episode.simulator == "llm" and self.llm.simulator is None:
+            raise ValueError("episode.simulator 'llm' needs llm.simulator")
+        return self
+
+    def resolve_path(self, value: str | Path) -> Path:
+        """Relative paths in the config are relative to the config file."""
+        path = Path(value).expanduser()
+        if not path.is_absolute() and self.source is not None:
+            return self.source.parent / path
+        return path
+
+    def hash_payload(self) -> dict[str, Any]:
+        """The config as logged and hashed (without its location on disk)."""
+        return self.model_dump(mode="json", exclude={"source"})
+
+
+def _field_path(error: dict[str, Any]) -> str:
+    return ".".join(str(part) for part in error["loc"] if part != "[key]") or "(root)"
+
+
+def parse_evolve_config(data: Any, *, source: Path | None = None) -> EvolveConfig:
+    """Validate already-loaded config data; errors name the source and the field path."""
+    label = str(source) if source else "evolve config"
+    if not isinstance(data, dict):
+        raise UserInputError("the config must be a mapping", source=label)
+    try:
+        config = EvolveConfig.model_validate({**data, "source": source})
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise UserInputError(first["msg"], source=label, field=_field_path(first)) from None
+    return config
+
+
+def load_evolve_config(path: str | Path) -> EvolveConfig:
+    """Read and validate an evolution config YAML (or JSON) file."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserInputError("file not found", source=str(path)) from None
+    except yaml.YAMLError as error:
+        raise UserInputError(f"not valid YAML: {error}", source=str(path)) from None
+    return parse_evolve_config(data, source=path.resolve())

@@ -1,0 +1,41 @@
+"""The ``memevo ablate`` and ``memevo report`` commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from memevo.agents.llm.hub import LLMHub
+from memevo.evolve.ablation import run_ablation
+from memevo.evolve.ablation_config import load_ablation_config
+from memevo.evolve.report import mlflow_ui_command, report_run
+
+
+def ablate_command(
+    config: Annotated[Path, typer.Argument(help="Ablation YAML (arms x seeds), e.g. experiments/feedback-ablation.yaml.")],
+    run_dir: Annotated[Path | None, typer.Option("--run-dir", help="Output folder; default runs/<ablation name>.")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted ablation in --run-dir.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the LLM response cache.")] = False,
+) -> None:
+    """Run every arm over every seed on the same users; print per-arm intervals and paired tests."""
+    ablation = load_ablation_config(config)
+    folder = run_dir or Path("runs") / ablation.name
+    with LLMHub(use_cache=not no_cache) as hub:
+        outcome = run_ablation(ablation, run_dir=folder, hub=hub, resume=resume, progress=typer.echo)
+    typer.echo(outcome.outputs["markdown"].read_text(encoding="utf-8"))
+    typer.echo(f"Tables and plots: {folder}")
+    typer.echo(f"MLflow: {mlflow_ui_command(folder)}")
+
+
+def report_command(
+    run_dir: Annotated[Path, typer.Argument(help="A finished (or interrupted) evolution or ablation folder.")],
+) -> None:
+    """Print a run again from its stored records and write its plots (no LLM calls)."""
+    typer.echo(report_run(run_dir))
+
+
+def register_experiment_commands(app: typer.Typer) -> None:
+    app.command("ablate")(ablate_command)
+    app.command("report")(report_command)

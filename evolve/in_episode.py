@@ -1,0 +1,132 @@
+"""AMemGym's own evolution protocol (G.1-G.4): each user gets a fresh agent that rewrites its evolving
+components after each period's questions, from that period's feedback only.
+
+Fixes against the reference: no evolution after the last period (its result could never be scored,
+I.15); a bad proposal is rejected and counted instead of crashing the run (I.18); prompts are
+substituted without brace escaping (I.17, I.19). Every step is saved under
+``<run_dir>/in_episode/<user>/period_XX.json`` before the period counts as finished, so a resumed user
+continues with the prompts it had evolved. The same users are also run without evolution (the seed),
+so one run yields both rows of AMemGym's Table 3.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from memevo.agents.base import MemoryAgent
+from memevo.environments.feedback import build_feedback, render_feedback
+from memevo.environments.records import PeriodResult
+from memevo.environments.runner import bounded_gather, run_episode
+from memevo.environments.store import RunStore, write_json_atomic
+from memevo.evolve import runtime
+from memevo.evolve.candidates import Candidate
+from memevo.evolve.config import EvolveConfig
+from memevo.evolve.evaluation import Evaluator
+from memevo.evolve.loop import EvolutionResult, ProposalStats
+from memevo.evolve.proposer import Proposer
+from memevo.evolve.validation import LengthBounds, validate_proposal
+
+log = logging.getLogger("memevo.evolve")
+
+
+class EvolutionStep(BaseModel):
+    """One in-episode evolution step of one user (the reference's evolution_history entry)."""
+
+    user_id: str
+    period: int
+    prompts: dict[str, str]
+    changes: list[str] = Field(default_factory=list)
+    stats: ProposalStats
+
+
+class InEpisodeEvolution:
+    """Runs the test users twice: seed without evolution, and evolving after each period."""
+
+    def __init__(self, config: EvolveConfig, run_dir: Path, hub: runtime.Hub) -> None:
+        self.config = config
+        self.run_dir = run_dir
+        self.users = runtime.load_users(config)
+        self.items = {item.id: item for item in self.users}
+        self.split = runtime.recorded_split(run_dir, runtime.make_split(self.users, config))
+        self.user_ids = self.split.test or self.split.val or self.split.train
+        self.seed = Candidate(policy=runtime.seed_policy(config), origin="seed")
+        self.hub = hub
+        self.evaluator = Evaluator(
+            root=run_dir,
+            items=self.users,
+            make_agent=runtime.agent_factory(hub),
+            simulator=runtime.make_simulator(config, hub),
+            episode_config=runtime.episode_config(config, self.seed.policy),
+        )
+        self.proposer = Proposer(hub.dspy_lm(config.llm.proposer, role="proposer"), adapter=config.proposer_adapter)
+        self.bounds = LengthBounds(min_ratio=config.min_length_ratio, max_ratio=config.max_length_ratio)
+        self.spend = runtime.Spend(run_dir, hub)
+
+    def _step_path(self, user_id: str, period: int) -> Path:
+        safe = re.sub(r"[^A-Za-z0-9._-]", "_", user_id)
+        return self.run_dir / "in_episode" / safe / f"period_{period:02d}.json"
+
+    async def _evolve_after(self, agent: MemoryAgent, result: PeriodResult) -> None:
+        item = self.items[result.user_id]
+        if result.period >= len(item.periods) - 1:
+            return
+        feedback = render_feedback(build_feedback(result, item, self.config.feedback))
+        feedback = feedback[: self.config.feedback_max_chars]
+        stats, changes, prompts = ProposalStats(), [], {}
+        for name in self.config.components:
+            spec = agent.spec.component(name)
+            current = agent.prompt(name)
+            (proposal,) = await self.proposer.propose(spec, current, feedback, self.config.task, 1)
+            verdict = validate_proposal(spec, proposal.text, current, self.bounds)
+            stats.count(verdict)
+            if verdict.accepted and verdict.text is not None:
+                prompts[name] = verdict.text
+                changes += proposal.changes
+        agent.policy = agent.policy.with_prompts(**prompts)
+        step = EvolutionStep(user_id=result.user_id, period=result.period, prompts=dict(agent.policy.prompts),
+                             changes=changes, stats=stats)
+        write_json_atomic(self._step_path(result.user_id, result.period), step.model_dump(mode="json"))
+        log.info("user %s period %d: evolved %s (%d rejected)", result.user_id, result.period,
+                 sorted(prompts) or "nothing", stats.rejected)
+
+    def _restore(self, agent: MemoryAgent, result: PeriodResult) -> None:
+        """On resume, a restored period brings back the prompts evolved after it."""
+        path = self._step_path(result.user_id, result.period)
+        if path.exists():
+            step = EvolutionStep.model_validate_json(path.read_text(encoding="utf-8"))
+            agent.policy = agent.policy.model_copy(update={"prompts": step.prompts})
+
+    async def _evolving_user(self, user_id: str, store: RunStore) -> None:
+        agent = self.evaluator.make_agent(self.seed.policy)
+        await run_episode(
+            agent, self.items[user_id], self.evaluator.simulator, self.evaluator.episode_config,
+            store=store, user_id=user_id, after_period=self._evolve_after,
+            on_period=lambda result: self._restore(agent, result),
+        )
+
+    async def run(self) -> EvolutionResult:
+        items = [self.items[user_id] for user_id in self.user_ids]
+        table = await runtime.upper_bound(self.config, self.hub, self.seed.policy, items, self.run_dir)
+        await self.evaluator.evaluate(self.seed, "test", self.user_ids)
+        seed_scores, seed_users = runtime.scores(
+            self.evaluator.episodes(self.seed.id, "test", self.user_ids), items, table
+        )
+        store = RunStore(self.run_dir / "in_episode" / "episodes")
+        await bounded_gather(self.user_ids, lambda user_id: self._evolving_user(user_id, store),
+                             self.config.episode.user_concurrency)
+        episodes = [store.load_episode(user_id) for user_id in self.user_ids]
+        evolved_scores, evolved_users = runtime.scores([e for e in episodes if e is not None], items, table)
+        self.spend.save()
+        result = EvolutionResult(
+            protocol="amemgym_period", seed=self.seed, best=self.seed, seed_scores=seed_scores,
+            best_scores=evolved_scores, seed_user_scores=seed_users, best_user_scores=evolved_users,
+            stop_reason="all periods evolved", usage=self.spend.total(),
+        )
+        write_json_atomic(self.run_dir / "result.json", result.model_dump(mode="json"))
+        log.info("in-episode evolution: accuracy %.3f without -> %.3f with evolution",
+                 seed_scores.accuracy, evolved_scores.accuracy)
+        return result

@@ -1,0 +1,230 @@
+"""What an evolution run is made of before any generation: users, split, seed policy, simulator.
+
+Also the run-folder bookkeeping every protocol shares: the recorded split and the spend carried over
+from earlier (crashed) processes, so budgets hold across ``--resume``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from memevo.agents.base import MemoryAgent
+from memevo.agents.errors import UserInputError
+from memevo.agents.llm.accounting import RoleUsage, UsageReport
+from memevo.agents.llm.config import LLMConfig
+from memevo.agents.llm.protocol import ChatClient, Role
+from memevo.agents.policy import MemoryPolicy
+from memevo.agents.registry import agent_spec, build_agent
+from memevo.environments.data.models import Item
+from memevo.environments.metrics import Scores, UpperBoundTable, UserScores, compute_upper_bound, score_episodes, user_scores
+from memevo.environments.records import EpisodeResult
+from memevo.environments.runner import EpisodeConfig
+from memevo.environments.simulators.base import UserSimulator
+from memevo.environments.store import write_json_atomic
+from memevo.evolve.config import EvolveConfig
+
+
+class Hub(Protocol):
+    """What the loop needs from ``memevo.agents.llm.hub.LLMHub`` (a test double can stand in)."""
+
+    accounting: Any
+
+    def client(self, config: LLMConfig) -> ChatClient: ...
+
+    def dspy_lm(self, config: LLMConfig, role: Role = "proposer") -> Any: ...
+
+
+class Split(BaseModel):
+    """Disjoint user ids per split, recorded in the run folder."""
+
+    train: list[str]
+    val: list[str]
+    test: list[str]
+    seed: int
+
+
+def load_users(config: EvolveConfig) -> list[Item]:
+    """The configured items, truncated to ``max_periods``/``max_questions`` when asked."""
+    if config.data.path is not None:
+        from memevo.environments.data.io import load_items
+
+        path = config.resolve_path(config.data.path)
+        items = load_items(path if path.exists() else config.data.path)
+    else:
+        from memevo.environments.synth import SynthConfig, synthesize
+
+        try:
+            synth = SynthConfig.model_validate(config.data.synth)
+        except ValueError as error:
+            raise UserInputError(str(error), source=str(config.source or ""), field="data.synth") from None
+        items = synthesize(synth)
+    if config.data.limit:
+        items = items[: config.data.limit]
+    return [truncate(item, config.episode.max_periods, config.episode.max_questions) for item in items]
+
+
+def truncate(item: Item, max_periods: int | None, max_questions: int | None) -> Item:
+    update: dict[str, Any] = {}
+    if max_periods is not None:
+        update["periods"] = item.periods[:max_periods]
+    if max_questions is not None:
+        update["qas"] = item.qas[:max_questions]
+    return item.model_copy(update=update) if update else item
+
+
+def data_hash(items: Sequence[Item]) -> str:
+    digest = hashlib.sha256()
+    for item in items:
+        digest.update(item.model_dump_json().encode())
+    return digest.hexdigest()[:16]
+
+
+def make_split(items: Sequence[Item], config: EvolveConfig) -> Split:
+    """A seeded shuffle cut into train/val/test (a test split of 0 reuses validation users)."""
+    ids = [item.id for item in items]
+    if len(set(ids)) != len(ids):
+        raise UserInputError("item ids must be unique", field="data")
+    n_train, n_val, n_test = config.split.counts(len(ids))
+    order = sorted(ids)
+    random.Random(config.split.seed).shuffle(order)
+    return Split(
+        train=order[:n_train],
+        val=order[n_train : n_train + n_val],
+        test=order[n_train + n_val : n_train + n_val + n_test],
+        seed=config.split.seed,
+    )
+
+
+def recorded_split(run_dir: Path, fresh: Split) -> Split:
+    """The split saved in the run folder (a resume must use the same users), else ``fresh`` saved now."""
+    path = run_dir / "split.json"
+    if path.exists():
+        stored = Split.model_validate_json(path.read_text(encoding="utf-8"))
+        if stored != fresh:
+            raise UserInputError("the data or split changed since this run started", source=str(path), field="split")
+        return stored
+    write_json_atomic(path, fresh.model_dump())
+    return fresh
+
+
+def seed_policy(config: EvolveConfig) -> MemoryPolicy:
+    """The seed candidate with the config's agent LLM applied; its components must exist."""
+    if config.seed.policy_file is not None:
+        from memevo.agents.config_file import load_policy
+
+        policy = load_policy(config.resolve_path(config.seed.policy_file))
+    else:
+        assert config.seed.policy is not None
+        policy = config.seed.policy
+    if config.llm.agent is not None:
+        policy = policy.model_copy(update={"llm": config.llm.agent})
+    spec = agent_spec(policy.kind)
+    for index, name in enumerate(config.components):
+        try:
+            spec.component(name)
+        except KeyError as error:
+            raise UserInputError(str(error.args[0]), source=str(config.source or ""), field=f"components.{index}") from None
+    for name in config.hyperparameters:
+        if name not in spec.hyperparameters:
+            raise UserInputError(
+                f"agent kind '{policy.kind}' does not use {name} (it uses {list(spec.hyperparameters)})",
+                source=str(config.source or ""),
+                field=f"hyperparameters.{name}",
+            )
+    return policy
+
+
+def make_simulator(config: EvolveConfig, hub: Hub) -> UserSimulator:
+    if config.episode.simulator == "llm":
+        from memevo.environments.simulators.llm import LLMUserSimulator
+
+        assert config.llm.simulator is not None
+        return LLMUserSimulator(hub.client(config.llm.simulator))
+    from memevo.environments.simulators.template import TemplateUserSimulator
+
+    return TemplateUserSimulator()
+
+
+def agent_factory(hub: Hub):  # noqa: ANN201 - a closure
+    def make(policy: MemoryPolicy) -> MemoryAgent:
+        return build_agent(policy, hub.client(policy.llm))
+
+    return make
+
+
+def episode_config(config: EvolveConfig, policy: MemoryPolicy) -> EpisodeConfig:
+    return EpisodeConfig(
+        rounds_init=config.episode.rounds_init,
+        rounds_update=config.episode.rounds_update,
+        diagnose=config.episode.diagnose,
+        amemgym_compat=policy.amemgym_compat,
+        max_concurrent_users=config.episode.user_concurrency,
+        seed=config.split.seed,
+    )
+
+
+async def upper_bound(config: EvolveConfig, hub: Hub, policy: MemoryPolicy, items: Sequence[Item],
+                      run_dir: Path) -> UpperBoundTable | None:
+    """The perfect-information upper bound of the agent's LLM on these users, computed once per run."""
+    if not config.upper_bound:
+        return None
+    path = run_dir / "upper_bound.json"
+    if path.exists():
+        return UpperBoundTable.model_validate_json(path.read_text(encoding="utf-8"))
+    table = await compute_upper_bound(
+        hub.client(policy.llm), items, model=policy.llm.model, amemgym_compat=policy.amemgym_compat,
+        seed=config.split.seed,
+    )
+    write_json_atomic(path, json.loads(table.model_dump_json()))
+    return table
+
+
+def scores(episodes: Sequence[EpisodeResult], items: Sequence[Item],
+           table: UpperBoundTable | None) -> tuple[Scores, list[UserScores]]:
+    return score_episodes(episodes, items, table), user_scores(episodes, items, table)
+
+
+def add_usage(first: UsageReport, second: UsageReport) -> UsageReport:
+    roles = set(first.by_role) | set(second.by_role)
+    return UsageReport(
+        by_role={
+            role: first.by_role.get(role, RoleUsage()).plus(second.by_role.get(role, RoleUsage())) for role in roles
+        }
+    )
+
+
+class Spend:
+    """Usage of this run across processes: what earlier processes recorded plus this one's delta."""
+
+    def __init__(self, run_dir: Path, hub: Hub) -> None:
+        self.path = run_dir / "spend.json"
+        self.before = (
+            UsageReport.model_validate_json(self.path.read_text(encoding="utf-8")) if self.path.exists() else UsageReport()
+        )
+        self.hub = hub
+        self.start = hub.accounting.report()
+
+    def total(self) -> UsageReport:
+        return add_usage(self.before, self.hub.accounting.report().minus(self.start))
+
+    def save(self) -> None:
+        write_json_atomic(self.path, json.loads(self.total().model_dump_json()))
+
+    def exceeded(self, config: EvolveConfig) -> str | None:
+        """Which budget is spent, if any (calls count requests that reached an endpoint)."""
+        total = self.total().total()
+        budget = config.budget
+        if budget.max_calls is not None and total.calls - total.cache_hits >= budget.max_calls:
+            return f"call budget ({budget.max_calls})"
+        if budget.max_tokens is not None and total.prompt_tokens + total.completion_tokens >= budget.max_tokens:
+            return f"token budget ({budget.max_tokens})"
+        if budget.max_dollars is not None and total.dollars >= budget.max_dollars:
+            return f"dollar budget ({budget.max_dollars})"
+        return None

@@ -1,0 +1,226 @@
+"""MLflow tracking of an evolution: a parent run, one child per generation, one grandchild per candidate.
+
+Run ids are kept in ``<run_dir>/mlflow_ids.json`` and a run is marked done there only after all its
+logging, so a resumed evolution reuses the parent run, never logs a finished generation twice, and
+replaces a run that a crash left half-logged. Logging goes through ``MlflowClient`` with explicit run
+ids (no global active run), which stays correct while candidates are evaluated concurrently.
+"""
+
+from __future__ import annotations
+
+import difflib
+import io
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import mlflow
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param
+from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
+
+from memevo.environments.store import write_json_atomic
+
+PARENT_TAG = MLFLOW_PARENT_RUN_ID
+
+
+def default_tracking_uri(run_dir: Path) -> str:
+    return f"sqlite:///{(run_dir / 'mlflow.db').resolve()}"
+
+
+def git_commit(cwd: Path) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=False
+        )
+    except OSError:
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def unified_diff(parent: dict[str, str], child: dict[str, str]) -> str:
+    """A unified diff of every prompt component between parent and child."""
+    parts = []
+    for name in sorted(set(parent) | set(child)):
+        before, after = parent.get(name, ""), child.get(name, "")
+        if before != after:
+            parts.extend(
+                difflib.unified_diff(
+                    before.splitlines(keepends=True),
+                    after.splitlines(keepends=True),
+                    fromfile=f"parent/{name}",
+                    tofile=f"candidate/{name}",
+                )
+            )
+    return "".join(parts) or "(no prompt change)\n"
+
+
+def _now_ms() -> int:
+    import time
+
+    return int(time.time() * 1000)
+
+
+class Tracker:
+    """Writes one evolution to an MLflow store (default: SQLite next to the run)."""
+
+    def __init__(self, *, run_dir: Path, uri: str | None, experiment: str) -> None:
+        self.run_dir = run_dir
+        self.uri = uri or default_tracking_uri(run_dir)
+        self.ids_path = run_dir / "mlflow_ids.json"
+        self.ids: dict[str, Any] = json.loads(self.ids_path.read_text()) if self.ids_path.exists() else {}
+        mlflow.set_tracking_uri(self.uri)
+        self.client = MlflowClient(tracking_uri=self.uri)
+        found = self.client.get_experiment_by_name(experiment)
+        if found is not None:
+            self.experiment_id = found.experiment_id
+        else:
+            location = (run_dir / "mlartifacts").resolve().as_uri() if self.uri.startswith("sqlite") else None
+            self.experiment_id = self.client.create_experiment(experiment, artifact_location=location)
+
+    def _save_ids(self) -> None:
+        write_json_atomic(self.ids_path, self.ids)
+
+    def _run(self, key: str, name: str, parent: str | None) -> tuple[str, bool]:
+        """The run for ``key``: (id, already finished). A half-logged run from a crash is replaced."""
+        entry = self.ids.get(key)
+        if entry and entry.get("done"):
+            return entry["id"], True
+        if entry and key != "parent":
+            self.client.delete_run(entry["id"])
+        elif entry:
+            return entry["id"], False
+        tags = {PARENT_TAG: parent} if parent else {}
+        run = self.client.create_run(self.experiment_id, run_name=name, tags=tags)
+        self.ids[key] = {"id": run.info.run_id, "done": False}
+        self._save_ids()
+        return run.info.run_id, False
+
+    def _finish(self, key: str) -> None:
+        self.client.set_terminated(self.ids[key]["id"])
+        self.ids[key]["done"] = True
+        self._save_ids()
+
+    @property
+    def parent_id(self) -> str:
+        return self.ids["parent"]["id"]
+
+    def start(self, name: str, params: dict[str, Any], config_payload: dict[str, Any]) -> None:
+        """Open (or reopen) the parent run and record what defines this evolution."""
+        run_id, _ = self._run("parent", name, None)
+        if not self.ids["parent"].get("params_logged"):
+            flat = {key: str(value)[:500] for key, value in params.items()}
+            self.client.log_batch(run_id, params=[Param(k, v) for k, v in sorted(flat.items())])
+            self.client.log_dict(run_id, config_payload, "config.json")
+            self.ids["parent"]["params_logged"] = True
+            self._save_ids()
+
+    def generation_logged(self, generation: int) -> bool:
+        return bool(self.ids.get(f"gen{generation}", {}).get("done"))
+
+    def log_generation(
+        self,
+        generation: int,
+        metrics: dict[str, float],
+        candidates: list[dict[str, Any]],
+    ) -> None:
+        """One child run for the generation and one nested run per candidate, all at step=generation.
+
+        Each candidate entry: ``label``, ``metrics`` (name -> value), ``params``, ``artifacts``
+        (artifact path -> text).
+        """
+        key = f"gen{generation}"
+        gen_run, done = self._run(key, f"generation-{generation}", self.parent_id)
+        if done:
+            return
+        for entry in candidates:
+            cand_key = f"{key}/{entry['label']}"
+            cand_run, cand_done = self._run(cand_key, entry["label"], gen_run)
+            if cand_done:
+                continue
+            self._log_metrics(cand_run, entry["metrics"], generation)
+            params = {k: str(v)[:500] for k, v in entry["params"].items()}
+            self.client.log_batch(cand_run, params=[Param(k, v) for k, v in sorted(params.items())])
+            for path, text in entry["artifacts"].items():
+                self.client.log_text(cand_run, text, path)
+            self._finish(cand_key)
+        self._log_metrics(gen_run, metrics, generation)
+        self._log_metrics(self.parent_id, metrics, generation)
+        self._finish(key)
+
+    def _log_metrics(self, run_id: str, metrics: dict[str, float], step: int) -> None:
+        stamp = _now_ms()
+        batch = [Metric(_metric_key(name), float(value), stamp, step) for name, value in metrics.items()]
+        for start in range(0, len(batch), 500):
+            self.client.log_batch(run_id, metrics=batch[start : start + 500])
+
+    def register_prompts(self, prefix: str, candidate_id: str, prompts: dict[str, str], *, best: bool) -> None:
+        """Put an accepted candidate's prompts in the Prompt Registry (once), alias 'best' if it is."""
+        registered = self.ids.setdefault("prompts", {})
+        for component, text in sorted(prompts.items()):
+            name = _prompt_name(f"{prefix}-{component}")
+            key = f"{name}@{candidate_id}"
+            if key not in registered:
+                version = mlflow.genai.register_prompt(
+                    name=name, template=text, commit_message=f"candidate {candidate_id}",
+                    tags={"candidate_id": candidate_id},
+                )
+                registered[key] = int(version.version)
+                self._save_ids()
+            if best:
+                mlflow.genai.set_prompt_alias(name, alias="best", version=registered[key])
+
+    def finish(self, metrics: dict[str, float], history: list[dict[str, float]], artifacts: dict[str, str]) -> None:
+        """Final test metrics, the score-per-generation plot and closing artifacts on the parent run."""
+        if self.ids["parent"].get("done"):
+            return
+        self._log_metrics(self.parent_id, metrics, step=len(history))
+        for path, text in artifacts.items():
+            self.client.log_text(self.parent_id, text, path)
+        if history:
+            self.client.log_figure(self.parent_id, _score_plot(history), "score_per_generation.png")
+        self._finish("parent")
+
+
+def _metric_key(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_\-. /]", "_", name)
+
+
+def _prompt_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_\-.]", "-", name)
+
+
+def _score_plot(history: list[dict[str, float]]) -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6, 3.5))
+    generations = [int(row["generation"]) for row in history]
+    for key, label in (("best_train_score", "best train"), ("best_val_score", "best val"),
+                       ("parent_val_score", "kept (val)")):
+        values = [row.get(key) for row in history]
+        if any(value is not None for value in values):
+            axis.plot(generations, [v if v is not None else float("nan") for v in values], marker="o", label=label)
+    axis.set_xlabel("generation")
+    axis.set_ylabel("accuracy")
+    axis.legend()
+    figure.tight_layout()
+    plt.close(figure)
+    return figure
+
+
+def table_csv(rows: list[dict[str, Any]]) -> str:
+    """Rows of dicts as CSV text (header from the first row)."""
+    import csv
+
+    if not rows:
+        return ""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()

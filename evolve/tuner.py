@@ -1,0 +1,125 @@
+"""The hyperparameter tuner: an Optuna study driven ask-and-tell by the loop.
+
+Determinism across a crash: the sampler is re-seeded per generation (seed + generation) and a
+generation's trials are all asked before any is told, so a resumed run asks the same questions in the
+same order as an uninterrupted one. Trials are told at the end of their generation, so a pruning
+decision only compares against earlier generations and does not depend on which candidate finished
+first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from memevo.evolve.config import IntRange, OptunaConfig
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def make_sampler(config: OptunaConfig, generation: int) -> optuna.samplers.BaseSampler:
+    seed = config.seed + generation
+    if config.sampler == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=3)
+
+
+def make_pruner(config: OptunaConfig) -> optuna.pruners.BasePruner:
+    if config.pruner == "median":
+        return optuna.pruners.MedianPruner(
+            n_startup_trials=config.n_startup_trials, n_warmup_steps=config.n_warmup_steps
+        )
+    if config.pruner == "wilcoxon":
+        return optuna.pruners.WilcoxonPruner(p_threshold=config.p_threshold)
+    return optuna.pruners.NopPruner()
+
+
+class Tuner:
+    """Suggests ``update_every``/``short_term``/``top_k`` for candidates and prunes weak evaluations."""
+
+    def __init__(
+        self,
+        config: OptunaConfig,
+        space: dict[str, IntRange],
+        *,
+        storage: str,
+        study_name: str,
+        first_trial: dict[str, int],
+    ) -> None:
+        self.config = config
+        self.space = space
+        self.storage = storage
+        self.study_name = study_name
+        self.study = self._load(generation=0)
+        if not self.study.trials:
+            enqueued = {name: value for name, value in first_trial.items() if name in space and space[name].contains(value)}
+            self.study.enqueue_trial(enqueued, skip_if_exists=True)
+
+    def _load(self, generation: int) -> optuna.Study:
+        return optuna.create_study(
+            study_name=self.study_name,
+            storage=self.storage,
+            direction="maximize",
+            sampler=make_sampler(self.config, generation),
+            pruner=make_pruner(self.config),
+            load_if_exists=True,
+        )
+
+    def begin_generation(self, generation: int) -> None:
+        """Re-seed the sampler for this generation (see the module docstring)."""
+        self.study = self._load(generation)
+
+    def ask(self) -> tuple[int, dict[str, int]]:
+        """A new trial: its number and the hyperparameters it suggests."""
+        trial = self.study.ask()
+        params: dict[str, int] = {}
+        for name, domain in self.space.items():
+            if domain.choices is not None:
+                params[name] = int(trial.suggest_categorical(name, domain.choices))
+            else:
+                assert domain.low is not None and domain.high is not None
+                params[name] = trial.suggest_int(name, domain.low, domain.high, step=domain.step)
+        return trial.number, params
+
+    def seed_trial(self) -> int:
+        """The number of the enqueued first trial (asked now unless an earlier process already did)."""
+        first = self.study.trials[0] if self.study.trials else None
+        if first is not None and first.state != TrialState.WAITING:
+            return first.number
+        return self.ask()[0]
+
+    def _trial(self, number: int) -> optuna.Trial:
+        return optuna.Trial(self.study, self.study.trials[number]._trial_id)
+
+    def uses_per_user_values(self) -> bool:
+        """Wilcoxon compares per-user values; the median pruner compares running means."""
+        return self.config.pruner == "wilcoxon"
+
+    def report(self, number: int, value: float, step: int) -> bool:
+        """Record an intermediate value; True when the trial should stop now."""
+        trial = self._trial(number)
+        trial.report(value, step)
+        return trial.should_prune()
+
+    def tell(self, number: int, value: float | None, *, pruned: bool = False) -> None:
+        """Finish a trial (idempotent, so a resumed generation can re-tell safely)."""
+        if self.study.trials[number].state != TrialState.RUNNING:
+            return
+        if pruned:
+            self.study.tell(number, state=TrialState.PRUNED)
+        else:
+            self.study.tell(number, value)
+
+    def fail_orphans(self, known: Iterable[int]) -> None:
+        """Trials asked by a crashed run but never planned are closed so samplers ignore them."""
+        keep = set(known)
+        for trial in self.study.trials:
+            if trial.state == TrialState.RUNNING and trial.number not in keep:
+                self.study.tell(trial.number, state=TrialState.FAIL)
+
+    def summary(self) -> dict[str, Any]:
+        states = [trial.state.name for trial in self.study.trials]
+        return {state: states.count(state) for state in sorted(set(states))}

@@ -1,0 +1,76 @@
+"""Every proposed component text is checked before it can become a candidate.
+
+Mechanical faults are repaired the way AMemGym does (G.4: re-append a missing placeholder block, a
+missing output-format clause); anything else rejects the proposal with a reason that is counted.
+Nothing here raises on bad model output: a bad proposal is data, not an error.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from memevo.agents.base import ComponentSpec
+from memevo.agents.templates import placeholders_in, prompt_problems
+
+
+class Verdict(BaseModel):
+    """The outcome of validating one proposal: the (possibly repaired) text or a rejection reason."""
+
+    accepted: bool
+    text: str | None = None
+    repairs: list[str] = Field(default_factory=list)
+    reason: str | None = None
+
+
+class LengthBounds(BaseModel):
+    """A proposal's length relative to its parent's; the floor also stops empty replies."""
+
+    min_ratio: float = 0.3
+    max_ratio: float = 4.0
+    min_chars: int = 20
+
+    def problem(self, text: str, parent: str) -> str | None:
+        low = max(self.min_chars, int(self.min_ratio * len(parent))) if parent else self.min_chars
+        high = max(low, int(self.max_ratio * max(len(parent), self.min_chars)))
+        if len(text) < low:
+            return f"too short ({len(text)} < {low} chars)"
+        if len(text) > high:
+            return f"too long ({len(text)} > {high} chars)"
+        return None
+
+
+def _normalized(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _repair(spec: ComponentSpec, text: str) -> tuple[str, list[str]]:
+    repairs: list[str] = []
+    for name in spec.required_placeholders:
+        if name not in placeholders_in(text):
+            title = name.replace("_", " ").capitalize()
+            text = f"{text.rstrip()}\n\n{title}:\n{{{name}}}\n"
+            repairs.append(f"re-appended {{{name}}}")
+    if spec.output_format_clause and spec.output_format_clause not in text:
+        text = f"{text.rstrip()}\n\n{spec.output_format_clause}\n"
+        repairs.append("re-appended the output-format clause")
+    return text, repairs
+
+
+def validate_proposal(spec: ComponentSpec, proposal: str | None, parent: str, bounds: LengthBounds) -> Verdict:
+    """Accept, repair-and-accept, or reject ``proposal`` as the new text of component ``spec``."""
+    if proposal is None or not proposal.strip():
+        return Verdict(accepted=False, reason="empty or unparsable proposal")
+    text = proposal.strip("\n")
+    unknown = placeholders_in(text) - set(spec.required_placeholders) - placeholders_in(parent)
+    if unknown:
+        return Verdict(accepted=False, reason=f"unknown placeholder(s) {sorted(unknown)}")
+    text, repairs = _repair(spec, text)
+    remaining = prompt_problems(spec, text)
+    if remaining:
+        return Verdict(accepted=False, reason="; ".join(remaining), repairs=repairs)
+    length = bounds.problem(text, parent)
+    if length:
+        return Verdict(accepted=False, reason=length, repairs=repairs)
+    if _normalized(text) == _normalized(parent):
+        return Verdict(accepted=False, reason="identical to the parent", repairs=repairs)
+    return Verdict(accepted=True, text=text, repairs=repairs)

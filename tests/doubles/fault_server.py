@@ -1,0 +1,145 @@
+"""TEST DOUBLE: an in-process OpenAI-compatible HTTP server that injects faults and latency.
+
+It serves ``POST /v1/chat/completions`` (and ``GET /v1/models``) on 127.0.0.1 from a thread, so
+tests and the gateway benchmark can exercise real HTTP: planned faults are consumed one per
+request (an HTTP status, or a delay longer than the client's timeout), every request body is
+recorded, and the peak number of requests in flight at once is measured.
+Usage is deterministic: prompt tokens = words in all messages, completion tokens = words in the reply.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Reply = Callable[[dict[str, Any]], str]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One planned misbehaviour: answer with ``status`` (and an error body), after ``delay_s``."""
+
+    status: int | None = None
+    delay_s: float = 0.0
+    message: str = "injected fault"
+    retry_after_s: float | None = None
+
+
+def echo_reply(body: dict[str, Any]) -> str:
+    """Default reply: the last user message echoed back."""
+    return "echo: " + body["messages"][-1]["content"]
+
+
+def word_count(text: str) -> int:
+    return len(text.split())
+
+
+class FaultServer:
+    """Context manager; ``url`` is the ``/v1`` base URL to give the gateway."""
+
+    def __init__(self, reply: Reply = echo_reply, *, latency_s: float = 0.0) -> None:
+        self.reply = reply
+        self.latency_s = latency_s
+        self.requests: list[dict[str, Any]] = []
+        self.peak_in_flight = 0
+        self._in_flight = 0
+        self._faults: deque[Fault] = deque()
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def plan(self, *faults: Fault) -> None:
+        """Queue faults for the next requests, in order; later requests succeed."""
+        with self._lock:
+            self._faults.extend(faults)
+
+    def __enter__(self) -> FaultServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def _begin(self, body: dict[str, Any]) -> Fault | None:
+        with self._lock:
+            self.requests.append(body)
+            self._in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
+            return self._faults.popleft() if self._faults else None
+
+    def _end(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+    def completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        text = self.reply(body)
+        prompt_tokens = sum(word_count(message["content"]) for message in body["messages"])
+        return {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body["model"],
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": word_count(text),
+                "total_tokens": prompt_tokens + word_count(text),
+            },
+        }
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output quiet
+                return
+
+            def do_GET(self) -> None:
+                self._send(200, {"object": "list", "data": [{"id": "fault-server", "object": "model"}]})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length))
+                fault = server._begin(body)
+                try:
+                    time.sleep(server.latency_s + (fault.delay_s if fault else 0.0))
+                    if fault is not None and fault.status is not None:
+                        headers = {"Retry-After": str(fault.retry_after_s)} if fault.retry_after_s is not None else {}
+                        error = {"error": {"message": fault.message, "type": "injected", "code": fault.status}}
+                        self._send(fault.status, error, headers)
+                    else:
+                        self._send(200, server.completion(body))
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test): nothing to answer
+                finally:
+                    server._end()
+
+            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler

@@ -1,0 +1,136 @@
+"""An ablation of two tiny arms end to end through the real evolution engine, on the category test double.
+
+The double stores only facts whose category the write prompt names; the seed names one of four, and
+complete feedback reveals the others to the proposer. So the "complete" arm must beat "no-evolution"
+on the same test users, and the report must say so with intervals and p-values.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+
+from memevo.agents.errors import UserInputError
+from memevo.environments.data.io import save_items
+from memevo.evolve import ablation as ablation_module
+from memevo.evolve.ablation import load_manifest, run_ablation
+from memevo.evolve.ablation_config import load_ablation_config
+from memevo.evolve.ablation_records import find_arm_records
+from tests.doubles.category_backend import CategoryBackend, CategoryHub, category_world
+
+
+def _write_yaml(path: Path, data: dict) -> Path:
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def ablation_file(tmp_path: Path) -> Path:
+    items = category_world(n_users=6, n_periods=2)
+    save_items(items, tmp_path / "data.json")
+    _write_yaml(tmp_path / "base.yaml", {
+        "name": "tiny",
+        "seed": {"policy": {"kind": "awi", "prompts": {"memory_types": "- commute"}}},
+        "components": ["memory_types"],
+        "feedback": {"mode": "complete"},
+        "data": {"path": "data.json"},
+        "split": {"train": 2, "val": 2, "test": 2},
+        "budget": {"generations": 1, "candidates": 1},
+        "episode": {"user_concurrency": 2},
+        "tracking": {"register_prompts": False},
+    })
+    return _write_yaml(tmp_path / "ablation.yaml", {
+        "name": "tiny-ablation",
+        "base": "base.yaml",
+        "seeds": [0, 1],
+        "arms": [
+            {"name": "no-evolution", "overrides": {"budget": {"generations": 0}, "feedback": {"mode": "none"}}},
+            {"name": "complete", "overrides": {"feedback": {"mode": "complete"}}},
+        ],
+    })
+
+
+def _hub() -> CategoryHub:
+    return CategoryHub(CategoryBackend(category_world(n_users=6, n_periods=2)))
+
+
+def test_two_arm_ablation_end_to_end(tmp_path: Path, ablation_file: Path) -> None:
+    config = load_ablation_config(ablation_file)
+    run_dir = tmp_path / "run"
+    outcome = run_ablation(config, run_dir=run_dir, hub=_hub(), progress=lambda _: None)
+
+    none_arm, complete_arm = outcome.summary.arms
+    assert [none_arm.arm, complete_arm.arm] == ["no-evolution", "complete"]
+    assert none_arm.n_units == complete_arm.n_units == 4  # 2 test users x 2 seeds
+    assert complete_arm.metrics["memory"].mean > none_arm.metrics["memory"].mean
+    assert complete_arm.metrics["overall"].mean > none_arm.metrics["overall"].mean
+    assert complete_arm.spend.calls > none_arm.spend.calls > 0
+    memory_test = next(c.test for c in outcome.summary.comparisons if c.metric == "memory")
+    assert memory_test.n == 4 and memory_test.mean_diff > 0
+    # the runs are deterministic, so the two seeds are copies: the report must say so, not pretend otherwise
+    assert complete_arm.identical_seeds
+
+    markdown = outcome.outputs["markdown"].read_text()
+    assert "memory score [95% CI]" in markdown and "paired t p" in markdown and "Wilcoxon p" in markdown
+    assert "not independent replicates" in markdown
+    with outcome.outputs["arms_csv"].open() as handle:
+        rows = {row["arm"]: row for row in csv.DictReader(handle)}
+    assert set(rows) == {"no-evolution", "complete"} and rows["complete"]["memory_low"] != ""
+    with outcome.outputs["tests_csv"].open() as handle:
+        tests = list(csv.DictReader(handle))
+    assert {row["arm"] for row in tests} == {"complete"} and all("wilcoxon_p" in row for row in tests)
+    for key in ("period_plot", "failure_plot"):
+        assert outcome.outputs[key].stat().st_size > 1000
+
+    manifest = load_manifest(run_dir)
+    assert manifest is not None and manifest.parent_run_id == outcome.parent_run_id
+    client = MlflowClient(tracking_uri=manifest.tracking_uri)
+    parent = client.get_run(outcome.parent_run_id)
+    assert parent.info.status == "FINISHED"
+    assert parent.data.metrics["complete.memory"] == pytest.approx(complete_arm.metrics["memory"].mean)
+    artifacts = {entry.path for entry in client.list_artifacts(outcome.parent_run_id)}
+    assert {"ablation.md", "ablation_arms.csv", "ablation_periods.png", "ablation_failures.png"} <= artifacts
+    for record in find_arm_records(run_dir):
+        assert record.evolution_run_id is not None
+        child = client.get_run(record.evolution_run_id)
+        assert child.data.tags["mlflow.parentRunId"] == outcome.parent_run_id
+        assert parent.data.tags[f"evolution_run.{record.arm}.seed-{record.seed}"] == record.evolution_run_id
+
+
+def test_resume_skips_finished_arms_and_refuses_a_reused_folder(
+    tmp_path: Path, ablation_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = load_ablation_config(ablation_file)
+    run_dir = tmp_path / "run"
+    real_run = ablation_module.run_evolution
+    calls: list[tuple[str, bool]] = []
+
+    def crash_on_second(evolve_config, *, run_dir, hub, resume):  # noqa: ANN001 - mirrors run_evolution
+        calls.append((run_dir.relative_to(tmp_path / "run").as_posix(), resume))
+        if len(calls) == 2:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            (run_dir / "partial.txt").write_text("killed here")
+            raise KeyboardInterrupt
+        return real_run(evolve_config, run_dir=run_dir, hub=hub, resume=resume)
+
+    monkeypatch.setattr(ablation_module, "run_evolution", crash_on_second)
+    with pytest.raises(KeyboardInterrupt):
+        run_ablation(config, run_dir=run_dir, hub=_hub(), progress=lambda _: None)
+    manifest = load_manifest(run_dir)
+    assert manifest is not None
+    assert MlflowClient(tracking_uri=manifest.tracking_uri).get_run(manifest.parent_run_id).info.status == "FAILED"
+
+    with pytest.raises(UserInputError, match="--resume"):
+        run_ablation(config, run_dir=run_dir, hub=_hub(), progress=lambda _: None)
+
+    calls.clear()
+    outcome = run_ablation(config, run_dir=run_dir, hub=_hub(), resume=True, progress=lambda _: None)
+    # (no-evolution, 0) finished before the crash and is skipped; (no-evolution, 1) resumes its folder
+    assert calls[0] == ("no-evolution/seed-1", True)
+    assert all(path != "no-evolution/seed-0" for path, _ in calls)
+    assert len(calls) == 3 and outcome.parent_run_id == manifest.parent_run_id
+    assert len(find_arm_records(run_dir)) == 4

@@ -1,0 +1,127 @@
+"""AWI: write, update, delete, malformed replies, brace-heavy prompts, answer purity, state round trip."""
+
+import json
+
+from memevo.agents.llm.protocol import ChatReply, LLMJSONError
+from memevo.agents.policy import MemoryPolicy
+from memevo.agents.prompts.awi import WRITE_FORMAT_CLAUSE
+from memevo.agents.registry import build_agent
+from tests.test_agents_support import day, json_calls, make, reloaded, scripted
+
+
+async def run_rounds(agent, n: int, first_day: int = 1) -> None:
+    for i in range(n):
+        await agent.respond(f"message {i}", day(first_day + i))
+
+
+async def test_write_update_delete_with_simulated_timestamps():
+    replies = [
+        '{"city": "lives in Oslo", "pet": "has a cat"}',
+        '{"city": "moved to Bergen"}',
+        '{"pet": null, "diet": ""}',
+    ]
+    agent = make("awi", scripted(replies), update_every=2, short_term=0)
+    await run_rounds(agent, 1, first_day=1)
+    assert [(n.label, n.value, n.timestamp) for n in agent.notes] == [
+        ("city", "lives in Oslo", day(1)),
+        ("pet", "has a cat", day(1)),
+    ]
+    await run_rounds(agent, 1, first_day=5)
+    # The updated label gets the new (simulated) time and moves after the older note.
+    assert await agent.memory_text("") == "- pet: has a cat\n- city: moved to Bergen"
+    assert agent.notes[-1].timestamp == day(5)
+    await run_rounds(agent, 1, first_day=9)
+    assert await agent.memory_text("") == "- city: moved to Bergen"
+
+
+async def test_write_prompt_carries_current_notes_and_simulated_date():
+    llm = scripted(['{"job": "nurse"}', "{}"])
+    agent = make("awi", llm, update_every=2, short_term=0)
+    await run_rounds(agent, 2)
+    second = json_calls(llm)[1]
+    assert '{"job": "nurse"}' in second and "Today is 2021-03-03." in second
+    assert second.rstrip().endswith(WRITE_FORMAT_CLAUSE)
+
+
+async def test_malformed_reply_is_retried_once_then_skipped_and_counted():
+    llm = scripted(["not json at all ]]", '["a", "list"]', '{"ok": "recovered"}', '{"x": {"nested": 1}}', "[1]"])
+    agent = make("awi", llm, update_every=2, short_term=0)
+    await run_rounds(agent, 1)  # bad text, then a list: both attempts fail
+    assert agent.notes == [] and agent.counters.failures == 1
+    await run_rounds(agent, 1, first_day=2)  # valid at once
+    await run_rounds(agent, 1, first_day=3)  # a nested object, then a list: both rejected
+    assert agent.counters.model_dump() == {"requests": 3, "retries": 2, "failures": 2}
+    assert [n.label for n in agent.notes] == ["ok"]
+
+
+async def test_retry_uses_a_new_sample_index():
+    seen = []
+
+    class Recording:
+        """TEST DOUBLE: fails the first JSON attempt and records the sample index of each."""
+
+        async def chat(self, messages, **kw):
+            return ChatReply(text="ok", model="double")
+
+        async def chat_json(self, messages, *, role, json_schema=None, sample_index=0, **kw):
+            seen.append((role, sample_index, json_schema is not None))
+            if sample_index == 0:
+                raise LLMJSONError("bad", raw_text="{")
+            return {"a": "b"}, ChatReply(text='{"a": "b"}', model="double")
+
+    agent = build_agent(MemoryPolicy(kind="awi", update_every=2, short_term=0), Recording())
+    await agent.respond("hi", day(1))
+    assert seen == [("agent", 0, True), ("agent", 1, True)]
+    assert agent.counters.failures == 0 and agent.notes[0].value == "b"
+
+
+async def test_prompt_full_of_braces_and_json_examples_works():
+    weird = (
+        'Example output: {"diet": "vegan", "meta": {"since": "2020"}}. Empty: {}. Stray: { and } and {{ }}.\n'
+        "Types: {memory_types}\nNotes: {current_memories}\nChat: {conversation}\nUnknown {slot} stays.\n"
+        + WRITE_FORMAT_CLAUSE
+    )
+    types = 'Record diets like {"diet": "..."}; ignore {weather}.'
+    llm = scripted(['{"diet": "vegan"}'])
+    agent = make("awi", llm, update_every=2, short_term=0, prompts={"write_prompt": weird, "memory_types": types})
+    await agent.respond('My JSON is {"a": 1} and I am {vegan}', day(1))
+    sent = json_calls(llm)[0]
+    assert 'Example output: {"diet": "vegan", "meta": {"since": "2020"}}. Empty: {}. Stray: { and } and {{ }}.' in sent
+    assert 'Types: Record diets like {"diet": "..."}; ignore {weather}.' in sent
+    assert "Unknown {slot} stays." in sent
+    assert json.dumps('My JSON is {"a": 1} and I am {vegan}') in sent
+    assert agent.notes[0].value == "vegan"
+
+
+async def test_answer_changes_no_state_and_returns_consulted_memory():
+    llm = scripted(['{"city": "Oslo"}'], chat="You live in Oslo.")
+    agent = make("awi", llm, update_every=2, short_term=2)
+    await run_rounds(agent, 2)
+    before = json.dumps(agent.state(), sort_keys=True)
+    answer = await agent.answer("Q: where do I live? (1) Oslo (2) Rome", query="where do I live?", now=day(9))
+    assert answer.text == "You live in Oslo." and answer.consulted_memory == "- city: Oslo"
+    assert json.dumps(agent.state(), sort_keys=True) == before
+    system = llm.calls[-1]["messages"][0]
+    assert system["role"] == "system" and "- city: Oslo" in system["content"]
+
+
+def note_from_conversation(prompt: str) -> str:
+    """Deterministic write replies: note the latest user message under a label derived from it."""
+    conversation = json.loads(prompt.split("Latest conversation (JSON list of messages):\n", 1)[1].split("\n", 1)[0])
+    text = conversation[0]["content"]
+    return json.dumps({f"topic{len(text) % 3}": text})
+
+
+async def test_state_round_trip_gives_identical_behaviour():
+    agent = make("awi", scripted(note_from_conversation), update_every=2, short_term=2)
+    await run_rounds(agent, 5)
+    twin = reloaded(agent, scripted(note_from_conversation))
+    assert twin.state() == agent.state()
+    agent.llm = scripted(note_from_conversation)
+    for each in (agent, twin):
+        await each.respond("a longer follow-up message", day(20))
+        await each.end_session(day(20))
+        await each.respond("x", day(21))
+    assert agent.state() == twin.state()
+    assert [c["messages"] for c in agent.llm.calls] == [c["messages"] for c in twin.llm.calls]
+    assert len(agent.notes) >= 2

@@ -1,0 +1,64 @@
+"""The template user simulator: varied, deterministic follow-ups that never name a schema value."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+from memevo.environments.data.models import Item
+from memevo.environments.simulators.template import TemplateUserSimulator
+from memevo.environments.synth import SynthConfig, synthesize
+from memevo.environments.synth.vocabulary import SimulatorParts
+
+NOW = dt.datetime(2021, 1, 1, 20, 0)
+
+
+async def _all_follow_ups(simulator: TemplateUserSimulator, items: list[Item]) -> list[tuple[Item, str]]:
+    replies = []
+    for item in items:
+        for index, period in enumerate(item.periods):
+            for session in period.sessions:
+                messages = [{"role": "user", "content": session.query}, {"role": "assistant", "content": "Sure."}]
+                replies.append((item, await simulator.follow_up(item, index, session, messages, NOW)))
+    return replies
+
+
+async def test_follow_ups_never_name_a_schema_value_and_vary() -> None:
+    items = synthesize(SynthConfig(users=3, periods=4, questions=10, seed=21))
+    replies = await _all_follow_ups(TemplateUserSimulator(seed=0), items)
+    for item, reply in replies:
+        lowered = reply.lower()
+        assert not [v for vs in item.state_schema.values() for v in vs if v.lower() in lowered], reply
+    assert len({reply for _, reply in replies}) > len(replies) // 2
+
+
+async def test_deterministic_per_seed() -> None:
+    items = synthesize(SynthConfig(users=1, periods=2, questions=3, seed=22))
+    first = await _all_follow_ups(TemplateUserSimulator(seed=1), items)
+    again = await _all_follow_ups(TemplateUserSimulator(seed=1), items)
+    other = await _all_follow_ups(TemplateUserSimulator(seed=2), items)
+    assert first == again
+    assert first != other
+
+
+async def test_skips_templates_that_contain_a_value() -> None:
+    item = synthesize(SynthConfig(users=1, periods=1, questions=2, seed=23))[0]
+    key = next(iter(item.state_schema))
+    item.state_schema[key] = [*item.state_schema[key], "got it", "first step"]
+    parts = SimulatorParts(acknowledgements=["Got it.", "Thanks."],
+                           asks=["What is the first step?", "How would I know if it's working?"])
+    simulator = TemplateUserSimulator(seed=0, parts=parts)
+    session = item.periods[0].sessions[0]
+    replies = {await simulator.follow_up(item, 0, session, [{"role": "user", "content": "hi"}] * n, NOW)
+               for n in range(12)}
+    assert replies == {"Thanks. How would I know if it's working?"}
+    assert not any(re.search(r"got it|first step", reply, re.IGNORECASE) for reply in replies)
+
+
+async def test_falls_back_when_every_template_names_a_value() -> None:
+    item = synthesize(SynthConfig(users=1, periods=0, questions=1, seed=24))[0]
+    key = next(iter(item.state_schema))
+    item.state_schema[key] = [*item.state_schema[key], "thanks"]
+    simulator = TemplateUserSimulator(parts=SimulatorParts(acknowledgements=["Thanks."], asks=["Thanks again?"]))
+    reply = await simulator.follow_up(item, 0, item.periods[0].sessions[0], [], NOW)
+    assert reply == "Could you say a bit more about that?"

@@ -1,0 +1,89 @@
+"""The evolve config: valid files load, bad ones name the file and the field path."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from memevo.agents.errors import UserInputError
+from memevo.evolve.config import IntRange, SplitConfig, load_evolve_config, parse_evolve_config
+
+MINIMAL = {"seed": {"policy": {"kind": "awi"}}, "data": {"path": "data.json"}}
+
+
+def write(tmp_path: Path, data: dict) -> Path:
+    path = tmp_path / "evolve.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_minimal_config_takes_defaults(tmp_path: Path) -> None:
+    config = load_evolve_config(write(tmp_path, MINIMAL))
+    assert config.components == ["memory_types"]
+    assert config.feedback.mode.value == "complete"
+    assert config.optuna.sampler == "tpe" and config.optuna.pruner == "median"
+    assert config.resolve_path("data.json") == tmp_path.resolve() / "data.json"
+
+
+def test_full_config(tmp_path: Path) -> None:
+    data = {
+        **MINIMAL,
+        "components": ["write_prompt"],
+        "hyperparameters": {"update_every": {"low": 1, "high": 4}, "top_k": {"choices": [10, 30]}},
+        "feedback": {"mode": "complete", "with_ground_truth": True, "with_exposed_states": True},
+        "split": {"train": 0.5, "val": 0.25, "test": 0.25, "seed": 3},
+        "budget": {"generations": 5, "candidates": 3, "max_calls": 1000, "max_dollars": 1.5, "patience": 2},
+        "protocol": "amemgym_period",
+        "llm": {"proposer": {"model": "gpt-4.1-mini", "temperature": 0.7}},
+        "optuna": {"storage": "sqlite:///x.db", "sampler": "random", "seed": 7, "pruner": "wilcoxon"},
+        "tracking": {"uri": "sqlite:///m.db", "experiment": "exp"},
+    }
+    config = load_evolve_config(write(tmp_path, data))
+    assert config.hyperparameters["top_k"].choices == [10, 30]
+    assert config.llm.proposer.model == "gpt-4.1-mini"
+    assert config.protocol == "amemgym_period"
+
+
+@pytest.mark.parametrize(
+    ("patch", "field"),
+    [
+        ({"budget": {"generations": -1}}, "budget.generations"),
+        ({"hyperparameters": {"update_every": {"low": 5, "high": 2}}}, "hyperparameters.update_every"),
+        ({"hyperparameters": {"temperature": {"low": 1, "high": 2}}}, "hyperparameters.temperature"),
+        ({"feedback": {"mode": "everything"}}, "feedback.mode"),
+        ({"optuna": {"pruner": "hyperband"}}, "optuna.pruner"),
+        ({"seed": {}}, "seed"),
+        ({"unknown_key": 1}, "unknown_key"),
+        ({"llm": {"proposer": {"temperature": 9}}}, "llm.proposer.temperature"),
+    ],
+)
+def test_bad_field_is_named(tmp_path: Path, patch: dict, field: str) -> None:
+    path = write(tmp_path, {**MINIMAL, **patch})
+    with pytest.raises(UserInputError) as caught:
+        load_evolve_config(path)
+    assert caught.value.field == field
+    assert str(path.resolve()) in str(caught.value)
+
+
+def test_missing_file_and_bad_yaml(tmp_path: Path) -> None:
+    with pytest.raises(UserInputError, match="not found"):
+        load_evolve_config(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("seed: [unclosed")
+    with pytest.raises(UserInputError, match="YAML"):
+        load_evolve_config(bad)
+    with pytest.raises(UserInputError, match="mapping"):
+        parse_evolve_config(["a list"])
+
+
+def test_split_counts_and_fractions() -> None:
+    assert SplitConfig(train=0.5, val=0.25, test=0.25).counts(8) == (4, 2, 2)
+    assert SplitConfig(train=2, val=1, test=1).counts(10) == (2, 1, 1)
+    with pytest.raises(UserInputError, match="split"):
+        SplitConfig(train=5, val=5, test=5).counts(10)
+
+
+def test_int_range_contains() -> None:
+    assert IntRange(low=2, high=8, step=2).contains(4)
+    assert not IntRange(low=2, high=8, step=2).contains(5)
+    assert IntRange(choices=[10, 30]).contains(30)

@@ -1,0 +1,219 @@
+"""The gateway against a real HTTP server that injects faults: retries, refusals, cache, limit, JSON."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from memevo.agents.llm.accounting import Accounting
+from memevo.agents.llm.cache import ResponseCache
+from memevo.agents.llm.config import LLMConfig
+from memevo.agents.llm.gateway import LLMGateway, response_format_for
+from memevo.agents.llm.protocol import ChatClient, LLMError, LLMJSONError, LLMRequestError
+from tests.doubles.fault_server import Fault, FaultServer
+
+HELLO = [{"role": "user", "content": "hello there"}]
+
+
+@pytest.fixture
+def server():
+    with FaultServer() as running:
+        yield running
+
+
+def make_gateway(server: FaultServer, cache: ResponseCache | None = None, **config: object) -> LLMGateway:
+    settings = {"model": "test-model", "timeout_s": 0.5, "max_retries": 3, **config}
+    return LLMGateway(
+        LLMConfig(**settings), base_url=server.url, cache=cache, accounting=Accounting(), backoff_base_s=0.01
+    )
+
+
+def test_gateway_satisfies_the_chat_client_protocol(server):
+    assert isinstance(make_gateway(server), ChatClient)
+
+
+@pytest.mark.parametrize(
+    "fault", [Fault(status=429), Fault(status=500), Fault(status=503), Fault(delay_s=1.5)], ids=str
+)
+async def test_transient_failures_are_retried(server, fault):
+    gateway = make_gateway(server)
+    server.plan(fault, fault)
+    reply = await gateway.chat(HELLO, role="agent")
+    assert reply.text == "echo: hello there"
+    assert len(server.requests) == 3
+    usage = gateway.accounting.report().by_role["agent"]
+    assert (usage.calls, usage.retries, usage.errors) == (1, 2, 0)
+
+
+async def test_bad_request_fails_at_once_naming_status_and_message(server):
+    gateway = make_gateway(server)
+    server.plan(Fault(status=400, message="maximum context length exceeded"))
+    with pytest.raises(LLMRequestError, match="HTTP 400: maximum context length exceeded"):
+        await gateway.chat(HELLO, role="agent")
+    assert len(server.requests) == 1
+    assert gateway.accounting.report().by_role["agent"].errors == 1
+
+
+@pytest.mark.parametrize("status", [401, 404, 422])
+async def test_other_client_errors_are_not_retried(server, status):
+    gateway = make_gateway(server)
+    server.plan(Fault(status=status))
+    with pytest.raises(LLMRequestError, match=f"HTTP {status}"):
+        await gateway.chat(HELLO, role="agent")
+    assert len(server.requests) == 1
+
+
+async def test_gives_up_after_max_retries(server):
+    gateway = make_gateway(server, max_retries=2)
+    server.plan(*[Fault(status=500, message="boom")] * 5)
+    with pytest.raises(LLMError, match="failed after 3 attempt.*HTTP 500: boom") as caught:
+        await gateway.chat(HELLO, role="judge")
+    assert not isinstance(caught.value, LLMRequestError)
+    assert len(server.requests) == 3
+    usage = gateway.accounting.report().by_role["judge"]
+    assert (usage.calls, usage.retries, usage.errors) == (0, 2, 1)
+
+
+async def test_retry_after_header_is_honoured(server):
+    gateway = make_gateway(server)
+    server.plan(Fault(status=429, retry_after_s=0.3))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await gateway.chat(HELLO, role="agent")
+    assert loop.time() - started >= 0.3
+
+
+async def test_cache_hit_returns_identical_reply_without_a_request(server, tmp_path: Path):
+    first = make_gateway(server, cache=ResponseCache(tmp_path))
+    original = await first.chat(HELLO, role="agent")
+    # A fresh gateway and cache object on the same folder: the hit must come from disk.
+    second = make_gateway(server, cache=ResponseCache(tmp_path))
+    again = await second.chat(HELLO, role="agent")
+    assert len(server.requests) == 1
+    assert again.cached and not original.cached
+    assert (again.text, again.prompt_tokens, again.completion_tokens, again.model) == (
+        original.text,
+        original.prompt_tokens,
+        original.completion_tokens,
+        original.model,
+    )
+    usage = second.accounting.report().by_role["agent"]
+    assert (usage.calls, usage.cache_hits, usage.prompt_tokens) == (1, 1, original.prompt_tokens)
+
+
+async def test_cache_key_covers_sampling_and_format(server, tmp_path: Path):
+    gateway = make_gateway(server, cache=ResponseCache(tmp_path))
+    await gateway.chat(HELLO, role="agent")
+    await gateway.chat(HELLO, role="agent", sample_index=1)
+    await gateway.chat(HELLO, role="agent", temperature=0.7)
+    await gateway.chat(HELLO, role="agent", max_tokens=7)
+    await gateway.chat(HELLO, role="agent", json_mode=True)
+    await gateway.chat(HELLO, role="agent", sample_index=1)
+    assert len(server.requests) == 5
+
+
+async def test_without_cache_every_call_reaches_the_server(server):
+    gateway = make_gateway(server, cache=None)
+    await gateway.chat(HELLO, role="agent")
+    await gateway.chat(HELLO, role="agent")
+    assert len(server.requests) == 2
+
+
+async def test_concurrency_limit_is_never_exceeded(server):
+    server.latency_s = 0.05
+    gateway = make_gateway(server, max_concurrency=3)
+    await asyncio.gather(*(gateway.chat([{"role": "user", "content": f"q{i}"}], role="agent") for i in range(12)))
+    assert len(server.requests) == 12
+    assert server.peak_in_flight == 3
+
+
+def test_concurrency_limit_holds_across_event_loops_and_threads(server):
+    server.latency_s = 0.05
+    gateway = make_gateway(server, max_concurrency=2)
+
+    async def burst(tag: str) -> None:
+        await asyncio.gather(*(gateway.chat([{"role": "user", "content": f"{tag}{i}"}], role="agent") for i in range(4)))
+
+    threads = [threading.Thread(target=asyncio.run, args=(burst(tag),)) for tag in "abc"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(server.requests) == 12
+    assert server.peak_in_flight == 2
+
+
+async def test_token_accounting_sums_per_role(server):
+    gateway = make_gateway(server)
+    replies = [
+        await gateway.chat([{"role": "user", "content": "one two three"}], role="agent"),
+        await gateway.chat([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}], role="agent"),
+        await gateway.chat([{"role": "user", "content": "a b c d e"}], role="user_simulator"),
+    ]
+    report = gateway.accounting.report()
+    assert report.by_role["agent"].prompt_tokens == 3 + 3
+    assert report.by_role["agent"].completion_tokens == replies[0].completion_tokens + replies[1].completion_tokens
+    assert report.by_role["user_simulator"].prompt_tokens == 5
+    total = report.total()
+    assert total.calls == 3
+    assert total.prompt_tokens == sum(reply.prompt_tokens for reply in replies) == 11
+    assert total.completion_tokens == sum(reply.completion_tokens for reply in replies)
+
+
+async def test_json_schema_is_sent_in_the_llama_cpp_form(server):
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    server.reply = lambda body: '{"a": 1}'
+    parsed, _ = await make_gateway(server).chat_json(HELLO, role="generator", json_schema=schema)
+    assert parsed == {"a": 1}
+    assert server.requests[0]["response_format"] == {"type": "json_object", "schema": schema}
+
+
+def test_openai_endpoints_get_the_json_schema_form():
+    schema = {"type": "object"}
+    assert response_format_for("https://api.openai.com/v1", schema, False)["type"] == "json_schema"
+    assert response_format_for("https://api.openai.com/v1", None, True) == {"type": "json_object"}
+    assert response_format_for("http://127.0.0.1:8000/v1", None, False) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"a": [1, 2]}', {"a": [1, 2]}),
+        ('Sure! {"a": 1, "b": "x",}', {"a": 1, "b": "x"}),
+        ('```json\n[{"a": 1}]\n```', [{"a": 1}]),
+        ('{"a": "unterminated', {"a": "unterminated"}),
+    ],
+)
+async def test_chat_json_repairs_sloppy_json(server, text, expected):
+    server.reply = lambda body: text
+    parsed, reply = await make_gateway(server).chat_json(HELLO, role="generator")
+    assert parsed == expected
+    assert reply.text == text
+    assert server.requests[0]["response_format"] == {"type": "json_object"}
+
+
+@pytest.mark.parametrize("text", ["I cannot answer that.", "42", '"just a string"', ""])
+async def test_chat_json_raises_a_counted_error_for_non_json(server, text):
+    server.reply = lambda body: text
+    gateway = make_gateway(server)
+    with pytest.raises(LLMJSONError) as caught:
+        await gateway.chat_json(HELLO, role="proposer")
+    assert caught.value.raw_text == text
+    usage = gateway.accounting.report().by_role["proposer"]
+    assert (usage.calls, usage.errors) == (1, 1)
+
+
+async def test_messages_and_sampling_reach_the_server_unchanged(server):
+    gateway = make_gateway(server, temperature=0.3, max_tokens=33)
+    await gateway.chat(HELLO, role="agent")
+    await gateway.chat(HELLO, role="agent", temperature=0.0, max_tokens=5)
+    first, second = server.requests
+    assert first["messages"] == HELLO and first["model"] == "test-model"
+    assert (first["temperature"], first["max_tokens"]) == (0.3, 33)
+    assert (second["temperature"], second["max_tokens"]) == (0.0, 5)
+    assert "response_format" not in first
+    assert json.dumps(first).count("sk-") == 0

@@ -1,0 +1,97 @@
+"""DSPy traffic goes through the gateway: cached, limited and accounted under the role given."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import dspy
+import pytest
+
+from memevo.agents.llm.config import LLMConfig
+from memevo.agents.llm.hub import LLMHub
+from tests.doubles.fault_server import Fault, FaultServer
+
+pytestmark = pytest.mark.filterwarnings("ignore:Implementing custom LMs through BaseLM:DeprecationWarning")
+
+
+def chat_adapter_answer(body: dict) -> str:
+    """A reply in DSPy ChatAdapter's field format, answering with the question's last word."""
+    question = body["messages"][-1]["content"].split("[[ ## question ## ]]")[-1].split("\n\n")[0].strip()
+    return f"[[ ## answer ## ]]\n{question.split()[-1]}\n\n[[ ## completed ## ]]"
+
+
+@pytest.fixture
+def server():
+    with FaultServer(chat_adapter_answer) as running:
+        yield running
+
+
+@pytest.fixture
+def hub(tmp_path: Path):
+    with LLMHub(cache_dir=tmp_path / "cache") as opened:
+        yield opened
+
+
+def test_dspy_predict_is_counted_by_the_gateway(server, hub):
+    lm = hub.dspy_lm(LLMConfig(model="m", base_url=server.url), role="proposer")
+    with dspy.context(lm=lm, adapter=dspy.ChatAdapter()):
+        prediction = dspy.Predict("question -> answer")(question="what rhymes with cat")
+    assert prediction.answer == "cat"
+    assert len(server.requests) == 1
+    usage = hub.accounting.report().by_role["proposer"]
+    assert usage.calls == 1
+    assert usage.prompt_tokens == sum(len(m["content"].split()) for m in server.requests[0]["messages"])
+
+
+def test_dspy_calls_hit_the_gateway_cache(server, hub):
+    lm = hub.dspy_lm(LLMConfig(model="m", base_url=server.url), role="judge")
+    predict = dspy.Predict("question -> answer")
+    with dspy.context(lm=lm, adapter=dspy.ChatAdapter()):
+        first = predict(question="say dog")
+        second = predict(question="say dog")
+    assert first.answer == second.answer == "dog"
+    assert len(server.requests) == 1
+    usage = hub.accounting.report().by_role["judge"]
+    assert (usage.calls, usage.cache_hits) == (2, 1)
+
+
+async def test_sync_dspy_calls_work_from_worker_threads_of_a_running_loop(server, hub):
+    server.latency_s = 0.05
+    config = LLMConfig(model="m", base_url=server.url, max_concurrency=2)
+    lm = hub.dspy_lm(config, role="proposer")
+    predict = dspy.Predict("question -> answer")
+
+    def ask(word: str) -> str:
+        with dspy.context(lm=lm, adapter=dspy.ChatAdapter()):
+            return predict(question=f"repeat {word}").answer
+
+    words = [f"w{i}" for i in range(6)]
+    # Sync DSPy calls in worker threads and async gateway calls on this loop share one limit.
+    gateway_calls = [hub.client(config).chat([{"role": "user", "content": f"x{i}"}], role="agent") for i in range(4)]
+    answers, _ = await asyncio.gather(
+        asyncio.gather(*(asyncio.to_thread(ask, word) for word in words)), asyncio.gather(*gateway_calls)
+    )
+    assert list(answers) == words
+    assert server.peak_in_flight == 2
+    assert hub.accounting.report().by_role["proposer"].calls == 6
+
+
+async def test_async_dspy_calls_are_retried_by_the_gateway(server, hub):
+    lm = hub.dspy_lm(LLMConfig(model="m", base_url=server.url, max_retries=2), role="generator")
+    hub.client(LLMConfig(model="m", base_url=server.url, max_retries=2)).backoff_base_s = 0.01
+    server.plan(Fault(status=503))
+    with dspy.context(lm=lm, adapter=dspy.ChatAdapter()):
+        prediction = await dspy.Predict("question -> answer").acall(question="say owl")
+    assert prediction.answer == "owl"
+    usage = hub.accounting.report().by_role["generator"]
+    assert (usage.calls, usage.retries) == (1, 1)
+
+
+def test_n_candidates_are_distinct_samples(server, hub):
+    lm = hub.dspy_lm(LLMConfig(model="m", base_url=server.url, temperature=0.8), role="proposer")
+    outputs = lm("pick", n=3)
+    assert len(outputs) == 3
+    assert len(server.requests) == 3  # three sample indices, three cache keys
+    lm("pick", n=3)
+    assert len(server.requests) == 3

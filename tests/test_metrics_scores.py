@@ -1,0 +1,208 @@
+"""Every metric formula against hand-computed cases on a hand-made item."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memevo.environments.data.models import AnswerChoice, Item, Period, Question, Session, StateUpdate, UserProfile
+from memevo.environments.metrics import (
+    UpperBoundEntry,
+    UpperBoundTable,
+    compute_upper_bound,
+    failure_split,
+    random_baseline,
+    score_episodes,
+    user_scores,
+    write_position,
+)
+from memevo.environments.records import EpisodeResult, PeriodResult, ProbeRecord, QARecord
+from tests.doubles.scripted_llm import ScriptedLLM
+
+STATES = [{"a": "a1", "b": "b1"}, {"a": "a2", "b": "b1"}, {"a": "a2", "b": "b2"}]
+UPDATES = [{"a": ("", "a1"), "b": ("", "b1")}, {"a": ("a1", "a2")}, {"b": ("b1", "b2")}]
+
+
+def hand_item(item_id: str = "h") -> Item:
+    """Period states: (a1,b1) -> (a2,b1) -> (a2,b2). Q0 needs (a,b) with 4 choices; Q1 and Q2 need (a)."""
+    periods = [
+        Period(
+            period_start=None if p == 0 else f"202{p - 1}-01-02",
+            period_end=f"202{p}-01-01",
+            sessions=[Session(exposed_states=STATES[p], query="hello", session_time=f"202{p}-01-01 10:00:00")],
+            state=STATES[p],
+            updates={k: StateUpdate(old=old or None, new=new) for k, (old, new) in UPDATES[p].items()},
+            update_cnts={"a": 1, "b": 1},
+        )
+        for p in range(3)
+    ]
+
+    def choices(*states: list[str]) -> list[AnswerChoice]:
+        return [AnswerChoice(state=s, answer=f"do {'+'.join(s)}", type="experience") for s in states]
+
+    qas = [
+        Question(query="Q0?", required_info=["a", "b"],
+                 answer_choices=choices(["a1", "b1"], ["a2", "b1"], ["a2", "b2"], ["a3", "b2"])),
+        Question(query="Q1?", required_info=["a"], answer_choices=choices(["a1"], ["a2"])),
+        Question(query="Q2?", required_info=["a"], answer_choices=choices(["a2"], ["a1"], ["a3"])),
+    ]
+    profile = UserProfile(uuid=item_id, age=30, gender="male", marital_status="single", education_level="x",
+                          occupation="y", formatted_str="z")
+    return Item(id=item_id, start_time="2020-01-01", user_profile=profile,
+                state_schema={"a": ["a1", "a2", "a3"], "b": ["b1", "b2"]}, periods=periods, qas=qas)
+
+
+def qa(period: int, question: int, correct: bool, *, user: str = "h", format_error: bool = False) -> QARecord:
+    gold = hand_item().qas[question].gold_index(STATES[period]) + 1
+    return QARecord(user_id=user, period=period, question_index=question, prompt="p", raw_reply="r",
+                    choice=None if format_error else (gold if correct else (gold % 2) + 1), gold=gold, n_choices=4,
+                    correct=correct, format_error=format_error)
+
+
+def probe(period: int, question: int, **ok: bool) -> ProbeRecord:
+    keys = hand_item().qas[question].required_info
+    truth = {k: STATES[period][k] for k in keys}
+    return ProbeRecord(user_id="h", period=period, question_index=question, truth=truth,
+                       predicted={k: truth[k] if ok.get(k, True) else "wrong" for k in keys},
+                       correct={k: ok.get(k, True) for k in keys})
+
+
+def episode(results: dict[int, list[QARecord]], probes: dict[int, list[ProbeRecord]] | None = None,
+            user: str = "h") -> EpisodeResult:
+    return EpisodeResult(user_id=user, policy_id="pid", periods=[
+        PeriodResult(user_id=user, period=p, qa=records, probes=(probes or {}).get(p, []))
+        for p, records in results.items()
+    ])
+
+
+def table(item_id: str = "h") -> UpperBoundTable:
+    """Q0 right at (a1,b1) and (a2,b1), wrong at (a2,b2); Q1 right at (a1) only; Q2 wrong at (a1)."""
+    rows = [(0, ["a1", "b1"], True), (0, ["a2", "b1"], True), (0, ["a2", "b2"], False),
+            (1, ["a1"], True), (1, ["a2"], False), (2, ["a1"], False), (2, ["a2"], True)]
+    return UpperBoundTable(entries=[UpperBoundEntry(item_id=item_id, question_index=q, state=s, correct=c)
+                                    for q, s, c in rows])
+
+
+def test_random_baseline_is_share_of_choices_matching_gold() -> None:
+    item = hand_item()
+    assert random_baseline(item, 0, 0) == 0.25
+    assert random_baseline(item, 1, 1) == 0.5
+    assert random_baseline(item, 2, 2) == pytest.approx(1 / 3)
+    duplicated = item.model_copy(deep=True)
+    duplicated.qas[1].answer_choices.append(duplicated.qas[1].answer_choices[0])
+    assert random_baseline(duplicated, 0, 1) == pytest.approx(2 / 3)
+
+
+def test_upper_bound_is_keyed_by_question_and_state() -> None:
+    item, ub = hand_item(), table()
+    assert ub.score(item, 0, 1) == 1.0  # Q1 with a=a1
+    assert ub.score(item, 0, 2) == 0.0  # Q2 with the same tuple (a1): its own entry, not Q1's
+    assert ub.score(item, 1, 0) == 1.0 and ub.score(item, 2, 0) == 0.0
+    assert UpperBoundTable.model_validate_json(ub.model_dump_json()).score(item, 0, 2) == 0.0
+    with pytest.raises(KeyError, match="no entry"):
+        UpperBoundTable(entries=[]).score(item, 0, 0)
+
+
+def test_memory_score_is_a_mean_of_ratios_can_be_negative_and_skips_zero_headroom() -> None:
+    # p0: both right, acc 1, rand (.25+.5)/2=.375, ub 1    -> ratio 1
+    # p1: both wrong, acc 0, rand .375, ub (1+0)/2=.5      -> ratio (0-.375)/(.5-.375) = -3
+    # p2: Q0 right, acc .5, rand .375, ub (0+0)/2=0 <= rand -> excluded, never divided
+    ep = episode({0: [qa(0, 0, True), qa(0, 1, True)], 1: [qa(1, 0, False), qa(1, 1, False)],
+                  2: [qa(2, 0, True), qa(2, 1, False)]})
+    scores = score_episodes([ep], [hand_item()], table())
+    assert scores.accuracy == 0.5 and scores.random_baseline == 0.375
+    assert scores.upper_bound == pytest.approx(0.5)
+    assert scores.memory_score == pytest.approx(-1.0)
+    assert (scores.n_memory_points, scores.n_excluded) == (2, 1)
+    assert [p.memory_score for p in scores.per_period] == [pytest.approx(1.0), pytest.approx(-3.0), None]
+    assert [p.accuracy for p in scores.per_period] == [1.0, 0.0, 0.5]
+    assert scores.per_period[2].n_excluded == 1
+    assert scores.failure is None
+
+
+def test_without_upper_bound_there_is_no_memory_score() -> None:
+    scores = score_episodes([episode({0: [qa(0, 0, True)]})], [hand_item()])
+    assert scores.memory_score is None and scores.upper_bound is None and scores.n_memory_points == 0
+
+
+def test_per_period_memory_is_a_mean_over_users_and_overall_over_all_points() -> None:
+    items = [hand_item("u"), hand_item("v")]
+    ub = UpperBoundTable(entries=table("u").entries + table("v").entries)
+    eps = [episode({0: [qa(0, 0, True, user="u"), qa(0, 1, True, user="u")],
+                    1: [qa(1, 0, True, user="u"), qa(1, 1, False, user="u")]}, user="u"),
+           episode({0: [qa(0, 0, False, user="v"), qa(0, 1, True, user="v")],
+                    1: [qa(1, 0, False, user="v"), qa(1, 1, False, user="v")]}, user="v")]
+    # u: p0 1.0, p1 (.5-.375)/.125 = 1.0; v: p0 (.5-.375)/.625 = .2, p1 -3.0
+    scores = score_episodes(eps, items, ub)
+    assert [p.memory_score for p in scores.per_period] == [pytest.approx(0.6), pytest.approx(-1.0)]
+    assert scores.memory_score == pytest.approx((1 + 1 + 0.2 - 3) / 4)
+    per_user = user_scores(eps, items, ub)
+    assert [u.user_id for u in per_user] == ["u", "v"]
+    assert per_user[1].per_period_memory == [pytest.approx(0.2), pytest.approx(-3.0)]
+    assert per_user[1].memory_score == pytest.approx(-1.4) and per_user[0].accuracy == 0.75
+
+
+def test_format_error_rate() -> None:
+    ep = episode({0: [qa(0, 0, False, format_error=True), qa(0, 1, True), qa(0, 2, True)]})
+    scores = score_episodes([ep], [hand_item()])
+    assert scores.format_error_rate == pytest.approx(1 / 3) and scores.accuracy == pytest.approx(2 / 3)
+
+
+def test_write_position_is_last_update_up_to_the_period() -> None:
+    item = hand_item()
+    assert [write_position(item, p, "a") for p in range(3)] == [0, 1, 1]
+    assert [write_position(item, p, "b") for p in range(3)] == [0, 0, 2]
+
+
+def test_write_read_utilisation_split_by_hand() -> None:
+    # p0 Q0 wrong, probe a wrong (written at p0, wrong there)             -> W 1
+    # p1 Q0 wrong, probes a and b wrong; a written p1 (wrong) -> write;
+    #    b written p0 (right at p0) -> read                                 -> W .5, R .5
+    # p2 Q0 wrong, both probes right                                         -> U 1
+    # Q1 right everywhere. 6 questions: W 1.5/6, R .5/6, U 1/6; sum = 1 - acc.
+    ep = episode(
+        {p: [qa(p, 0, False), qa(p, 1, True)] for p in range(3)},
+        {0: [probe(0, 0, a=False), probe(0, 1)], 1: [probe(1, 0, a=False, b=False), probe(1, 1)],
+         2: [probe(2, 0), probe(2, 1)]},
+    )
+    split = failure_split([ep], [hand_item()])
+    assert split is not None
+    assert (split.write, split.read, split.utilization) == (pytest.approx(0.25), pytest.approx(0.5 / 6),
+                                                           pytest.approx(1 / 6))
+    scores = score_episodes([ep], [hand_item()])
+    assert scores.failure == split
+    assert split.write + split.read + split.utilization == pytest.approx(1 - scores.accuracy)
+    assert [(p.failure.write, p.failure.read, p.failure.utilization) for p in scores.per_period] == [
+        (0.5, 0.0, 0.0), (0.25, 0.25, 0.0), (0.0, 0.0, 0.5)]
+
+
+def test_failure_split_needs_every_probe() -> None:
+    ep = episode({0: [qa(0, 0, False), qa(0, 1, True)]}, {0: [probe(0, 0, a=False)]})
+    with pytest.raises(ValueError, match="probe for every question"):
+        failure_split([ep], [hand_item()])
+
+
+async def test_compute_upper_bound_asks_each_question_state_once_and_counts_parse_failures() -> None:
+    item = hand_item()
+
+    def handler(messages, role, wants_json):  # type: ignore[no-untyped-def]
+        prompt = messages[0]["content"]
+        assert wants_json and role == "agent"
+        if prompt.startswith("Q2?"):
+            return "I cannot say"
+        state = json.loads(prompt[prompt.index("{"):prompt.index("}") + 1])
+        question = next(q for q in item.qas if prompt.startswith(q.query))
+        target = [state[k] for k in question.required_info]
+        return json.dumps({"answer": [c.state for c in question.answer_choices].index(target) + 1})
+
+    llm = ScriptedLLM(handler)
+    ub = await compute_upper_bound(llm, [item])
+    # needed (question, state): Q0 x3, Q1 x2, Q2 x2 = 7, plus one retry for each of Q2's two states
+    assert len(ub.entries) == 7 and len(llm.calls) == 9
+    assert ub.score(item, 0, 0) == ub.score(item, 1, 1) == 1.0
+    assert ub.score(item, 0, 2) == 0.0 and ub.format_error_rate == pytest.approx(2 / 7)
+    assert not any(e.random_fallback for e in ub.entries)
+    compat = await compute_upper_bound(ScriptedLLM(handler), [item], amemgym_compat=True, seed=3)
+    again = await compute_upper_bound(ScriptedLLM(handler), [item], amemgym_compat=True, seed=3)
+    assert compat == again and sum(e.random_fallback for e in compat.entries) == 2

@@ -1,0 +1,115 @@
+"""``evaluate``/``write_outputs`` with scripted doubles, and ``memevo eval`` end to end over HTTP."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from memevo.agents.errors import UserInputError
+from memevo.agents.llm.accounting import RoleUsage, UsageReport
+from memevo.environments.eval_cli import _prepare_out, eval_command, evaluate, write_outputs
+from memevo.environments.qa import build_upper_bound_prompt
+from memevo.environments.runner import EpisodeConfig
+from tests.doubles.scripted_agents import KeywordMemoryAgent, ScriptedSimulator, make_item
+from tests.doubles.scripted_llm import ScriptedLLM
+
+FIXTURE = Path(__file__).parent / "fixtures" / "amemgym_small.json"
+
+
+def _truthful_llm(items):  # type: ignore[no-untyped-def]
+    """Answers upper-bound prompts correctly (the state is in the prompt)."""
+    def handler(messages, role, wants_json):  # type: ignore[no-untyped-def]
+        prompt = messages[0]["content"]
+        for item in items:
+            for question in item.qas:
+                for number, choice in enumerate(question.answer_choices, start=1):
+                    state = dict(zip(question.required_info, choice.state, strict=True))
+                    if prompt == build_upper_bound_prompt(question, state):
+                        return json.dumps({"answer": number})
+        raise AssertionError("unexpected prompt")
+    return ScriptedLLM(handler)
+
+
+async def test_evaluate_writes_every_output(tmp_path: Path) -> None:
+    items = [make_item(f"u{i}", n_periods=3) for i in range(2)]
+    queue = list(items)
+    outcome = await evaluate(lambda: KeywordMemoryAgent(queue.pop(0), window=4), items, ScriptedSimulator(),
+                             EpisodeConfig(diagnose=True), tmp_path, upper_bound_llm=_truthful_llm(items),
+                             progress=False)
+    assert outcome.scores.upper_bound == 1.0 and outcome.scores.memory_score is not None
+    usage = UsageReport(by_role={"agent": RoleUsage(calls=3, prompt_tokens=10, dollars=0.5)})
+    write_outputs(tmp_path, outcome, items, usage, {"agent": "keyword"})
+    rows = [json.loads(line) for line in (tmp_path / "questions.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 * 3 * 4 and {"question", "upper_bound", "probe_correct", "prompt"} <= set(rows[0])
+    with (tmp_path / "questions.csv").open() as file:
+        assert len(list(csv.DictReader(file))) == len(rows)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["scores"]["accuracy"] == outcome.scores.accuracy
+    assert summary["usage"]["total"]["dollars"] == 0.5 and len(summary["user_scores"]) == 2
+    with (tmp_path / "summary.csv").open() as file:
+        table = list(csv.DictReader(file))
+    assert [r["scope"] for r in table] == ["overall", "period 0", "period 1", "period 2"]
+    assert table[0]["write_failure"] != ""
+    assert (tmp_path / "usage.csv").read_text().splitlines()[0].startswith("role,calls")
+    assert (tmp_path / "periods.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (tmp_path / "upper_bound.json").exists()
+    # a second evaluate in the same folder resumes: nothing is asked again
+    llm = _truthful_llm(items)
+    again = await evaluate(lambda: KeywordMemoryAgent(items[0]), items, ScriptedSimulator(),
+                           EpisodeConfig(diagnose=True), tmp_path, upper_bound_llm=llm, progress=False)
+    assert again.scores == outcome.scores and llm.calls == []
+
+
+def test_out_folder_rules(tmp_path: Path) -> None:
+    _prepare_out(tmp_path, resume=False)
+    with pytest.raises(UserInputError, match="--resume"):
+        _prepare_out(tmp_path, resume=True)
+    (tmp_path / "run").mkdir()
+    with pytest.raises(UserInputError, match="already holds a run"):
+        _prepare_out(tmp_path, resume=False)
+    _prepare_out(tmp_path, resume=True)
+
+
+def test_eval_command_end_to_end_over_http(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fault_server = pytest.importorskip("tests.doubles.fault_server")
+    if not FIXTURE.exists():
+        pytest.skip("fixture not built yet")
+
+    def reply(body):  # type: ignore[no-untyped-def]
+        text = body["messages"][-1]["content"]
+        return '```json\n{"answer": 1}\n```' if '{"answer"' in text else "Sounds good, tell me more."
+
+    with fault_server.FaultServer(reply) as server:
+        config = tmp_path / "agent.yaml"
+        config.write_text(f"kind: native\nllm:\n  model: gpt-4.1-mini\n  base_url: {server.url}\n")
+        app = typer.Typer()
+        app.command()(eval_command)
+        monkeypatch.setenv("MEMEVO_CACHE_DIR", str(tmp_path / "cache"))
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        out = tmp_path / "out"
+        args = ["--agent", str(config), "--env", str(FIXTURE), "--out", str(out), "--upper-bound", "--users", "1"]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output + repr(result.exception)
+        assert "accuracy" in result.output
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["usage"]["by_role"]["agent"]["calls"] > 0
+        assert summary["scores"]["n_users"] == 1
+        assert (out / "periods.png").exists()
+        rerun = CliRunner().invoke(app, args)
+        assert rerun.exit_code != 0 and isinstance(rerun.exception, UserInputError)
+
+
+async def test_plot_without_upper_bound(tmp_path: Path) -> None:
+    from memevo.environments.metrics import score_episodes
+    from memevo.environments.plots import plot_periods
+    from memevo.environments.runner import run_episode
+
+    item = make_item(n_periods=2)
+    episode = await run_episode(KeywordMemoryAgent(item), item, ScriptedSimulator(), EpisodeConfig())
+    path = plot_periods(score_episodes([episode], [item]), tmp_path / "p.png", title="keyword")
+    assert path.read_bytes()[:4] == b"\x89PNG"
