@@ -30,15 +30,17 @@ def _tokens(texts: list[str]) -> list[list[str]]:
 class BM25Retriever:
     """Okapi BM25 over the candidates (rebuilt per call: stores hold hundreds of texts, not millions).
 
-    Texts sharing no term with the query score 0 and are never returned.
+    Texts sharing no term with the query score 0 and are never returned. Texts made only of stop
+    words or punctuation (small models write such "facts") have no terms at all.
     """
 
     async def rank(self, query: str, texts: list[str], k: int) -> list[int]:
         query_tokens = _tokens([query])
-        if not texts or not query_tokens[0]:
+        corpus = _tokens(texts)
+        if not query_tokens[0] or not any(corpus):
             return []
         index = bm25s.BM25()
-        index.index(_tokens(texts), show_progress=False)
+        index.index(corpus, show_progress=False)
         found, scores = index.retrieve(query_tokens, k=min(k, len(texts)), show_progress=False)
         return [int(i) for i, score in zip(found[0], scores[0], strict=True) if score > 0]
 

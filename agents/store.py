@@ -33,10 +33,14 @@ class StoredMemory(BaseModel):
 
 
 class MemoryStore:
-    """SQLite-backed memory list; ``path`` ':memory:' (default) keeps it in process."""
+    """SQLite-backed memory list; ``path`` ':memory:' (default) keeps it in process.
+
+    One agent uses its store from one coroutine at a time, but the runner may hop threads (a sync
+    bridge), so the connection is not pinned to the creating thread.
+    """
 
     def __init__(self, path: str = ":memory:") -> None:
-        self._db = sqlite3.connect(path)
+        self._db = sqlite3.connect(path, check_same_thread=False)
         if not self._db.execute("SELECT name FROM sqlite_master WHERE name = 'memories'").fetchone():
             self._db.executescript(_SCHEMA)
 

@@ -106,4 +106,6 @@ def _table(figures: DatasetStats) -> str:
 
 
 def _number(value: float | int) -> str:
-    return f"{value:.3f}" if isinstance(value, float) else f"{value:,}"
+    if isinstance(value, float) and abs(value) < 100:
+        return f"{value:.3f}"
+    return f"{value:,.0f}"

@@ -50,8 +50,8 @@ async def run_probe(agent: MemoryAgent, item: Item, period: int, question_index:
     reply = await agent.answer(prompt, query=query, now=now)
     predicted = parse_probe(reply.text, keys)
     if predicted is None:
-        reply = await agent.answer(prompt + "\n\nYour previous reply could not be read; reply with the JSON object only.",
-                                   query=query, now=now)
+        reminder = "\n\nYour previous reply could not be read; reply with the JSON object only."
+        reply = await agent.answer(prompt + reminder, query=query, now=now)
         predicted = parse_probe(reply.text, keys)
     truth = {key: item.periods[period].state[key] for key in keys}
     values = predicted or {key: None for key in keys}

@@ -177,7 +177,7 @@ def _make_simulator(kind: SimulatorKind, llm: ChatClient, seed: int) -> UserSimu
     if kind is SimulatorKind.template:
         from memevo.environments.simulators.template import TemplateUserSimulator
 
-        return TemplateUserSimulator()
+        return TemplateUserSimulator(seed=seed)
     from memevo.environments.simulators.llm import LLMUserSimulator
 
     return LLMUserSimulator(llm, seed=seed)
@@ -196,7 +196,8 @@ def eval_command(
     agent: Annotated[Path, typer.Option("--agent", help="Agent config (memevo YAML/JSON or AMemGym agent JSON).")],
     env: Annotated[str, typer.Option("--env", help="data.json, dataset folder/file, or Hugging Face dataset id.")],
     out: Annotated[Path, typer.Option("--out", help="Output folder.")],
-    upper_bound: Annotated[bool, typer.Option("--upper-bound", help="Compute the upper bound and memory score.")] = False,
+    upper_bound: Annotated[bool, typer.Option("--upper-bound",
+                                              help="Compute the upper bound and memory score.")] = False,
     diagnose: Annotated[bool, typer.Option("--diagnose", help="Probe states for the write/read/util split.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out.")] = False,
     users: Annotated[int | None, typer.Option("--users", min=1, help="Only the first N users.")] = None,

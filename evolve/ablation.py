@@ -15,14 +15,13 @@ from mlflow.tracking import MlflowClient
 from pydantic import BaseModel
 
 from memevo.agents.errors import UserInputError
-from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.llm.hub import LLMHub
 from memevo.environments.metrics.scores import Scores, UserScores
+from memevo.environments.store import write_json_atomic
 from memevo.evolve.ablation_config import AblationConfig, resolve_all
 from memevo.evolve.ablation_records import (
     ArmSeedRecord,
     FailureRates,
-    Spend,
     UnitScore,
     arm_seed_dir,
     find_arm_records,
@@ -67,10 +66,7 @@ def load_manifest(run_dir: Path) -> AblationManifest | None:
 
 
 def _save_manifest(manifest: AblationManifest, run_dir: Path) -> None:
-    path = run_dir / MANIFEST_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(manifest.model_dump_json(indent=2), encoding="utf-8")
-    tmp.replace(path)
+    write_json_atomic(run_dir / MANIFEST_FILE, manifest.model_dump(mode="json"))
 
 
 def _prepare(config: AblationConfig, run_dir: Path, resume: bool) -> AblationManifest:
@@ -153,18 +149,6 @@ def _failure(scores: Scores) -> FailureRates | None:
     return FailureRates(write=split.write, read=split.read, util=split.utilization, n_questions=split.n_questions)
 
 
-def _spend(usage: UsageReport) -> Spend:
-    total = usage.total()
-    return Spend(
-        calls=total.calls,
-        cache_hits=total.cache_hits,
-        prompt_tokens=total.prompt_tokens,
-        completion_tokens=total.completion_tokens,
-        dollars=total.dollars,
-        wall_s=total.wall_s,
-    )
-
-
 def _evolution_run_id(folder: Path) -> str | None:
     """The evolution's MLflow parent run, as its tracker recorded it (None when tracking was off)."""
     ids_path = folder / MLFLOW_IDS_FILE
@@ -183,7 +167,7 @@ def record_from_result(
         units=_units(result.best_user_scores, arm, seed),
         seed_units=_units(result.seed_user_scores, arm, seed),
         failure=_failure(result.best_scores),
-        spend=_spend(result.usage),
+        usage=result.usage,
         evolution_run_id=_evolution_run_id(folder),
         best_policy_id=result.best.id,
         config=evolve_config.hash_payload(),

@@ -1,8 +1,9 @@
 """The ablation config: several arms (evolve configs or overrides of one), several seeds, the same users.
 
 An arm is a full evolve config file, or a base evolve config with overrides deep-merged into it. Every
-(arm, seed) is resolved to a validated ``EvolveConfig`` before anything runs, and all of them must agree
-on the data, the user split and the episode truncation, so the arms are compared on the same users.
+(arm, seed) is resolved to a validated ``EvolveConfig`` before anything runs, and for each seed all arms
+must agree on the data, the user split and the episode truncation, so that every (user, seed) unit is
+scored under every arm and the arms can be compared pair by pair.
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ from memevo.agents.errors import UserInputError
 from memevo.evolve.config import EvolveConfig, parse_evolve_config
 
 DEFAULT_ARMS: tuple[dict[str, Any], ...] = (
-    {"name": "no-evolution", "overrides": {"budget": {"generations": 0}, "feedback": {"mode": "none"}}},
-    {"name": "question-only", "overrides": {"feedback": {"mode": "question_only"}}},
+    {
+        "name": "no-evolution",
+        "overrides": {"budget": {"generations": 0}, "feedback": {"mode": "none", "with_ground_truth": False}},
+    },
+    {"name": "question-only", "overrides": {"feedback": {"mode": "question_only", "with_ground_truth": False}}},
     {"name": "complete", "overrides": {"feedback": {"mode": "complete"}}},
 )
 """No evolution / question-only feedback / complete feedback: the comparison of AMemGym's Table 3."""
@@ -55,7 +59,8 @@ class AblationConfig(BaseModel):
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     seed_fields: list[str] = Field(
         default_factory=lambda: ["optuna.seed"],
-        description="Dotted evolve-config fields set to the seed in each run (the split seed stays fixed).",
+        description="Dotted evolve-config fields set to the seed in each run. Adding 'split.seed' redraws the "
+        "train/val/test users per seed (the same for every arm), so seeds become independent replicates.",
     )
     baseline: str | None = Field(None, description="Arm the others are tested against; default: the first.")
     ci_method: Literal["t", "bootstrap"] = "t"
@@ -74,8 +79,8 @@ class AblationConfig(BaseModel):
             raise ValueError(f"baseline '{self.baseline}' is not one of the arms {names}")
         if self.base is None and any(arm.config is None for arm in self.arms):
             raise ValueError("give 'base' or a 'config' for every arm")
-        if any(field.split(".")[0] in ("data", "split") for field in self.seed_fields):
-            raise ValueError("seed_fields must not change the data or the split: arms are compared on the same users")
+        if any(field.split(".")[0] == "data" for field in self.seed_fields):
+            raise ValueError("seed_fields must not change the data: arms are compared on the same users")
         return self
 
     def resolve_path(self, value: Path) -> Path:
@@ -172,18 +177,18 @@ def resolve_arm(config: AblationConfig, arm: ArmSpec, seed: int) -> EvolveConfig
 
 
 def resolve_all(config: AblationConfig) -> dict[tuple[str, int], EvolveConfig]:
-    """Resolve every (arm, seed) up front and check they all use the same users."""
+    """Resolve every (arm, seed) up front and check that, seed by seed, all arms use the same users."""
     resolved = {(arm.name, seed): resolve_arm(config, arm, seed) for arm in config.arms for seed in config.seeds}
-    reference_key, reference = next(iter(resolved.items()))
-    expected = _users_signature(reference)
-    for key, evolve_config in resolved.items():
+    reference_arm = config.arms[0].name
+    for (arm, seed), evolve_config in resolved.items():
+        expected = _users_signature(resolved[(reference_arm, seed)])
         actual = _users_signature(evolve_config)
         for field in SAME_USERS_FIELDS:
             if actual[field] != expected[field]:
                 raise UserInputError(
-                    f"arm '{key[0]}' uses different users than arm '{reference_key[0]}' "
+                    f"arm '{arm}' uses different users than arm '{reference_arm}' for seed {seed} "
                     f"({actual[field]!r} != {expected[field]!r}); every arm must share data, split and truncation",
                     source=str(config.source),
-                    field=f"arms.{key[0]}.{field}",
+                    field=f"arms.{arm}.{field}",
                 )
     return resolved

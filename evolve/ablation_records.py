@@ -11,6 +11,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from memevo.agents.llm.accounting import UsageReport
+from memevo.environments.store import write_json_atomic
+
 ARM_RECORD_FILE = "arm_result.json"
 
 
@@ -35,20 +38,6 @@ class FailureRates(BaseModel):
     n_questions: int
 
 
-class Spend(BaseModel):
-    """Calls, tokens and dollars one (arm, seed) run cost (all roles)."""
-
-    calls: int = 0
-    cache_hits: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    dollars: float = 0.0
-    wall_s: float = 0.0
-
-    def plus(self, other: Spend) -> Spend:
-        return Spend(**{name: getattr(self, name) + getattr(other, name) for name in Spend.model_fields})
-
-
 class ArmSeedRecord(BaseModel):
     """One finished (arm, seed) evolution: its best candidate's per-user test scores, the seed candidate's, spend."""
 
@@ -57,7 +46,7 @@ class ArmSeedRecord(BaseModel):
     units: list[UnitScore]
     seed_units: list[UnitScore] = Field(default_factory=list, description="The un-evolved seed candidate on the same users.")
     failure: FailureRates | None = Field(None, description="None when the run did not diagnose.")
-    spend: Spend = Field(default_factory=Spend)
+    usage: UsageReport = Field(default_factory=UsageReport, description="Calls, tokens and dollars by role.")
     evolution_run_id: str | None = None
     best_policy_id: str | None = None
     config: dict = Field(default_factory=dict, description="The resolved evolve config this run used.")
@@ -70,10 +59,7 @@ def arm_seed_dir(run_dir: Path, arm: str, seed: int) -> Path:
 def save_arm_record(record: ArmSeedRecord, run_dir: Path) -> Path:
     """Write atomically: the file's presence is what marks the (arm, seed) as finished."""
     path = arm_seed_dir(run_dir, record.arm, record.seed) / ARM_RECORD_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(record.model_dump_json(indent=2), encoding="utf-8")
-    tmp.replace(path)
+    write_json_atomic(path, record.model_dump(mode="json"))
     return path
 
 

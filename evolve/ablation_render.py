@@ -58,6 +58,18 @@ def render_markdown(summary: AblationSummary) -> str:
         diff = f"{fmt(t.mean_diff)} [{fmt(t.diff_low)}, {fmt(t.diff_high)}]"
         note = t.note + (f"; {t.unmatched} unmatched units left out" if t.unmatched else "")
         lines.append(f"| {c.arm} | {c.metric} | {t.n} | {diff} | {fmt_p(t.t_p)} | {fmt_p(t.wilcoxon_p)} | {note} |")
+    n_periods = max((len(arm.period_memory) for arm in summary.arms), default=0)
+    if n_periods:
+        lines += [
+            "",
+            "Per-period memory score (mean over units; intervals in ablation_periods.csv):",
+            "",
+            "| arm | " + " | ".join(f"p{p}" for p in range(n_periods)) + " |",
+            "|---|" + "---|" * n_periods,
+        ]
+        lines += [
+            f"| {arm.arm} | " + " | ".join(fmt(ci.mean) for ci in arm.period_memory) + " |" for arm in summary.arms
+        ]
     warnings = [arm.arm for arm in summary.arms if arm.identical_seeds]
     if warnings:
         lines += ["", f"Warning: every seed gave identical scores in {', '.join(warnings)}; "

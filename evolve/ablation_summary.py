@@ -6,7 +6,8 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, Field
 
-from memevo.evolve.ablation_records import ArmSeedRecord, FailureRates, Spend, UnitScore
+from memevo.agents.llm.accounting import RoleUsage
+from memevo.evolve.ablation_records import ArmSeedRecord, FailureRates, UnitScore
 from memevo.evolve.stats import CIMethod, Interval, PairedTest, interval, paired_test
 
 METRICS: dict[str, Callable[[UnitScore], float | None]] = {
@@ -23,7 +24,7 @@ class ArmSummary(BaseModel):
     period_memory: list[Interval]
     period_overall: list[Interval]
     failure: FailureRates | None = Field(None, description="Question-weighted over seeds; None unless every seed diagnosed.")
-    spend: Spend
+    spend: RoleUsage = Field(description="All roles, summed over seeds.")
     identical_seeds: bool = False
 
 
@@ -82,9 +83,9 @@ def pooled_failure(records: Sequence[ArmSeedRecord]) -> FailureRates | None:
 
 def summarize_arm(arm: str, records: Sequence[ArmSeedRecord], method: CIMethod, confidence: float) -> ArmSummary:
     units = [unit for record in records for unit in record.units]
-    spend = Spend()
+    spend = RoleUsage()
     for record in records:
-        spend = spend.plus(record.spend)
+        spend = spend.plus(record.usage.total())
     return ArmSummary(
         arm=arm,
         seeds=sorted(record.seed for record in records),

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
 
 from memevo.agents.errors import RunFailedError, UserInputError
@@ -36,20 +35,13 @@ register_experiment_commands(app)
 def main() -> None:
     """Entry point of the console script."""
     try:
-        code = app(standalone_mode=False)
+        app()  # standalone mode: typer itself exits 2 on bad usage and raises SystemExit at the end
     except UserInputError as error:
         print(f"memevo: error: {error}", file=sys.stderr)
         sys.exit(2)
-    except click.UsageError as error:
-        error.show()
-        sys.exit(2)
-    except click.exceptions.Abort:
-        print("memevo: aborted", file=sys.stderr)
-        sys.exit(1)
     except RunFailedError as error:
         print(f"memevo: run failed: {error}", file=sys.stderr)
         sys.exit(1)
-    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -23,12 +23,9 @@ from memevo.environments.records import PeriodResult
 from memevo.environments.runner import bounded_gather, run_episode
 from memevo.environments.store import RunStore, write_json_atomic
 from memevo.evolve import runtime
-from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
-from memevo.evolve.evaluation import Evaluator
 from memevo.evolve.loop import EvolutionResult, ProposalStats
-from memevo.evolve.proposer import Proposer
-from memevo.evolve.validation import LengthBounds, validate_proposal
+from memevo.evolve.validation import validate_proposal
 
 log = logging.getLogger("memevo.evolve")
 
@@ -43,28 +40,12 @@ class EvolutionStep(BaseModel):
     stats: ProposalStats
 
 
-class InEpisodeEvolution:
+class InEpisodeEvolution(runtime.RunBase):
     """Runs the test users twice: seed without evolution, and evolving after each period."""
 
     def __init__(self, config: EvolveConfig, run_dir: Path, hub: runtime.Hub) -> None:
-        self.config = config
-        self.run_dir = run_dir
-        self.users = runtime.load_users(config)
-        self.items = {item.id: item for item in self.users}
-        self.split = runtime.recorded_split(run_dir, runtime.make_split(self.users, config))
+        super().__init__(config, run_dir, hub)
         self.user_ids = self.split.test or self.split.val or self.split.train
-        self.seed = Candidate(policy=runtime.seed_policy(config), origin="seed")
-        self.hub = hub
-        self.evaluator = Evaluator(
-            root=run_dir,
-            items=self.users,
-            make_agent=runtime.agent_factory(hub),
-            simulator=runtime.make_simulator(config, hub),
-            episode_config=runtime.episode_config(config, self.seed.policy),
-        )
-        self.proposer = Proposer(hub.dspy_lm(config.llm.proposer, role="proposer"), adapter=config.proposer_adapter)
-        self.bounds = LengthBounds(min_ratio=config.min_length_ratio, max_ratio=config.max_length_ratio)
-        self.spend = runtime.Spend(run_dir, hub)
 
     def _step_path(self, user_id: str, period: int) -> Path:
         safe = re.sub(r"[^A-Za-z0-9._-]", "_", user_id)
@@ -110,7 +91,7 @@ class InEpisodeEvolution:
 
     async def run(self) -> EvolutionResult:
         items = [self.items[user_id] for user_id in self.user_ids]
-        table = await runtime.upper_bound(self.config, self.hub, self.seed.policy, items, self.run_dir)
+        table = await runtime.upper_bound(self.config, self.client, self.seed.policy, items, self.run_dir)
         await self.evaluator.evaluate(self.seed, "test", self.user_ids)
         seed_scores, seed_users = runtime.scores(
             self.evaluator.episodes(self.seed.id, "test", self.user_ids), items, table
@@ -127,6 +108,24 @@ class InEpisodeEvolution:
             stop_reason="all periods evolved", usage=self.spend.total(),
         )
         write_json_atomic(self.run_dir / "result.json", result.model_dump(mode="json"))
+        self._track(result)
         log.info("in-episode evolution: accuracy %.3f without -> %.3f with evolution",
                  seed_scores.accuracy, evolved_scores.accuracy)
         return result
+
+    def _track(self, result: EvolutionResult) -> None:
+        """Parent run: per-period accuracy/memory score of both arms (step = period), steps as artifacts."""
+        if self.tracker is None:
+            return
+        self.tracker.start(self.config.name, self.tracking_params(), self.config.hash_payload())
+        for label, scores in (("seed", result.seed_scores), ("evolved", result.best_scores)):
+            for period in scores.per_period:
+                values = {f"{label}_accuracy": period.accuracy}
+                if period.memory_score is not None:
+                    values[f"{label}_memory_score"] = period.memory_score
+                self.tracker.log_metrics(values, step=period.period)
+        steps = sorted((self.run_dir / "in_episode").glob("*/period_*.json"))
+        artifacts = {f"steps/{path.parent.name}/{path.name}": path.read_text(encoding="utf-8") for path in steps}
+        artifacts["result.json"] = result.model_dump_json(indent=2)
+        final = {"test_seed_accuracy": result.seed_scores.accuracy, "test_best_accuracy": result.best_scores.accuracy}
+        self.tracker.finish(final, [], artifacts)

@@ -35,11 +35,10 @@ from memevo.environments.store import write_json_atomic
 from memevo.evolve import runtime
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
-from memevo.evolve.evaluation import CandidateEval, Evaluator, PruneHook
-from memevo.evolve.proposer import Proposer
-from memevo.evolve.tracking import Tracker, git_commit, table_csv, unified_diff
+from memevo.evolve.evaluation import CandidateEval, PruneHook
+from memevo.evolve.tracking import table_csv, unified_diff
 from memevo.evolve.tuner import Tuner
-from memevo.evolve.validation import LengthBounds, Verdict, validate_proposal
+from memevo.evolve.validation import Verdict, validate_proposal
 
 log = logging.getLogger("memevo.evolve")
 
@@ -128,39 +127,18 @@ def render_train_feedback(
     return text or blocks[0][: config.feedback_max_chars]
 
 
-class OuterLoop:
+class OuterLoop(runtime.RunBase):
     """One evolution run over generations (see the module docstring)."""
 
     def __init__(self, config: EvolveConfig, run_dir: Path, hub: runtime.Hub) -> None:
-        self.config = config
-        self.run_dir = run_dir
-        self.hub = hub
-        self.users = runtime.load_users(config)
-        self.items = {item.id: item for item in self.users}
-        self.split = runtime.recorded_split(run_dir, runtime.make_split(self.users, config))
-        self.seed = Candidate(policy=runtime.seed_policy(config), origin="seed")
+        super().__init__(config, run_dir, hub)
         self.spec = agent_spec(self.seed.policy.kind)
-        self.evaluator = Evaluator(
-            root=run_dir,
-            items=self.users,
-            make_agent=runtime.agent_factory(hub),
-            simulator=runtime.make_simulator(config, hub),
-            episode_config=runtime.episode_config(config, self.seed.policy),
-        )
         self.tuner = Tuner(
             config.optuna,
             dict(config.hyperparameters),
             storage=config.optuna.storage or f"sqlite:///{(run_dir / 'optuna.db').resolve()}",
             study_name=config.name,
             first_trial={name: getattr(self.seed.policy, name) for name in config.hyperparameters},
-        )
-        self.proposer = Proposer(hub.dspy_lm(config.llm.proposer, role="proposer"), adapter=config.proposer_adapter)
-        self.bounds = LengthBounds(min_ratio=config.min_length_ratio, max_ratio=config.max_length_ratio)
-        self.spend = runtime.Spend(run_dir, hub)
-        self.tracker = (
-            Tracker(run_dir=run_dir, uri=config.tracking.uri, experiment=config.tracking.experiment or config.name)
-            if config.tracking.enabled
-            else None
         )
         self.candidates: dict[str, Candidate] = {self.seed.id: self.seed}
         self.upper_bound: UpperBoundTable | None = None
@@ -319,7 +297,7 @@ class OuterLoop:
 
     async def _upper_bound(self) -> UpperBoundTable | None:
         if self.upper_bound is None:
-            self.upper_bound = await runtime.upper_bound(self.config, self.hub, self.seed.policy, self.users,
+            self.upper_bound = await runtime.upper_bound(self.config, self.client, self.seed.policy, self.users,
                                                          self.run_dir)
         return self.upper_bound
 
@@ -407,16 +385,7 @@ class OuterLoop:
 
     def _start_tracking(self) -> None:
         assert self.tracker is not None
-        params: dict[str, Any] = {
-            "name": self.config.name, "protocol": self.config.protocol, "seed_policy_id": self.seed.id,
-            "agent_kind": self.seed.policy.kind, "agent_model": self.seed.policy.llm.model,
-            "proposer_model": self.config.llm.proposer.model, "feedback_mode": self.config.feedback.mode.value,
-            "components": ",".join(self.config.components), "split_seed": self.config.split.seed,
-            "optuna_seed": self.config.optuna.seed, "data_hash": runtime.data_hash(self.users),
-            "n_train": len(self.split.train), "n_val": len(self.split.val), "n_test": len(self.split.test),
-            "git_commit": git_commit(Path(__file__).parent) or "unknown",
-        }
-        self.tracker.start(self.config.name, params, self.config.hash_payload())
+        self.tracker.start(self.config.name, self.tracking_params(), self.config.hash_payload())
 
     # ----- the run ------------------------------------------------------------------------------
 
@@ -498,8 +467,13 @@ async def evolve(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resum
     if config.protocol == "amemgym_period":
         from memevo.evolve.in_episode import InEpisodeEvolution
 
-        return await InEpisodeEvolution(config, run_dir, hub).run()
-    return await OuterLoop(config, run_dir, hub).run()
+        run: OuterLoop | InEpisodeEvolution = InEpisodeEvolution(config, run_dir, hub)
+    else:
+        run = OuterLoop(config, run_dir, hub)
+    try:
+        return await run.run()
+    finally:
+        await run.close_clients()
 
 
 def run_evolution(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resume: bool) -> EvolutionResult:

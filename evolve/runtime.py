@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -28,7 +28,12 @@ from memevo.environments.records import EpisodeResult
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.simulators.base import UserSimulator
 from memevo.environments.store import write_json_atomic
+from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
+from memevo.evolve.evaluation import Evaluator
+from memevo.evolve.proposer import Proposer
+from memevo.evolve.tracking import Tracker, git_commit
+from memevo.evolve.validation import LengthBounds
 
 
 class Hub(Protocol):
@@ -141,20 +146,20 @@ def seed_policy(config: EvolveConfig) -> MemoryPolicy:
     return policy
 
 
-def make_simulator(config: EvolveConfig, hub: Hub) -> UserSimulator:
+def make_simulator(config: EvolveConfig, client: Callable[[LLMConfig], ChatClient]) -> UserSimulator:
     if config.episode.simulator == "llm":
         from memevo.environments.simulators.llm import LLMUserSimulator
 
         assert config.llm.simulator is not None
-        return LLMUserSimulator(hub.client(config.llm.simulator))
+        return LLMUserSimulator(client(config.llm.simulator))
     from memevo.environments.simulators.template import TemplateUserSimulator
 
     return TemplateUserSimulator()
 
 
-def agent_factory(hub: Hub):  # noqa: ANN201 - a closure
+def agent_factory(client: Callable[[LLMConfig], ChatClient]) -> Callable[[MemoryPolicy], MemoryAgent]:
     def make(policy: MemoryPolicy) -> MemoryAgent:
-        return build_agent(policy, hub.client(policy.llm))
+        return build_agent(policy, client(policy.llm))
 
     return make
 
@@ -170,7 +175,7 @@ def episode_config(config: EvolveConfig, policy: MemoryPolicy) -> EpisodeConfig:
     )
 
 
-async def upper_bound(config: EvolveConfig, hub: Hub, policy: MemoryPolicy, items: Sequence[Item],
+async def upper_bound(config: EvolveConfig, client: Callable[[LLMConfig], ChatClient], policy: MemoryPolicy, items: Sequence[Item],
                       run_dir: Path) -> UpperBoundTable | None:
     """The perfect-information upper bound of the agent's LLM on these users, computed once per run."""
     if not config.upper_bound:
@@ -179,7 +184,7 @@ async def upper_bound(config: EvolveConfig, hub: Hub, policy: MemoryPolicy, item
     if path.exists():
         return UpperBoundTable.model_validate_json(path.read_text(encoding="utf-8"))
     table = await compute_upper_bound(
-        hub.client(policy.llm), items, model=policy.llm.model, amemgym_compat=policy.amemgym_compat,
+        client(policy.llm), items, model=policy.llm.model, amemgym_compat=policy.amemgym_compat,
         seed=config.split.seed,
     )
     write_json_atomic(path, json.loads(table.model_dump_json()))
@@ -228,3 +233,60 @@ class Spend:
         if budget.max_dollars is not None and total.dollars >= budget.max_dollars:
             return f"dollar budget ({budget.max_dollars})"
         return None
+
+
+class RunBase:
+    """What every protocol builds first: users, recorded split, seed, evaluator, proposer, spend."""
+
+    def __init__(self, config: EvolveConfig, run_dir: Path, hub: Hub) -> None:
+        self.config = config
+        self.run_dir = run_dir
+        self.hub = hub
+        self.users = load_users(config)
+        self.items = {item.id: item for item in self.users}
+        self.split = recorded_split(run_dir, make_split(self.users, config))
+        self.seed = Candidate(policy=seed_policy(config), origin="seed")
+        self.clients: dict[LLMConfig, ChatClient] = {}
+        self.evaluator = Evaluator(
+            root=run_dir,
+            items=self.users,
+            make_agent=agent_factory(self.client),
+            simulator=make_simulator(config, self.client),
+            episode_config=episode_config(config, self.seed.policy),
+        )
+        proposer_lm = hub.dspy_lm(config.llm.proposer, role="proposer")
+        if hasattr(proposer_lm, "gateway"):
+            self.clients[config.llm.proposer] = proposer_lm.gateway
+        self.proposer = Proposer(proposer_lm, adapter=config.proposer_adapter)
+        self.bounds = LengthBounds(min_ratio=config.min_length_ratio, max_ratio=config.max_length_ratio)
+        self.spend = Spend(run_dir, hub)
+        self.tracker = (
+            Tracker(run_dir=run_dir, uri=config.tracking.uri, experiment=config.tracking.experiment or config.name)
+            if config.tracking.enabled
+            else None
+        )
+
+    def client(self, config: LLMConfig) -> ChatClient:
+        """The hub's client for ``config``, remembered so ``close_clients`` can release it."""
+        if config not in self.clients:
+            self.clients[config] = self.hub.client(config)
+        return self.clients[config]
+
+    async def close_clients(self) -> None:
+        """Close this event loop's connections before ``asyncio.run`` closes the loop under them."""
+        for client in self.clients.values():
+            close = getattr(client, "aclose", None)
+            if close is not None:
+                await close()
+
+    def tracking_params(self) -> dict[str, Any]:
+        """The parent run's params: what defines this evolution."""
+        return {
+            "name": self.config.name, "protocol": self.config.protocol, "seed_policy_id": self.seed.id,
+            "agent_kind": self.seed.policy.kind, "agent_model": self.seed.policy.llm.model,
+            "proposer_model": self.config.llm.proposer.model, "feedback_mode": self.config.feedback.mode.value,
+            "components": ",".join(self.config.components), "split_seed": self.config.split.seed,
+            "optuna_seed": self.config.optuna.seed, "data_hash": data_hash(self.users),
+            "n_train": len(self.split.train), "n_val": len(self.split.val), "n_test": len(self.split.test),
+            "git_commit": git_commit(Path(__file__).parent) or "unknown",
+        }

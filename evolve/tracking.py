@@ -13,6 +13,7 @@ import io
 import json
 import re
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ def git_commit(cwd: Path) -> str | None:
         )
     except OSError:
         return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
 def unified_diff(parent: dict[str, str], child: dict[str, str]) -> str:
@@ -58,8 +59,6 @@ def unified_diff(parent: dict[str, str], child: dict[str, str]) -> str:
 
 
 def _now_ms() -> int:
-    import time
-
     return int(time.time() * 1000)
 
 
@@ -149,6 +148,11 @@ class Tracker:
         self._log_metrics(gen_run, metrics, generation)
         self._log_metrics(self.parent_id, metrics, generation)
         self._finish(key)
+
+    def log_metrics(self, metrics: dict[str, float], *, step: int) -> None:
+        """Metrics on the parent run (at most once per step: a resumed run skips a finished parent)."""
+        if not self.ids["parent"].get("done"):
+            self._log_metrics(self.parent_id, metrics, step)
 
     def _log_metrics(self, run_id: str, metrics: dict[str, float], step: int) -> None:
         stamp = _now_ms()

@@ -59,7 +59,7 @@ def test_bad_override_names_arm_and_field(tmp_path: Path, base_file: Path) -> No
         ({"arms": [{"name": "a"}]}, None),
         ({"base": "base.yaml", "seedz": [1]}, "seedz"),
         ({"base": "base.yaml", "arms": [{"name": "a b"}]}, "arms.0.name"),
-        ({"base": "base.yaml", "seed_fields": ["split.seed"]}, None),
+        ({"base": "base.yaml", "seed_fields": ["data.synth.seed"]}, None),
     ],
 )
 def test_invalid_ablation_configs_are_rejected(tmp_path: Path, base_file: Path, data: dict, field: str | None) -> None:
@@ -81,6 +81,22 @@ def test_arms_on_different_users_are_refused(tmp_path: Path, base_file: Path) ->
     assert error.value.field == "arms.b.split"
 
 
+def test_split_seed_may_follow_the_seed_but_stays_shared_across_arms(tmp_path: Path, base_file: Path) -> None:
+    config = load_ablation_config(
+        _write(tmp_path / "abl.yaml", {"base": "base.yaml", "seeds": [3, 4], "seed_fields": ["split.seed", "optuna.seed"]})
+    )
+    resolved = resolve_all(config)
+    assert resolved[("complete", 3)].split.seed == resolved[("no-evolution", 3)].split.seed == 3
+    assert resolved[("complete", 4)].split.seed == 4
+    pinned = {"name": "complete", "overrides": {"split": {"seed": 9}}}
+    bad = load_ablation_config(
+        _write(tmp_path / "bad.yaml", {"base": "base.yaml", "seeds": [3], "seed_fields": ["optuna.seed"],
+                                       "arms": [{"name": "a"}, pinned]})
+    )
+    with pytest.raises(UserInputError, match="for seed 3"):
+        resolve_all(bad)
+
+
 def test_missing_base_file_names_it(tmp_path: Path) -> None:
     config = load_ablation_config(_write(tmp_path / "abl.yaml", {"base": "nope.yaml", "seeds": [0]}))
     with pytest.raises(UserInputError, match="nope.yaml"):
@@ -90,3 +106,15 @@ def test_missing_base_file_names_it(tmp_path: Path) -> None:
 def test_deep_merge_replaces_leaves_and_merges_mappings() -> None:
     merged = deep_merge({"a": {"b": 1, "c": [1]}, "d": 2}, {"a": {"c": [2]}, "e": 3})
     assert merged == {"a": {"b": 1, "c": [2]}, "d": 2, "e": 3}
+
+
+def test_ablate_command_reports_a_bad_config_by_name(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from memevo.evolve.cli import app
+
+    path = _write(tmp_path / "abl.yaml", {"base": "base.yaml", "arms": [{"name": "x", "bogus": 1}]})
+    result = CliRunner().invoke(app, ["ablate", str(path), "--run-dir", str(tmp_path / "run")])
+    assert isinstance(result.exception, UserInputError)
+    assert str(path) in str(result.exception) and result.exception.field == "arms.0.bogus"
+    assert not (tmp_path / "run").exists()

@@ -28,11 +28,10 @@ def _write_yaml(path: Path, data: dict) -> Path:
     return path
 
 
-@pytest.fixture
-def ablation_file(tmp_path: Path) -> Path:
-    items = category_world(n_users=6, n_periods=2)
-    save_items(items, tmp_path / "data.json")
-    _write_yaml(tmp_path / "base.yaml", {
+def write_tiny_ablation(folder: Path, seeds: list[int]) -> Path:
+    """Data, a base evolve config and a two-arm ablation config in ``folder``; returns the ablation file."""
+    save_items(category_world(n_users=6, n_periods=2), folder / "data.json")
+    _write_yaml(folder / "base.yaml", {
         "name": "tiny",
         "seed": {"policy": {"kind": "awi", "prompts": {"memory_types": "- commute"}}},
         "components": ["memory_types"],
@@ -43,10 +42,10 @@ def ablation_file(tmp_path: Path) -> Path:
         "episode": {"user_concurrency": 2},
         "tracking": {"register_prompts": False},
     })
-    return _write_yaml(tmp_path / "ablation.yaml", {
+    return _write_yaml(folder / "ablation.yaml", {
         "name": "tiny-ablation",
         "base": "base.yaml",
-        "seeds": [0, 1],
+        "seeds": seeds,
         "arms": [
             {"name": "no-evolution", "overrides": {"budget": {"generations": 0}, "feedback": {"mode": "none"}}},
             {"name": "complete", "overrides": {"feedback": {"mode": "complete"}}},
@@ -54,14 +53,23 @@ def ablation_file(tmp_path: Path) -> Path:
     })
 
 
-def _hub() -> CategoryHub:
+@pytest.fixture
+def ablation_file(tmp_path: Path) -> Path:
+    return write_tiny_ablation(tmp_path, seeds=[0, 1])
+
+
+class Killed(Exception):
+    """Stands for a kill in the middle of an (arm, seed)."""
+
+
+def make_hub() -> CategoryHub:
     return CategoryHub(CategoryBackend(category_world(n_users=6, n_periods=2)))
 
 
 def test_two_arm_ablation_end_to_end(tmp_path: Path, ablation_file: Path) -> None:
     config = load_ablation_config(ablation_file)
     run_dir = tmp_path / "run"
-    outcome = run_ablation(config, run_dir=run_dir, hub=_hub(), progress=lambda _: None)
+    outcome = run_ablation(config, run_dir=run_dir, hub=make_hub(), progress=lambda _: None)
 
     none_arm, complete_arm = outcome.summary.arms
     assert [none_arm.arm, complete_arm.arm] == ["no-evolution", "complete"]
@@ -108,27 +116,29 @@ def test_resume_skips_finished_arms_and_refuses_a_reused_folder(
     run_dir = tmp_path / "run"
     real_run = ablation_module.run_evolution
     calls: list[tuple[str, bool]] = []
+    crashed: list[bool] = []
 
     def crash_on_second(evolve_config, *, run_dir, hub, resume):  # noqa: ANN001 - mirrors run_evolution
         calls.append((run_dir.relative_to(tmp_path / "run").as_posix(), resume))
-        if len(calls) == 2:
+        if len(calls) == 2 and not crashed:
+            crashed.append(True)
             run_dir.mkdir(parents=True, exist_ok=True)
             (run_dir / "partial.txt").write_text("killed here")
-            raise KeyboardInterrupt
+            raise Killed
         return real_run(evolve_config, run_dir=run_dir, hub=hub, resume=resume)
 
     monkeypatch.setattr(ablation_module, "run_evolution", crash_on_second)
-    with pytest.raises(KeyboardInterrupt):
-        run_ablation(config, run_dir=run_dir, hub=_hub(), progress=lambda _: None)
+    with pytest.raises(Killed):
+        run_ablation(config, run_dir=run_dir, hub=make_hub(), progress=lambda _: None)
     manifest = load_manifest(run_dir)
     assert manifest is not None
     assert MlflowClient(tracking_uri=manifest.tracking_uri).get_run(manifest.parent_run_id).info.status == "FAILED"
 
     with pytest.raises(UserInputError, match="--resume"):
-        run_ablation(config, run_dir=run_dir, hub=_hub(), progress=lambda _: None)
+        run_ablation(config, run_dir=run_dir, hub=make_hub(), progress=lambda _: None)
 
     calls.clear()
-    outcome = run_ablation(config, run_dir=run_dir, hub=_hub(), resume=True, progress=lambda _: None)
+    outcome = run_ablation(config, run_dir=run_dir, hub=make_hub(), resume=True, progress=lambda _: None)
     # (no-evolution, 0) finished before the crash and is skipped; (no-evolution, 1) resumes its folder
     assert calls[0] == ("no-evolution/seed-1", True)
     assert all(path != "no-evolution/seed-0" for path, _ in calls)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memevo.evolve.ablation_records import ArmSeedRecord, FailureRates, Spend, UnitScore
+from memevo.agents.llm.accounting import RoleUsage, UsageReport
+from memevo.evolve.ablation_records import ArmSeedRecord, FailureRates, UnitScore
 from memevo.evolve.ablation_render import write_ablation_outputs
 from memevo.evolve.ablation_summary import summarize
 
@@ -21,7 +22,7 @@ def _record(arm: str, seed: int, memories: list[float], *, diagnose: bool = True
         for i, m in enumerate(memories)
     ]
     failure = FailureRates(write=0.2 + seed / 10, read=0.1, util=0.05, n_questions=10 * (seed + 1)) if diagnose else None
-    return ArmSeedRecord(arm=arm, seed=seed, units=units, failure=failure, spend=Spend(calls=10, prompt_tokens=100, completion_tokens=5, dollars=0.01))
+    return ArmSeedRecord(arm=arm, seed=seed, units=units, failure=failure, usage=UsageReport(by_role={"agent": RoleUsage(calls=10, prompt_tokens=100, completion_tokens=5, dollars=0.01)}))
 
 
 def test_summary_pairs_units_and_counts_spend() -> None:

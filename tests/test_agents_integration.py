@@ -1,7 +1,7 @@
 """Every built-in agent kind end to end against the real local model (SmolLM2-135M via llama-cpp).
 
-A hand-made two-period item driven directly (agents may not import environments): two sessions per
-period with a simulated-time prefix on the first message, an end-of-session flush, then a question.
+A hand-made two-period item driven directly (agents may not import environments): one two-round
+session per period, with a simulated-time prefix on the first message, an end-of-session flush, then a question.
 The checks are about the records, not the tiny model's accuracy.
 """
 
@@ -18,14 +18,8 @@ from memevo.agents.registry import build_agent
 pytestmark = pytest.mark.integration
 
 PERIODS = [
-    [
-        (datetime(2021, 1, 5, 10), ["I just started a new job as a baker in Lyon.", "Any tips for waking up at 4am?"]),
-        (datetime(2021, 2, 1, 18), ["My cat Miso hates the new flat.", "How do I help her settle in?"]),
-    ],
-    [
-        (datetime(2021, 5, 3, 9), ["I quit the bakery and now I teach yoga.", "What should I charge per class?"]),
-        (datetime(2021, 6, 7, 20), ["I adopted a second cat called Tofu.", "How do I introduce the two cats?"]),
-    ],
+    [(datetime(2021, 1, 5, 10), ["I just started a new job as a baker in Lyon.", "Any tips for waking up at 4am?"])],
+    [(datetime(2021, 5, 3, 9), ["I quit the bakery and now I teach yoga.", "What should I charge per class?"])],
 ]
 QUESTION = "What is my current job?"
 PROMPT = f"{QUESTION}\n(1) baker\n(2) yoga teacher\n(3) nurse\nReply with the number of the best choice."
@@ -40,7 +34,7 @@ def hub(tmp_path_factory):
 @pytest.mark.parametrize("kind", ["native", "rag", "awi", "awe"])
 async def test_agent_runs_two_periods_on_the_local_model(hub, kind):
     policy = MemoryPolicy(
-        kind=kind, update_every=2, short_term=2, top_k=5, flush_on_session_end=True, llm=LLMConfig(max_tokens=96)
+        kind=kind, update_every=2, short_term=2, top_k=5, flush_on_session_end=True, llm=LLMConfig(max_tokens=64)
     )
     agent = build_agent(policy, hub.client(policy.llm))
     answers = []
@@ -62,12 +56,12 @@ async def test_agent_runs_two_periods_on_the_local_model(hub, kind):
     twin.load_state(state)
     assert twin.state() == state
     if kind == "native":
-        assert len(state["history"]) == 16 and "yoga" in answers[-1].consulted_memory
+        assert len(state["history"]) == 8 and "yoga" in answers[-1].consulted_memory
     else:
         assert state["buffer"] == []  # flushed at every session end
-        assert state["counters"]["requests"] >= (0 if kind == "rag" else 8)
+        assert state["counters"]["requests"] >= (0 if kind == "rag" else 4)
     if kind == "rag":
-        assert len(state["memory"]["memories"]) == 16
+        assert len(state["memory"]["memories"]) == 8
         assert "yoga" in answers[-1].consulted_memory
     if kind == "awi":
         # The tiny model may produce unusable notes, but every write must be accounted for.

@@ -9,6 +9,7 @@ from memevo.agents.errors import UserInputError
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import build_agent
 from memevo.agents.rag import RAGAgent
+from memevo.agents.retrieval import BM25Retriever
 from tests.test_agents_support import day, make, reloaded, scripted
 
 FACTS = ["My dog Rex loves the beach", "I work as a welder in Gdansk", "My favourite tea is oolong"]
@@ -94,3 +95,11 @@ async def test_embedding_retrieval_through_an_openai_compatible_client():
 def test_embedding_retrieval_needs_a_model_name():
     with pytest.raises(UserInputError, match="embedding_model"):
         build_agent(MemoryPolicy(kind="rag", retrieval="embedding"), scripted())
+
+
+async def test_bm25_copes_with_memories_without_terms():
+    retriever = BM25Retriever()
+    assert await retriever.rank("job", ["...", "it is", "!"], 3) == []  # only stop words: no index at all
+    assert await retriever.rank("job", ["...", "my job is baking"], 3) == [1]
+    assert await retriever.rank("the", ["my job"], 3) == []
+    assert await retriever.rank("job", [], 3) == []

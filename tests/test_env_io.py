@@ -78,6 +78,10 @@ def test_saved_dataset_and_arrow_file(tmp_path: Path) -> None:
 def test_json_lines_export(tmp_path: Path) -> None:
     datasets.Dataset.from_list(_rows()).to_json(str(tmp_path / "export.json"))
     assert _dumped(load_items(tmp_path / "export.json")) == _rows()
+    datasets.Dataset.from_list(_rows()[:1]).to_json(str(tmp_path / "one.jsonl"))
+    assert _dumped(load_items(tmp_path / "one.jsonl")) == _rows()[:1]
+    datasets.Dataset.from_list(_rows()[1:]).to_json(str(tmp_path / "one.json"))
+    assert _dumped(load_items(tmp_path / "one.json")) == _rows()[1:]
 
 
 def test_hub_id_offline_is_a_clear_user_error() -> None:
@@ -119,3 +123,13 @@ def test_wrong_type_and_non_array(tmp_path: Path) -> None:
 def test_missing_path_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserInputError, match="no such file"):
         load_items(tmp_path / "nope.json")
+
+
+def test_missing_field_in_parquet_is_reported_as_missing(tmp_path: Path) -> None:
+    rows = _rows()
+    for row in rows:
+        del row["qas"]
+    datasets.Dataset.from_list(rows).to_parquet(str(tmp_path / "data.parquet"))
+    with pytest.raises(UserInputError, match="'qas': Field required") as caught:
+        load_items(tmp_path / "data.parquet")
+    assert caught.value.field == "qas" and caught.value.source == str(tmp_path / "data.parquet")

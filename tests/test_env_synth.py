@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -67,7 +70,8 @@ def test_amemgym_field_semantics() -> None:
     item = synthesize(SynthConfig(users=1, periods=4, questions=6, seed=5))[0]
     assert item.id == item.user_profile.uuid and len(item.id) == 36
     assert item.start_time == item.periods[0].period_end == "2020-10-01"
-    assert [p.period_end for p in item.periods] == ["2020-10-01", "2021-01-01", "2021-04-01", "2021-07-01", "2021-10-01"]
+    ends = ["2020-10-01", "2021-01-01", "2021-04-01", "2021-07-01", "2021-10-01"]
+    assert [p.period_end for p in item.periods] == ends
     assert [p.period_start for p in item.periods] == [None, "2020-10-01", "2021-01-01", "2021-04-01", "2021-07-01"]
     first = item.periods[0]
     assert first.period_summary is None and all(s.event is None for s in first.sessions)
@@ -112,7 +116,8 @@ def test_queries_expose_exactly_the_intended_values(filler: int) -> None:
 
 def test_events_and_profile_reveal_no_value() -> None:
     for item in synthesize(SynthConfig(users=3, periods=5, questions=10, seed=12)):
-        texts = [p.period_summary or "" for p in item.periods] + [s.event or "" for p in item.periods for s in p.sessions]
+        texts = [p.period_summary or "" for p in item.periods]
+        texts += [s.event or "" for p in item.periods for s in p.sessions]
         texts.append(item.user_profile.formatted_str)
         assert all(_revealed(text) == set() for text in texts)
 
@@ -150,3 +155,16 @@ def test_custom_vocabulary_errors_name_the_file(tmp_path: Path) -> None:
     bad.write_text('{"variables": []}', encoding="utf-8")
     with pytest.raises(UserInputError, match="vocab.json"):
         synthesize(SMALL.model_copy(update={"vocabulary": bad}))
+
+
+def test_byte_identical_across_processes_with_different_hash_seeds(tmp_path: Path) -> None:
+    script = ("import sys; from memevo.environments.synth import SynthConfig, synthesize; "
+              "from memevo.environments.data.io import save_items; "
+              "save_items(synthesize(SynthConfig(users=2, periods=3, questions=5, seed=9)), sys.argv[1])")
+    outputs = []
+    for hash_seed in ("1", "2"):
+        target = tmp_path / f"{hash_seed}.json"
+        subprocess.run([sys.executable, "-c", script, str(target)], check=True,
+                       env={**os.environ, "PYTHONHASHSEED": hash_seed})
+        outputs.append(target.read_bytes())
+    assert outputs[0] == outputs[1]

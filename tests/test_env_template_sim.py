@@ -45,7 +45,7 @@ async def test_skips_templates_that_contain_a_value() -> None:
     item = synthesize(SynthConfig(users=1, periods=1, questions=2, seed=23))[0]
     key = next(iter(item.state_schema))
     item.state_schema[key] = [*item.state_schema[key], "got it", "first step"]
-    parts = SimulatorParts(acknowledgements=["Got it.", "Thanks."],
+    parts = SimulatorParts(deflections=["Let's keep it general."], acknowledgements=["Got it.", "Thanks."],
                            asks=["What is the first step?", "How would I know if it's working?"])
     simulator = TemplateUserSimulator(seed=0, parts=parts)
     session = item.periods[0].sessions[0]
@@ -59,6 +59,20 @@ async def test_falls_back_when_every_template_names_a_value() -> None:
     item = synthesize(SynthConfig(users=1, periods=0, questions=1, seed=24))[0]
     key = next(iter(item.state_schema))
     item.state_schema[key] = [*item.state_schema[key], "thanks"]
-    simulator = TemplateUserSimulator(parts=SimulatorParts(acknowledgements=["Thanks."], asks=["Thanks again?"]))
+    parts = SimulatorParts(deflections=["Thanks."], acknowledgements=["Thanks."], asks=["Thanks again?"])
+    simulator = TemplateUserSimulator(parts=parts)
     reply = await simulator.follow_up(item, 0, item.periods[0].sessions[0], [], NOW)
     assert reply == "Could you say a bit more about that?"
+
+
+async def test_deflects_when_the_assistant_asks_a_question() -> None:
+    item = synthesize(SynthConfig(users=1, periods=1, questions=2, seed=25))[0]
+    session = item.periods[1].sessions[0]
+    simulator = TemplateUserSimulator()
+    deflections = simulator.parts.deflections
+    asked = [{"role": "user", "content": session.query}, {"role": "assistant", "content": "How often do you do it?"}]
+    told = [{"role": "user", "content": session.query}, {"role": "assistant", "content": "Here is a plan."}]
+    deflected = await simulator.follow_up(item, 1, session, asked, NOW)
+    answered = await simulator.follow_up(item, 1, session, told, NOW)
+    assert any(deflected.startswith(d) for d in deflections)
+    assert not any(answered.startswith(d) for d in deflections)

@@ -78,6 +78,7 @@ CASES = [
     (_duplicate_first_item, "item-id", "error", 0, None, None),
     (_set((0, "user_profile", "uuid"), "other-id"), "item-id", "warning", 0, None, None),
     (_set((1, "state_schema", "diet"), ["vegetarian"]), "schema", "error", 1, None, None),
+    (_set((0, "start_time"), "2020/10/01"), "period-dates", "error", 0, None, None),
     (_set((0, "periods", 0, "period_end"), "2020-09-30"), "period-dates", "error", 0, 0, None),
     (_set((0, "periods", 2, "period_start"), "2021-02-01"), "period-dates", "error", 0, 2, None),
     (_set((0, "periods", 1, "period_end"), "2021-13-01"), "period-dates", "error", 0, 1, None),

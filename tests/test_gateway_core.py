@@ -217,3 +217,16 @@ async def test_messages_and_sampling_reach_the_server_unchanged(server):
     assert (second["temperature"], second["max_tokens"]) == (0.0, 5)
     assert "response_format" not in first
     assert json.dumps(first).count("sk-") == 0
+
+
+async def test_api_key_is_sent_but_never_stored_or_reported(server, tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("MEMEVO_TEST_KEY", "sk-secret-4242")
+    gateway = make_gateway(server, cache=ResponseCache(tmp_path), api_key_env="MEMEVO_TEST_KEY")
+    await gateway.chat(HELLO, role="agent")
+    server.plan(Fault(status=401, message="invalid key"))
+    with pytest.raises(LLMRequestError) as caught:
+        await gateway.chat(HELLO, role="agent", sample_index=1)
+    assert server.headers[0]["authorization"] == "Bearer sk-secret-4242"
+    assert "sk-secret-4242" not in str(caught.value)
+    assert "sk-secret-4242" not in gateway.accounting.report().model_dump_json()
+    assert all(b"sk-secret-4242" not in path.read_bytes() for path in tmp_path.rglob("*") if path.is_file())

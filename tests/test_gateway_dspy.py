@@ -95,3 +95,14 @@ def test_n_candidates_are_distinct_samples(server, hub):
     assert len(server.requests) == 3  # three sample indices, three cache keys
     lm("pick", n=3)
     assert len(server.requests) == 3
+
+
+def test_json_adapter_fallback_sends_the_output_schema(server, hub):
+    server.reply = lambda body: '{"answer": "Rome"}' if "response_format" in body else "no idea"
+    lm = hub.dspy_lm(LLMConfig(model="m", base_url=server.url), role="proposer")
+    with dspy.context(lm=lm):  # default ChatAdapter, falling back to JSONAdapter on a parse failure
+        prediction = dspy.Predict("question -> answer")(question="capital of Italy")
+    assert prediction.answer == "Rome"
+    response_format = server.requests[-1]["response_format"]
+    assert response_format["type"] == "json_object" and response_format["schema"]["required"] == ["answer"]
+    assert hub.accounting.report().by_role["proposer"].calls == 2

@@ -136,3 +136,23 @@ def test_period_bounds_and_session_times() -> None:
     times = session_times("2020-10-01", 20, random.Random(1))
     assert times[0].startswith("2020-09-12") and times[-1].startswith("2020-10-01")
     assert times == sorted(times) and all("19:00:00" <= t[11:] <= "22:00:00" for t in times)
+
+
+async def test_period_without_changes_has_no_events() -> None:
+    from memevo.environments.generation.evolution import elaborate_events
+
+    llm = ScriptedLLM(ScriptedGenerator())
+    record = {"updated": {}, "old": {}, "period_start": "a", "period_end": "b", "period_summary": "quiet"}
+    assert await elaborate_events(llm, PROFILE, record, 1, CONFIG) == []
+    assert llm.calls == []
+
+
+def test_refined_names_must_be_snake_case() -> None:
+    from memevo.environments.generation.schema import _refine_problems
+
+    questions = [{"question": "q", "required_info": [{"info_type": "1", "info_choices": []},
+                                                      {"info_type": "b", "info_choices": []}]}]
+    ok = {"types": [{"name": "sleep_hours", "merges": ["1"]}, {"name": "diet", "merges": ["b"]}]}
+    assert _refine_problems(ok, questions) == []
+    bad = {"types": [{"name": "1", "merges": ["1"]}, {"name": "diet", "merges": ["b", "b"]}]}
+    assert _refine_problems(bad, questions) == ["'1' is not a short snake_case name", "'b' is mapped twice ('diet' and 'diet')"]

@@ -102,6 +102,9 @@ def test_eval_command_end_to_end_over_http(tmp_path: Path, monkeypatch: pytest.M
         assert (out / "periods.png").exists()
         rerun = CliRunner().invoke(app, args)
         assert rerun.exit_code != 0 and isinstance(rerun.exception, UserInputError)
+        template = CliRunner().invoke(app, [*args[:5], str(tmp_path / "t"), "--simulator", "template", "--diagnose"])
+        assert template.exit_code == 0, template.output + repr(template.exception)
+        assert json.loads((tmp_path / "t" / "summary.json").read_text())["scores"]["failure"] is not None
 
 
 async def test_plot_without_upper_bound(tmp_path: Path) -> None:

@@ -103,3 +103,20 @@ def test_probe_prompt_and_parser() -> None:
         "diet": "vegan", "pet": None, "city": None,
     }
     assert parse_probe("no idea", ["diet"]) is None
+
+
+async def test_probe_retries_once_then_counts_a_format_error() -> None:
+    from datetime import datetime
+
+    from memevo.environments.diagnosis import run_probe
+    from tests.doubles.scripted_agents import OracleAgent, UnreadableAgent
+
+    item = make_item()
+    now = datetime(2021, 1, 1, 23, 59, 59)
+    agent = UnreadableAgent(item)
+    record = await run_probe(agent, item, 1, 0, user_id="u", now=now)
+    assert record.format_error and not any(record.correct.values()) and len(agent.answer_calls) == 2
+    assert agent.answer_calls[0]["query"].startswith(item.qas[0].query)  # bare question, not the prompt
+    good = await run_probe(OracleAgent(item), item, 1, 0, user_id="u", now=now)
+    assert all(good.correct.values()) and not good.format_error
+    assert good.truth == {k: item.periods[1].state[k] for k in item.qas[0].required_info}

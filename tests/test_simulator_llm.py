@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from memevo.environments.data.models import Item, Session
+from memevo.environments.data.models import Item
 from memevo.environments.simulators.llm import NEUTRAL_FOLLOW_UPS, LLMUserSimulator
 from tests.doubles.scripted_llm import ScriptedLLM
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -29,12 +30,13 @@ CHECK_SCHEMA: dict[str, Any] = {
 @app.command()
 def serve(
     n_ctx: Annotated[int, typer.Option(min=512, help="Context window in tokens.")] = DEFAULT_N_CTX,
-    n_threads: Annotated[int | None, typer.Option(min=1, help="CPU threads (default: all cores).")] = None,
+    n_threads: Annotated[int | None, typer.Option(min=1, help="CPU threads (default: half the cores).")] = None,
     port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port (default: a free one).")] = None,
 ) -> None:
     """Start SmolLM2-135M-Instruct behind an OpenAI-compatible API on 127.0.0.1 until Ctrl-C."""
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops the model server too, like Ctrl-C
     with LocalModelServer(n_ctx=n_ctx, n_threads=n_threads, port=port) as server:
-        typer.echo(server.url)
+        print(server.url, flush=True)
         typer.echo(f"serving {LOCAL_MODEL_NAME}; use it with: export OPENAI_BASE_URL={server.url}", err=True)
         try:
             while server.running:
@@ -69,6 +71,10 @@ def check(
             raise RunFailedError(str(error)) from error
         total = hub.accounting.report().total()
         typer.echo(f"total: {total.calls} calls, {total.prompt_tokens}+{total.completion_tokens} tokens, ${total.dollars:.6f}")
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 async def _check(hub: LLMHub, config: LLMConfig) -> None:

@@ -42,6 +42,16 @@ class GatewayLM(dspy.BaseLM):
         self.gateway = gateway
         self.role = role
 
+    @property
+    def supported_params(self) -> set[str]:
+        """What ``aforward`` honours; DSPy's JSONAdapter only asks for JSON when listed here."""
+        return {"response_format", "temperature", "max_tokens", "n", "rollout_id"}
+
+    @property
+    def supports_response_schema(self) -> bool:
+        """True: the gateway sends DSPy's output schema, which local servers enforce while decoding."""
+        return True
+
     def forward(self, prompt: str | None = None, messages: list[Message] | None = None, **kwargs: Any) -> dict:
         return run_sync(self.aforward(prompt=prompt, messages=messages, **kwargs))
 

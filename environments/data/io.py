@@ -93,6 +93,8 @@ def _load_json_file(path: Path) -> list[Item]:
         rows = [_parse_json(line, path, number) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
         return _rows_to_items(rows, str(path))
     data = _parse_json(text, path, None)
+    if isinstance(data, dict) and "periods" in data:  # a one-user JSON-lines export
+        return _rows_to_items([data], str(path))
     if not isinstance(data, list):
         raise UserInputError(f"expected a JSON array of items, got {type(data).__name__}", source=str(path))
     return _validate_rows(data, str(path))

@@ -107,6 +107,8 @@ class _ItemChecker:
             yield self._v("schema", "item has no periods")
 
     def _check_period_dates(self) -> Iterator[Violation]:
+        if _parse(self.item.start_time, DATE_FORMAT) is None:
+            yield self._v("period-dates", f"start_time {self.item.start_time!r} is not YYYY-MM-DD")
         previous_end = None
         for index, period in enumerate(self.item.periods):
             end = _parse(period.period_end, DATE_FORMAT)

@@ -12,7 +12,7 @@ import random
 from typing import Any
 
 from memevo.agents.llm.protocol import ChatClient
-from memevo.environments.generation.ask import StageError, ask_json, object_schema, string_schema, text_field
+from memevo.environments.generation.ask import StageError, ask_json, object_schema, prompt, string_schema, text_field
 from memevo.environments.generation.config import GenerationConfig
 
 TEXT_SCHEMA, TEXT_VALID = text_field("answer")
@@ -55,19 +55,16 @@ async def personalized_answers(
             issues.append("every variant needs its own, different answer")
         return issues
 
-    messages = [
-        {"role": "system", "content": "You write personalised advice. Reply with JSON."},
-        {
-            "role": "user",
-            "content": (
-                f"User profile:\n{profile['formatted_str']}\n\nQuestion: {question['question']}\n\n"
-                f"The best advice depends on the user's situation. Possible situations:\n{_describe(required, variants)}\n\n"
-                "For each situation write 2-3 sentences of advice that clearly fit that situation and no other, "
-                "without quoting the situation's values word for word. Return {"
-                + ", ".join(f'"{key}": str' for key in keys) + "}."
-            ),
-        },
-    ]
+    messages = prompt(
+        "You write personalised advice. Reply with JSON.",
+        (
+            f"User profile:\n{profile['formatted_str']}\n\nQuestion: {question['question']}\n\n"
+            f"The best advice depends on the user's situation. Possible situations:\n{_describe(required, variants)}\n\n"
+            "For each situation write 2-3 sentences of advice that clearly fit that situation and no other, "
+            "without quoting the situation's values word for word. Return {"
+            + ", ".join(f'"{key}": str' for key in keys) + "}."
+        ),
+    )
     parsed = await ask_json(
         llm, messages, stage=stage, schema=object_schema({key: string_schema() for key in keys}),
         validate=problems, temperature=config.low_temperature, repair_turns=config.repair_turns,
@@ -91,17 +88,14 @@ async def _checked_answer(
             return answer
         reply = await ask_json(
             llm,
-            [
-                {"role": "system", "content": "You sharpen personalised advice. Reply with JSON."},
-                {
-                    "role": "user",
-                    "content": (
-                        f"Question: {question['question']}\nSituations:\n{listing}\n\nThis advice was meant for "
-                        f"variant_{index} but reads like variant_{guess}:\n{answer}\n\nRewrite it in 2-3 sentences so "
-                        f'it fits variant_{index} and clearly not the others. Return {{"answer": str}}.'
-                    ),
-                },
-            ],
+            prompt(
+                "You sharpen personalised advice. Reply with JSON.",
+                (
+                    f"Question: {question['question']}\nSituations:\n{listing}\n\nThis advice was meant for "
+                    f"variant_{index} but reads like variant_{guess}:\n{answer}\n\nRewrite it in 2-3 sentences so "
+                    f'it fits variant_{index} and clearly not the others. Return {{"answer": str}}.'
+                ),
+            ),
             stage=stage, schema=TEXT_SCHEMA, validate=TEXT_VALID,
             temperature=config.low_temperature, repair_turns=config.repair_turns,
         )
@@ -116,16 +110,13 @@ async def _reflect(
     """The judge's reading of which variant an answer was written for."""
     reply = await ask_json(
         llm,
-        [
-            {"role": "system", "content": "You match advice to the situation it was written for. Reply with JSON."},
-            {
-                "role": "user",
-                "content": (
-                    f"Question: {question}\nSituations:\n{listing}\n\nAdvice:\n{answer}\n\n"
-                    f'Which situation was this advice written for? Return {{"variant": number from 1 to {count}}}.'
-                ),
-            },
-        ],
+        prompt(
+            "You match advice to the situation it was written for. Reply with JSON.",
+            (
+                f"Question: {question}\nSituations:\n{listing}\n\nAdvice:\n{answer}\n\n"
+                f'Which situation was this advice written for? Return {{"variant": number from 1 to {count}}}.'
+            ),
+        ),
         stage=stage, role="judge",
         schema=object_schema({"variant": {"type": "integer", "enum": list(range(1, count + 1))}}),
         validate=lambda r: [] if isinstance(r, dict) and r.get("variant") in range(1, count + 1)

@@ -18,6 +18,7 @@ class StageError(MemevoError):
 
     def __init__(self, stage: str, message: str) -> None:
         self.stage = stage
+        self.detail = message
         super().__init__(f"stage '{stage}': {message}")
 
 
@@ -96,3 +97,8 @@ def text_field(key: str) -> tuple[dict[str, Any], Validator]:
         return [] if ok else [f"reply must be an object with a non-empty '{key}'"]
 
     return object_schema({key: string_schema()}), validate
+
+
+def prompt(system: str, user: str) -> list[Message]:
+    """The two-message conversation every stage opens with."""
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]

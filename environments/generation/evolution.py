@@ -10,15 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from memevo.agents.llm.protocol import ChatClient
-from memevo.environments.generation.ask import StageError, array_schema, ask_json, dumps, object_schema, string_schema
+from memevo.environments.generation.ask import StageError, array_schema, ask_json, dumps, object_schema, prompt, string_schema
 from memevo.environments.generation.config import GenerationConfig
 
 Schema = dict[str, list[str]]
 State = dict[str, str]
 
 
-def _system(task: str) -> dict[str, str]:
-    return {"role": "system", "content": f"You simulate how a person's life evolves over time. {task} Reply with JSON."}
+def _system(task: str) -> str:
+    return f"You simulate how a person's life evolves over time. {task} Reply with JSON."
 
 
 async def initial_state(llm: ChatClient, profile: dict[str, Any], schema: Schema, config: GenerationConfig) -> State:
@@ -35,17 +35,14 @@ async def initial_state(llm: ChatClient, profile: dict[str, Any], schema: Schema
                    if name in schema and value not in schema[name]]
         return issues
 
-    messages = [
+    messages = prompt(
         _system("Choose the starting situation."),
-        {
-            "role": "user",
-            "content": (
-                f"User profile:\n{profile['formatted_str']}\n\nVariables and their possible values:\n{dumps(schema)}\n\n"
-                f"Pick each variable's value on {config.start_date}, consistent with the profile; prefer values that "
-                'leave room to change in either direction. Return {"state": {variable: value}}.'
-            ),
-        },
-    ]
+        (
+            f"User profile:\n{profile['formatted_str']}\n\nVariables and their possible values:\n{dumps(schema)}\n\n"
+            f"Pick each variable's value on {config.start_date}, consistent with the profile; prefer values that "
+            'leave room to change in either direction. Return {"state": {variable: value}}.'
+        ),
+    )
     parsed = await ask_json(
         llm, messages, stage="initial_state", schema=json_schema, validate=problems,
         temperature=config.low_temperature, repair_turns=config.repair_turns,
@@ -100,21 +97,18 @@ async def state_update(
          "updated": object_schema({name: {"enum": values} for name, values in open_vars.items()}, required=[])}
     )
     past = "\n".join(f"- {record['period_start']} to {record['period_end']}: {record['period_summary']}" for record in history)
-    messages = [
+    messages = prompt(
         _system("Decide what changes in the next period."),
-        {
-            "role": "user",
-            "content": (
-                f"User profile:\n{profile['formatted_str']}\n\nVariables and possible values:\n{dumps(schema)}\n"
-                f"Current values:\n{dumps(current)}\nTimes each variable has changed so far: {dumps(counts)}\n"
-                f"Earlier periods:\n{past or '- none'}\n\n"
-                f"Period {step} of {config.num_periods} runs from {bounds[0]} to {bounds[1]}. Change about {n} "
-                f"variables (between {max(n - 1, 0)} and {n + 1}) in a realistic way, each to a different valid value. "
-                f"Never change a variable that already changed {config.max_changes_per_state} times; prefer variables "
-                'that changed less. Return {"period_summary": why these changes happen, "updated": {variable: new value}}.'
-            ),
-        },
-    ]
+        (
+            f"User profile:\n{profile['formatted_str']}\n\nVariables and possible values:\n{dumps(schema)}\n"
+            f"Current values:\n{dumps(current)}\nTimes each variable has changed so far: {dumps(counts)}\n"
+            f"Earlier periods:\n{past or '- none'}\n\n"
+            f"Period {step} of {config.num_periods} runs from {bounds[0]} to {bounds[1]}. Change about {n} "
+            f"variables (between {max(n - 1, 0)} and {n + 1}) in a realistic way, each to a different valid value. "
+            f"Never change a variable that already changed {config.max_changes_per_state} times; prefer variables "
+            'that changed less. Return {"period_summary": why these changes happen, "updated": {variable: new value}}.'
+        ),
+    )
     parsed = await ask_json(
         llm, messages, stage=f"state_update_p{step:02d}", schema=json_schema,
         validate=lambda reply: update_problems(reply, schema, current, counts, config),
@@ -151,23 +145,25 @@ def event_problems(parsed: Any, updated: State) -> list[str]:
 async def elaborate_events(
     llm: ChatClient, profile: dict[str, Any], record: dict[str, Any], step: int, config: GenerationConfig
 ) -> list[dict[str, Any]]:
-    """C.7: life events that implicitly explain the period's changes, grouping related ones."""
+    """C.7: life events that implicitly explain the period's changes, grouping related ones.
+
+    A period without changes (allowed when ``num_changes_per_period`` is 1) has no events and no sessions.
+    """
     updated = record["updated"]
+    if not updated:
+        return []
     changes = "\n".join(f"- {name}: {record['old'][name]} -> {value}" for name, value in updated.items())
     event = object_schema({"states": array_schema({"enum": list(updated)}, min_items=1), "event": string_schema()})
-    messages = [
+    messages = prompt(
         _system("Describe the life events behind changes."),
-        {
-            "role": "user",
-            "content": (
-                f"User profile:\n{profile['formatted_str']}\n\nBetween {record['period_start']} and {record['period_end']} "
-                f"these facts changed ({record['period_summary']}):\n{changes}\n\n"
-                "Write concrete life events that explain the changes without naming the new values outright. Group "
-                "related changes into one event; every changed fact belongs to exactly one event, and no event may "
-                'imply a change to any other fact. Return {"events": [{"states": [variable, ...], "event": str}]}.'
-            ),
-        },
-    ]
+        (
+            f"User profile:\n{profile['formatted_str']}\n\nBetween {record['period_start']} and {record['period_end']} "
+            f"these facts changed ({record['period_summary']}):\n{changes}\n\n"
+            "Write concrete life events that explain the changes without naming the new values outright. Group "
+            "related changes into one event; every changed fact belongs to exactly one event, and no event may "
+            'imply a change to any other fact. Return {"events": [{"states": [variable, ...], "event": str}]}.'
+        ),
+    )
     parsed = await ask_json(
         llm, messages, stage=f"events_p{step:02d}", schema=object_schema({"events": array_schema(event, min_items=1)}),
         validate=lambda reply: event_problems(reply, updated),

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from memevo.agents.errors import UserInputError
 from memevo.agents.llm.protocol import ChatClient
 from memevo.environments.data.models import UserProfile
-from memevo.environments.generation.ask import ask_json, object_schema, string_schema
+from memevo.environments.generation.ask import ask_json, object_schema, prompt, string_schema
 from memevo.environments.generation.config import GenerationConfig
 
 REQUIRED_COLUMNS = ("uuid", "persona", "sex", "age", "marital_status", "education_level", "occupation")
@@ -188,19 +188,16 @@ async def format_profile(llm: ChatClient, persona: Persona, config: GenerationCo
     texts = "\n".join(
         f"{column}: {getattr(persona, column)}" for column in FREE_TEXT_COLUMNS if getattr(persona, column)
     )
-    messages = [
-        {"role": "system", "content": "You turn persona descriptions into concise user profiles. Reply with JSON."},
-        {
-            "role": "user",
-            "content": (
-                f"Persona description:\n{texts}\n\n"
-                "Return a JSON object with:\n"
-                '- "name": the person\'s full name as written in the description, or "N/A" if none is given;\n'
-                f'- "complementary_info": a factual summary (under {SUMMARY_MAX_WORDS} words) of the personality, '
-                "work, interests, habits and goals described above."
-            ),
-        },
-    ]
+    messages = prompt(
+        "You turn persona descriptions into concise user profiles. Reply with JSON.",
+        (
+            f"Persona description:\n{texts}\n\n"
+            "Return a JSON object with:\n"
+            '- "name": the person\'s full name as written in the description, or "N/A" if none is given;\n'
+            f'- "complementary_info": a factual summary (under {SUMMARY_MAX_WORDS} words) of the personality, '
+            "work, interests, habits and goals described above."
+        ),
+    )
     parsed = await ask_json(
         llm,
         messages,

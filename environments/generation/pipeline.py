@@ -31,6 +31,12 @@ from memevo.environments.generation.schema import refine_schema, sample_question
 from memevo.environments.generation.timing import period_bounds
 
 
+RUNTIME_ONLY: dict[str, Any] = {
+    "max_concurrent_users": True,
+    "llm": {"timeout_s", "max_retries", "max_concurrency", "api_key_env"},
+}
+
+
 class UserFailure(BaseModel):
     uuid: str
     stage: str
@@ -95,9 +101,9 @@ async def generate_user(llm: ChatClient, persona: Persona, config: GenerationCon
 
 
 def _check_run_dir(out_dir: Path, config: GenerationConfig, reuse: bool) -> None:
-    """Refuse to resume stage files that were made under different settings."""
+    """Refuse to resume stage files made under settings that shape their content (not timeouts or concurrency)."""
     path = out_dir / "raw" / "config.json"
-    current = config.model_dump(mode="json", exclude={"max_concurrent_users"})
+    current = config.model_dump(mode="json", exclude=RUNTIME_ONLY)
     if reuse and path.exists():
         previous = json.loads(path.read_text(encoding="utf-8"))
         changed = sorted(key for key in current.keys() | previous.keys() if current.get(key) != previous.get(key))
@@ -125,7 +131,7 @@ async def run_generation(
             try:
                 outcome: Item | UserFailure = await generate_user(llm, persona, config, cache)
             except StageError as exc:
-                outcome = UserFailure(uuid=persona.uuid, stage=exc.stage, error=str(exc))
+                outcome = UserFailure(uuid=persona.uuid, stage=exc.stage, error=exc.detail)
             if on_user_done:
                 on_user_done(persona.uuid, outcome if isinstance(outcome, UserFailure) else None)
             return outcome

@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from memevo.agents.llm.protocol import ChatClient
-from memevo.environments.generation.ask import StageError, array_schema, ask_json, object_schema, string_schema, text_field
+from memevo.environments.generation.ask import StageError, array_schema, ask_json, object_schema, prompt, string_schema, text_field
 from memevo.environments.generation.config import GenerationConfig
 
 TEXT_SCHEMA, TEXT_VALID = text_field("query")
@@ -54,15 +54,12 @@ async def _judge_guess(llm: ChatClient, query: str, choices: dict[str, list[str]
     hint = f' Answer "{NOT_MENTIONED}" when the message gives no clue.' if allow_unknown else ""
     reply = await ask_json(
         llm,
-        [
-            {"role": "system", "content": "You infer facts about a person from one message they wrote. Reply with JSON."},
-            {
-                "role": "user",
-                "content": f"Message:\n{query}\n\nFor each fact pick the value the message states or implies.{hint}\n"
-                + "\n".join(f"- {name}: {values}" for name, values in options.items())
-                + "\nReturn {fact: value}.",
-            },
-        ],
+        prompt(
+            "You infer facts about a person from one message they wrote. Reply with JSON.",
+            f"Message:\n{query}\n\nFor each fact pick the value the message states or implies.{hint}\n"
+            + "\n".join(f"- {name}: {values}" for name, values in options.items())
+            + "\nReturn {fact: value}.",
+        ),
         stage=stage, role="judge", schema=_answer_schema(options),
         validate=lambda r: [] if isinstance(r, dict) and all(r.get(n) in v for n, v in options.items())
         else ["reply must give one listed value for every fact"],
@@ -99,18 +96,15 @@ async def checked_query(
         facts = "; ".join(f"{name} = {value}" for name, value in targets.items())
         reply = await ask_json(
             llm,
-            [
-                {"role": "system", "content": "You rewrite a user's chat message. Reply with JSON."},
-                {
-                    "role": "user",
-                    "content": (
-                        f"Message:\n{query}\n\nIt should let a careful reader infer exactly these facts about the "
-                        f"writer: {facts}; and nothing about: {', '.join(hidden) or 'anything else'}.\nProblems:\n"
-                        + "\n".join(f"- {p}" for p in problems)
-                        + '\nRewrite the message as a natural request to an assistant. Return {"query": str}.'
-                    ),
-                },
-            ],
+            prompt(
+                "You rewrite a user's chat message. Reply with JSON.",
+                (
+                    f"Message:\n{query}\n\nIt should let a careful reader infer exactly these facts about the "
+                    f"writer: {facts}; and nothing about: {', '.join(hidden) or 'anything else'}.\nProblems:\n"
+                    + "\n".join(f"- {p}" for p in problems)
+                    + '\nRewrite the message as a natural request to an assistant. Return {"query": str}.'
+                ),
+            ),
             stage=stage, schema=TEXT_SCHEMA, validate=TEXT_VALID,
             temperature=config.low_temperature, repair_turns=config.repair_turns,
         )
@@ -156,19 +150,16 @@ async def initial_queries(
     facts = "\n".join(f"- {name} = {value}" for name, value in state.items())
     parsed = await ask_json(
         llm,
-        [
-            {"role": "system", "content": "You write what a user says to an AI assistant. Reply with JSON."},
-            {
-                "role": "user",
-                "content": (
-                    f"User profile:\n{profile['formatted_str']}\n\nThe user's situation on {config.start_date}:\n{facts}\n\n"
-                    f"Write requests this user might send to an assistant. Each request reveals 1 to "
-                    f"{MAX_VARS_PER_INITIAL_QUERY} of the facts, preferably indirectly but unmistakably, and says "
-                    "nothing about the other facts. Together the requests reveal every fact.\n"
-                    'Return {"queries": [{"query": str, "exposed_states": {fact: value}}]}.'
-                ),
-            },
-        ],
+        prompt(
+            "You write what a user says to an AI assistant. Reply with JSON.",
+            (
+                f"User profile:\n{profile['formatted_str']}\n\nThe user's situation on {config.start_date}:\n{facts}\n\n"
+                f"Write requests this user might send to an assistant. Each request reveals 1 to "
+                f"{MAX_VARS_PER_INITIAL_QUERY} of the facts, preferably indirectly but unmistakably, and says "
+                "nothing about the other facts. Together the requests reveal every fact.\n"
+                'Return {"queries": [{"query": str, "exposed_states": {fact: value}}]}.'
+            ),
+        ),
         stage=stage, schema=object_schema({"queries": array_schema(entry, min_items=1)}),
         validate=lambda reply: initial_query_problems(reply, state),
         temperature=config.low_temperature, repair_turns=config.repair_turns,
@@ -197,18 +188,15 @@ async def update_queries(
         changes = "\n".join(f"- {name}: {previous[name]} -> {value}" for name, value in targets.items())
         reply = await ask_json(
             llm,
-            [
-                {"role": "system", "content": "You write what a user says to an AI assistant. Reply with JSON."},
-                {
-                    "role": "user",
-                    "content": (
-                        f"User profile:\n{profile['formatted_str']}\n\nRecently ({record['period_start']} to "
-                        f"{record['period_end']}): {event['event']}\nThis changed:\n{changes}\n\n"
-                        "Write one request this user sends to an assistant that makes the new values clear, preferably "
-                        'indirectly, and says nothing about other facts of their situation. Return {"query": str}.'
-                    ),
-                },
-            ],
+            prompt(
+                "You write what a user says to an AI assistant. Reply with JSON.",
+                (
+                    f"User profile:\n{profile['formatted_str']}\n\nRecently ({record['period_start']} to "
+                    f"{record['period_end']}): {event['event']}\nThis changed:\n{changes}\n\n"
+                    "Write one request this user sends to an assistant that makes the new values clear, preferably "
+                    'indirectly, and says nothing about other facts of their situation. Return {"query": str}.'
+                ),
+            ),
             stage=stage, schema=TEXT_SCHEMA, validate=TEXT_VALID,
             temperature=config.low_temperature, repair_turns=config.repair_turns,
         )

@@ -7,11 +7,16 @@ final schema keeps that count for every variable.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from memevo.agents.llm.protocol import ChatClient
-from memevo.environments.generation.ask import array_schema, ask_json, dumps, object_schema, string_schema
+from memevo.environments.generation.ask import array_schema, ask_json, dumps, object_schema, prompt, string_schema
 from memevo.environments.generation.config import GenerationConfig
+
+
+VARIABLE_NAME = re.compile(r"[a-z][a-z0-9_]{1,59}")
+"""State-variable names end up as ``state_schema`` keys shown to agents and judges: keep them readable."""
 
 
 def choice_problems(where: str, choices: Any, count: int) -> list[str]:
@@ -64,23 +69,20 @@ def _question_problems(parsed: Any, config: GenerationConfig) -> list[str]:
 async def sample_questions(llm: ChatClient, profile: dict[str, Any], config: GenerationConfig) -> list[dict[str, Any]]:
     """C.2: recurring advice questions, each depending on a few changeable facts about the user."""
     horizon = config.num_periods * config.num_months_per_period
-    messages = [
-        {"role": "system", "content": "You design long-term personalization benchmarks. Reply with JSON."},
-        {
-            "role": "user",
-            "content": (
-                f"User profile (as of {config.start_date}):\n{profile['formatted_str']}\n\n"
-                f"Write {config.num_questions} questions this user could ask an assistant for advice at any point "
-                f"during the next {horizon} months. The best answer to each question must depend on "
-                f"{config.num_states_per_question} facts about the user's situation ('info_type'), each with "
-                f"{config.num_choices_per_state} possible values ('info_choices').\n"
-                "Pick facts that change now and then over months (not daily, not never) and cannot be guessed "
-                "from the profile. Values of one fact must be mutually exclusive and easy to tell apart.\n"
-                'Return {"questions": [{"question": str, "required_info": [{"info_type": str, '
-                '"info_choices": [str, ...]}]}]}.'
-            ),
-        },
-    ]
+    messages = prompt(
+        "You design long-term personalization benchmarks. Reply with JSON.",
+        (
+            f"User profile (as of {config.start_date}):\n{profile['formatted_str']}\n\n"
+            f"Write {config.num_questions} questions this user could ask an assistant for advice at any point "
+            f"during the next {horizon} months. The best answer to each question must depend on "
+            f"{config.num_states_per_question} facts about the user's situation ('info_type'), each with "
+            f"{config.num_choices_per_state} possible values ('info_choices').\n"
+            "Pick facts that change now and then over months (not daily, not never) and cannot be guessed "
+            "from the profile. Values of one fact must be mutually exclusive and easy to tell apart.\n"
+            'Return {"questions": [{"question": str, "required_info": [{"info_type": str, '
+            '"info_choices": [str, ...]}]}]}.'
+        ),
+    )
     parsed = await ask_json(
         llm,
         messages,
@@ -115,8 +117,9 @@ def _refine_problems(parsed: Any, questions: list[dict[str, Any]]) -> list[str]:
     seen: dict[str, str] = {}
     problems = []
     names = [entry.get("name", "").strip() if isinstance(entry, dict) else "" for entry in entries]
-    if not all(names) or len(set(names)) != len(names):
-        problems.append("every new name must be non-empty and distinct")
+    if len(set(names)) != len(names):
+        problems.append("every new name must be distinct")
+    problems += [f"{name!r} is not a short snake_case name" for name in names if not VARIABLE_NAME.fullmatch(name)]
     for name, entry in zip(names, entries):
         for original in entry.get("merges", []) if isinstance(entry, dict) else []:
             if original not in originals:
@@ -143,18 +146,15 @@ async def refine_schema(llm: ChatClient, questions: list[dict[str, Any]], config
         for info in question["required_info"]
     )
     item = object_schema({"name": string_schema(), "merges": array_schema({"enum": originals}, min_items=1)})
-    messages = [
-        {"role": "system", "content": "You clean up the variable schema of a user simulation. Reply with JSON."},
-        {
-            "role": "user",
-            "content": (
-                f"These info types describe one user's changing situation:\n{listing}\n\n"
-                "Group info types that describe the same fact and give each group a clear, unambiguous snake_case "
-                "name. Types describing different facts stay in separate groups. Every original type must appear in "
-                'exactly one group.\nReturn {"types": [{"name": str, "merges": [original info type, ...]}]}.'
-            ),
-        },
-    ]
+    messages = prompt(
+        "You clean up the variable schema of a user simulation. Reply with JSON.",
+        (
+            f"These info types describe one user's changing situation:\n{listing}\n\n"
+            "Group info types that describe the same fact and give each group a clear, unambiguous snake_case "
+            "name. Types describing different facts stay in separate groups. Every original type must appear in "
+            'exactly one group.\nReturn {"types": [{"name": str, "merges": [original info type, ...]}]}.'
+        ),
+    )
     parsed = await ask_json(
         llm,
         messages,
@@ -201,18 +201,15 @@ async def _resolve_conflicts(
         for name, lists in conflicting.items()
     )
     item = object_schema({"info_type": {"enum": names}, "choices": array_schema(string_schema(), min_items=n, max_items=n)})
-    messages = [
-        {"role": "system", "content": "You unify the value lists of merged variables. Reply with JSON."},
-        {
-            "role": "user",
-            "content": (
-                f"Each variable below was merged from several sources:\n{listing}\n\n"
-                f"For each variable write exactly {n} values that serve all its questions, are mutually exclusive, "
-                "and allow a realistic progression from one to another over time.\n"
-                'Return {"types": [{"info_type": str, "choices": [str, ...]}]}.'
-            ),
-        },
-    ]
+    messages = prompt(
+        "You unify the value lists of merged variables. Reply with JSON.",
+        (
+            f"Each variable below was merged from several sources:\n{listing}\n\n"
+            f"For each variable write exactly {n} values that serve all its questions, are mutually exclusive, "
+            "and allow a realistic progression from one to another over time.\n"
+            'Return {"types": [{"info_type": str, "choices": [str, ...]}]}.'
+        ),
+    )
 
     def problems(parsed: Any) -> list[str]:
         entries = parsed.get("types") if isinstance(parsed, dict) else None

@@ -49,7 +49,9 @@ class UpperBoundTable(BaseModel):
         try:
             return float(self._index[key].correct)
         except KeyError:
-            raise KeyError(f"upper-bound table has no entry for item {key[0]}, question {key[1]}, state {list(key[2])}") from None
+            raise KeyError(
+                f"upper-bound table has no entry for item {key[0]}, question {key[1]}, state {list(key[2])}"
+            ) from None
 
     @property
     def format_error_rate(self) -> float:

@@ -1,7 +1,9 @@
 """A user simulator for procedural data: varied, on-topic follow-ups from templates, with no LLM call.
 
-Follow-ups never carry state: each candidate is an acknowledgement plus a generic question, and any
-candidate that contains a schema value (whole word, case-insensitive) is skipped. The choice is seeded
+Follow-ups never carry state: each candidate is an acknowledgement plus a generic question (a polite
+deflection instead when the assistant just asked something, as AMemGym's simulator answers clarifying
+questions without revealing state), and any candidate that contains a schema value (whole word,
+case-insensitive) is skipped. The choice is seeded
 from the simulator seed, the user, the period, the session time and the turn, so it does not depend
 on call order (users run concurrently).
 """
@@ -29,14 +31,20 @@ class TemplateUserSimulator(UserSimulator):
         self.parts = parts or load_vocabulary().simulator
 
     @cached_property
-    def _candidates(self) -> list[str]:
+    def _replies(self) -> list[str]:
         return [f"{ack} {ask}" for ack in self.parts.acknowledgements for ask in self.parts.asks]
+
+    @cached_property
+    def _deflections(self) -> list[str]:
+        return [f"{ack} {ask}" for ack in self.parts.deflections for ask in self.parts.asks]
 
     async def follow_up(self, item: Item, period_index: int, session: Session, messages: list[Message],
                         now: datetime) -> str:
         rng = random.Random(f"{self.seed}|{item.id}|{period_index}|{session.session_time}|{len(messages)}")
         leak = _value_pattern(item)
-        for candidate in rng.sample(self._candidates, len(self._candidates)):
+        asked = bool(messages) and messages[-1].get("role") == "assistant" and "?" in messages[-1].get("content", "")
+        candidates = self._deflections if asked else self._replies
+        for candidate in rng.sample(candidates, len(candidates)):
             if leak is None or not leak.search(candidate):
                 return candidate
         if leak is not None and leak.search(_LAST_RESORT):

@@ -56,7 +56,8 @@ def _make_period(rng: random.Random, vocabulary: Vocabulary, config: SynthConfig
         events = world.events[index]
         plans = [(" ".join(t.event.format(name=name) for t in event.texts), event.variables,
                   [t.mention for t in event.texts]) for event in events]
-        updates = {key: StateUpdate(old=before[key], new=state[key]) for key in world.schema if before[key] != state[key]}
+        updates = {key: StateUpdate(old=before[key], new=state[key])
+                   for key in world.schema if before[key] != state[key]}
         summary = " ".join(plan[0] for plan in plans)
     times = session_times(rng, len(plans), bounds[1])
     sessions = []

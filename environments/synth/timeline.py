@@ -23,7 +23,8 @@ def period_bounds(start: dt.date, periods: int, months_per_period: int) -> list[
     """(period_start, period_end) for period 0 (None, start) and each update period."""
     bounds: list[tuple[dt.date | None, dt.date]] = [(None, start)]
     for index in range(1, periods + 1):
-        bounds.append((add_months(start, months_per_period * (index - 1)), add_months(start, months_per_period * index)))
+        bounds.append((add_months(start, months_per_period * (index - 1)),
+                       add_months(start, months_per_period * index)))
     return bounds
 
 
@@ -32,5 +33,6 @@ def session_times(rng: random.Random, count: int, end: dt.date) -> list[str]:
     times = []
     for offset in range(count - 1, -1, -1):
         day = dt.datetime.combine(end - dt.timedelta(days=offset), dt.time())
-        times.append((day + dt.timedelta(seconds=rng.randrange(_EVENING_START_S, _EVENING_END_S))).strftime(TIME_FORMAT))
+        seconds = rng.randrange(_EVENING_START_S, _EVENING_END_S)
+        times.append((day + dt.timedelta(seconds=seconds)).strftime(TIME_FORMAT))
     return times

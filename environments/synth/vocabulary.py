@@ -71,6 +71,9 @@ class QueryParts(_Strict):
 
 
 class SimulatorParts(_Strict):
+    """Follow-up pieces: ``deflections`` answer an assistant's question without giving state away."""
+
+    deflections: list[str] = Field(min_length=1)
     acknowledgements: list[str]
     asks: list[str]
 

@@ -75,7 +75,8 @@ def _plan_questions(rng: random.Random, vocabulary: Vocabulary, config: SynthCon
         if extra > len(main.related):
             raise UserInputError(f"variable {main.name!r} has only {len(main.related)} related variables",
                                  field="states_per_question")
-        plans.append(QuestionPlan(text=rng.choice(main.questions), variables=[main.name, *rng.sample(main.related, extra)]))
+        text = rng.choice(main.questions)
+        plans.append(QuestionPlan(text=text, variables=[main.name, *rng.sample(main.related, extra)]))
     return plans
 
 

@@ -15,7 +15,8 @@ from memevo.environments.synth.vocabulary import QueryParts, ValueText, Variable
 def filler(rng: random.Random, parts: QueryParts, count: int) -> list[str]:
     """``count`` small-talk sentences that carry no state."""
     return [
-        f"{rng.choice(parts.filler_openers)}, {rng.choice(parts.filler_activities)}, {rng.choice(parts.filler_comments)}."
+        ", ".join((rng.choice(parts.filler_openers), rng.choice(parts.filler_activities),
+                   rng.choice(parts.filler_comments))) + "."
         for _ in range(count)
     ]
 

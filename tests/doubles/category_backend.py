@@ -17,7 +17,8 @@ As the **proposer** (role proposer, DSPy chat or JSON format) it behaves per ``p
 ``categories`` adds a line for every category word found in the feedback and not yet in the
 current text (complete feedback shows choices, so it reveals categories; question-only feedback
 does not); ``forget`` replaces the text with a list naming no category (a dominated candidate);
-``garbage`` replies with unparsable prose; ``drop_placeholders`` returns a whole prompt
+``mixed`` acts as ``categories`` for the first (temperature 0) sample and as ``forget`` for the
+others; ``garbage`` replies with unparsable prose; ``drop_placeholders`` returns a whole prompt
 without its placeholders and output-format clause plus an unknown ``{bogus}`` placeholder.
 """
 
@@ -145,15 +146,18 @@ class CategoryBackend:
         choice = next((i + 1 for i, c in enumerate(question.answer_choices) if c.state == target), 1)
         return f'```json\n{{"answer": {choice}}}\n```'
 
-    def _propose(self, messages: list[Message], wants_json: bool) -> str:
-        if self.proposer_mode == "garbage":
+    def _propose(self, messages: list[Message], wants_json: bool, creative: bool) -> str:
+        mode = self.proposer_mode
+        if mode == "mixed":
+            mode = "forget" if creative else "categories"
+        if mode == "garbage":
             return "Sorry, I am not sure what you want me to do here."
         fields = dict(FIELD.findall(messages[-1]["content"]))
         types_mode = "new_types" in messages[0]["content"]
         current = fields.get("current_types" if types_mode else "current_text", "").strip()
-        if self.proposer_mode == "drop_placeholders":
+        if mode == "drop_placeholders":
             new = "Write down useful facts about the user, like {bogus}, as plain sentences."
-        elif self.proposer_mode == "forget":
+        elif mode == "forget":
             new = "- the weather today (small talk only)"
         else:
             feedback = fields.get("feedback", "").lower()
@@ -165,9 +169,10 @@ class CategoryBackend:
             return json.dumps({out_name: new, "changes": changes})
         return f"[[ ## {out_name} ## ]]\n{new}\n\n[[ ## changes ## ]]\n{json.dumps(changes)}\n\n[[ ## completed ## ]]"
 
-    def _reply(self, messages: list[Message], role: Role, wants_json: bool) -> str:
+    def _reply(self, messages: list[Message], role: Role, wants_json: bool, creative: bool = False) -> str:
         if role == "proposer":
-            return self._propose(messages, wants_json)
+            wants_json = wants_json or "Respond with a JSON object" in messages[-1]["content"]
+            return self._propose(messages, wants_json, creative)
         prompt = messages[-1]["content"]
         if wants_json and '[{"role"' in prompt and "Options:" not in prompt:
             return self._write(prompt)
@@ -180,7 +185,7 @@ class CategoryBackend:
                    sample_index: int = 0) -> ChatReply:
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
-        text = self._reply(messages, role, json_mode or json_schema is not None)
+        text = self._reply(messages, role, json_mode or json_schema is not None, bool(temperature))
         prompt_tokens = sum(len(m["content"].split()) for m in messages)
         self.calls.append({"role": role, "messages": messages, "reply": text})
         self.accounting.record_call(role, model="category-double", prompt_tokens=prompt_tokens,
@@ -199,6 +204,12 @@ class CategoryBackend:
             if repaired in ("", None):
                 raise LLMJSONError("reply is not JSON", raw_text=reply.text) from None
             return repaired, reply
+
+    def http_reply(self, body: dict[str, Any]) -> str:
+        """The same behaviour behind an HTTP endpoint (fault_server): the role is read off the prompt."""
+        messages = body["messages"]
+        role: Role = "proposer" if any("[[ ## " in m["content"] for m in messages) else "agent"
+        return self._reply(messages, role, "response_format" in body, bool(body.get("temperature")))
 
     def calls_for(self, role: Role) -> list[dict[str, Any]]:
         return [call for call in self.calls if call["role"] == role]

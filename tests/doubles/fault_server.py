@@ -2,14 +2,15 @@
 
 It serves ``POST /v1/chat/completions`` (and ``GET /v1/models``) on 127.0.0.1 from a thread, so
 tests and the gateway benchmark can exercise real HTTP: planned faults are consumed one per
-request (an HTTP status, or a delay longer than the client's timeout), every request body is
-recorded, and the peak number of requests in flight at once is measured.
+request (an HTTP status, or a delay longer than the client's timeout), every request body and
+its headers are recorded, and the peak number of requests in flight at once is measured.
 Usage is deterministic: prompt tokens = words in all messages, completion tokens = words in the reply.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -40,6 +41,11 @@ def word_count(text: str) -> int:
     return len(text.split())
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # the default backlog of 5 refuses connections under a burst of 16+
+
+
 class FaultServer:
     """Context manager; ``url`` is the ``/v1`` base URL to give the gateway."""
 
@@ -47,12 +53,12 @@ class FaultServer:
         self.reply = reply
         self.latency_s = latency_s
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
         self.peak_in_flight = 0
         self._in_flight = 0
         self._faults: deque[Fault] = deque()
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), self._handler_class())
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
 
     @property
@@ -74,9 +80,10 @@ class FaultServer:
         self._server.server_close()
         self._thread.join(timeout=5)
 
-    def _begin(self, body: dict[str, Any]) -> Fault | None:
+    def _begin(self, body: dict[str, Any], headers: dict[str, str]) -> Fault | None:
         with self._lock:
             self.requests.append(body)
+            self.headers.append(headers)
             self._in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
             return self._faults.popleft() if self._faults else None
@@ -109,6 +116,11 @@ class FaultServer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
+            def setup(self) -> None:
+                super().setup()
+                # Headers and body go out as two writes; without this, Nagle + delayed ACK add ~40 ms.
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output quiet
                 return
 
@@ -118,7 +130,7 @@ class FaultServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length))
-                fault = server._begin(body)
+                fault = server._begin(body, {name.lower(): value for name, value in self.headers.items()})
                 try:
                     time.sleep(server.latency_s + (fault.delay_s if fault else 0.0))
                     if fault is not None and fault.status is not None:

@@ -1,0 +1,221 @@
+"""The evolution loop on the category double (see tests/doubles/category_backend.py for its rules)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mlflow import MlflowClient
+
+from memevo.agents.errors import UserInputError
+from memevo.environments.data.io import save_items
+from memevo.evolve.config import EvolveConfig, parse_evolve_config
+from memevo.evolve.evaluation import CandidateEval
+from memevo.evolve.loop import EvolutionResult, GenerationPlan, run_evolution
+from tests.doubles.category_backend import CATEGORIES, CategoryBackend, CategoryHub, category_world
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
+
+SEED_TYPES = "- commute (how the user gets to work)"
+
+
+def make_config(tmp_path: Path, **overrides: Any) -> EvolveConfig:
+    data_path = tmp_path / "data.json"
+    if not data_path.exists():
+        save_items(category_world(6, 3), data_path)
+    data: dict[str, Any] = {
+        "name": "test-evolution",
+        "seed": {"policy": {"kind": "awi", "update_every": 2, "short_term": 0, "prompts": {"memory_types": SEED_TYPES}}},
+        "components": ["memory_types"],
+        "data": {"path": str(data_path)},
+        "split": {"train": 2, "val": 2, "test": 2},
+        "budget": {"generations": 2, "candidates": 2},
+        "episode": {"rounds_init": 1, "rounds_update": 1},
+        "tracking": {"enabled": False},
+        "optuna": {"n_startup_trials": 1},
+    }
+    for key, value in overrides.items():
+        data[key] = {**data[key], **value} if isinstance(value, dict) and isinstance(data.get(key), dict) else value
+    return parse_evolve_config(data)
+
+
+def evolve(tmp_path: Path, run: str, backend: CategoryBackend | None = None, *, resume: bool = False,
+           **overrides: Any) -> tuple[EvolutionResult, CategoryBackend]:
+    backend = backend or CategoryBackend(category_world(6, 3))
+    config = make_config(tmp_path, **overrides)
+    return run_evolution(config, run_dir=tmp_path / run, hub=CategoryHub(backend), resume=resume), backend
+
+
+def test_complete_feedback_beats_no_evolution(tmp_path: Path) -> None:
+    complete, _ = evolve(tmp_path, "complete", feedback={"mode": "complete"})
+    none, _ = evolve(tmp_path, "none", feedback={"mode": "none"})
+    assert none.best.id == none.seed.id
+    assert complete.best.id != complete.seed.id
+    assert complete.history[-1].parent_val > none.history[-1].parent_val
+    assert complete.best_scores.accuracy > none.best_scores.accuracy
+    for category in CATEGORIES:
+        assert category in complete.best.policy.prompts["memory_types"]
+    assert complete.seed_scores.accuracy == none.seed_scores.accuracy
+    assert complete.best_scores.memory_score is not None
+
+
+def test_question_only_feedback_has_no_choices_truth_or_state(tmp_path: Path) -> None:
+    result, backend = evolve(tmp_path, "qonly", feedback={"mode": "question_only"})
+    sent = [call["messages"][-1]["content"] for call in backend.calls_for("proposer")]
+    assert sent
+    for text in sent:
+        feedback = text.split("[[ ## feedback ## ]]", 1)[1]
+        assert "Which option should I pick" in feedback
+        for leak in ("Something for a", "(A)", "Correct answer", "Assistant's answer", "information updates",
+                     "is now"):
+            assert leak not in feedback
+    assert result.best.id == result.seed.id  # question texts name no category: nothing to learn
+
+
+def test_invalid_proposals_are_rejected_and_counted(tmp_path: Path) -> None:
+    world = category_world(6, 3)
+    result, _ = evolve(tmp_path, "garbage", CategoryBackend(world, proposer_mode="garbage"))
+    assert result.stop_reason == "max generations" and len(result.history) == 3
+    assert all(g.stats.rejected == 2 and g.stats.accepted == 0 for g in result.history[1:])
+    assert result.best.id == result.seed.id
+    bad, _ = evolve(tmp_path, "placeholders", CategoryBackend(world, proposer_mode="drop_placeholders"),
+                    components=["write_prompt"], budget={"generations": 1})
+    assert "unknown placeholder" in bad.history[1].stats.reasons[0]
+
+
+def test_pruning_stops_a_dominated_candidate(tmp_path: Path) -> None:
+    world = category_world(6, 3)
+    result, _ = evolve(tmp_path, "prune", CategoryBackend(world, proposer_mode="forget"),
+                       split={"train": 3, "val": 1, "test": 2}, budget={"generations": 1, "candidates": 1},
+                       episode={"user_concurrency": 1})
+    generation = result.history[1]
+    (candidate_id,) = generation.train
+    assert generation.pruned == [candidate_id]
+    evaluation = CandidateEval.model_validate_json(
+        (tmp_path / "prune" / "evals" / candidate_id / "train.json").read_text())
+    assert evaluation.pruned and len(evaluation.users) < 3
+    assert not (tmp_path / "prune" / "evals" / candidate_id / "val.json").exists()
+    assert result.best.id == result.seed.id
+
+
+class Killed(Exception):
+    """Stands for the process being killed."""
+
+
+class CrashingBackend(CategoryBackend):
+    """Raises after a set number of calls: a kill in the middle of a run."""
+
+    def __init__(self, *args: Any, crash_after: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.crash_after = crash_after
+
+    async def chat(self, messages, **kwargs):  # type: ignore[no-untyped-def]
+        if len(self.calls) >= self.crash_after:
+            raise Killed("killed")
+        return await super().chat(messages, **kwargs)
+
+
+def _comparable(result: EvolutionResult) -> dict[str, Any]:
+    data = json.loads(result.model_dump_json())
+    data.pop("usage")
+    return data
+
+
+def test_killed_run_resumes_to_the_same_result(tmp_path: Path) -> None:
+    options = {"tracking": {"enabled": True}, "hyperparameters": {"update_every": {"choices": [1, 2]}},
+               "budget": {"generations": 2, "candidates": 2}}
+    whole, full_backend = evolve(tmp_path, "whole", **options)
+    world = category_world(6, 3)
+    crash_at = len(full_backend.calls) // 2
+    with pytest.raises(Killed):
+        evolve(tmp_path, "killed", CrashingBackend(world, crash_after=crash_at), **options)
+    assert (tmp_path / "killed" / "generations" / "gen_001" / "plan.json").exists()
+    resumed, resumed_backend = evolve(tmp_path, "killed", resume=True, **options)
+    assert _comparable(resumed) == _comparable(whole)
+    assert len(resumed_backend.calls) < len(full_backend.calls) - crash_at // 2  # finished work was reused
+    client = MlflowClient(f"sqlite:///{tmp_path / 'killed' / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("test-evolution").experiment_id])
+    names = sorted(run.info.run_name for run in runs)
+    assert names.count("generation-1") == 1 and names.count("generation-2") == 1
+    assert len(names) == len(set(names))
+    parent = next(run for run in runs if run.info.run_name == "test-evolution")
+    assert len(client.get_metric_history(parent.info.run_id, "parent_val_score")) == 3
+
+
+def test_resume_needs_the_flag_and_the_same_config(tmp_path: Path) -> None:
+    evolve(tmp_path, "once", budget={"generations": 0})
+    with pytest.raises(UserInputError, match="--resume"):
+        evolve(tmp_path, "once", budget={"generations": 0})
+    with pytest.raises(UserInputError, match="config changed"):
+        evolve(tmp_path, "once", resume=True, budget={"generations": 1})
+
+
+def test_mlflow_store_holds_runs_metrics_and_artifacts(tmp_path: Path) -> None:
+    result, _ = evolve(tmp_path, "tracked", tracking={"enabled": True}, budget={"generations": 1})
+    client = MlflowClient(f"sqlite:///{tmp_path / 'tracked' / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("test-evolution")
+    runs = {run.info.run_name: run for run in client.search_runs([experiment.experiment_id])}
+    parent = runs["test-evolution"]
+    assert {"data_hash", "git_commit", "agent_model", "proposer_model", "split_seed"} <= set(parent.data.params)
+    assert parent.data.metrics["test_best_accuracy"] == pytest.approx(result.best_scores.accuracy)
+    parent_artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert {"score_per_generation.png", "config.json", "result.json"} <= parent_artifacts
+    generation = runs["generation-1"]
+    assert generation.data.tags["mlflow.parentRunId"] == parent.info.run_id
+    candidate = runs[f"g1c0-{result.best.id[:8]}"]
+    assert candidate.data.tags["mlflow.parentRunId"] == generation.info.run_id
+    metrics = candidate.data.metrics
+    for name in ("train_accuracy", "val_accuracy", "train_memory_score", "val_memory_score", "pruned",
+                 "train_accuracy_p00", "val_accuracy_p02"):
+        assert name in metrics, name
+    assert "calls_agent" in generation.data.metrics and "calls_proposer" in generation.data.metrics
+    history = client.get_metric_history(candidate.info.run_id, "val_accuracy")
+    assert [m.step for m in history] == [1]
+    artifacts = {a.path for a in client.list_artifacts(candidate.info.run_id)}
+    assert {"diff.patch", "feedback.txt", "results.csv", "changes.txt", "policy.json", "prompts"} <= artifacts
+    diff = client.download_artifacts(candidate.info.run_id, "diff.patch", str(tmp_path))
+    assert "+- instrument" in Path(diff).read_text()
+    import mlflow.genai
+
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'tracked' / 'mlflow.db'}")
+    best = mlflow.genai.load_prompt("prompts:/test-evolution-memory_types@best")
+    assert best.template == result.best.policy.prompts["memory_types"] and best.version == 2
+
+
+def test_budget_stops_the_run(tmp_path: Path) -> None:
+    result, _ = evolve(tmp_path, "budget", budget={"generations": 5, "max_calls": 10})
+    assert "call budget" in result.stop_reason and len(result.history) == 1
+
+
+def test_amemgym_period_protocol_evolves_within_each_user(tmp_path: Path) -> None:
+    result, _ = evolve(tmp_path, "period", protocol="amemgym_period", split={"train": 1, "val": 1, "test": 4},
+                       tracking={"enabled": True})
+    assert result.protocol == "amemgym_period"
+    assert result.best_scores.accuracy > result.seed_scores.accuracy
+    steps = sorted(p.name for p in (tmp_path / "period" / "in_episode").glob("user-*/period_*.json"))
+    assert steps == sorted(["period_00.json", "period_01.json"] * 4)  # never after the last period (I.15)
+    client = MlflowClient(f"sqlite:///{tmp_path / 'period' / 'mlflow.db'}")
+    (parent,) = client.search_runs([client.get_experiment_by_name("test-evolution").experiment_id])
+    history = client.get_metric_history(parent.info.run_id, "evolved_accuracy")
+    assert sorted(m.step for m in history) == [0, 1, 2]
+    assert parent.data.metrics["test_best_accuracy"] == pytest.approx(result.best_scores.accuracy)
+
+
+def test_plan_is_saved_before_evaluation(tmp_path: Path) -> None:
+    evolve(tmp_path, "plan", budget={"generations": 1})
+    plan = GenerationPlan.model_validate_json((tmp_path / "plan" / "generations" / "gen_001" / "plan.json").read_text())
+    assert plan.candidates and plan.candidates[0].origin == "proposal"
+    assert "Something for a" in plan.feedback  # complete feedback shows the choices
+
+
+def test_killed_in_episode_run_resumes_with_its_evolved_prompts(tmp_path: Path) -> None:
+    options = {"protocol": "amemgym_period", "split": {"train": 1, "val": 1, "test": 2},
+               "episode": {"user_concurrency": 1}}
+    whole, full_backend = evolve(tmp_path, "whole", **options)
+    with pytest.raises(Killed):
+        evolve(tmp_path, "killed", CrashingBackend(category_world(6, 3), crash_after=len(full_backend.calls) * 3 // 4),
+               **options)
+    resumed, _ = evolve(tmp_path, "killed", resume=True, **options)
+    assert _comparable(resumed) == _comparable(whole)

@@ -1,0 +1,85 @@
+"""``memevo report`` re-renders evolutions and ablations from stored records without touching any LLM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from memevo.agents.errors import UserInputError
+from memevo.agents.llm import hub as hub_module
+from memevo.agents.llm.gateway import LLMGateway
+from memevo.evolve.ablation import run_ablation
+from memevo.evolve.ablation_config import load_ablation_config
+from memevo.evolve.report import report_run
+from tests.doubles.category_backend import CategoryBackend
+from tests.test_ablation_run import make_hub, write_tiny_ablation
+
+
+def _forbid_llm(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("report must not call or build an LLM client")
+
+    monkeypatch.setattr(CategoryBackend, "chat", refuse)
+    monkeypatch.setattr(LLMGateway, "chat", refuse)
+    monkeypatch.setattr(hub_module.LLMHub, "__init__", refuse)
+
+
+@pytest.fixture(scope="module")
+def stored_ablation(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("ablation")
+    run_dir = folder / "run"
+    config = load_ablation_config(write_tiny_ablation(folder, seeds=[0]))
+    run_ablation(config, run_dir=run_dir, hub=make_hub(), progress=lambda _: None)
+    return run_dir
+
+
+@pytest.fixture
+def finished_ablation(stored_ablation: Path, tmp_path: Path) -> Path:
+    """A private copy, so a test may delete records."""
+    return Path(shutil.copytree(stored_ablation, tmp_path / "run"))
+
+
+def test_report_of_ablation_and_evolution_uses_no_llm(finished_ablation: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _forbid_llm(monkeypatch)
+    for name in ("ablation.md", "ablation_periods.png", "ablation_failures.png"):
+        (finished_ablation / name).unlink()
+    text = report_run(finished_ablation)
+    assert "| complete | 0 | 2 |" in text and "Wilcoxon p" in text and "memevo ui --tracking-uri sqlite:///" in text
+    for name in ("ablation.md", "ablation_periods.png", "ablation_failures.png"):
+        assert (finished_ablation / name).exists()
+
+    evolution = finished_ablation / "complete" / "seed-0"
+    text = report_run(evolution)
+    assert "Stopped: max generations" in text
+    assert "| generation | kept |" in text and "best - seed" in text and "| total |" in text
+    assert "Evolved components: memory_types" in text
+    assert (evolution / "report" / "test_periods.png").exists() and (evolution / "report" / "test_failures.png").exists()
+
+
+def test_report_of_unfinished_runs_says_how_to_resume(finished_ablation: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _forbid_llm(monkeypatch)
+    evolution = finished_ablation / "complete" / "seed-0"
+    (evolution / "result.json").unlink()
+    assert "Unfinished" in report_run(evolution) and "--resume" in report_run(evolution)
+    (evolution / "arm_result.json").unlink()
+    assert "Unfinished" in report_run(finished_ablation) and "complete/seed-0" in report_run(finished_ablation)
+
+
+def test_report_cli_and_bad_folder(finished_ablation: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _forbid_llm(monkeypatch)
+    import typer
+
+    from memevo.evolve.experiment_commands import register_experiment_commands
+
+    app = typer.Typer()
+    register_experiment_commands(app)
+    result = CliRunner().invoke(app, ["report", str(finished_ablation)])
+    assert result.exit_code == 0 and "Paired tests against **no-evolution**" in result.output
+    with pytest.raises(UserInputError, match="neither an evolution"):
+        report_run(tmp_path)
+    with pytest.raises(UserInputError, match="no such run folder"):
+        report_run(tmp_path / "missing")
