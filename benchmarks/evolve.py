@@ -10,7 +10,9 @@ first sample helps while its other samples hurt (``mixed`` mode).
 2. Concurrency: the same evolution (K candidates, tuned hyperparameters) with candidates evaluated one
    at a time and all at once; wall time of each.
 
-Run: ``python benchmarks/evolve.py [--latency 0.05]`` from the repository root.
+Run: ``python benchmarks/evolve.py [--latency 0.02] [--concurrency-latency 0.1]`` from the repository root.
+Measured 2026-11-26 on the shared 2-core box (load ~10): pruning saved 24% of agent calls (612 -> 468)
+at equal best validation score (1.000); concurrency x1.76 (candidates) and x2.32 (candidates + users).
 """
 
 from __future__ import annotations

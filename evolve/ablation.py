@@ -15,9 +15,9 @@ from mlflow.tracking import MlflowClient
 from pydantic import BaseModel
 
 from memevo.agents.errors import UserInputError
-from memevo.agents.llm.hub import LLMHub
 from memevo.environments.metrics.scores import Scores, UserScores
 from memevo.environments.store import write_json_atomic
+from memevo.evolve import runtime
 from memevo.evolve.ablation_config import AblationConfig, resolve_all
 from memevo.evolve.ablation_records import (
     ArmSeedRecord,
@@ -32,6 +32,7 @@ from memevo.evolve.ablation_render import write_ablation_outputs
 from memevo.evolve.ablation_summary import AblationSummary, summarize
 from memevo.evolve.config import EvolveConfig
 from memevo.evolve.loop import EvolutionResult, run_evolution
+from memevo.evolve.tracking import PARENT_TAG
 
 MANIFEST_FILE = "ablation.json"
 MLFLOW_IDS_FILE = "mlflow_ids.json"
@@ -197,7 +198,7 @@ def run_ablation(
     config: AblationConfig,
     *,
     run_dir: Path,
-    hub: LLMHub,
+    hub: runtime.Hub,
     resume: bool = False,
     progress: Callable[[str], None] = print,
 ) -> AblationOutcome:
@@ -219,7 +220,7 @@ def run_ablation(
             record = record_from_result(result, arm, seed, arm_config, folder)
             save_arm_record(record, run_dir)
             if record.evolution_run_id:
-                client.set_tag(record.evolution_run_id, "mlflow.parentRunId", parent_id)
+                client.set_tag(record.evolution_run_id, PARENT_TAG, parent_id)
                 client.set_tag(parent_id, f"evolution_run.{arm}.seed-{seed}", record.evolution_run_id)
         outcome = render_ablation(run_dir, manifest)
         _log_summary(client, parent_id, outcome.summary, outcome.outputs)

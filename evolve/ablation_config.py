@@ -12,9 +12,9 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from memevo.agents.config_io import read_mapping, user_error
 from memevo.agents.errors import UserInputError
 from memevo.evolve.config import EvolveConfig, parse_evolve_config
 
@@ -119,33 +119,19 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]
     return {**data, head: _set_dotted(inner, rest, value)}
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserInputError("file not found", source=str(path)) from None
-    except yaml.YAMLError as error:
-        raise UserInputError(f"not valid YAML: {error}", source=str(path)) from None
-    if not isinstance(data, dict):
-        raise UserInputError("the config must be a mapping", source=str(path))
-    return data
-
-
 def load_ablation_config(path: str | Path) -> AblationConfig:
     """Read and validate an ablation YAML; errors name the file and the field path."""
     path = Path(path)
-    data = _read_yaml(path)
+    data = read_mapping(path)
     try:
         return AblationConfig.model_validate({**data, "source": path.resolve()})
     except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or None
-        raise UserInputError(first["msg"], source=str(path), field=field) from None
+        raise user_error(error, str(path)) from None
 
 
 def is_ablation_file(path: Path) -> bool:
     """An ablation YAML has ``arms`` or ``seeds`` at top level; an evolve config has ``seed`` and ``data``."""
-    data = _read_yaml(path)
+    data = read_mapping(path)
     return "arms" in data or "seeds" in data
 
 
@@ -166,7 +152,7 @@ def _users_signature(config: EvolveConfig) -> dict[str, Any]:
 def resolve_arm(config: AblationConfig, arm: ArmSpec, seed: int) -> EvolveConfig:
     """The validated evolve config of one (arm, seed); MLflow goes to the ablation's shared store."""
     source = config.resolve_path(arm.config if arm.config is not None else config.base)  # type: ignore[arg-type]
-    data = deep_merge(_read_yaml(source), arm.overrides)
+    data = deep_merge(read_mapping(source), arm.overrides)
     for dotted in config.seed_fields:
         data = _set_dotted(data, dotted, seed)
     data["name"] = f"{config.name}-{arm.name}-seed{seed}"

@@ -72,8 +72,9 @@ def render_markdown(summary: AblationSummary) -> str:
         ]
     warnings = [arm.arm for arm in summary.arms if arm.identical_seeds]
     if warnings:
-        lines += ["", f"Warning: every seed gave identical scores in {', '.join(warnings)}; "
-                  "the seeds are not independent replicates there (cached or deterministic runs)."]
+        lines += ["", f"Warning: every seed gave identical scores in {', '.join(warnings)}; the seeds are not "
+                  "independent replicates there (cached or deterministic runs), so n counts one seed's units. "
+                  "Add split.seed to seed_fields, or vary the proposer, for real replicates."]
     return "\n".join(lines) + "\n"
 
 

@@ -19,7 +19,7 @@ METRICS: dict[str, Callable[[UnitScore], float | None]] = {
 class ArmSummary(BaseModel):
     arm: str
     seeds: list[int]
-    n_units: int
+    n_units: int = Field(description="Units the intervals use (one seed's when all seeds were identical).")
     metrics: dict[str, Interval]
     period_memory: list[Interval]
     period_overall: list[Interval]
@@ -66,6 +66,12 @@ def _identical_seeds(records: Sequence[ArmSeedRecord]) -> bool:
     return all(item == signature[0] for item in signature[1:])
 
 
+def _distinct(records: Sequence[ArmSeedRecord]) -> list[ArmSeedRecord]:
+    """The records that carry information: one seed when all seeds are copies, so n is not inflated."""
+    ordered = sorted(records, key=lambda record: record.seed)
+    return ordered[:1] if _identical_seeds(ordered) else ordered
+
+
 def pooled_failure(records: Sequence[ArmSeedRecord]) -> FailureRates | None:
     """Failure shares pooled over runs, weighted by questions asked (the split is per run, not per user)."""
     splits = [record.failure for record in records]
@@ -82,7 +88,8 @@ def pooled_failure(records: Sequence[ArmSeedRecord]) -> FailureRates | None:
 
 
 def summarize_arm(arm: str, records: Sequence[ArmSeedRecord], method: CIMethod, confidence: float) -> ArmSummary:
-    units = [unit for record in records for unit in record.units]
+    """Intervals over the distinct (user, seed) units; spend over every run."""
+    units = [unit for record in _distinct(records) for unit in record.units]
     spend = RoleUsage()
     for record in records:
         spend = spend.plus(record.usage.total())
@@ -109,6 +116,24 @@ def _by_unit(records: Sequence[ArmSeedRecord], metric: str) -> dict[tuple[str, i
     }
 
 
+def _compare(
+    arm: str, records: Sequence[ArmSeedRecord], base: str, base_records: Sequence[ArmSeedRecord], metric: str,
+    confidence: float,
+) -> Comparison:
+    """Paired test over (user, seed); when both arms repeated themselves across seeds, over one seed only
+    (otherwise every difference would be counted once per seed and the p-value would shrink for nothing)."""
+    both_copies = len(_distinct(records)) == 1 == len(_distinct(base_records)) and len(records) > 1
+    if both_copies:
+        first = min(record.seed for record in records)
+        records = [record for record in records if record.seed == first]
+        base_records = [record for record in base_records if record.seed == first]
+    test = paired_test(_by_unit(base_records, metric), _by_unit(records, metric), confidence)
+    if both_copies:
+        note = f"seeds gave identical results in both arms: seed {first} only"
+        test = test.model_copy(update={"note": "; ".join(part for part in (test.note, note) if part)})
+    return Comparison(arm=arm, baseline=base, metric=metric, test=test)
+
+
 def summarize(
     name: str,
     records: Sequence[ArmSeedRecord],
@@ -125,12 +150,7 @@ def summarize(
         raise ValueError("no finished (arm, seed) records to summarize")
     base = baseline if baseline in present else present[0]
     comparisons = [
-        Comparison(
-            arm=arm,
-            baseline=base,
-            metric=metric,
-            test=paired_test(_by_unit(grouped[base], metric), _by_unit(grouped[arm], metric), confidence),
-        )
+        _compare(arm, grouped[arm], base, grouped[base], metric, confidence)
         for arm in present
         if arm != base
         for metric in METRICS

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from memevo.agents.llm.hub import LLMHub
-from memevo.evolve.ablation import run_ablation
-from memevo.evolve.ablation_config import load_ablation_config
-from memevo.evolve.report import mlflow_ui_command, report_run
 
 
 def ablate_command(
@@ -20,8 +17,14 @@ def ablate_command(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the LLM response cache.")] = False,
 ) -> None:
     """Run every arm over every seed on the same users; print per-arm intervals and paired tests."""
+    from memevo.agents.llm.hub import LLMHub  # heavy imports only when the command runs
+    from memevo.evolve.ablation import run_ablation
+    from memevo.evolve.ablation_config import load_ablation_config
+    from memevo.evolve.report import mlflow_ui_command
+
     ablation = load_ablation_config(config)
     folder = run_dir or Path("runs") / ablation.name
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     with LLMHub(use_cache=not no_cache) as hub:
         outcome = run_ablation(ablation, run_dir=folder, hub=hub, resume=resume, progress=typer.echo)
     typer.echo(outcome.outputs["markdown"].read_text(encoding="utf-8"))
@@ -33,6 +36,8 @@ def report_command(
     run_dir: Annotated[Path, typer.Argument(help="A finished (or interrupted) evolution or ablation folder.")],
 ) -> None:
     """Print a run again from its stored records and write its plots (no LLM calls)."""
+    from memevo.evolve.report import report_run
+
     typer.echo(report_run(run_dir))
 
 

@@ -41,8 +41,16 @@ def test_summary_pairs_units_and_counts_spend() -> None:
     assert memory_test.test.n == 4 and memory_test.test.mean_diff == pytest.approx(0.125)
     assert memory_test.test.t_p is not None and memory_test.test.wilcoxon_p is not None
     assert new.identical_seeds and not base.identical_seeds
+    assert new.n_units == 2  # its two seeds are copies: one seed's units count
     # write shares .2 over 10 questions and .3 over 20 questions pool to (2 + 6) / 30
     assert base.failure is not None and base.failure.write == pytest.approx(8 / 30) and base.failure.n_questions == 30
+
+
+def test_seed_copies_in_both_arms_are_tested_on_one_seed() -> None:
+    records = [_record(arm, seed, values) for arm, values in (("a", [0.1, 0.2, 0.4]), ("b", [0.2, 0.4, 0.5]))
+               for seed in (0, 1)]
+    comparison = summarize("copies", records, ["a", "b"]).comparisons[0]
+    assert comparison.test.n == 3 and "seed 0 only" in comparison.test.note
 
 
 def test_outputs_have_ci_and_p_value_columns_and_plots(tmp_path: Path) -> None:
