@@ -29,7 +29,6 @@ from memevo.agents.prompts.awe import (
 from memevo.agents.prompts.awi import MEMORY_TYPES_COMPONENT
 from memevo.agents.registry import register_agent
 from memevo.agents.store import StoredMemory
-from memevo.agents.templates import render
 
 SIMILAR_LIMIT = 5
 FACTS_SCHEMA: dict[str, Any] = {
@@ -105,10 +104,11 @@ class AWEAgent(ExternalMemoryAgent):
         values = {
             "memory_types": self.prompt("memory_types"),
             "conversation": "\n".join(f"{m.role}: {m.content}" for m in batch),
-            "today": at.date().isoformat(),
         }
-        prompt = render(self.prompt("fact_extraction_prompt"), values, set(EXTRACT_PLACEHOLDERS))
-        for fact in await self.ask_json(prompt, FACTS_SCHEMA, parse_facts) or []:
+        facts = await self.ask_prompt(
+            "fact_extraction_prompt", EXTRACT_PLACEHOLDERS, at, values, FACTS_SCHEMA, parse_facts
+        )
+        for fact in facts or []:
             await self._reconcile(fact, at)
 
     async def _reconcile(self, fact: str, at: datetime) -> None:
@@ -117,9 +117,10 @@ class AWEAgent(ExternalMemoryAgent):
             self.store.add(fact, at)
             return
         shown = json.dumps([{"id": str(i), "text": m.text} for i, m in enumerate(similar)], ensure_ascii=False)
-        values = {"existing_memories": shown, "new_fact": fact, "today": at.date().isoformat()}
-        prompt = render(self.prompt("update_prompt"), values, set(UPDATE_PLACEHOLDERS))
-        decision = await self.ask_json(prompt, DECISION_SCHEMA, decision_parser(len(similar)))
+        values = {"existing_memories": shown, "new_fact": fact}
+        decision = await self.ask_prompt(
+            "update_prompt", UPDATE_PLACEHOLDERS, at, values, DECISION_SCHEMA, decision_parser(len(similar))
+        )
         if decision is None or decision.action == "keep":
             return
         if decision.action == "add":

@@ -21,7 +21,6 @@ from memevo.agents.policy import MemoryPolicy
 from memevo.agents.prompts.answer import answer_component
 from memevo.agents.prompts.awi import MEMORY_TYPES_COMPONENT, WRITE_COMPONENT, WRITE_PLACEHOLDERS
 from memevo.agents.registry import register_agent
-from memevo.agents.templates import render
 
 WRITE_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": {"type": ["string", "null"]}}
 
@@ -74,10 +73,10 @@ class AWIAgent(BufferedMemoryAgent):
             "memory_types": self.prompt("memory_types"),
             "current_memories": json.dumps({n.label: n.value for n in self.notes}, ensure_ascii=False),
             "conversation": json.dumps([{"role": m.role, "content": m.content} for m in batch], ensure_ascii=False),
-            "today": at.date().isoformat(),
         }
-        prompt = render(self.prompt("write_prompt"), values, set(WRITE_PLACEHOLDERS))
-        changes = await self.ask_json(prompt, WRITE_SCHEMA, parse_note_changes)
+        changes = await self.ask_prompt(
+            "write_prompt", WRITE_PLACEHOLDERS, at, values, WRITE_SCHEMA, parse_note_changes
+        )
         for label, value in (changes or {}).items():
             self.notes = [n for n in self.notes if n.label != label]
             if value is not None:

@@ -74,8 +74,14 @@ class MemoryAgent(ABC):
         """Reply to one user message and update memory."""
 
     @abstractmethod
-    async def answer(self, prompt: str, *, query: str, now: datetime) -> AgentAnswer:
-        """Answer an evaluation prompt without changing state; ``query`` is the bare question."""
+    async def answer(
+        self, prompt: str, *, query: str, now: datetime, json_schema: dict[str, Any] | None = None
+    ) -> AgentAnswer:
+        """Answer an evaluation prompt without changing state; ``query`` is the bare question.
+
+        With ``json_schema``, the LLM must be asked with that schema (constrained decoding, so small
+        models stay in the answer format); the reply text is still returned raw for the caller to parse.
+        """
 
     @abstractmethod
     async def end_session(self, now: datetime) -> None:

@@ -10,7 +10,7 @@ check would let the buffer grow without bound.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -74,9 +74,11 @@ class BufferedMemoryAgent(MemoryAgent):
         await self._take_exchange(message, reply, now)
         return reply
 
-    async def answer(self, prompt: str, *, query: str, now: datetime) -> AgentAnswer:
+    async def answer(
+        self, prompt: str, *, query: str, now: datetime, json_schema: dict[str, Any] | None = None
+    ) -> AgentAnswer:
         memory = await self.memory_text(prompt if self.policy.amemgym_compat else query)
-        return AgentAnswer(text=await self._reply(memory, prompt), consulted_memory=memory)
+        return AgentAnswer(text=await self._reply(memory, prompt, json_schema), consulted_memory=memory)
 
     async def ingest(self, user_message: str, assistant_message: str, now: datetime) -> None:
         await self._take_exchange(user_message, assistant_message, now)
@@ -109,12 +111,26 @@ class BufferedMemoryAgent(MemoryAgent):
         del self.buffer[: self.policy.update_every]
         await self.write(batch)
 
-    async def _reply(self, memory: str, message: str) -> str:
+    async def _reply(self, memory: str, message: str, json_schema: dict[str, Any] | None = None) -> str:
         system = render(self.prompt("answer_system_prompt"), {"memories": memory or NO_MEMORIES}, set(ANSWER_PLACEHOLDERS))
         messages: list[Message] = [{"role": "system", "content": system}]
         messages += [{"role": m.role, "content": m.content} for m in self.buffer]
         messages.append({"role": "user", "content": message})
-        return (await self.llm.chat(messages, role="agent")).text
+        return (await self.llm.chat(messages, role="agent", json_schema=json_schema)).text
+
+    async def ask_prompt(
+        self,
+        name: str,
+        placeholders: Collection[str],
+        at: datetime,
+        values: dict[str, str],
+        schema: dict[str, Any],
+        parse: Callable[[Any], T],
+    ) -> T | None:
+        """The policy's ``name`` prompt filled with ``values`` and ``today`` (the simulated date ``at``),
+        asked as one JSON write request (see ``ask_json``)."""
+        prompt = render(self.prompt(name), {**values, "today": at.date().isoformat()}, set(placeholders))
+        return await self.ask_json(prompt, schema, parse)
 
     async def ask_json(self, prompt: str, schema: dict[str, Any], parse: Callable[[Any], T]) -> T | None:
         """One JSON write request, retried once on a malformed reply, then skipped and counted (None).

@@ -57,9 +57,11 @@ class NativeAgent(MemoryAgent):
         await self.ingest(message, reply, now)
         return reply
 
-    async def answer(self, prompt: str, *, query: str, now: datetime) -> AgentAnswer:
+    async def answer(
+        self, prompt: str, *, query: str, now: datetime, json_schema: dict[str, Any] | None = None
+    ) -> AgentAnswer:
         messages, kept = self._context(prompt)
-        reply = (await self.llm.chat(messages, role="agent")).text
+        reply = (await self.llm.chat(messages, role="agent", json_schema=json_schema)).text
         return AgentAnswer(text=reply, consulted_memory="\n".join(f"{m['role']}: {m['content']}" for m in kept))
 
     async def ingest(self, user_message: str, assistant_message: str, now: datetime) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import Any
 
 from memevo.agents.base import MemoryAgent
 from memevo.environments.data.models import Item
@@ -27,6 +28,15 @@ def build_probe_prompt(sub_schema: dict[str, list[str]]) -> str:
     )
 
 
+def probe_schema(sub_schema: dict[str, list[str]]) -> dict[str, Any]:
+    """The JSON schema of a valid probe reply: every listed type, each one of its own options."""
+    return {
+        "type": "object",
+        "properties": {key: {"type": "string", "enum": list(choices)} for key, choices in sub_schema.items()},
+        "required": list(sub_schema),
+    }
+
+
 def probe_query(item: Item, question_index: int) -> str:
     """The bare text a retrieving agent should search with (not the whole prompt; defect I.10)."""
     question = item.qas[question_index]
@@ -42,16 +52,18 @@ def parse_probe(text: str, keys: list[str]) -> dict[str, str | None] | None:
 
 
 async def run_probe(agent: MemoryAgent, item: Item, period: int, question_index: int, *, user_id: str,
-                    now: datetime) -> ProbeRecord:
-    """Probe one question's required states at the end of one period."""
+                    now: datetime, constrained: bool = True) -> ProbeRecord:
+    """Probe one question's required states at the end of one period (``constrained``: with its schema)."""
     keys = item.qas[question_index].required_info
-    prompt = build_probe_prompt({key: item.state_schema[key] for key in keys})
+    sub_schema = {key: item.state_schema[key] for key in keys}
+    prompt = build_probe_prompt(sub_schema)
     query = probe_query(item, question_index)
-    reply = await agent.answer(prompt, query=query, now=now)
+    schema = probe_schema(sub_schema) if constrained else None
+    reply = await agent.answer(prompt, query=query, now=now, json_schema=schema)
     predicted = parse_probe(reply.text, keys)
     if predicted is None:
         reminder = "\n\nYour previous reply could not be read; reply with the JSON object only."
-        reply = await agent.answer(prompt + reminder, query=query, now=now)
+        reply = await agent.answer(prompt + reminder, query=query, now=now, json_schema=schema)
         predicted = parse_probe(reply.text, keys)
     truth = {key: item.periods[period].state[key] for key in keys}
     values = predicted or {key: None for key in keys}

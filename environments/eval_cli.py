@@ -41,7 +41,7 @@ from memevo.environments.metrics import (
 )
 from memevo.environments.plots import plot_periods
 from memevo.environments.records import EpisodeResult
-from memevo.environments.runner import EpisodeConfig, replay_episodes, run_episodes
+from memevo.environments.runner import EpisodeConfig, run_episodes
 from memevo.environments.simulators.base import UserSimulator
 from memevo.environments.store import RunStore, write_json_atomic
 
@@ -143,13 +143,9 @@ async def evaluate(
         upper_bound = await _upper_bound(upper_bound_llm, items, config, out / "upper_bound.json", progress)
     total = sum(len(item.periods) for item in items)
     with tqdm(total=total, desc="periods", unit="period", disable=not progress) as bar:
-        store = RunStore(out / "run")
-        if replay_from is None:
-            episodes = await run_episodes(make_agent, items, simulator, config, store,
-                                          on_period=lambda _: bar.update(1))
-        else:
-            episodes = await replay_episodes(make_agent, items, RunStore(replay_from / "run"), config, store,
-                                             on_period=lambda _: bar.update(1))
+        sessions = simulator if replay_from is None else RunStore(replay_from / "run")
+        episodes = await run_episodes(make_agent, items, sessions, config, RunStore(out / "run"),
+                                      on_period=lambda _: bar.update(1))
     return EvalOutcome(
         episodes=episodes,
         scores=score_episodes(episodes, items, upper_bound),
@@ -160,13 +156,16 @@ async def evaluate(
 
 async def _upper_bound(llm: ChatClient, items: Sequence[Item], config: EpisodeConfig, path: Path,
                        progress: bool) -> UpperBoundTable:
-    """The stored table when it covers these items, else a fresh one (saved for the next resume)."""
+    """The stored table when it covers these items under the same decoding, else a fresh one (saved for
+    the next resume)."""
     if path.exists():
         table = UpperBoundTable.model_validate_json(path.read_text(encoding="utf-8"))
-        if {item.id for item in items} <= {entry.item_id for entry in table.entries}:
+        covered = {item.id for item in items} <= {entry.item_id for entry in table.entries}
+        if covered and table.constrained == config.constrained_answers:
             return table
     with tqdm(desc="upper bound", unit="call", disable=not progress) as bar:
-        table = await compute_upper_bound(llm, items, amemgym_compat=config.amemgym_compat, seed=config.seed,
+        table = await compute_upper_bound(llm, items, amemgym_compat=config.amemgym_compat,
+                                          constrained=config.constrained_answers, seed=config.seed,
                                           on_entry=lambda _: bar.update(1))
     write_json_atomic(path, table.model_dump(mode="json"))
     return table
@@ -205,6 +204,10 @@ def eval_command(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the LLM response cache.")] = False,
     amemgym_compat: Annotated[bool, typer.Option("--amemgym-compat", help="Random fallback on unreadable answers, "
                                                  "as the reference.")] = False,
+    constrained_answers: Annotated[bool | None, typer.Option(
+        "--constrained-answers/--free-answers",
+        help="Constrain answers and probes to their JSON schema (default), or leave decoding free as AMemGym "
+        "did (the default under --amemgym-compat).")] = None,
     off_policy: Annotated[Path | None, typer.Option("--off-policy", help="Replay the transcripts of the run in this "
                                                     "eval folder instead of live conversations.")] = None,
     rounds_init: Annotated[int, typer.Option(min=1, help="Rounds per session in period 0.")] = 1,
@@ -216,7 +219,8 @@ def eval_command(
     policy = load_policy(agent)
     items = load_items(env)[:users]
     config = EpisodeConfig(rounds_init=rounds_init, rounds_update=rounds_update, diagnose=diagnose,
-                           amemgym_compat=amemgym_compat, max_concurrent_users=max_concurrent_users, seed=seed)
+                           amemgym_compat=amemgym_compat, constrained_answers=constrained_answers,
+                           max_concurrent_users=max_concurrent_users, seed=seed)
     _prepare_out(out, resume)
 
     async def main() -> None:

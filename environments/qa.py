@@ -56,6 +56,18 @@ def build_upper_bound_prompt(question: Question, state: dict[str, str]) -> str:
     )
 
 
+def answer_schema(n_choices: int) -> dict[str, Any]:
+    """The JSON schema of a valid reply to an ``n_choices`` question, for constrained decoding.
+
+    An integer ``enum`` is the form llama.cpp's schema-to-grammar converter handles most reliably.
+    """
+    return {
+        "type": "object",
+        "properties": {"answer": {"type": "integer", "enum": list(range(1, n_choices + 1))}},
+        "required": ["answer"],
+    }
+
+
 def choice_reminder(n_choices: int) -> str:
     """Appended to the prompt when the first reply could not be read."""
     return (

@@ -4,8 +4,8 @@ Per period: every session in order (opening message ``"[Current Time: <session_t
 then user-simulator follow-ups between rounds, none after the last), ``end_session`` after each session
 (the reference gave no such signal; I.13), then every question against the frozen state, concurrently,
 with the period's end as ``now``. Off-policy replay (D.3) feeds a recorded run's transcripts through
-``ingest`` instead. Users run concurrently up to a bound; each finished period is saved to the store
-at once, so a killed run resumes where it stopped.
+``ingest`` instead: pass the recorded run where a simulator would go. Users run concurrently up to a
+bound; each finished period is saved to the store at once, so a killed run resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -13,18 +13,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, time
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.llm.protocol import Message
 from memevo.environments.data.models import Item, Session
 from memevo.environments.diagnosis import run_probe
-from memevo.environments.qa import ask_choice, build_qa_prompt
+from memevo.environments.qa import answer_schema, ask_choice, build_qa_prompt
 from memevo.environments.records import EpisodeResult, PeriodResult, QARecord
-from memevo.environments.simulators.base import UserSimulator
+from memevo.environments.simulators.base import UserSimulator, opening_message
 from memevo.environments.store import RunStore
 
 AfterPeriod = Callable[[MemoryAgent, PeriodResult], Awaitable[None]]
@@ -32,6 +32,9 @@ AfterPeriod = Callable[[MemoryAgent, PeriodResult], Awaitable[None]]
 OnPeriod = Callable[[PeriodResult], None]
 """Progress callback: called once per finished (or resumed) period."""
 Transcript = list[Message]
+SessionSource = UserSimulator | EpisodeResult | RunStore
+"""Where a period's sessions come from: a simulator plays them live (on-policy); a recorded episode, or
+the run folder holding one per user, replays their transcripts (off-policy, D.3)."""
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -49,6 +52,20 @@ class EpisodeConfig(BaseModel):
     max_concurrent_users: int = Field(4, ge=1)
     seed: int = Field(0, description="Seeds the compat random fallback.")
     check_frozen_state: bool = Field(True, description="Fail if answering questions changed the agent state.")
+    constrained_answers: bool = Field(
+        True,
+        description="Ask answers and probes with their JSON schema, so the model can only emit a valid reply "
+        "(small local models rarely follow the format otherwise). AMemGym decoded freely (no JSON mode), so an "
+        "unset or None value resolves to `not amemgym_compat`; an explicit value wins.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve_constrained_answers(cls, data: Any) -> Any:
+        """An unset ``constrained_answers`` follows ``amemgym_compat``; an explicit value wins."""
+        if isinstance(data, dict) and data.get("constrained_answers") is None:
+            return {**data, "constrained_answers": not data.get("amemgym_compat", False)}
+        return data
 
     def protocol(self) -> dict[str, object]:
         """The settings that change results; a resumed run must use the same ones."""
@@ -76,11 +93,6 @@ def period_end_time(item: Item, period: int) -> datetime:
     return datetime.combine(day.date(), time(23, 59, 59))
 
 
-def opening_message(session: Session) -> str:
-    """The only place the reference let simulated time reach the agent; kept for compatibility."""
-    return f"[Current Time: {session.session_time}]\n{session.query}"
-
-
 def _gold(item: Item, period: int, question_index: int) -> int:
     try:
         return item.qas[question_index].gold_index(item.periods[period].state) + 1
@@ -100,10 +112,12 @@ async def ask_questions(
         question = item.qas[index]
         gold = _gold(item, period, index)
         prompt = build_qa_prompt(question)
+        n_choices = len(question.answer_choices)
+        schema = answer_schema(n_choices) if config.constrained_answers else None
         outcome = await ask_choice(
-            lambda text: agent.answer(text, query=question.query, now=now),
+            lambda text: agent.answer(text, query=question.query, now=now, json_schema=schema),
             prompt,
-            len(question.answer_choices),
+            n_choices,
             amemgym_compat=config.amemgym_compat,
             rng_key=(config.seed, user_id, period, index),
         )
@@ -114,7 +128,7 @@ async def ask_questions(
             prompt=prompt,
             correct=outcome.choice == gold,
             gold=gold,
-            n_choices=len(question.answer_choices),
+            n_choices=n_choices,
             **outcome.model_dump(),
         )
 
@@ -185,7 +199,8 @@ async def _examine(agent: MemoryAgent, item: Item, period: int, config: EpisodeC
     if config.diagnose:
         now = period_end_time(item, period)
         probes = list(await asyncio.gather(*(
-            run_probe(agent, item, period, index, user_id=user_id, now=now) for index in range(len(item.qas))
+            run_probe(agent, item, period, index, user_id=user_id, now=now, constrained=config.constrained_answers)
+            for index in range(len(item.qas))
         )))
     if frozen is not None and agent.state() != frozen:
         raise RunFailedError(
@@ -224,10 +239,24 @@ async def _run_periods(
     return EpisodeResult(user_id=user_id, policy_id=policy_id, periods=periods)
 
 
+def _recorded(source: EpisodeResult | RunStore, item: Item, user_id: str) -> EpisodeResult:
+    """The recorded episode to replay for ``user_id``; it must cover every period of the item."""
+    episode = source.load_episode(user_id) if isinstance(source, RunStore) else source
+    if episode is not None and episode.user_id != user_id:
+        raise UserInputError(f"recorded run is for user {episode.user_id}, not {user_id}", field="sessions")
+    if episode is None or len(episode.periods) < len(item.periods):
+        have = 0 if episode is None else len(episode.periods)
+        raise UserInputError(
+            f"recorded run has {have} finished periods for user {user_id}, the item has {len(item.periods)}",
+            field="sessions",
+        )
+    return episode
+
+
 async def run_episode(
     agent: MemoryAgent,
     item: Item,
-    simulator: UserSimulator,
+    sessions: SessionSource,
     config: EpisodeConfig,
     *,
     store: RunStore | None = None,
@@ -235,50 +264,22 @@ async def run_episode(
     after_period: AfterPeriod | None = None,
     on_period: OnPeriod | None = None,
 ) -> EpisodeResult:
-    """One agent through one item on-policy; with a store, finished periods are skipped and restored."""
-    return await _run_periods(
-        agent,
-        item,
-        lambda period: play_on_policy(agent, item, period, simulator, config),
-        config,
-        store=store,
-        user_id=user_id or item.id,
-        after_period=after_period,
-        on_period=on_period,
-    )
-
-
-async def replay_episode(
-    agent: MemoryAgent,
-    item: Item,
-    transcripts_source: EpisodeResult | RunStore,
-    config: EpisodeConfig,
-    *,
-    store: RunStore | None = None,
-    user_id: str | None = None,
-    after_period: AfterPeriod | None = None,
-    on_period: OnPeriod | None = None,
-) -> EpisodeResult:
-    """One agent through one item off-policy, fed another run's transcripts (D.3)."""
+    """One agent through one item, live with a simulator or replayed from a recorded run (``SessionSource``);
+    with a store, finished periods are skipped and restored."""
     user_id = user_id or item.id
-    source = (
-        transcripts_source.load_episode(user_id) if isinstance(transcripts_source, RunStore) else transcripts_source
-    )
-    if source is None or len(source.periods) < len(item.periods):
-        have = 0 if source is None else len(source.periods)
-        raise UserInputError(
-            f"recorded run has {have} finished periods for user {user_id}, the item has {len(item.periods)}",
-            field="transcripts_source",
-        )
+    if isinstance(sessions, UserSimulator):
+        simulator = sessions
+
+        async def play(period: int) -> list[Transcript]:
+            return await play_on_policy(agent, item, period, simulator, config)
+    else:
+        recorded = _recorded(sessions, item, user_id)
+
+        async def play(period: int) -> list[Transcript]:
+            return await replay_recorded(agent, item, period, recorded.periods[period].transcripts, config)
+
     return await _run_periods(
-        agent,
-        item,
-        lambda period: replay_recorded(agent, item, period, source.periods[period].transcripts, config),
-        config,
-        store=store,
-        user_id=user_id,
-        after_period=after_period,
-        on_period=on_period,
+        agent, item, play, config, store=store, user_id=user_id, after_period=after_period, on_period=on_period
     )
 
 
@@ -298,44 +299,23 @@ async def bounded_gather(values: Sequence[T], work: Callable[[T], Awaitable[R]],
     return [task.result() for task in tasks]
 
 
-async def _each_user(
-    items: Sequence[Item], config: EpisodeConfig, episode: Callable[[Item], Awaitable[EpisodeResult]]
-) -> list[EpisodeResult]:
-    """One episode per item, users concurrently up to the bound, results in ``items`` order."""
-    seen: set[str] = set()
-    for item in items:
-        if item.id in seen:
-            raise UserInputError(f"duplicate item id {item.id!r}", field="id")
-        seen.add(item.id)
-    return await bounded_gather(items, episode, config.max_concurrent_users)
-
-
 async def run_episodes(
     make_agent: Callable[[], MemoryAgent],
     items: Sequence[Item],
-    simulator: UserSimulator,
+    sessions: UserSimulator | RunStore,
     config: EpisodeConfig,
     store: RunStore | None = None,
     *,
     after_period: AfterPeriod | None = None,
     on_period: OnPeriod | None = None,
 ) -> list[EpisodeResult]:
-    """A fresh agent per item, on-policy; resumable per period through ``store``."""
-    return await _each_user(items, config, lambda item: run_episode(
-        make_agent(), item, simulator, config, store=store, after_period=after_period, on_period=on_period
-    ))
-
-
-async def replay_episodes(
-    make_agent: Callable[[], MemoryAgent],
-    items: Sequence[Item],
-    transcripts_source: RunStore,
-    config: EpisodeConfig,
-    store: RunStore | None = None,
-    *,
-    on_period: OnPeriod | None = None,
-) -> list[EpisodeResult]:
-    """Off-policy counterpart of ``run_episodes``: every item replayed from a recorded run's folder."""
-    return await _each_user(items, config, lambda item: replay_episode(
-        make_agent(), item, transcripts_source, config, store=store, on_period=on_period
-    ))
+    """A fresh agent per item, live or replayed from a recorded run's folder; resumable per period
+    through ``store``. Users run concurrently up to the bound; results come back in ``items`` order."""
+    seen: set[str] = set()
+    for item in items:
+        if item.id in seen:
+            raise UserInputError(f"duplicate item id {item.id!r}", field="id")
+        seen.add(item.id)
+    return await bounded_gather(items, lambda item: run_episode(
+        make_agent(), item, sessions, config, store=store, after_period=after_period, on_period=on_period
+    ), config.max_concurrent_users)

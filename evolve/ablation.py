@@ -32,11 +32,9 @@ from memevo.evolve.ablation_render import write_ablation_outputs
 from memevo.evolve.ablation_summary import AblationSummary, summarize
 from memevo.evolve.config import EvolveConfig
 from memevo.evolve.loop import EvolutionResult, run_evolution
-from memevo.evolve.tracking import PARENT_TAG
+from memevo.evolve.tracking import MLFLOW_IDS_FILE, PARENT_TAG
 
 MANIFEST_FILE = "ablation.json"
-MLFLOW_IDS_FILE = "mlflow_ids.json"
-"""Written by ``memevo.evolve.tracking.Tracker`` in each evolution's folder."""
 
 
 class AblationManifest(BaseModel):

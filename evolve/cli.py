@@ -10,7 +10,7 @@ import sys
 
 import typer
 
-from memevo.agents.errors import RunFailedError, UserInputError
+from memevo.agents.errors import MemevoError, UserInputError
 from memevo.agents.llm.cli import app as llm_app
 from memevo.environments.cli import app as env_app
 from memevo.environments.eval_cli import eval_command
@@ -39,7 +39,7 @@ def main() -> None:
     except UserInputError as error:
         print(f"memevo: error: {error}", file=sys.stderr)
         sys.exit(2)
-    except RunFailedError as error:
+    except MemevoError as error:  # RunFailedError, LLMError after its retries, ...
         print(f"memevo: run failed: {error}", file=sys.stderr)
         sys.exit(1)
 

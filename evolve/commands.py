@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 import shutil
 import subprocess
 import sys
@@ -44,6 +45,8 @@ def evolve_command(
     total = result.usage.total()
     typer.echo(f"spend: {total.calls} calls ({total.cache_hits} cached), "
                f"{total.prompt_tokens + total.completion_tokens} tokens, ${total.dollars:.4f}")
+    if settings.tracking.enabled:
+        typer.echo(f"MLflow UI: memevo ui --run-dir {shlex.quote(str(folder))}")
 
 
 def _tracking_uri(run_dir: Path | None, tracking_uri: str | None) -> str:

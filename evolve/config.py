@@ -7,11 +7,11 @@ Validated by pydantic; any error becomes a ``UserInputError`` naming the file an
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from memevo.agents.config_io import read_mapping
 from memevo.agents.errors import UserInputError
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.policy import MemoryPolicy
@@ -52,17 +52,25 @@ class IntRange(_Strict):
         return self.low <= value <= self.high and (value - self.low) % self.step == 0
 
 
-class SeedConfig(_Strict):
-    """The seed candidate: a policy file (ours or an AMemGym agent config) or an inline MemoryPolicy."""
+class _EitherOr(_Strict):
+    """A section that takes exactly one of two alternative fields (named by ``alternatives``)."""
 
-    policy_file: Path | None = None
-    policy: MemoryPolicy | None = None
+    alternatives: ClassVar[tuple[str, str]]
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> SeedConfig:
-        if (self.policy_file is None) == (self.policy is None):
-            raise ValueError("give exactly one of policy_file or policy")
+    def _exactly_one(self) -> _EitherOr:
+        first, second = self.alternatives
+        if (getattr(self, first) is None) == (getattr(self, second) is None):
+            raise ValueError(f"give exactly one of {first} or {second}")
         return self
+
+
+class SeedConfig(_EitherOr):
+    """The seed candidate: a policy file (ours or an AMemGym agent config) or an inline MemoryPolicy."""
+
+    alternatives = ("policy_file", "policy")
+    policy_file: Path | None = None
+    policy: MemoryPolicy | None = None
 
 
 class SplitConfig(_Strict):
@@ -87,18 +95,13 @@ class SplitConfig(_Strict):
         return sizes
 
 
-class DataConfig(_Strict):
+class DataConfig(_EitherOr):
     """Where the users come from: a data file/dataset or a procedural synth spec (SynthConfig fields)."""
 
+    alternatives = ("path", "synth")
     path: str | None = None
     synth: dict[str, Any] | None = None
     limit: int | None = Field(None, ge=1, description="Use only the first N items.")
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> DataConfig:
-        if (self.path is None) == (self.synth is None):
-            raise ValueError("give exactly one of path or synth")
-        return self
 
 
 class BudgetConfig(_Strict):
@@ -214,10 +217,4 @@ def parse_evolve_config(data: Any, *, source: Path | None = None) -> EvolveConfi
 def load_evolve_config(path: str | Path) -> EvolveConfig:
     """Read and validate an evolution config YAML (or JSON) file."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserInputError("file not found", source=str(path)) from None
-    except yaml.YAMLError as error:
-        raise UserInputError(f"not valid YAML: {error}", source=str(path)) from None
-    return parse_evolve_config(data, source=path.resolve())
+    return parse_evolve_config(read_mapping(path), source=path.resolve())

@@ -185,7 +185,7 @@ async def upper_bound(config: EvolveConfig, client: Callable[[LLMConfig], ChatCl
         return UpperBoundTable.model_validate_json(path.read_text(encoding="utf-8"))
     table = await compute_upper_bound(
         client(policy.llm), items, model=policy.llm.model, amemgym_compat=policy.amemgym_compat,
-        seed=config.split.seed,
+        constrained=episode_config(config, policy).constrained_answers, seed=config.split.seed,
     )
     write_json_atomic(path, json.loads(table.model_dump_json()))
     return table

@@ -25,6 +25,8 @@ from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 from memevo.environments.store import write_json_atomic
 
 PARENT_TAG = MLFLOW_PARENT_RUN_ID
+MLFLOW_IDS_FILE = "mlflow_ids.json"
+"""Where a run folder keeps its MLflow run ids (read back by the ablation to find each arm's runs)."""
 
 
 def default_tracking_uri(run_dir: Path) -> str:
@@ -68,7 +70,7 @@ class Tracker:
     def __init__(self, *, run_dir: Path, uri: str | None, experiment: str) -> None:
         self.run_dir = run_dir
         self.uri = uri or default_tracking_uri(run_dir)
-        self.ids_path = run_dir / "mlflow_ids.json"
+        self.ids_path = run_dir / MLFLOW_IDS_FILE
         self.ids: dict[str, Any] = json.loads(self.ids_path.read_text()) if self.ids_path.exists() else {}
         mlflow.set_tracking_uri(self.uri)
         self.client = MlflowClient(tracking_uri=self.uri)

@@ -21,7 +21,7 @@ class EchoAgent(MemoryAgent):
     async def respond(self, message: str, now: datetime) -> str:
         return message
 
-    async def answer(self, prompt: str, *, query: str, now: datetime) -> AgentAnswer:
+    async def answer(self, prompt: str, *, query: str, now: datetime, json_schema: dict | None = None) -> AgentAnswer:
         return AgentAnswer(text=query)
 
     async def end_session(self, now: datetime) -> None:

@@ -66,12 +66,17 @@ def test_bad_field_is_named(tmp_path: Path, patch: dict, field: str) -> None:
 
 
 def test_missing_file_and_bad_yaml(tmp_path: Path) -> None:
-    with pytest.raises(UserInputError, match="not found"):
+    with pytest.raises(UserInputError, match="No such file") as caught:
         load_evolve_config(tmp_path / "nope.yaml")
+    assert "nope.yaml" in str(caught.value)
     bad = tmp_path / "bad.yaml"
     bad.write_text("seed: [unclosed")
     with pytest.raises(UserInputError, match="YAML"):
         load_evolve_config(bad)
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- seed\n- data\n")
+    with pytest.raises(UserInputError, match="mapping"):
+        load_evolve_config(listed)
     with pytest.raises(UserInputError, match="mapping"):
         parse_evolve_config(["a list"])
 

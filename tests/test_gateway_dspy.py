@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import warnings
 from pathlib import Path
 
 import dspy
 import pytest
+from dspy.utils.exceptions import LMInvalidRequestError
 
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.llm.hub import LLMHub
+from memevo.agents.llm.protocol import LLMRequestError
 from tests.doubles.fault_server import Fault, FaultServer
-
-pytestmark = pytest.mark.filterwarnings("ignore:Implementing custom LMs through BaseLM:DeprecationWarning")
 
 
 def chat_adapter_answer(body: dict) -> str:
@@ -88,6 +89,15 @@ async def test_async_dspy_calls_are_retried_by_the_gateway(server, hub):
     assert (usage.calls, usage.retries) == (1, 1)
 
 
+async def test_gateway_failures_reach_dspy_as_lm_errors(server, hub):
+    lm = hub.dspy_lm(LLMConfig(model="m", base_url=server.url), role="generator")
+    server.plan(Fault(status=400, message="bad prompt"))
+    with pytest.raises(LMInvalidRequestError) as raised:
+        await lm.acall("hello")
+    assert isinstance(raised.value.__cause__.__cause__, LLMRequestError)
+    assert hub.accounting.report().by_role["generator"].errors == 1
+
+
 def test_n_candidates_are_distinct_samples(server, hub):
     lm = hub.dspy_lm(LLMConfig(model="m", base_url=server.url, temperature=0.8), role="proposer")
     outputs = lm("pick", n=3)
@@ -106,3 +116,40 @@ def test_json_adapter_fallback_sends_the_output_schema(server, hub):
     response_format = server.requests[-1]["response_format"]
     assert response_format["type"] == "json_object" and response_format["schema"]["required"] == ["answer"]
     assert hub.accounting.report().by_role["proposer"].calls == 2
+
+
+async def test_predict_raises_no_deprecation_warning(server, hub):
+    lm = hub.dspy_lm(LLMConfig(model="m", base_url=server.url), role="proposer")
+    predict = dspy.Predict("question -> answer")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        with dspy.context(lm=lm, adapter=dspy.ChatAdapter()):
+            sync_answer = predict(question="say fox").answer
+            async_answer = (await predict.acall(question="say yak")).answer
+    assert (sync_answer, async_answer) == ("fox", "yak")
+
+
+def test_rollout_ids_are_distinct_samples_of_one_prompt(server, hub):
+    lm = hub.dspy_lm(LLMConfig(model="m", base_url=server.url, temperature=0.8), role="proposer")
+    lm("pick", rollout_id=1)
+    lm("pick", rollout_id=2)
+    lm("pick", rollout_id=1)
+    assert len(server.requests) == 2
+
+
+def test_generation_settings_the_gateway_cannot_send_are_refused(server, hub):
+    lm = hub.dspy_lm(LLMConfig(model="m", base_url=server.url), role="proposer")
+    with pytest.raises(Exception, match="config.top_p"):
+        lm("pick", top_p=0.5)
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("is_async_program", [False, True])
+async def test_streamify_receives_the_whole_reply(server, hub, is_async_program):
+    lm = hub.dspy_lm(LLMConfig(model="m", base_url=server.url), role="proposer")
+    predict = dspy.Predict("question -> answer")
+    program = dspy.streamify(predict, is_async_program=is_async_program)
+    with dspy.context(lm=lm, adapter=dspy.ChatAdapter()):
+        items = [item async for item in program(question="say elk")]
+    assert items[-1].answer == "elk"
+    assert hub.accounting.report().by_role["proposer"].calls == 1

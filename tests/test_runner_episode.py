@@ -15,8 +15,6 @@ from memevo.environments.metrics.upper_bound import needed_states
 from memevo.environments.records import EpisodeResult, PeriodResult
 from memevo.environments.runner import (
     EpisodeConfig,
-    replay_episode,
-    replay_episodes,
     run_episode,
     run_episodes,
 )
@@ -184,7 +182,7 @@ async def test_off_policy_replay_feeds_recorded_transcripts(tmp_path: Path) -> N
     on_policy = await run_episodes(lambda: next(agents), items, ScriptedSimulator(), CONFIG, source)
     replayers = {item.id: KeywordMemoryAgent(item) for item in items}
     queue = list(items)
-    replayed = await replay_episodes(lambda: replayers[queue.pop(0).id], items, source, CONFIG)
+    replayed = await run_episodes(lambda: replayers[queue.pop(0).id], items, source, CONFIG)
     assert all(agent.responded == [] for agent in replayers.values())
     for live, offline in zip(on_policy, replayed, strict=True):
         assert [p.transcripts for p in live.periods] == [p.transcripts for p in offline.periods]
@@ -197,9 +195,9 @@ async def test_replay_rejects_transcripts_of_the_wrong_shape() -> None:
     item = make_item(n_periods=2)
     episode = await run_episode(OracleAgent(item), item, ScriptedSimulator(), EpisodeConfig())
     with pytest.raises(UserInputError, match="rounds"):
-        await replay_episode(OracleAgent(item), item, episode, EpisodeConfig(rounds_update=3))
+        await run_episode(OracleAgent(item), item, episode, EpisodeConfig(rounds_update=3))
     with pytest.raises(UserInputError, match="finished periods"):
-        await replay_episode(OracleAgent(item), item, episode.model_copy(update={"periods": []}), EpisodeConfig())
+        await run_episode(OracleAgent(item), item, episode.model_copy(update={"periods": []}), EpisodeConfig())
 
 
 async def test_duplicate_item_ids_are_refused() -> None:

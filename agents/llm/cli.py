@@ -13,7 +13,7 @@ import typer
 from pydantic import ValidationError
 
 from memevo.agents.errors import RunFailedError, UserInputError
-from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
+from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig, default_model
 from memevo.agents.llm.hub import LLMHub
 from memevo.agents.llm.local_server import DEFAULT_N_CTX, LocalModelServer
 from memevo.agents.llm.protocol import ChatReply, LLMError
@@ -52,7 +52,9 @@ def check(
     base_url: Annotated[
         str | None, typer.Option(help="OpenAI-compatible /v1 URL (default: OPENAI_BASE_URL, else the local model).")
     ] = None,
-    model: Annotated[str, typer.Option(help="Model name at the endpoint.")] = LOCAL_MODEL_NAME,
+    model: Annotated[
+        str | None, typer.Option(help="Model name at the endpoint (default: MEMEVO_MODEL, else the local model).")
+    ] = None,
     max_tokens: Annotated[int, typer.Option(min=1, help="Completion token limit per request.")] = 64,
     timeout_s: Annotated[float, typer.Option(min=0.1, help="Per-request timeout in seconds.")] = 120.0,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the response cache.")] = False,
@@ -60,7 +62,9 @@ def check(
 ) -> None:
     """Send one chat request and one JSON request (with a schema); print model, latency and tokens."""
     try:
-        config = LLMConfig(model=model, base_url=base_url, max_tokens=max_tokens, timeout_s=timeout_s)
+        config = LLMConfig(
+            model=model or default_model(), base_url=base_url, max_tokens=max_tokens, timeout_s=timeout_s
+        )
     except ValidationError as error:
         first = error.errors()[0]
         raise UserInputError(first["msg"], source="command line", field=".".join(map(str, first["loc"]))) from None

@@ -7,19 +7,27 @@ import os
 from pydantic import BaseModel, ConfigDict, Field
 
 LOCAL_MODEL_NAME = "smollm2-135m-instruct"
+MODEL_ENV = "MEMEVO_MODEL"
+
+
+def default_model() -> str:
+    """``MEMEVO_MODEL`` when set (so one variable points every role at a remote model), else the local one."""
+    return os.environ.get(MODEL_ENV) or LOCAL_MODEL_NAME
 
 
 class LLMConfig(BaseModel):
     """Settings for one OpenAI-compatible chat model.
 
     ``base_url`` None means: take ``OPENAI_BASE_URL`` if set, else start the embedded local model.
+    ``model`` left out means ``MEMEVO_MODEL`` if set, else the embedded model; the chosen name is
+    stored in the config, so results always say which model produced them.
     The API key itself is never stored here, only the name of the environment variable holding it,
     so configs can be logged and hashed safely.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    model: str = LOCAL_MODEL_NAME
+    model: str = Field(default_factory=default_model)
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     temperature: float = Field(0.0, ge=0.0, le=2.0)

@@ -59,7 +59,7 @@ class LLMHub:
             return gateway
 
     def dspy_lm(self, config: LLMConfig, role: Role = "proposer") -> GatewayLM:
-        """A ``dspy.BaseLM`` whose calls go through this hub's gateway for ``config``."""
+        """A ``dspy.LM`` (engine-based, so no deprecation warning) whose calls go through this hub's gateway."""
         return GatewayLM(self.client(config), role=role)
 
     @property

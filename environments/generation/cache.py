@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from memevo.environments.store import write_json_atomic
+
 
 class StageCache:
-    """Reads and atomically writes one user's stage files; ``reuse=False`` recomputes but still writes."""
+    """Reads and atomically writes one user's stage files; ``reuse=False`` recomputes but still writes.
+
+    Atomic writes (``store.write_json_atomic``) mean a killed run never leaves half a stage file.
+    """
 
     def __init__(self, root: Path, *, reuse: bool = True) -> None:
         self.root = root
@@ -38,15 +41,3 @@ class StageCache:
         self.save(stage, value)
         return value
 
-
-def write_json_atomic(path: Path, value: Any) -> None:
-    """Write JSON through a temporary file so a killed run never leaves a half-written stage."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(value, handle, ensure_ascii=False, indent=2)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

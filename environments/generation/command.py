@@ -11,9 +11,9 @@ import typer
 from memevo.agents.errors import RunFailedError
 from memevo.agents.llm.protocol import ChatClient
 from memevo.environments.data.validate import has_errors, validate_items
-from memevo.environments.generation.cache import write_json_atomic
 from memevo.environments.generation.config import GenerationConfig, load_generation_config, parse_generation_config
 from memevo.environments.generation.pipeline import GenerationResult, UserFailure, run_generation
+from memevo.environments.store import write_json_atomic
 
 
 def resolve_config(config_path: Path | None, overrides: dict[str, Any], llm_overrides: dict[str, Any]) -> GenerationConfig:

@@ -21,7 +21,7 @@ from memevo.environments.data.models import Item
 from memevo.environments.data.validate import has_errors, validate_items
 from memevo.environments.generation.answers import answer_variants, personalized_answers, question_record
 from memevo.environments.generation.ask import StageError
-from memevo.environments.generation.cache import StageCache, write_json_atomic
+from memevo.environments.generation.cache import StageCache
 from memevo.environments.generation.config import GenerationConfig
 from memevo.environments.generation.convert import build_item
 from memevo.environments.generation.evolution import elaborate_events, initial_state, state_update
@@ -29,6 +29,7 @@ from memevo.environments.generation.personas import Persona, format_profile, sam
 from memevo.environments.generation.queries import initial_queries, update_queries
 from memevo.environments.generation.schema import refine_schema, sample_questions
 from memevo.environments.generation.timing import period_bounds
+from memevo.environments.store import write_json_atomic
 
 
 RUNTIME_ONLY: dict[str, Any] = {

@@ -18,8 +18,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from memevo.agents.llm.protocol import ChatClient
-from memevo.environments.generation.ask import StageError, array_schema, ask_json, object_schema, prompt, string_schema, text_field
+from memevo.agents.llm.protocol import ChatClient, Role
+from memevo.environments.generation.ask import (
+    StageError,
+    Validator,
+    array_schema,
+    ask_json,
+    object_schema,
+    prompt,
+    string_schema,
+    text_field,
+)
 from memevo.environments.generation.config import GenerationConfig
 
 TEXT_SCHEMA, TEXT_VALID = text_field("query")
@@ -27,6 +36,7 @@ TEXT_SCHEMA, TEXT_VALID = text_field("query")
 Schema = dict[str, list[str]]
 NOT_MENTIONED = "not mentioned"
 MAX_VARS_PER_INITIAL_QUERY = 3
+_USER_WRITER = "You write what a user says to an AI assistant. Reply with JSON."
 
 
 def mentions(text: str, value: str) -> bool:
@@ -43,6 +53,22 @@ def string_leaks(query: str, targets: dict[str, str], hidden: dict[str, set[str]
     )
 
 
+async def _ask(
+    llm: ChatClient, system: str, user: str, config: GenerationConfig, *, stage: str, schema: dict[str, Any],
+    validate: Validator, role: Role = "generator",
+) -> Any:
+    """``ask_json`` on a fresh two-message prompt at the low temperature every query stage uses."""
+    return await ask_json(
+        llm, prompt(system, user), stage=stage, role=role, schema=schema, validate=validate,
+        temperature=config.low_temperature, repair_turns=config.repair_turns,
+    )
+
+
+def _as_user(profile: dict[str, Any], situation: str, request: str) -> str:
+    """The prompt of the stages that write as the user: who they are, what is going on, what to write."""
+    return f"User profile:\n{profile['formatted_str']}\n\n{situation}\n\n{request}"
+
+
 def _answer_schema(choices: dict[str, list[str]]) -> dict[str, Any]:
     return object_schema({name: {"enum": values} for name, values in choices.items()})
 
@@ -52,18 +78,15 @@ async def _judge_guess(llm: ChatClient, query: str, choices: dict[str, list[str]
     """A judge's reading of the variables in ``choices`` from the query text alone."""
     options = {name: [*values, NOT_MENTIONED] if allow_unknown else values for name, values in choices.items()}
     hint = f' Answer "{NOT_MENTIONED}" when the message gives no clue.' if allow_unknown else ""
-    reply = await ask_json(
+    reply = await _ask(
         llm,
-        prompt(
-            "You infer facts about a person from one message they wrote. Reply with JSON.",
-            f"Message:\n{query}\n\nFor each fact pick the value the message states or implies.{hint}\n"
-            + "\n".join(f"- {name}: {values}" for name, values in options.items())
-            + "\nReturn {fact: value}.",
-        ),
-        stage=stage, role="judge", schema=_answer_schema(options),
+        "You infer facts about a person from one message they wrote. Reply with JSON.",
+        f"Message:\n{query}\n\nFor each fact pick the value the message states or implies.{hint}\n"
+        + "\n".join(f"- {name}: {values}" for name, values in options.items())
+        + "\nReturn {fact: value}.",
+        config, stage=stage, role="judge", schema=_answer_schema(options),
         validate=lambda r: [] if isinstance(r, dict) and all(r.get(n) in v for n, v in options.items())
         else ["reply must give one listed value for every fact"],
-        temperature=config.low_temperature, repair_turns=config.repair_turns,
     )
     return {name: reply[name] for name in options}
 
@@ -94,19 +117,14 @@ async def checked_query(
         if not problems:
             return query
         facts = "; ".join(f"{name} = {value}" for name, value in targets.items())
-        reply = await ask_json(
+        reply = await _ask(
             llm,
-            prompt(
-                "You rewrite a user's chat message. Reply with JSON.",
-                (
-                    f"Message:\n{query}\n\nIt should let a careful reader infer exactly these facts about the "
-                    f"writer: {facts}; and nothing about: {', '.join(hidden) or 'anything else'}.\nProblems:\n"
-                    + "\n".join(f"- {p}" for p in problems)
-                    + '\nRewrite the message as a natural request to an assistant. Return {"query": str}.'
-                ),
-            ),
-            stage=stage, schema=TEXT_SCHEMA, validate=TEXT_VALID,
-            temperature=config.low_temperature, repair_turns=config.repair_turns,
+            "You rewrite a user's chat message. Reply with JSON.",
+            f"Message:\n{query}\n\nIt should let a careful reader infer exactly these facts about the "
+            f"writer: {facts}; and nothing about: {', '.join(hidden) or 'anything else'}.\nProblems:\n"
+            + "\n".join(f"- {p}" for p in problems)
+            + '\nRewrite the message as a natural request to an assistant. Return {"query": str}.',
+            config, stage=stage, schema=TEXT_SCHEMA, validate=TEXT_VALID,
         )
         query = reply["query"].strip()
     raise StageError(stage, f"query for {sorted(targets)} still failed its checks after {config.check_retries} "
@@ -148,21 +166,16 @@ async def initial_queries(
          "exposed_states": object_schema({name: {"enum": [value]} for name, value in state.items()}, required=[])}
     )
     facts = "\n".join(f"- {name} = {value}" for name, value in state.items())
-    parsed = await ask_json(
+    parsed = await _ask(
         llm,
-        prompt(
-            "You write what a user says to an AI assistant. Reply with JSON.",
-            (
-                f"User profile:\n{profile['formatted_str']}\n\nThe user's situation on {config.start_date}:\n{facts}\n\n"
-                f"Write requests this user might send to an assistant. Each request reveals 1 to "
-                f"{MAX_VARS_PER_INITIAL_QUERY} of the facts, preferably indirectly but unmistakably, and says "
-                "nothing about the other facts. Together the requests reveal every fact.\n"
-                'Return {"queries": [{"query": str, "exposed_states": {fact: value}}]}.'
-            ),
-        ),
-        stage=stage, schema=object_schema({"queries": array_schema(entry, min_items=1)}),
+        _USER_WRITER,
+        _as_user(profile, f"The user's situation on {config.start_date}:\n{facts}",
+                 f"Write requests this user might send to an assistant. Each request reveals 1 to "
+                 f"{MAX_VARS_PER_INITIAL_QUERY} of the facts, preferably indirectly but unmistakably, and says "
+                 "nothing about the other facts. Together the requests reveal every fact.\n"
+                 'Return {"queries": [{"query": str, "exposed_states": {fact: value}}]}.'),
+        config, stage=stage, schema=object_schema({"queries": array_schema(entry, min_items=1)}),
         validate=lambda reply: initial_query_problems(reply, state),
-        temperature=config.low_temperature, repair_turns=config.repair_turns,
     )
     sessions = []
     for entry_value in parsed["queries"]:
@@ -186,19 +199,15 @@ async def update_queries(
         targets = {name: updated[name] for name in event["states"]}
         hidden = {name: {previous[name], current[name]} for name in schema if name not in targets}
         changes = "\n".join(f"- {name}: {previous[name]} -> {value}" for name, value in targets.items())
-        reply = await ask_json(
+        situation = f"Recently ({record['period_start']} to {record['period_end']}): {event['event']}\n" \
+            f"This changed:\n{changes}"
+        reply = await _ask(
             llm,
-            prompt(
-                "You write what a user says to an AI assistant. Reply with JSON.",
-                (
-                    f"User profile:\n{profile['formatted_str']}\n\nRecently ({record['period_start']} to "
-                    f"{record['period_end']}): {event['event']}\nThis changed:\n{changes}\n\n"
-                    "Write one request this user sends to an assistant that makes the new values clear, preferably "
-                    'indirectly, and says nothing about other facts of their situation. Return {"query": str}.'
-                ),
-            ),
-            stage=stage, schema=TEXT_SCHEMA, validate=TEXT_VALID,
-            temperature=config.low_temperature, repair_turns=config.repair_turns,
+            _USER_WRITER,
+            _as_user(profile, situation,
+                     "Write one request this user sends to an assistant that makes the new values clear, preferably "
+                     'indirectly, and says nothing about other facts of their situation. Return {"query": str}.'),
+            config, stage=stage, schema=TEXT_SCHEMA, validate=TEXT_VALID,
         )
         query = await checked_query(llm, reply["query"].strip(), targets, hidden, schema, config, stage)
         sessions.append({"event": event["event"], "exposed_states": targets, "query": query})

@@ -4,7 +4,9 @@ Scores are keyed by (item, question, state tuple); the reference keyed them by t
 two questions of a user with the same tuple overwrote each other (I.7). Each (question, state) is asked
 once and reused for every period in which it is the gold state, concurrently and without the reference's
 3-second sleeps. Unreadable replies get one retry and then count as wrong (and are reported), unless
-``amemgym_compat`` asks for the reference's random fallback.
+``amemgym_compat`` asks for the reference's random fallback. ``constrained`` asks with the answer's JSON
+schema, as the runner does for the agent under ``EpisodeConfig.constrained_answers``, so both sides of
+the memory score are decoded the same way; unconstrained, the bare LLM gets plain JSON mode.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from collections.abc import Callable, Sequence
 from pydantic import BaseModel, PrivateAttr
 
 from memevo.agents.base import AgentAnswer
-from memevo.agents.llm.protocol import ChatClient, Role
+from memevo.agents.llm.protocol import ChatClient, Message, Role
 from memevo.environments.data.models import Item
 from memevo.environments.metrics.baseline import gold_state
-from memevo.environments.qa import ask_choice, build_upper_bound_prompt
+from memevo.environments.qa import answer_schema, ask_choice, build_upper_bound_prompt
 
 
 class UpperBoundEntry(BaseModel):
@@ -37,6 +39,8 @@ class UpperBoundTable(BaseModel):
     """Upper-bound scores per (item, question, state); JSON-serialisable so a run can reuse it."""
 
     model: str = ""
+    constrained: bool = False
+    """Whether the answers were asked with their JSON schema (a stored table is reused only if this matches)."""
     entries: list[UpperBoundEntry] = []
     _index: dict[tuple[str, int, tuple[str, ...]], UpperBoundEntry] = PrivateAttr(default_factory=dict)
 
@@ -75,24 +79,29 @@ async def compute_upper_bound(
     role: Role = "agent",
     max_concurrency: int = 8,
     amemgym_compat: bool = False,
+    constrained: bool = True,
     seed: int = 0,
     on_entry: Callable[[UpperBoundEntry], None] | None = None,
 ) -> UpperBoundTable:
     """Ask the bare LLM every needed (item, question, state) once, with bounded concurrency."""
     semaphore = asyncio.Semaphore(max_concurrency)
 
-    async def ask_llm(text: str) -> AgentAnswer:
-        reply = await llm.chat([{"role": "user", "content": text}], role=role, json_mode=True)
-        return AgentAnswer(text=reply.text)
-
     async def one(item: Item, question_index: int, state: tuple[str, ...]) -> UpperBoundEntry:
         question = item.qas[question_index]
+        n_choices = len(question.answer_choices)
         gold = [choice.state for choice in question.answer_choices].index(list(state)) + 1
+        schema = answer_schema(n_choices) if constrained else None
+
+        async def ask_llm(text: str) -> AgentAnswer:
+            messages: list[Message] = [{"role": "user", "content": text}]
+            reply = await llm.chat(messages, role=role, json_schema=schema, json_mode=True)
+            return AgentAnswer(text=reply.text)
+
         async with semaphore:
             outcome = await ask_choice(
                 ask_llm,
                 build_upper_bound_prompt(question, dict(zip(question.required_info, state, strict=True))),
-                len(question.answer_choices),
+                n_choices,
                 amemgym_compat=amemgym_compat,
                 rng_key=(seed, "upper_bound", item.id, question_index, *state),
             )
@@ -110,4 +119,4 @@ async def compute_upper_bound(
         return entry
 
     jobs = [one(item, q, state) for item in items for q, state in needed_states(item)]
-    return UpperBoundTable(model=model, entries=list(await asyncio.gather(*jobs)))
+    return UpperBoundTable(model=model, constrained=constrained, entries=list(await asyncio.gather(*jobs)))

@@ -1,4 +1,4 @@
-"""The user-simulator contract used by the episode runner."""
+"""The user-simulator contract used by the episode runner, and the opening message both share."""
 
 from __future__ import annotations
 
@@ -7,6 +7,12 @@ from datetime import datetime
 
 from memevo.agents.llm.protocol import Message
 from memevo.environments.data.models import Item, Session
+
+
+def opening_message(session: Session) -> str:
+    """The session's first user message exactly as the agent receives it (D.1 step 2): the only place
+    the reference let simulated time reach the agent, kept for compatibility."""
+    return f"[Current Time: {session.session_time}]\n{session.query}"
 
 
 class UserSimulator(ABC):

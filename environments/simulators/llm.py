@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from memevo.agents.llm.protocol import ChatClient, Message
 from memevo.environments.data.models import Item, Session
 from memevo.environments.generation.queries import mentions
-from memevo.environments.simulators.base import UserSimulator
+from memevo.environments.simulators.base import UserSimulator, opening_message
 
 NEUTRAL_FOLLOW_UPS = (
     "Thanks, that helps. Could you go into a bit more detail on that?",
@@ -38,11 +38,6 @@ class SimulatorStats(BaseModel):
     calls: int = 0
     reasked: int = 0
     fallbacks: int = 0
-
-
-def opening_message(session: Session) -> str:
-    """The session's first user message exactly as the agent receives it (D.1 step 2)."""
-    return f"[Current Time: {session.session_time}]\n{session.query}"
 
 
 class LLMUserSimulator(UserSimulator):

@@ -31,13 +31,12 @@ import re
 from datetime import date, timedelta
 from typing import Any
 
-import json_repair
-
 from memevo.agents.llm.accounting import Accounting
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.llm.dspy_lm import GatewayLM
-from memevo.agents.llm.protocol import ChatReply, LLMJSONError, Message, Role
+from memevo.agents.llm.protocol import ChatReply, Message, Role
 from memevo.environments.data.models import AnswerChoice, Item, Period, Question, Session, StateUpdate, UserProfile
+from tests.doubles.scripted_llm import ScriptedLLM
 
 CATEGORIES: dict[str, list[str]] = {
     "commute": ["bike", "bus", "car"],
@@ -108,17 +107,21 @@ def _without_json_lines(text: str) -> str:
     return "\n".join(kept).lower()
 
 
-class CategoryBackend:
-    """Implements ``ChatClient`` (and the ``config`` GatewayLM needs); see the module docstring."""
+class CategoryBackend(ScriptedLLM):
+    """Implements ``ChatClient`` (and the ``config`` GatewayLM needs); see the module docstring.
+
+    ``chat`` is its own (latency, temperature-driven proposals, accounting); JSON parsing and
+    ``calls_for`` come from ``ScriptedLLM`` so both doubles read replies the same way.
+    """
 
     def __init__(self, items: list[Item], *, proposer_mode: str = "categories", latency_s: float = 0.0,
                  accounting: Accounting | None = None) -> None:
+        super().__init__(self._reply)
         self.questions = {q.query: q for item in items for q in item.qas}
         self.proposer_mode = proposer_mode
         self.latency_s = latency_s
         self.accounting = accounting or Accounting()
         self.config = LLMConfig(model="category-double")
-        self.calls: list[dict[str, Any]] = []
 
     # ----- roles -----
 
@@ -193,26 +196,11 @@ class CategoryBackend:
         return ChatReply(text=text, model="category-double", prompt_tokens=prompt_tokens,
                          completion_tokens=len(text.split()))
 
-    async def chat_json(self, messages: list[Message], *, role: Role, json_schema: dict[str, Any] | None = None,
-                        temperature: float | None = None, max_tokens: int | None = None,
-                        sample_index: int = 0) -> tuple[Any, ChatReply]:
-        reply = await self.chat(messages, role=role, json_schema=json_schema, json_mode=True)
-        try:
-            return json.loads(reply.text), reply
-        except json.JSONDecodeError:
-            repaired = json_repair.loads(reply.text)
-            if repaired in ("", None):
-                raise LLMJSONError("reply is not JSON", raw_text=reply.text) from None
-            return repaired, reply
-
     def http_reply(self, body: dict[str, Any]) -> str:
         """The same behaviour behind an HTTP endpoint (fault_server): the role is read off the prompt."""
         messages = body["messages"]
         role: Role = "proposer" if any("[[ ## " in m["content"] for m in messages) else "agent"
         return self._reply(messages, role, "response_format" in body, bool(body.get("temperature")))
-
-    def calls_for(self, role: Role) -> list[dict[str, Any]]:
-        return [call for call in self.calls if call["role"] == role]
 
 
 class CategoryHub:

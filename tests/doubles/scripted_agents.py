@@ -53,7 +53,7 @@ class ScriptedAgent(MemoryAgent):
         self.log: list[str] = []
         self.ended_sessions: list[str] = []
         self.responded: list[tuple[str, str]] = []
-        self.answer_calls: list[dict[str, str]] = []
+        self.answer_calls: list[dict[str, Any]] = []
 
     async def respond(self, message: str, now: datetime) -> str:
         self.responded.append((message, now.isoformat(sep=" ")))
@@ -86,8 +86,12 @@ class ScriptedAgent(MemoryAgent):
         best = [i + 1 for i, score in enumerate(scores) if score == max(scores)]
         return rng.choice(best)
 
-    async def answer(self, prompt: str, *, query: str, now: datetime) -> AgentAnswer:
-        self.answer_calls.append({"prompt": prompt, "query": query, "now": now.isoformat(sep=" ")})
+    async def answer(
+        self, prompt: str, *, query: str, now: datetime, json_schema: dict[str, Any] | None = None
+    ) -> AgentAnswer:
+        self.answer_calls.append(
+            {"prompt": prompt, "query": query, "now": now.isoformat(sep=" "), "json_schema": json_schema}
+        )
         question = self._question(query)
         keys = question.required_info
         beliefs = [self.believe(key, now) for key in keys]
@@ -149,16 +153,20 @@ class CrashingAgent(OracleAgent):
 class StateChangingAnswerAgent(OracleAgent):
     """Breaks the contract: answering a question writes to memory."""
 
-    async def answer(self, prompt: str, *, query: str, now: datetime) -> AgentAnswer:
+    async def answer(
+        self, prompt: str, *, query: str, now: datetime, json_schema: dict[str, Any] | None = None
+    ) -> AgentAnswer:
         self.log.append(query)
-        return await super().answer(prompt, query=query, now=now)
+        return await super().answer(prompt, query=query, now=now, json_schema=json_schema)
 
 
 class UnreadableAgent(OracleAgent):
     """Knows everything but never replies in the requested format."""
 
-    async def answer(self, prompt: str, *, query: str, now: datetime) -> AgentAnswer:
-        await super().answer(prompt, query=query, now=now)
+    async def answer(
+        self, prompt: str, *, query: str, now: datetime, json_schema: dict[str, Any] | None = None
+    ) -> AgentAnswer:
+        await super().answer(prompt, query=query, now=now, json_schema=json_schema)
         return AgentAnswer(text="I would go with the second one.", consulted_memory="")
 
 

@@ -1,7 +1,8 @@
 """TEST DOUBLE: a scripted chat client for unit tests. It never stands in for a real model elsewhere.
 
 A handler receives the messages, the role and whether JSON was asked for, and returns the reply text.
-Calls are recorded so tests can assert what was sent.
+Calls are recorded (messages, role, whether JSON was asked, the JSON schema if any, reply) so tests can
+assert what was sent.
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ class ScriptedLLM:
     ) -> ChatReply:
         wants_json = json_mode or json_schema is not None
         text = self.handler(messages, role, wants_json)
-        self.calls.append({"messages": messages, "role": role, "json": wants_json, "reply": text})
+        self.calls.append(
+            {"messages": messages, "role": role, "json": wants_json, "json_schema": json_schema, "reply": text}
+        )
         prompt_tokens = sum(len(m["content"].split()) for m in messages)
         return ChatReply(text=text, model="scripted", prompt_tokens=prompt_tokens, completion_tokens=len(text.split()))
 
