@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml setup.py
 install: $(STAMP)
 
 quickstart: $(STAMP)
-	$(BIN)/memevo evolve experiments/quickstart.yaml
+	$(BIN)/memevo evolve experiments/quickstart.yaml --resume
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -ra

@@ -36,13 +36,13 @@ class NoteEntry(BaseModel):
 def parse_note_changes(data: Any) -> dict[str, str | None]:
     """Validate a write reply: label -> new value, None meaning delete."""
     if not isinstance(data, dict):
-        raise MalformedReply(f"expected a JSON object, got {type(data).__name__}")
+        raise MalformedReply(f"expected a JSON object mapping labels to strings, got a {type(data).__name__}")
     changes: dict[str, str | None] = {}
     for label, value in data.items():
         if not isinstance(label, str) or not label.strip():
             raise MalformedReply(f"bad label {label!r}")
         if isinstance(value, bool) or not isinstance(value, str | int | float | None):
-            raise MalformedReply(f"value of '{label}' is {type(value).__name__}, not a string")
+            raise MalformedReply(f"the value of '{label}' is a {type(value).__name__}, not a string")
         text = None if value is None else str(value).strip()
         changes[label.strip()] = text or None
     return changes

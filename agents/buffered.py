@@ -135,16 +135,33 @@ class BufferedMemoryAgent(MemoryAgent):
     async def ask_json(self, prompt: str, schema: dict[str, Any], parse: Callable[[Any], T]) -> T | None:
         """One JSON write request, retried once on a malformed reply, then skipped and counted (None).
 
-        The retry uses ``sample_index=1`` so a response cache cannot hand back the same bad reply.
+        The retry shows the model its unusable reply and a reminder naming what was wrong, so it is a
+        different request (at temperature 0 a bare resend mostly gets the same reply back, from the
+        model or from the response cache).
         """
         self.counters.requests += 1
         messages: list[Message] = [{"role": "user", "content": prompt}]
         for attempt in range(2):
             try:
-                data, _ = await self.llm.chat_json(messages, role="agent", json_schema=schema, sample_index=attempt)
-                return parse(data)
-            except (LLMJSONError, MalformedReply):
-                if attempt == 0:
-                    self.counters.retries += 1
+                data, reply = await self.llm.chat_json(messages, role="agent", json_schema=schema)
+            except LLMJSONError as error:
+                raw, problem = error.raw_text, "it was not valid JSON"
+            else:
+                try:
+                    return parse(data)
+                except MalformedReply as error:
+                    raw, problem = reply.text, str(error)
+            if attempt == 0:
+                self.counters.retries += 1
+                messages = [*messages, {"role": "assistant", "content": raw}, format_reminder(problem)]
         self.counters.failures += 1
         return None
+
+
+def format_reminder(problem: str) -> Message:
+    """The user turn that asks again after an unusable write reply, saying what was wrong with it."""
+    return {
+        "role": "user",
+        "content": f"That reply could not be used: {problem}. "
+        "Reply again with only the JSON the instructions above ask for, and nothing else.",
+    }

@@ -10,28 +10,21 @@ from typing import Any
 from memevo.agents.buffered import BufferedMemoryAgent
 from memevo.agents.llm.protocol import ChatClient
 from memevo.agents.policy import MemoryPolicy
-from memevo.agents.retrieval import EmbeddingsClient, make_retriever
+from memevo.agents.retrieval import make_retriever
 from memevo.agents.store import MemoryStore, StoredMemory
 
 
 class ExternalMemoryAgent(BufferedMemoryAgent):
     """A buffered agent whose long-term memory is a ``MemoryStore`` searched per message.
 
-    ``db_path`` puts the store in a file instead of in process; ``embeddings`` overrides the client
-    used when ``policy.retrieval == "embedding"`` (tests pass a double).
+    ``db_path`` puts the store in a file instead of in process. With ``policy.retrieval == "embedding"``
+    the embeddings come from ``llm`` too (it must be an ``EmbeddingClient``).
     """
 
-    def __init__(
-        self,
-        policy: MemoryPolicy,
-        llm: ChatClient,
-        *,
-        db_path: str = ":memory:",
-        embeddings: EmbeddingsClient | None = None,
-    ) -> None:
+    def __init__(self, policy: MemoryPolicy, llm: ChatClient, *, db_path: str = ":memory:") -> None:
         super().__init__(policy, llm)
         self.store = MemoryStore(db_path)
-        self.retriever = make_retriever(policy, embeddings)
+        self.retriever = make_retriever(policy, llm)
 
     async def search(self, query: str, k: int) -> list[StoredMemory]:
         """The ``k`` memories most relevant to ``query``, best first."""

@@ -1,17 +1,18 @@
 """Ranking memories for a query: BM25 (default, no service needed) or embeddings from an endpoint.
 
-The embeddings path talks to an OpenAI-compatible ``/embeddings`` endpoint through the openai SDK,
-because the chat gateway has no embeddings call; its cost is therefore not in the gateway's accounting.
+Embeddings come from the agent's own LLM client (``EmbeddingClient.embed``, i.e. the gateway), so they
+share its endpoint, cache, concurrency limit, retries and accounting; nothing here opens a connection.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 import bm25s
 import numpy as np
 
 from memevo.agents.errors import UserInputError
+from memevo.agents.llm.protocol import ChatClient, EmbeddingClient
 from memevo.agents.policy import MemoryPolicy
 
 
@@ -45,48 +46,48 @@ class BM25Retriever:
         return [int(i) for i, score in zip(found[0], scores[0], strict=True) if score > 0]
 
 
-class EmbeddingsClient(Protocol):
-    """The slice of ``openai.AsyncOpenAI`` used here: ``client.embeddings.create(model=, input=)``."""
-
-    embeddings: Any
-
-
 class EmbeddingRetriever:
-    """Cosine similarity of endpoint embeddings; embeddings of texts are cached in memory by text."""
+    """Cosine similarity of embeddings from ``client``.
 
-    def __init__(self, client: EmbeddingsClient, model: str) -> None:
+    Normalised vectors are also kept in memory by text: the store is re-ranked on every message, and
+    asking the client again would re-count every stored text as workload even when its cache answers.
+    """
+
+    def __init__(self, client: EmbeddingClient, model: str) -> None:
         self.client = client
         self.model = model
-        self._cache: dict[str, np.ndarray] = {}
+        self._vectors: dict[str, np.ndarray] = {}
 
     async def rank(self, query: str, texts: list[str], k: int) -> list[int]:
         if not texts:
             return []
         await self._embed([query, *texts])
-        matrix = np.stack([self._cache[t] for t in texts])
-        scores = matrix @ self._cache[query]
+        matrix = np.stack([self._vectors[t] for t in texts])
+        scores = matrix @ self._vectors[query]
         return [int(i) for i in np.argsort(-scores, kind="stable")[:k]]
 
     async def _embed(self, texts: list[str]) -> None:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
         if not missing:
             return
-        response = await self.client.embeddings.create(model=self.model, input=missing)
-        for text, item in zip(missing, response.data, strict=True):
-            vector = np.asarray(item.embedding, dtype=np.float32)
-            self._cache[text] = vector / (np.linalg.norm(vector) or 1.0)
+        vectors = await self.client.embed(missing, role="agent", model=self.model)
+        for text, raw in zip(missing, vectors, strict=True):
+            vector = np.asarray(raw, dtype=np.float32)
+            self._vectors[text] = vector / (np.linalg.norm(vector) or 1.0)
 
 
-def make_retriever(policy: MemoryPolicy, embeddings: EmbeddingsClient | None = None) -> Retriever:
-    """The retriever ``policy.retrieval`` names; builds an openai client for embeddings if none is given."""
+def make_retriever(policy: MemoryPolicy, llm: ChatClient) -> Retriever:
+    """The retriever ``policy.retrieval`` names; embeddings come from ``llm``, which must be able to embed."""
     if policy.retrieval == "bm25":
         return BM25Retriever()
     if policy.retrieval == "embedding":
         if not policy.embedding_model:
             raise UserInputError("retrieval 'embedding' needs embedding_model", field="embedding_model")
-        if embeddings is None:
-            from openai import AsyncOpenAI
-
-            embeddings = AsyncOpenAI(base_url=policy.llm.resolved_base_url(), api_key=policy.llm.api_key())
-        return EmbeddingRetriever(embeddings, policy.embedding_model)
+        if not isinstance(llm, EmbeddingClient):
+            raise UserInputError(
+                f"retrieval 'embedding' needs an LLM client that can embed texts; {type(llm).__name__} cannot "
+                "(use retrieval 'bm25')",
+                field="retrieval",
+            )
+        return EmbeddingRetriever(llm, policy.embedding_model)
     raise UserInputError(f"unknown retrieval '{policy.retrieval}' (known: bm25, embedding)", field="retrieval")

@@ -2,8 +2,8 @@
 
 Outputs under ``--out``: ``run/`` (per user/period results and agent states; ``--resume`` continues it),
 ``upper_bound.json``, ``questions.jsonl`` + ``questions.csv`` (one row per question asked),
-``summary.json`` + ``summary.csv`` (overall and per-period scores, failure split), ``usage.csv``
-(calls, tokens and dollars by role) and ``periods.png``.
+``summary.json`` + ``summary.csv`` (overall and per-period scores, failure split, the upper bound's
+unparsed replies), ``usage.csv`` (calls, tokens and dollars by role) and ``periods.png``.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from memevo.environments.data.io import load_items
 from memevo.environments.data.models import Item
 from memevo.environments.metrics._items import item_lookup, item_of
 from memevo.environments.metrics import (
+    UPPER_BOUND_FILE,
     Scores,
     UpperBoundTable,
     UserScores,
@@ -140,7 +141,7 @@ async def evaluate(
     """Run (or resume) the episodes into ``out/run``, compute the upper bound if asked, and score."""
     upper_bound = None
     if upper_bound_llm is not None:
-        upper_bound = await _upper_bound(upper_bound_llm, items, config, out / "upper_bound.json", progress)
+        upper_bound = await _upper_bound(upper_bound_llm, items, config, out / UPPER_BOUND_FILE, progress)
     total = sum(len(item.periods) for item in items)
     with tqdm(total=total, desc="periods", unit="period", disable=not progress) as bar:
         sessions = simulator if replay_from is None else RunStore(replay_from / "run")
@@ -251,4 +252,13 @@ def _headline(scores: Scores, out: Path) -> str:
         f = scores.failure
         parts.append(f"write/read/util {f.write:.3f}/{f.read:.3f}/{f.utilization:.3f}")
     parts.append(f"format errors {scores.format_error_rate:.1%}")
-    return f"{', '.join(parts)}  ->  {out}"
+    if scores.upper_bound_format_error_rate is not None:
+        parts.append(f"upper-bound format errors {scores.upper_bound_format_error_rate:.1%}")
+    lines = [f"{', '.join(parts)}  ->  {out}"]
+    if scores.upper_bound_format_errors:
+        lines.append(
+            f"note: the memory score is computed against an upper bound with {scores.upper_bound_format_errors} "
+            "unparsed replies (scored as wrong, or as a random pick under --amemgym-compat), which lowers the upper "
+            f"bound and raises the memory score; see {UPPER_BOUND_FILE}"
+        )
+    return "\n".join(lines)

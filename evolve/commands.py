@@ -25,7 +25,9 @@ def _default_run_dir(config_path: Path) -> Path:
 def evolve_command(
     config: Annotated[Path, typer.Argument(help="Evolution config (YAML).")],
     run_dir: Annotated[Path | None, typer.Option(help="Run folder; default runs/<config name>.")] = None,
-    resume: Annotated[bool, typer.Option(help="Continue a run that was interrupted.")] = False,
+    resume: Annotated[bool, typer.Option(
+        help="Continue the run in the run folder (a folder without a run starts one, so this is safe to always pass)."
+    )] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the LLM response cache.")] = False,
 ) -> None:
     """Evolve a memory agent's prompts and settings; prints seed vs best on the test users."""

@@ -7,6 +7,7 @@ Validated by pydantic; any error becomes a ``UserInputError`` naming the file an
 from __future__ import annotations
 
 from pathlib import Path
+from collections.abc import Collection
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -73,26 +74,50 @@ class SeedConfig(_EitherOr):
     policy: MemoryPolicy | None = None
 
 
-class SplitConfig(_Strict):
-    """Disjoint train/val/test users: counts (ints) or fractions (floats < 1) of the item list."""
+SPLIT_ROLES = {"train": "training", "val": "validation", "test": "test"}
+"""Split field -> what its users are for (used in error messages)."""
 
-    train: float = Field(0.5, gt=0)
+
+class SplitConfig(_Strict):
+    """Disjoint train/val/test users: counts (ints) or fractions (floats < 1) of the item list.
+
+    Which splits must be non-empty depends on the protocol (``EvolveConfig.required_splits``); a
+    fraction that rounds to 0 users is caught when the split meets the data (``counts``).
+    """
+
+    train: float = Field(0.5, ge=0)
     val: float = Field(0.25, ge=0)
     test: float = Field(0.25, ge=0)
     seed: int = 0
 
-    def counts(self, n_users: int) -> tuple[int, int, int]:
-        def size(value: float) -> int:
-            return round(value * n_users) if value < 1 else int(value)
+    def _size(self, name: str, n_users: int) -> int:
+        value: float = getattr(self, name)
+        return round(value * n_users) if value < 1 else int(value)
 
-        sizes = (max(1, size(self.train)), size(self.val), size(self.test))
-        if sum(sizes) > n_users:
+    def counts(self, n_users: int, required: Collection[str] = tuple(SPLIT_ROLES), *,
+               source: str | None = None) -> tuple[int, int, int]:
+        """(train, val, test) user counts; every split in ``required`` gets at least one user."""
+        sizes = {name: self._size(name, n_users) for name in SPLIT_ROLES}
+        if not any(sizes.values()):
+            raise UserInputError(f"the split gives none of the {n_users} users to any split", source=source,
+                                 field="split")
+        for name in required:
+            if sizes[name] < 1:
+                value: float = getattr(self, name)
+                raise UserInputError(
+                    f"{value:g} of the {n_users} users is 0 {SPLIT_ROLES[name]} users; at least 1 is needed "
+                    "(give a count, or a larger fraction)",
+                    source=source,
+                    field=f"split.{name}",
+                )
+        if sum(sizes.values()) > n_users:
             raise UserInputError(
-                f"split needs {sum(sizes)} users (train {sizes[0]}, val {sizes[1]}, test {sizes[2]}) "
-                f"but the data has {n_users}",
+                f"split needs {sum(sizes.values())} users (train {sizes['train']}, val {sizes['val']}, "
+                f"test {sizes['test']}) but the data has {n_users}",
+                source=source,
                 field="split",
             )
-        return sizes
+        return sizes["train"], sizes["val"], sizes["test"]
 
 
 class DataConfig(_EitherOr):
@@ -124,6 +149,10 @@ class EpisodeSettings(_Strict):
     rounds_update: int = Field(2, ge=1)
     simulator: Literal["template", "llm"] = "template"
     diagnose: bool = False
+    constrained_answers: bool | None = Field(
+        None,
+        description="Constrain question and probe replies to a JSON schema; default: on unless the policy is amemgym_compat.",
+    )
     max_periods: int | None = Field(None, ge=1, description="Truncate every item to its first N periods.")
     max_questions: int | None = Field(None, ge=1, description="Keep only the first N questions per item.")
     user_concurrency: int = Field(4, ge=1, description="Users evaluated at once per candidate.")
@@ -185,6 +214,13 @@ class EvolveConfig(_Strict):
             raise ValueError("episode.simulator 'llm' needs llm.simulator")
         return self
 
+    @property
+    def required_splits(self) -> tuple[str, ...]:
+        """The splits that must not be empty: the outer loop trains, selects on validation and reports
+        on test users. The AMemGym protocol selects nothing (each user evolves on its own), so it runs
+        on the test users, else the validation, else the train users: any one non-empty split will do."""
+        return tuple(SPLIT_ROLES) if self.protocol == "outer_loop" else ()
+
     def resolve_path(self, value: str | Path) -> Path:
         """Relative paths in the config are relative to the config file."""
         path = Path(value).expanduser()
@@ -211,6 +247,14 @@ def parse_evolve_config(data: Any, *, source: Path | None = None) -> EvolveConfi
     except ValidationError as error:
         first = error.errors()[0]
         raise UserInputError(first["msg"], source=label, field=_field_path(first)) from None
+    if not (config.split.train or config.split.val or config.split.test):
+        raise UserInputError("the split gives no users", source=label, field="split")
+    for name in config.required_splits:
+        if getattr(config.split, name) == 0:
+            raise UserInputError(
+                f"the {config.protocol} protocol needs at least 1 {SPLIT_ROLES[name]} user", source=label,
+                field=f"split.{name}",
+            )
     return config
 
 

@@ -2,8 +2,9 @@
 
 Each (candidate, split) has its own ``RunStore`` under ``<run_dir>/evals/<candidate id>/<split>/``, so a
 killed evaluation resumes per period, and a summary JSON written when it finishes, so a finished one
-is never recomputed. Users run concurrently, but intermediate values go to the pruner in user order
-(prefix by prefix), so whether a candidate is pruned does not depend on which user finished first.
+is never recomputed. ``on_saved`` runs right after each of these writes (the run saves its spend
+there). Users run concurrently, but intermediate values go to the pruner in user order (prefix by
+prefix), so whether a candidate is pruned does not depend on which user finished first.
 """
 
 from __future__ import annotations
@@ -85,18 +86,24 @@ class Evaluator:
         make_agent: Callable[[MemoryPolicy], MemoryAgent],
         simulator: UserSimulator,
         episode_config: EpisodeConfig,
+        on_saved: Callable[[], None] = lambda: None,
     ) -> None:
         self.root = root
         self.items = {item.id: item for item in items}
         self.make_agent = make_agent
         self.simulator = simulator
         self.episode_config = episode_config
+        self.on_saved = on_saved
 
     def store(self, candidate_id: str, split: str) -> RunStore:
         return RunStore(self.root / "evals" / candidate_id / split)
 
     def _summary_path(self, candidate_id: str, split: str) -> Path:
         return self.root / "evals" / candidate_id / f"{split}.json"
+
+    def started(self, candidate_id: str) -> bool:
+        """Whether any evaluation of this candidate began (in this or an earlier process)."""
+        return (self.root / "evals" / candidate_id).exists()
 
     def finished(self, candidate_id: str, split: str) -> CandidateEval | None:
         path = self._summary_path(candidate_id, split)
@@ -121,6 +128,7 @@ class Evaluator:
             store=store,
             user_id=user_id,
             after_period=after_period,
+            on_period=lambda _: self.on_saved(),
         )
 
     async def evaluate(
@@ -165,4 +173,5 @@ class Evaluator:
             candidate_id=candidate.id, split=split, users=outcomes, n_users_total=len(user_ids), pruned=pruned
         )
         write_json_atomic(self._summary_path(candidate.id, split), json.loads(result.model_dump_json()))
+        self.on_saved()
         return result

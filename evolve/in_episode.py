@@ -5,8 +5,8 @@ Fixes against the reference: no evolution after the last period (its result coul
 I.15); a bad proposal is rejected and counted instead of crashing the run (I.18); prompts are
 substituted without brace escaping (I.17, I.19). Every step is saved under
 ``<run_dir>/in_episode/<user>/period_XX.json`` before the period counts as finished, so a resumed user
-continues with the prompts it had evolved. The same users are also run without evolution (the seed),
-so one run yields both rows of AMemGym's Table 3.
+continues with the prompts it had evolved; the spend is saved with each finished period. The same
+users are also run without evolution (the seed), so one run yields both rows of AMemGym's Table 3.
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ class EvolutionStep(BaseModel):
 class InEpisodeEvolution(runtime.RunBase):
     """Runs the test users twice: seed without evolution, and evolving after each period."""
 
-    def __init__(self, config: EvolveConfig, run_dir: Path, hub: runtime.Hub) -> None:
-        super().__init__(config, run_dir, hub)
-        self.user_ids = self.split.test or self.split.val or self.split.train
+    def __init__(self, config: EvolveConfig, run_dir: Path, hub: runtime.Hub, *, resume: bool) -> None:
+        super().__init__(config, run_dir, hub, resume=resume)
+        self.user_ids = self.split.test or self.split.val or self.split.train  # see required_splits
 
     def _step_path(self, user_id: str, period: int) -> Path:
         safe = re.sub(r"[^A-Za-z0-9._-]", "_", user_id)
@@ -74,8 +74,10 @@ class InEpisodeEvolution(runtime.RunBase):
         log.info("user %s period %d: evolved %s (%d rejected)", result.user_id, result.period,
                  sorted(prompts) or "nothing", stats.rejected)
 
-    def _restore(self, agent: MemoryAgent, result: PeriodResult) -> None:
-        """On resume, a restored period brings back the prompts evolved after it."""
+    def _period_saved(self, agent: MemoryAgent, result: PeriodResult) -> None:
+        """A period (and the step evolved after it) is on disk: save the spend. On resume, a restored
+        period brings back the prompts evolved after it."""
+        self.spend.save()
         path = self._step_path(result.user_id, result.period)
         if path.exists():
             step = EvolutionStep.model_validate_json(path.read_text(encoding="utf-8"))
@@ -86,12 +88,12 @@ class InEpisodeEvolution(runtime.RunBase):
         await run_episode(
             agent, self.items[user_id], self.evaluator.simulator, self.evaluator.episode_config,
             store=store, user_id=user_id, after_period=self._evolve_after,
-            on_period=lambda result: self._restore(agent, result),
+            on_period=lambda result: self._period_saved(agent, result),
         )
 
     async def run(self) -> EvolutionResult:
         items = [self.items[user_id] for user_id in self.user_ids]
-        table = await runtime.upper_bound(self.config, self.client, self.seed.policy, items, self.run_dir)
+        table = await self.upper_bound_table(items)
         await self.evaluator.evaluate(self.seed, "test", self.user_ids)
         seed_scores, seed_users = runtime.scores(
             self.evaluator.episodes(self.seed.id, "test", self.user_ids), items, table

@@ -7,8 +7,11 @@ Optuna set each variant's hyperparameters, evaluates the candidates on train use
 beats the parent there (elitism). At the end the seed and the best are scored on test users.
 
 Everything is saved in the run folder as it finishes (the generation's plan before any evaluation,
-each candidate's results, each generation's outcome), so ``resume=True`` recomputes nothing finished
-and ends with the same result as an uninterrupted run.
+each candidate's results, each generation's outcome), and the spend with it, so ``resume=True``
+recomputes nothing finished and ends with the same result as an uninterrupted run.
+
+Budgets are checked before each generation and before each candidate starts: once one is spent, the
+run stops, and a generation's candidates that had not started are left out (the stop reason says so).
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from memevo.agents.base import ComponentSpec
-from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import agent_spec
@@ -82,6 +84,8 @@ class GenerationOutcome(BaseModel):
     pruned: list[str]
     parent_val: float
     stats: ProposalStats
+    not_started: list[str] = Field(default_factory=list, description="Candidates left out: the budget was spent.")
+    stop_reason: str | None = Field(None, description="Set when the budget ran out during this generation.")
 
 
 class EvolutionResult(BaseModel):
@@ -130,8 +134,8 @@ def render_train_feedback(
 class OuterLoop(runtime.RunBase):
     """One evolution run over generations (see the module docstring)."""
 
-    def __init__(self, config: EvolveConfig, run_dir: Path, hub: runtime.Hub) -> None:
-        super().__init__(config, run_dir, hub)
+    def __init__(self, config: EvolveConfig, run_dir: Path, hub: runtime.Hub, *, resume: bool) -> None:
+        super().__init__(config, run_dir, hub, resume=resume)
         self.spec = agent_spec(self.seed.policy.kind)
         self.tuner = Tuner(
             config.optuna,
@@ -164,7 +168,7 @@ class OuterLoop(runtime.RunBase):
     async def _train_then_val(self, candidate: Candidate) -> tuple[CandidateEval, CandidateEval | None]:
         """Train users (reporting to the candidate's trial, so it can be pruned), then validation users."""
         train = await self._evaluate(candidate, "train", trial=candidate.trial_number)
-        if train.pruned or not self.split.val:
+        if train.pruned:
             return train, None
         return train, await self._evaluate(candidate, "val", trial=None)
 
@@ -216,6 +220,7 @@ class OuterLoop(runtime.RunBase):
         plan = GenerationPlan(generation=generation, parent_id=parent.id, feedback=feedback,
                               candidates=candidates, stats=stats)
         _write(path, plan)
+        self.spend.save()
         return plan
 
     # ----- generations --------------------------------------------------------------------------
@@ -237,6 +242,7 @@ class OuterLoop(runtime.RunBase):
         )
         await self._log_generation(outcome, [seed], {seed.id: (train, val)}, feedback="")
         _write(path, outcome)
+        self.spend.save()
         return outcome
 
     async def _generation(self, generation: int, parent: Candidate, parent_val: float) -> GenerationOutcome:
@@ -251,18 +257,28 @@ class OuterLoop(runtime.RunBase):
         log.info("generation %d: %d candidate(s) from %d proposal(s) (%d rejected, %d repaired)", generation,
                  len(plan.candidates), plan.stats.total, plan.stats.rejected, plan.stats.repaired)
         semaphore = asyncio.Semaphore(self.config.episode.candidate_concurrency)
+        budget_stop: list[str] = []
 
-        async def run(candidate: Candidate) -> tuple[CandidateEval, CandidateEval | None]:
+        async def run(candidate: Candidate) -> tuple[CandidateEval, CandidateEval | None] | None:
             async with semaphore:
+                # A candidate started by a killed process was allowed to start: it continues.
+                exceeded = None if self.evaluator.started(candidate.id) else self.spend.exceeded(self.config)
+                if exceeded:
+                    budget_stop.append(exceeded)
+                    return None
                 return await self._train_then_val(candidate)
 
-        results = await asyncio.gather(*(run(candidate) for candidate in plan.candidates))
-        evals = {c.id: result for c, result in zip(plan.candidates, results, strict=True)}
-        for candidate, (train, _) in zip(plan.candidates, results, strict=True):
+        gathered = await asyncio.gather(*(run(candidate) for candidate in plan.candidates))
+        not_started = [c for c, result in zip(plan.candidates, gathered, strict=True) if result is None]
+        for candidate in not_started:
+            assert candidate.trial_number is not None
+            self.tuner.tell(candidate.trial_number, None, pruned=True)
+        ran = [(c, result) for c, result in zip(plan.candidates, gathered, strict=True) if result is not None]
+        evals = {c.id: result for c, result in ran}
+        for candidate, (train, _) in ran:
             assert candidate.trial_number is not None
             self.tuner.tell(candidate.trial_number, train.score, pruned=train.pruned)
-        survivors = [(c, train, val) for c, (train, val) in zip(plan.candidates, results, strict=True)
-                     if not train.pruned]
+        survivors = [(c, train, val) for c, (train, val) in ran if not train.pruned]
         kept, accepted, kept_val = parent, False, parent_val
         if survivors:
             best, best_train, best_val = max(
@@ -271,14 +287,18 @@ class OuterLoop(runtime.RunBase):
             score = (best_val or best_train).score
             if score > parent_val:
                 kept, accepted, kept_val = best, True, score
+        stop = None
+        if not_started:
+            stop = (f"{budget_stop[0]}: {len(not_started)} of {len(plan.candidates)} candidate(s) of "
+                    f"generation {generation} not started")
         outcome = GenerationOutcome(
             generation=generation, parent_id=parent.id, kept_id=kept.id, accepted=accepted,
-            train={c.id: t.score for c, (t, _) in zip(plan.candidates, results, strict=True)},
-            val={c.id: v.score for c, (_, v) in zip(plan.candidates, results, strict=True) if v is not None},
-            pruned=[c.id for c, (t, _) in zip(plan.candidates, results, strict=True) if t.pruned],
-            parent_val=kept_val, stats=plan.stats,
+            train={c.id: t.score for c, (t, _) in ran},
+            val={c.id: v.score for c, (_, v) in ran if v is not None},
+            pruned=[c.id for c, (t, _) in ran if t.pruned],
+            parent_val=kept_val, stats=plan.stats, not_started=[c.id for c in not_started], stop_reason=stop,
         )
-        await self._log_generation(outcome, plan.candidates, evals, feedback=plan.feedback)
+        await self._log_generation(outcome, [c for c, _ in ran], evals, feedback=plan.feedback)
         _write(path, outcome)
         self.spend.save()
         log.info("generation %d: %s (kept %s, validation %.3f)", generation,
@@ -297,8 +317,7 @@ class OuterLoop(runtime.RunBase):
 
     async def _upper_bound(self) -> UpperBoundTable | None:
         if self.upper_bound is None:
-            self.upper_bound = await runtime.upper_bound(self.config, self.client, self.seed.policy, self.users,
-                                                         self.run_dir)
+            self.upper_bound = await self.upper_bound_table(self.users)
         return self.upper_bound
 
     async def _candidate_metrics(self, candidate: Candidate, train: CandidateEval,
@@ -412,12 +431,15 @@ class OuterLoop(runtime.RunBase):
                 parent, parent_val, stale = self.candidates[outcome.kept_id], outcome.parent_val, 0
             else:
                 stale += 1
+            if outcome.stop_reason:
+                stop = outcome.stop_reason
+                break
         return await self._finish(parent, history, stop)
 
     async def _test_scores(self, candidate: Candidate) -> tuple[Scores, list[UserScores]]:
-        split = "test" if self.split.test else "val"
-        await self.evaluator.evaluate(candidate, split, getattr(self.split, split))
-        scored = await self._scores(candidate.id, split)
+        """Scores on the test users (never empty: the split guarantees at least one)."""
+        await self.evaluator.evaluate(candidate, "test", self.split.test)
+        scored = await self._scores(candidate.id, "test")
         assert scored is not None
         return scored
 
@@ -446,30 +468,15 @@ class OuterLoop(runtime.RunBase):
         return result
 
 
-def _check_run_dir(run_dir: Path, config: EvolveConfig, resume: bool) -> None:
-    marker = run_dir / "config.json"
-    payload = config.hash_payload()
-    if marker.exists():
-        if not resume:
-            raise UserInputError(f"run folder {run_dir} already holds a run; pass --resume or choose another --run-dir",
-                                 field="run_dir")
-        if json.loads(marker.read_text(encoding="utf-8")) != json.loads(json.dumps(payload)):
-            raise UserInputError("the config changed since this run started; resume needs the same config",
-                                 source=str(config.source or ""), field="(root)")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(marker, payload)
-
-
 async def evolve(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resume: bool) -> EvolutionResult:
     """Async form of ``run_evolution`` (for callers already inside an event loop)."""
     run_dir = Path(run_dir)
-    _check_run_dir(run_dir, config, resume)
     if config.protocol == "amemgym_period":
         from memevo.evolve.in_episode import InEpisodeEvolution
 
-        run: OuterLoop | InEpisodeEvolution = InEpisodeEvolution(config, run_dir, hub)
+        run: OuterLoop | InEpisodeEvolution = InEpisodeEvolution(config, run_dir, hub, resume=resume)
     else:
-        run = OuterLoop(config, run_dir, hub)
+        run = OuterLoop(config, run_dir, hub, resume=resume)
     try:
         return await run.run()
     finally:
@@ -477,5 +484,8 @@ async def evolve(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resum
 
 
 def run_evolution(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resume: bool) -> EvolutionResult:
-    """Run (or resume) one evolution to the end and return seed vs best on the test users."""
+    """Run (or resume) one evolution to the end and return seed vs best on the test users.
+
+    Nothing is written to ``run_dir`` until the config has been checked against the data; with
+    ``resume`` a folder without a run starts one."""
     return asyncio.run(evolve(config, run_dir=run_dir, hub=hub, resume=resume))

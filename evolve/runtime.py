@@ -1,7 +1,9 @@
 """What an evolution run is made of before any generation: users, split, seed policy, simulator.
 
-Also the run-folder bookkeeping every protocol shares: the recorded split and the spend carried over
-from earlier (crashed) processes, so budgets hold across ``--resume``.
+Also the run-folder bookkeeping every protocol shares: claiming the folder (only once everything that
+can be checked without an LLM call has been checked, so a bad config leaves no trace), the recorded
+split, and the spend carried over from earlier (killed) processes, so budgets and reported usage hold
+across ``--resume``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,15 @@ from memevo.agents.llm.protocol import ChatClient, Role
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import agent_spec, build_agent
 from memevo.environments.data.models import Item
-from memevo.environments.metrics import Scores, UpperBoundTable, UserScores, compute_upper_bound, score_episodes, user_scores
+from memevo.environments.metrics import (
+    UPPER_BOUND_FILE,
+    Scores,
+    UpperBoundTable,
+    UserScores,
+    compute_upper_bound,
+    score_episodes,
+    user_scores,
+)
 from memevo.environments.records import EpisodeResult
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.simulators.base import UserSimulator
@@ -92,11 +102,12 @@ def data_hash(items: Sequence[Item]) -> str:
 
 
 def make_split(items: Sequence[Item], config: EvolveConfig) -> Split:
-    """A seeded shuffle cut into train/val/test (a test split of 0 reuses validation users)."""
+    """A seeded shuffle cut into train/val/test; each split the protocol uses gets at least one user."""
     ids = [item.id for item in items]
     if len(set(ids)) != len(ids):
         raise UserInputError("item ids must be unique", field="data")
-    n_train, n_val, n_test = config.split.counts(len(ids))
+    source = str(config.source) if config.source else None
+    n_train, n_val, n_test = config.split.counts(len(ids), config.required_splits, source=source)
     order = sorted(ids)
     random.Random(config.split.seed).shuffle(order)
     return Split(
@@ -105,6 +116,24 @@ def make_split(items: Sequence[Item], config: EvolveConfig) -> Split:
         test=order[n_train + n_val : n_train + n_val + n_test],
         seed=config.split.seed,
     )
+
+
+def claim_run_dir(run_dir: Path, config: EvolveConfig, resume: bool) -> None:
+    """Mark ``run_dir`` as this config's run (a run's first write); a resume needs the same config.
+
+    ``resume`` on a folder that holds no run yet simply starts one, so a command can always pass it.
+    """
+    marker = run_dir / "config.json"
+    payload = config.hash_payload()
+    if marker.exists():
+        if not resume:
+            raise UserInputError(f"run folder {run_dir} already holds a run; pass --resume or choose another --run-dir",
+                                 field="run_dir")
+        if json.loads(marker.read_text(encoding="utf-8")) != json.loads(json.dumps(payload)):
+            raise UserInputError("the config changed since this run started; resume needs the same config",
+                                 source=str(config.source or ""), field="(root)")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(marker, payload)
 
 
 def recorded_split(run_dir: Path, fresh: Split) -> Split:
@@ -170,6 +199,7 @@ def episode_config(config: EvolveConfig, policy: MemoryPolicy) -> EpisodeConfig:
         rounds_update=config.episode.rounds_update,
         diagnose=config.episode.diagnose,
         amemgym_compat=policy.amemgym_compat,
+        constrained_answers=config.episode.constrained_answers,
         max_concurrent_users=config.episode.user_concurrency,
         seed=config.split.seed,
     )
@@ -180,7 +210,7 @@ async def upper_bound(config: EvolveConfig, client: Callable[[LLMConfig], ChatCl
     """The perfect-information upper bound of the agent's LLM on these users, computed once per run."""
     if not config.upper_bound:
         return None
-    path = run_dir / "upper_bound.json"
+    path = run_dir / UPPER_BOUND_FILE
     if path.exists():
         return UpperBoundTable.model_validate_json(path.read_text(encoding="utf-8"))
     table = await compute_upper_bound(
@@ -206,7 +236,17 @@ def add_usage(first: UsageReport, second: UsageReport) -> UsageReport:
 
 
 class Spend:
-    """Usage of this run across processes: what earlier processes recorded plus this one's delta."""
+    """Usage of this run across processes: what earlier processes recorded plus this one's delta.
+
+    The run saves it at every checkpoint, right after a result is written (each finished period,
+    evaluation, plan, upper-bound table, generation) with no await in between, so every call behind a
+    saved result is in ``spend.json``. A killed process loses only the calls made since its last
+    checkpoint, and those belong to unsaved work that the resumed process redoes and counts again. So
+    with one user and one candidate at a time and no response cache, a killed-and-resumed run reports
+    exactly the usage of an uninterrupted one. With concurrency it may report more (work in flight at a
+    checkpoint is counted when saved and again when redone: money really spent), never fewer calls;
+    with the response cache, redone calls are cache hits, which cost no dollars.
+    """
 
     def __init__(self, run_dir: Path, hub: Hub) -> None:
         self.path = run_dir / "spend.json"
@@ -236,35 +276,51 @@ class Spend:
 
 
 class RunBase:
-    """What every protocol builds first: users, recorded split, seed, evaluator, proposer, spend."""
+    """What every protocol builds first: users, recorded split, seed, evaluator, proposer, spend.
 
-    def __init__(self, config: EvolveConfig, run_dir: Path, hub: Hub) -> None:
+    Everything that can be checked without an LLM call (data, the split against the data, agent kind,
+    components, LLM endpoints) is checked before the run folder is claimed: a failed start writes nothing.
+    """
+
+    def __init__(self, config: EvolveConfig, run_dir: Path, hub: Hub, *, resume: bool) -> None:
         self.config = config
         self.run_dir = run_dir
         self.hub = hub
         self.users = load_users(config)
         self.items = {item.id: item for item in self.users}
-        self.split = recorded_split(run_dir, make_split(self.users, config))
+        fresh_split = make_split(self.users, config)
         self.seed = Candidate(policy=seed_policy(config), origin="seed")
         self.clients: dict[LLMConfig, ChatClient] = {}
-        self.evaluator = Evaluator(
-            root=run_dir,
-            items=self.users,
-            make_agent=agent_factory(self.client),
-            simulator=make_simulator(config, self.client),
-            episode_config=episode_config(config, self.seed.policy),
-        )
+        self.client(self.seed.policy.llm)
+        simulator = make_simulator(config, self.client)
         proposer_lm = hub.dspy_lm(config.llm.proposer, role="proposer")
         if hasattr(proposer_lm, "gateway"):
             self.clients[config.llm.proposer] = proposer_lm.gateway
         self.proposer = Proposer(proposer_lm, adapter=config.proposer_adapter)
         self.bounds = LengthBounds(min_ratio=config.min_length_ratio, max_ratio=config.max_length_ratio)
+
+        claim_run_dir(run_dir, config, resume)
+        self.split = recorded_split(run_dir, fresh_split)
         self.spend = Spend(run_dir, hub)
+        self.evaluator = Evaluator(
+            root=run_dir,
+            items=self.users,
+            make_agent=agent_factory(self.client),
+            simulator=simulator,
+            episode_config=episode_config(config, self.seed.policy),
+            on_saved=self.spend.save,
+        )
         self.tracker = (
             Tracker(run_dir=run_dir, uri=config.tracking.uri, experiment=config.tracking.experiment or config.name)
             if config.tracking.enabled
             else None
         )
+
+    async def upper_bound_table(self, items: Sequence[Item]) -> UpperBoundTable | None:
+        """The upper-bound table on ``items`` (computed once per run; a spend checkpoint of its own)."""
+        table = await upper_bound(self.config, self.client, self.seed.policy, items, self.run_dir)
+        self.spend.save()
+        return table
 
     def client(self, config: LLMConfig) -> ChatClient:
         """The hub's client for ``config``, remembered so ``close_clients`` can release it."""

@@ -22,6 +22,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
+from memevo.environments.metrics import UPPER_BOUND_FILE, UpperBoundTable
 from memevo.environments.store import write_json_atomic
 
 PARENT_TAG = MLFLOW_PARENT_RUN_ID
@@ -136,12 +137,13 @@ class Tracker:
         gen_run, done = self._run(key, f"generation-{generation}", self.parent_id)
         if done:
             return
+        upper_bound = self._upper_bound_metrics()
         for entry in candidates:
             cand_key = f"{key}/{entry['label']}"
             cand_run, cand_done = self._run(cand_key, entry["label"], gen_run)
             if cand_done:
                 continue
-            self._log_metrics(cand_run, entry["metrics"], generation)
+            self._log_metrics(cand_run, entry["metrics"] | upper_bound, generation)
             params = {k: str(v)[:500] for k, v in entry["params"].items()}
             self.client.log_batch(cand_run, params=[Param(k, v) for k, v in sorted(params.items())])
             for path, text in entry["artifacts"].items():
@@ -155,6 +157,16 @@ class Tracker:
         """Metrics on the parent run (at most once per step: a resumed run skips a finished parent)."""
         if not self.ids["parent"].get("done"):
             self._log_metrics(self.parent_id, metrics, step)
+
+    def _upper_bound_metrics(self) -> dict[str, float]:
+        """Unparsed replies of the upper bound the run's memory scores are computed against (they count as
+        wrong and so raise the memory score); nothing when the run has no upper-bound table."""
+        path = self.run_dir / UPPER_BOUND_FILE
+        if not path.exists():
+            return {}
+        table = UpperBoundTable.model_validate_json(path.read_text(encoding="utf-8"))
+        return {"upper_bound_format_errors": table.format_errors,
+                "upper_bound_format_error_rate": table.format_error_rate}
 
     def _log_metrics(self, run_id: str, metrics: dict[str, float], step: int) -> None:
         stamp = _now_ms()
@@ -182,7 +194,7 @@ class Tracker:
         """Final test metrics, the score-per-generation plot and closing artifacts on the parent run."""
         if self.ids["parent"].get("done"):
             return
-        self._log_metrics(self.parent_id, metrics, step=len(history))
+        self._log_metrics(self.parent_id, metrics | self._upper_bound_metrics(), step=len(history))
         for path, text in artifacts.items():
             self.client.log_text(self.parent_id, text, path)
         if history:

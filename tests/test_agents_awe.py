@@ -44,11 +44,16 @@ async def test_add_update_delete_keep():
 
 async def test_out_of_range_id_is_retried_then_skipped():
     replies = ['{"facts": ["Likes jazz"]}', '{"facts": ["Likes jazz a lot"]}', '{"action": "delete", "id": "7"}', '{"action": "update"}']
-    agent = make("awe", scripted(replies), update_every=2, short_term=0)
+    llm = scripted(replies)
+    agent = make("awe", llm, update_every=2, short_term=0)
     await agent.respond("jazz", day(1))
     await agent.respond("jazz!", day(2))
     assert texts(agent) == ["Likes jazz"]
     assert agent.counters.model_dump() == {"requests": 3, "retries": 1, "failures": 1}
+    # The retry carried the bad reply and a reminder naming the problem.
+    retry = [call["messages"] for call in llm.calls if call["json"]][-1]
+    assert retry[1] == {"role": "assistant", "content": '{"action": "delete", "id": "7"}'}
+    assert "could not be used: id '7' is not one of the 1 memories shown." in retry[2]["content"]
 
 
 async def test_malformed_fact_list_is_counted_not_fatal():

@@ -2,10 +2,9 @@
 
 import json
 
-from memevo.agents.llm.protocol import ChatReply, LLMJSONError
-from memevo.agents.policy import MemoryPolicy
+import pytest
+
 from memevo.agents.prompts.awi import WRITE_FORMAT_CLAUSE
-from memevo.agents.registry import build_agent
 from tests.test_agents_support import day, json_calls, make, reloaded, scripted
 
 
@@ -54,25 +53,25 @@ async def test_malformed_reply_is_retried_once_then_skipped_and_counted():
     assert [n.label for n in agent.notes] == ["ok"]
 
 
-async def test_retry_uses_a_new_sample_index():
-    seen = []
-
-    class Recording:
-        """TEST DOUBLE: fails the first JSON attempt and records the sample index of each."""
-
-        async def chat(self, messages, **kw):
-            return ChatReply(text="ok", model="double")
-
-        async def chat_json(self, messages, *, role, json_schema=None, sample_index=0, **kw):
-            seen.append((role, sample_index, json_schema is not None))
-            if sample_index == 0:
-                raise LLMJSONError("bad", raw_text="{")
-            return {"a": "b"}, ChatReply(text='{"a": "b"}', model="double")
-
-    agent = build_agent(MemoryPolicy(kind="awi", update_every=2, short_term=0), Recording())
-    await agent.respond("hi", day(1))
-    assert seen == [("agent", 0, True), ("agent", 1, True)]
-    assert agent.counters.failures == 0 and agent.notes[0].value == "b"
+@pytest.mark.parametrize(
+    ("bad", "named"),
+    [
+        ("not json at all ]]", "it was not valid JSON"),
+        ('["a", "list"]', "expected a JSON object mapping labels to strings, got a list"),
+        ('{"x": {"nested": 1}}', "the value of 'x' is a dict, not a string"),
+    ],
+)
+async def test_retry_shows_the_bad_reply_and_names_what_was_wrong(bad, named):
+    llm = scripted([bad, '{"ok": "fixed"}'])
+    agent = make("awi", llm, update_every=2, short_term=0)
+    await run_rounds(agent, 1)
+    first, retry = [call["messages"] for call in llm.calls if call["json"]]
+    # A different request (a resend at temperature 0 would mostly get the same reply back).
+    assert retry[0] == first[0] and len(first) == 1
+    assert retry[1] == {"role": "assistant", "content": bad}
+    assert retry[2]["role"] == "user" and f"could not be used: {named}." in retry[2]["content"]
+    assert agent.counters.model_dump() == {"requests": 1, "retries": 1, "failures": 0}
+    assert agent.notes[0].value == "fixed"
 
 
 async def test_prompt_full_of_braces_and_json_examples_works():

@@ -1,12 +1,12 @@
-"""Every built-in agent kind end to end against the real local model (SmolLM2-135M via llama-cpp).
+"""Every built-in agent kind through the real episode runner against the real local model (SmolLM2-135M).
 
-A hand-made two-period item driven directly (agents may not import environments): one two-round
-session per period, with a simulated-time prefix on the first message, an end-of-session flush, then a question.
-The checks are about the records, not the tiny model's accuracy.
+A tiny procedural world (one user, period 0 plus one update period, one session each, two questions)
+played live with the template user simulator, so the agents see exactly what ``memevo eval`` feeds them:
+timed opening messages, a follow-up, session ends, constrained multiple-choice questions. The checks
+are about the records being complete and valid, not about the tiny model's accuracy.
 """
 
 import json
-from datetime import datetime
 
 import pytest
 
@@ -14,15 +14,15 @@ from memevo.agents.llm.config import LLMConfig
 from memevo.agents.llm.hub import LLMHub
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import build_agent
+from memevo.environments.data.models import Item
+from memevo.environments.records import EpisodeResult
+from memevo.environments.runner import EpisodeConfig, run_episode
+from memevo.environments.simulators.template import TemplateUserSimulator
+from memevo.environments.synth import SynthConfig, synthesize
 
 pytestmark = pytest.mark.integration
 
-PERIODS = [
-    [(datetime(2021, 1, 5, 10), ["I just started a new job as a baker in Lyon.", "Any tips for waking up at 4am?"])],
-    [(datetime(2021, 5, 3, 9), ["I quit the bakery and now I teach yoga.", "What should I charge per class?"])],
-]
-QUESTION = "What is my current job?"
-PROMPT = f"{QUESTION}\n(1) baker\n(2) yoga teacher\n(3) nurse\nReply with the number of the best choice."
+EPISODE = EpisodeConfig(rounds_init=1, rounds_update=2)
 
 
 @pytest.fixture(scope="module")
@@ -31,43 +31,58 @@ def hub(tmp_path_factory):
         yield hub
 
 
-@pytest.mark.parametrize("kind", ["native", "rag", "awi", "awe"])
-async def test_agent_runs_two_periods_on_the_local_model(hub, kind):
-    policy = MemoryPolicy(
-        kind=kind, update_every=2, short_term=2, top_k=5, flush_on_session_end=True, llm=LLMConfig(max_tokens=64)
+@pytest.fixture(scope="module")
+def item() -> Item:
+    config = SynthConfig(
+        users=1, periods=1, questions=2, states_per_question=1, sessions_init=1, changes_per_period=1, seed=3
     )
-    agent = build_agent(policy, hub.client(policy.llm))
-    answers = []
-    for sessions in PERIODS:
-        for when, messages in sessions:
-            for index, message in enumerate(messages):
-                text = f"[Current Time: {when:%Y-%m-%d}]\n{message}" if index == 0 else message
-                reply = await agent.respond(text, when)
-                assert isinstance(reply, str)
-            await agent.end_session(when)
-        state = json.dumps(agent.state())
-        answer = await agent.answer(PROMPT, query=QUESTION, now=sessions[-1][0])
-        assert json.dumps(agent.state()) == state, "answer() changed the state"
-        assert isinstance(answer.text, str) and answer.text.strip()
-        answers.append(answer)
+    (only,) = synthesize(config)
+    return only
 
+
+def check_records(result: EpisodeResult, item: Item) -> None:
+    assert result.user_id == item.id
+    assert [p.period for p in result.periods] == list(range(len(item.periods)))
+    for period in result.periods:
+        sessions = item.periods[period.period].sessions
+        assert len(period.transcripts) == len(sessions)
+        for transcript in period.transcripts:
+            assert [m["role"] for m in transcript] == ["user", "assistant"] * EPISODE.rounds(period.period)
+            assert all(isinstance(m["content"], str) for m in transcript)
+            assert transcript[0]["content"].startswith("[Current Time: ")
+        assert sorted(q.question_index for q in period.qa) == list(range(len(item.qas)))
+        for record in period.qa:
+            assert record.period == period.period and record.prompt.strip() and record.raw_reply.strip()
+            assert record.n_choices == len(item.qas[record.question_index].answer_choices)
+            assert 1 <= record.gold <= record.n_choices
+            if record.format_error:
+                assert record.choice is None and not record.correct
+            else:
+                assert 1 <= record.choice <= record.n_choices
+                assert record.correct == (record.choice == record.gold)
+    assert EpisodeResult.model_validate_json(result.model_dump_json()) == result
+
+
+@pytest.mark.parametrize("kind", ["native", "rag", "awi", "awe"])
+async def test_agent_kind_through_the_episode_runner(hub, item, kind):
+    policy = MemoryPolicy(
+        kind=kind, update_every=2, short_term=2, top_k=5, flush_on_session_end=True, llm=LLMConfig(max_tokens=48)
+    )
+    llm = hub.client(policy.llm)
+    agent = build_agent(policy, llm)
+    before = hub.accounting.report()
+    result = await run_episode(agent, item, TemplateUserSimulator(seed=0), EPISODE)
+
+    check_records(result, item)
     state = json.loads(json.dumps(agent.state()))
-    twin = build_agent(policy, hub.client(policy.llm))
+    twin = build_agent(policy, llm)
     twin.load_state(state)
     assert twin.state() == state
-    if kind == "native":
-        assert len(state["history"]) == 8 and "yoga" in answers[-1].consulted_memory
-    else:
+    if kind != "native":
         assert state["buffer"] == []  # flushed at every session end
-        assert state["counters"]["requests"] >= (0 if kind == "rag" else 4)
-    if kind == "rag":
-        assert len(state["memory"]["memories"]) == 8
-        assert "yoga" in answers[-1].consulted_memory
-    if kind == "awi":
-        # The tiny model may produce unusable notes, but every write must be accounted for.
-        assert state["counters"]["failures"] <= state["counters"]["requests"]
-        assert all(isinstance(n["value"], str) and n["value"] for n in state["memory"])
-    if kind == "awe":
-        assert all(isinstance(m["text"], str) for m in state["memory"]["memories"])
-    usage = hub.accounting.report().by_role["agent"]
-    assert usage.calls > 0 and usage.prompt_tokens > 0
+        counters = state["counters"]
+        assert counters["failures"] <= counters["requests"] and counters["retries"] <= counters["requests"]
+        assert counters["requests"] >= (0 if kind == "rag" else len(item.periods))
+    spent = hub.accounting.report().minus(before).by_role["agent"]
+    rounds = sum(EPISODE.rounds(p) * len(item.periods[p].sessions) for p in range(len(item.periods)))
+    assert spent.calls >= rounds + len(item.periods) * len(item.qas) and spent.prompt_tokens > 0

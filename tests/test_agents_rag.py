@@ -1,15 +1,20 @@
 """RAG: raw messages stored with AMemGym's prefixes, BM25 or embedding retrieval, query choice."""
 
 import json
-from types import SimpleNamespace
 
 import pytest
 
 from memevo.agents.errors import UserInputError
+from memevo.agents.llm.accounting import Accounting
+from memevo.agents.llm.cache import ResponseCache
+from memevo.agents.llm.config import LLMConfig
+from memevo.agents.llm.gateway import LLMGateway
 from memevo.agents.policy import MemoryPolicy
-from memevo.agents.registry import build_agent
 from memevo.agents.rag import RAGAgent
+from memevo.agents.registry import build_agent
 from memevo.agents.retrieval import BM25Retriever
+from tests.doubles.fault_server import Fault, FaultServer
+from tests.doubles.scripted_llm import ScriptedLLM
 from tests.test_agents_support import day, make, reloaded, scripted
 
 FACTS = ["My dog Rex loves the beach", "I work as a welder in Gdansk", "My favourite tea is oolong"]
@@ -63,33 +68,81 @@ async def test_answer_is_pure_and_state_round_trips():
     assert (await twin.answer("q", query="Rex", now=day(11))) == (await agent.answer("q", query="Rex", now=day(11)))
 
 
-class FakeEmbeddings:
-    """TEST DOUBLE for ``AsyncOpenAI().embeddings``: 3-d bag-of-keywords vectors."""
+class KeywordEmbedder(ScriptedLLM):
+    """TEST DOUBLE: a scripted chat client that can also embed, as 3-d bag-of-keywords vectors."""
 
     KEYS = ("dog", "welder", "tea")
 
     def __init__(self) -> None:
-        self.requests: list[list[str]] = []
+        super().__init__(scripted(chat="ok").handler)
+        self.embedded: list[list[str]] = []
 
-    async def create(self, *, model: str, input: list[str]):
-        assert model == "test-embed"
-        self.requests.append(list(input))
-        vectors = [[float(k in text.lower()) + 0.01 for k in self.KEYS] for text in input]
-        return SimpleNamespace(data=[SimpleNamespace(embedding=v) for v in vectors])
+    async def embed(self, texts: list[str], *, role: str, model: str) -> list[list[float]]:
+        assert (role, model) == ("agent", "test-embed")
+        self.embedded.append(list(texts))
+        return [[float(k in text.lower()) + 0.01 for k in self.KEYS] for text in texts]
 
 
-async def test_embedding_retrieval_through_an_openai_compatible_client():
-    embeddings = FakeEmbeddings()
-    policy = MemoryPolicy(kind="rag", update_every=2, short_term=0, top_k=1, retrieval="embedding", embedding_model="test-embed")
-    agent = RAGAgent(policy, scripted(chat="ok"), embeddings=SimpleNamespace(embeddings=embeddings))
+EMBEDDING_POLICY = MemoryPolicy(
+    kind="rag", update_every=2, short_term=0, top_k=1, retrieval="embedding", embedding_model="test-embed"
+)
+
+
+async def test_embedding_retrieval_uses_the_agents_own_llm():
+    llm = KeywordEmbedder()
+    agent = build_agent(EMBEDDING_POLICY, llm)
     for i, fact in enumerate(FACTS):
         await agent.respond(fact, day(i))
     answer = await agent.answer("q", query="which tea?", now=day(9))
     assert answer.consulted_memory == "- USER INPUT: My favourite tea is oolong"
-    # Each text is embedded once and cached (embedding happens lazily, at the next search).
-    sent = [text for request in embeddings.requests for text in request]
+    # Each text is embedded once (embedding happens lazily, at the next search).
+    sent = [text for request in llm.embedded for text in request]
     assert len(sent) == len(set(sent))
-    assert embeddings.requests[-1] == ["which tea?", "USER INPUT: My favourite tea is oolong"]
+    assert llm.embedded[-1] == ["which tea?", "USER INPUT: My favourite tea is oolong"]
+
+
+@pytest.mark.parametrize("kind", ["rag", "awe"])
+def test_embedding_retrieval_with_a_chat_only_client_is_a_clear_error(kind):
+    policy = EMBEDDING_POLICY.model_copy(update={"kind": kind})
+    with pytest.raises(UserInputError, match="can embed texts; ScriptedLLM cannot") as caught:
+        build_agent(policy, scripted())
+    assert caught.value.field == "retrieval"
+
+
+async def test_embeddings_go_through_the_gateway_with_cache_and_accounting(tmp_path):
+    """Real HTTP: the agent's gateway sends chat and embeddings to its one endpoint, and a second
+    agent on the same cache sends nothing at all."""
+    vectors = {"dog": [1.0, 0.0, 0.0], "welder": [0.0, 1.0, 0.0], "tea": [0.0, 0.0, 1.0]}
+
+    def embed(text: str) -> list[float]:
+        found = [vector for key, vector in vectors.items() if key in text.lower()]
+        return found[0] if found else [0.1, 0.1, 0.1]
+
+    with FaultServer(lambda body: "ok", embed=embed) as server:
+        server.plan(Fault(status=500))  # the first request (a chat reply) fails once and is retried
+
+        async def run() -> tuple[str, Accounting]:
+            accounting = Accounting()
+            gateway = LLMGateway(
+                LLMConfig(model="test-chat", max_retries=2), base_url=server.url,
+                cache=ResponseCache(tmp_path), accounting=accounting, backoff_base_s=0.001,
+            )
+            agent = build_agent(EMBEDDING_POLICY, gateway)
+            for i, fact in enumerate(FACTS):
+                await agent.respond(fact, day(i))
+            return (await agent.answer("q", query="which tea?", now=day(9))).consulted_memory, accounting
+
+        memory, accounting = await run()
+        assert memory == "- USER INPUT: My favourite tea is oolong"
+        sent = len(server.requests)
+        assert server.paths.count("/v1/embeddings") >= 2 and "/v1/chat/completions" in server.paths
+        usage = accounting.report().by_role["agent"]
+        assert usage.retries == 1 and usage.cache_hits == 0 and usage.prompt_tokens > 0
+
+        again, accounting = await run()
+        assert again == memory and len(server.requests) == sent
+        usage = accounting.report().by_role["agent"]
+        assert usage.calls == usage.cache_hits > 0
 
 
 def test_embedding_retrieval_needs_a_model_name():

@@ -60,15 +60,34 @@ QUICK = {
 }
 
 
-def run_evolve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run: Path, **sections: object) -> str:
+def run_evolve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run: Path, *flags: str, **sections: object) -> str:
     """``memevo evolve`` on a tiny category world through the double hub; returns what it printed."""
     save_items(category_world(6, 2), tmp_path / "data.json")
     config = tmp_path / "quick.yaml"
     config.write_text(yaml.safe_dump({**QUICK, **sections}))
     monkeypatch.setattr(hub_module, "LLMHub", _CategoryHubContext)
-    result = CliRunner().invoke(app(), ["evolve", str(config), "--run-dir", str(run)])
+    result = CliRunner().invoke(app(), ["evolve", str(config), "--run-dir", str(run), *flags])
     assert result.exit_code == 0, result.output
     return result.output
+
+
+def test_resume_starts_a_new_run_and_reruns_a_finished_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = tmp_path / "not yet"
+    first = run_evolve(tmp_path, monkeypatch, run, "--resume")
+    assert (run / "result.json").exists()
+    again = run_evolve(tmp_path, monkeypatch, run, "--resume")
+    def summary(output: str) -> list[str]:
+        return [line for line in output.splitlines() if " INFO " not in line]  # MLflow's own log lines
+
+    assert summary(again) == summary(first) and "spend: " in again
+
+
+def test_split_without_test_users_is_a_user_error(tmp_path: Path) -> None:
+    config = tmp_path / "no-test.yaml"
+    config.write_text(yaml.safe_dump({**QUICK, "split": {"train": 2, "val": 2, "test": 0}}))
+    result = CliRunner().invoke(app(), ["evolve", str(config), "--run-dir", str(tmp_path / "run")])
+    assert isinstance(result.exception, UserInputError) and result.exception.field == "split.test"
+    assert not (tmp_path / "run").exists()
 
 
 def test_evolve_prints_summary_and_the_ui_command_of_its_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

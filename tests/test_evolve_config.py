@@ -92,3 +92,52 @@ def test_int_range_contains() -> None:
     assert IntRange(low=2, high=8, step=2).contains(4)
     assert not IntRange(low=2, high=8, step=2).contains(5)
     assert IntRange(choices=[10, 30]).contains(30)
+
+
+@pytest.mark.parametrize(
+    ("split", "protocol", "field"),
+    [
+        ({"train": 2, "val": 0, "test": 2}, "outer_loop", "split.val"),
+        ({"train": 2, "val": 2, "test": 0}, "outer_loop", "split.test"),
+        ({"train": 0, "val": 2, "test": 2}, "outer_loop", "split.train"),
+        ({"train": 0, "val": 0, "test": 0}, "amemgym_period", "split"),
+    ],
+)
+def test_empty_split_the_protocol_needs_is_rejected(tmp_path: Path, split: dict, protocol: str, field: str) -> None:
+    path = write(tmp_path, {**MINIMAL, "split": split, "protocol": protocol})
+    with pytest.raises(UserInputError, match="at least 1|no users") as caught:
+        load_evolve_config(path)
+    assert caught.value.field == field
+    assert str(path.resolve()) in str(caught.value)
+
+
+def test_amemgym_protocol_needs_only_one_non_empty_split(tmp_path: Path) -> None:
+    config = load_evolve_config(write(tmp_path, {**MINIMAL, "protocol": "amemgym_period",
+                                                 "split": {"train": 0, "val": 0, "test": 4}}))
+    assert config.required_splits == ()
+    assert config.split.counts(6, config.required_splits) == (0, 0, 4)
+    with pytest.raises(UserInputError, match="none of the 6 users") as caught:
+        SplitConfig(train=0.05, val=0, test=0).counts(6, config.required_splits)
+    assert caught.value.field == "split"
+
+
+def test_fraction_rounding_to_zero_users_is_named() -> None:
+    split = SplitConfig(train=0.5, val=0.1, test=0.4)
+    assert split.counts(10) == (5, 1, 4)
+    with pytest.raises(UserInputError, match="0 validation users") as caught:
+        split.counts(4, source="cfg.yaml")
+    assert caught.value.field == "split.val" and "cfg.yaml" in str(caught.value)
+    assert split.counts(4, ("train", "test")) == (2, 0, 2)
+
+
+@pytest.mark.parametrize(
+    ("episode", "compat", "expected"),
+    [({}, False, True), ({}, True, False), ({"constrained_answers": False}, False, False),
+     ({"constrained_answers": True}, True, True)],
+)
+def test_constrained_answers_reach_the_episode(tmp_path: Path, episode: dict, compat: bool, expected: bool) -> None:
+    from memevo.evolve.runtime import episode_config
+
+    data = {**MINIMAL, "seed": {"policy": {"kind": "awi", "amemgym_compat": compat}}, "episode": episode}
+    config = load_evolve_config(write(tmp_path, data))
+    assert episode_config(config, config.seed.policy).constrained_answers is expected

@@ -118,9 +118,15 @@ class CrashingBackend(CategoryBackend):
 
 
 def _comparable(result: EvolutionResult) -> dict[str, Any]:
+    """The result without its usage (compared separately: see ``memevo.evolve.runtime.Spend``)."""
     data = json.loads(result.model_dump_json())
     data.pop("usage")
     return data
+
+
+def _spent(result: EvolutionResult) -> tuple[int, int, int]:
+    total = result.usage.total()
+    return total.calls, total.prompt_tokens, total.completion_tokens
 
 
 def test_killed_run_resumes_to_the_same_result(tmp_path: Path) -> None:
@@ -134,6 +140,11 @@ def test_killed_run_resumes_to_the_same_result(tmp_path: Path) -> None:
     assert (tmp_path / "killed" / "generations" / "gen_001" / "plan.json").exists()
     resumed, resumed_backend = evolve(tmp_path, "killed", resume=True, **options)
     assert _comparable(resumed) == _comparable(whole)
+    # Users and candidates run concurrently: calls of work in flight at a checkpoint are saved and made
+    # again on resume (really spent), so the resumed run may report more, never less (runtime.Spend).
+    for resumed_count, whole_count in zip(_spent(resumed), _spent(whole), strict=True):
+        assert whole_count <= resumed_count
+    assert resumed.usage.total().calls <= whole.usage.total().calls + crash_at
     assert len(resumed_backend.calls) < len(full_backend.calls) - crash_at // 2  # finished work was reused
     client = MlflowClient(f"sqlite:///{tmp_path / 'killed' / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("test-evolution").experiment_id])
@@ -219,3 +230,87 @@ def test_killed_in_episode_run_resumes_with_its_evolved_prompts(tmp_path: Path) 
                **options)
     resumed, _ = evolve(tmp_path, "killed", resume=True, **options)
     assert _comparable(resumed) == _comparable(whole)
+
+
+SEQUENTIAL = {"episode": {"rounds_init": 1, "rounds_update": 1, "user_concurrency": 1, "candidate_concurrency": 1},
+              "hyperparameters": {"update_every": {"choices": [1, 2, 3]}}, "budget": {"generations": 2, "candidates": 2}}
+
+
+@pytest.mark.parametrize("fraction", [0.1, 0.3, 0.6, 0.9])
+def test_killed_sequential_run_reports_the_same_spend(tmp_path: Path, fraction: float) -> None:
+    """One user and one candidate at a time: nothing is in flight at a checkpoint, so a kill anywhere
+    (generation 0 included) loses exactly the calls the resumed run makes again."""
+    whole, full_backend = evolve(tmp_path, "whole", **SEQUENTIAL)
+    crash_at = int(len(full_backend.calls) * fraction)
+    with pytest.raises(Killed):
+        evolve(tmp_path, "killed", CrashingBackend(category_world(6, 3), crash_after=crash_at), **SEQUENTIAL)
+    resumed, resumed_backend = evolve(tmp_path, "killed", resume=True, **SEQUENTIAL)
+    assert _comparable(resumed) == _comparable(whole)
+    assert resumed.usage == whole.usage
+    assert len(resumed_backend.calls) < len(full_backend.calls)
+
+
+def test_killed_in_episode_run_reports_the_same_spend(tmp_path: Path) -> None:
+    options = {"protocol": "amemgym_period", "split": {"train": 0, "val": 0, "test": 2},
+               "episode": {"user_concurrency": 1}}
+    whole, full_backend = evolve(tmp_path, "whole", **options)
+    with pytest.raises(Killed):
+        evolve(tmp_path, "killed", CrashingBackend(category_world(6, 3), crash_after=len(full_backend.calls) // 2),
+               **options)
+    resumed, _ = evolve(tmp_path, "killed", resume=True, **options)
+    assert _comparable(resumed) == _comparable(whole)
+    assert resumed.usage == whole.usage
+
+
+def _calls_before_first_candidate(backend: CategoryBackend) -> int:
+    """Calls of generation 0 and of generation 1's proposals (a sequential run's first proposer burst)."""
+    roles = [call["role"] for call in backend.calls]
+    first_proposal = roles.index("proposer")
+    return next(i for i in range(first_proposal, len(roles)) if roles[i] != "proposer")
+
+
+def test_budget_is_checked_before_each_candidate(tmp_path: Path) -> None:
+    _, full_backend = evolve(tmp_path, "whole", **SEQUENTIAL)
+    budget = {**SEQUENTIAL["budget"], "max_calls": _calls_before_first_candidate(full_backend) + 1}
+    result, _ = evolve(tmp_path, "budget", **{**SEQUENTIAL, "budget": budget})
+    assert len(result.history) == 2
+    generation = result.history[1]
+    assert len(generation.train) == 1 and len(generation.not_started) == 1
+    assert generation.not_started[0] not in generation.train
+    assert result.stop_reason == "call budget ({}): 1 of 2 candidate(s) of generation 1 not started".format(
+        budget["max_calls"])
+    assert not (tmp_path / "budget" / "evals" / generation.not_started[0]).exists()
+    # Killed inside generation 1's first candidate, the resumed run makes the same decisions.
+    started = _calls_before_first_candidate(full_backend)
+    with pytest.raises(Killed):
+        evolve(tmp_path, "killed", CrashingBackend(category_world(6, 3), crash_after=started + 5),
+               **{**SEQUENTIAL, "budget": budget})
+    resumed, _ = evolve(tmp_path, "killed", resume=True, **{**SEQUENTIAL, "budget": budget})
+    assert _comparable(resumed) == _comparable(result) and resumed.usage == result.usage
+
+
+def test_split_fraction_rounding_to_zero_fails_before_any_call_or_write(tmp_path: Path) -> None:
+    with pytest.raises(UserInputError, match="0 validation users") as caught:
+        evolve(tmp_path, "tiny", split={"train": 2, "val": 0.05, "test": 2})
+    assert caught.value.field == "split.val"
+    assert not (tmp_path / "tiny").exists()
+
+
+@pytest.mark.parametrize(("bad", "field"), [
+    ({"components": ["no_such_component"]}, "components.0"),
+    ({"split": {"train": 4, "val": 4, "test": 4}}, "split"),
+    ({"hyperparameters": {"top_k": {"choices": [5]}}}, "hyperparameters.top_k"),
+])
+def test_failed_start_leaves_the_run_folder_free(tmp_path: Path, bad: dict[str, Any], field: str) -> None:
+    with pytest.raises(UserInputError) as caught:
+        evolve(tmp_path, "run", budget={"generations": 0}, **bad)
+    assert caught.value.field == field
+    assert not (tmp_path / "run").exists()
+    evolve(tmp_path, "run", budget={"generations": 0})  # the fixed config starts without --resume
+
+
+def test_resume_on_a_new_folder_starts_the_run(tmp_path: Path) -> None:
+    first, backend = evolve(tmp_path, "fresh", resume=True, budget={"generations": 0})
+    again, again_backend = evolve(tmp_path, "fresh", resume=True, budget={"generations": 0})
+    assert _comparable(again) == _comparable(first) and again.usage == first.usage
+    assert not again_backend.calls

@@ -1,4 +1,4 @@
-"""The gateway against a real HTTP server that injects faults: retries, refusals, cache, limit, JSON."""
+"""The gateway against a real HTTP server that injects faults: retries, refusals, cache, limit, JSON, embeddings."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import Accounting
 from memevo.agents.llm.cache import ResponseCache
-from memevo.agents.llm.config import LLMConfig
+from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
 from memevo.agents.llm.gateway import LLMGateway, response_format_for
-from memevo.agents.llm.protocol import ChatClient, LLMError, LLMJSONError, LLMRequestError
+from memevo.agents.llm.protocol import ChatClient, EmbeddingClient, LLMError, LLMJSONError, LLMRequestError
 from tests.doubles.fault_server import Fault, FaultServer
 
 HELLO = [{"role": "user", "content": "hello there"}]
@@ -25,15 +26,23 @@ def server():
         yield running
 
 
-def make_gateway(server: FaultServer, cache: ResponseCache | None = None, **config: object) -> LLMGateway:
+def make_gateway(
+    server: FaultServer, cache: ResponseCache | None = None, *, sleep=asyncio.sleep, **config: object
+) -> LLMGateway:
     settings = {"model": "test-model", "timeout_s": 0.5, "max_retries": 3, **config}
     return LLMGateway(
-        LLMConfig(**settings), base_url=server.url, cache=cache, accounting=Accounting(), backoff_base_s=0.01
+        LLMConfig(**settings),
+        base_url=server.url,
+        cache=cache,
+        accounting=Accounting(),
+        backoff_base_s=0.01,
+        sleep=sleep,
     )
 
 
-def test_gateway_satisfies_the_chat_client_protocol(server):
+def test_gateway_satisfies_the_chat_and_embedding_protocols(server):
     assert isinstance(make_gateway(server), ChatClient)
+    assert isinstance(make_gateway(server), EmbeddingClient)
 
 
 @pytest.mark.parametrize(
@@ -78,13 +87,18 @@ async def test_gives_up_after_max_retries(server):
     assert (usage.calls, usage.retries, usage.errors) == (0, 2, 1)
 
 
-async def test_retry_after_header_is_honoured(server):
-    gateway = make_gateway(server)
-    server.plan(Fault(status=429, retry_after_s=0.3))
-    loop = asyncio.get_running_loop()
-    started = loop.time()
+async def test_retry_after_header_sets_the_wait_before_the_retry(server):
+    waits: list[float] = []
+
+    async def record(seconds: float) -> None:
+        waits.append(seconds)
+
+    gateway = make_gateway(server, sleep=record)
+    server.plan(Fault(status=429, retry_after_s=0.3), Fault(status=429), Fault(status=429, retry_after_s=99))
     await gateway.chat(HELLO, role="agent")
-    assert loop.time() - started >= 0.3
+    assert len(server.requests) == 4
+    # Asked-for wait; then plain backoff (base 0.01 s, step 2, jitter 50-100 %); then capped at 30 s.
+    assert waits[0] == 0.3 and 0.01 <= waits[1] <= 0.02 and waits[2] == gateway.backoff_cap_s == 30.0
 
 
 async def test_cache_hit_returns_identical_reply_without_a_request(server, tmp_path: Path):
@@ -230,3 +244,68 @@ async def test_api_key_is_sent_but_never_stored_or_reported(server, tmp_path: Pa
     assert "sk-secret-4242" not in str(caught.value)
     assert "sk-secret-4242" not in gateway.accounting.report().model_dump_json()
     assert all(b"sk-secret-4242" not in path.read_bytes() for path in tmp_path.rglob("*") if path.is_file())
+
+
+EMBED_TEXTS = ["red apple pie", "blue sky", "red apple pie"]
+
+
+async def test_embed_returns_one_vector_per_text_in_order_and_is_accounted(server):
+    gateway = make_gateway(server)
+    vectors = await gateway.embed(EMBED_TEXTS, role="agent", model="test-embed")
+    assert vectors == [server.embed(text) for text in EMBED_TEXTS]
+    assert server.paths == ["/v1/embeddings"]
+    # Duplicates are sent once; the request goes to this gateway's endpoint with the embeddings model.
+    assert server.requests[0]["input"] == ["red apple pie", "blue sky"]
+    assert server.requests[0]["model"] == "test-embed"
+    usage = gateway.accounting.report().by_role["agent"]
+    assert (usage.calls, usage.cache_hits, usage.prompt_tokens, usage.completion_tokens) == (1, 0, 3 + 2, 0)
+
+
+async def test_embed_cache_hit_sends_no_request_and_a_partial_hit_sends_only_the_new_text(server, tmp_path: Path):
+    first = make_gateway(server, cache=ResponseCache(tmp_path))
+    original = await first.embed(["red apple pie", "blue sky"], role="agent", model="test-embed")
+    second = make_gateway(server, cache=ResponseCache(tmp_path))
+    assert await second.embed(["blue sky", "red apple pie"], role="agent", model="test-embed") == original[::-1]
+    assert len(server.requests) == 1
+    usage = second.accounting.report().by_role["agent"]
+    assert (usage.calls, usage.cache_hits, usage.prompt_tokens) == (1, 1, 5)
+
+    await second.embed(["blue sky", "green grass grows"], role="agent", model="test-embed")
+    assert server.requests[-1]["input"] == ["green grass grows"]
+    # Another model, or the same text as a chat message, is a different cache entry.
+    await second.embed(["blue sky"], role="agent", model="other-embed")
+    await second.chat([{"role": "user", "content": "blue sky"}], role="agent")
+    assert len(server.requests) == 4
+
+
+async def test_embed_retries_transient_failures_and_refuses_bad_requests(server):
+    gateway = make_gateway(server)
+    server.plan(Fault(status=500), Fault(status=429))
+    assert await gateway.embed(["blue sky"], role="generator", model="test-embed") == [server.embed("blue sky")]
+    assert len(server.requests) == 3
+    usage = gateway.accounting.report().by_role["generator"]
+    assert (usage.calls, usage.retries, usage.errors) == (1, 2, 0)
+
+    server.plan(Fault(status=400, message="model does not support embeddings"))
+    with pytest.raises(LLMRequestError, match="test-embed .*HTTP 400: model does not support embeddings"):
+        await gateway.embed(["new text"], role="generator", model="test-embed")
+    assert len(server.requests) == 4
+    assert gateway.accounting.report().by_role["generator"].errors == 1
+
+
+async def test_embed_shares_the_concurrency_limit_with_chat(server):
+    server.latency_s = 0.05
+    gateway = make_gateway(server, max_concurrency=2)
+    await asyncio.gather(
+        *(gateway.embed([f"text {i}"], role="agent", model="test-embed") for i in range(4)),
+        *(gateway.chat([{"role": "user", "content": f"q{i}"}], role="agent") for i in range(4)),
+    )
+    assert len(server.requests) == 8 and server.peak_in_flight == 2
+
+
+async def test_embed_on_the_embedded_local_server_is_a_clear_error(server, monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    gateway = LLMGateway(LLMConfig(model=LOCAL_MODEL_NAME), base_url=server.url, cache=None, accounting=Accounting())
+    with pytest.raises(UserInputError, match="serves no embeddings.*retrieval 'bm25'"):
+        await gateway.embed(["blue sky"], role="agent", model="test-embed")
+    assert server.requests == []

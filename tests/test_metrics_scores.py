@@ -206,3 +206,28 @@ async def test_compute_upper_bound_asks_each_question_state_once_and_counts_pars
     compat = await compute_upper_bound(ScriptedLLM(handler), [item], amemgym_compat=True, seed=3)
     again = await compute_upper_bound(ScriptedLLM(handler), [item], amemgym_compat=True, seed=3)
     assert compat == again and sum(e.random_fallback for e in compat.entries) == 2
+
+
+def test_unparsed_upper_bound_replies_are_counted_once_per_reply() -> None:
+    # Q1's reply at state (a2) is unreadable (scored wrong); it serves periods 1 and 2 but is one reply.
+    entries = [e.model_copy(update={"format_error": e.question_index == 1 and e.state == ["a2"]})
+               for e in table().entries]
+    ub = UpperBoundTable(entries=entries)
+    assert (ub.format_errors, ub.format_error_rate) == (1, pytest.approx(1 / 7))
+    ep = episode({p: [qa(p, 0, True), qa(p, 1, True)] for p in range(3)})
+    scores = score_episodes([ep], [hand_item()], ub)
+    # replies used: Q0 at 3 states + Q1 at (a1) and (a2) = 5, one unparsed
+    assert scores.upper_bound_format_errors == 1
+    assert scores.upper_bound_format_error_rate == pytest.approx(1 / 5)
+    assert [p.upper_bound_format_errors for p in scores.per_period] == [0, 1, 1]
+    assert [p.upper_bound_format_error_rate for p in scores.per_period] == [0.0, 0.5, 0.5]
+    assert user_scores([ep], [hand_item()], ub)[0].upper_bound_format_errors == 1
+    # the stored form keeps them, and a Scores stored before the fields existed still loads
+    assert type(scores).model_validate_json(scores.model_dump_json()) == scores
+    legacy = scores.model_dump(mode="json", exclude={"upper_bound_format_errors", "upper_bound_format_error_rate"})
+    assert type(scores).model_validate(legacy).upper_bound_format_errors is None
+
+
+def test_without_upper_bound_its_format_errors_are_unknown_not_zero() -> None:
+    scores = score_episodes([episode({0: [qa(0, 0, True)]})], [hand_item()])
+    assert scores.upper_bound_format_errors is None and scores.upper_bound_format_error_rate is None

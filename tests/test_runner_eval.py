@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import RoleUsage, UsageReport
-from memevo.environments.eval_cli import _prepare_out, eval_command, evaluate, write_outputs
+from memevo.environments.eval_cli import _headline, _prepare_out, eval_command, evaluate, write_outputs
+from memevo.environments.metrics import score_episodes
 from memevo.environments.qa import build_upper_bound_prompt
 from memevo.environments.runner import EpisodeConfig
 from tests.doubles.scripted_agents import KeywordMemoryAgent, ScriptedSimulator, make_item
@@ -21,10 +22,13 @@ from tests.doubles.scripted_llm import ScriptedLLM
 FIXTURE = Path(__file__).parent / "fixtures" / "amemgym_small.json"
 
 
-def _truthful_llm(items):  # type: ignore[no-untyped-def]
-    """Answers upper-bound prompts correctly (the state is in the prompt)."""
+def _truthful_llm(items, unreadable: str = "\0"):  # type: ignore[no-untyped-def]
+    """Answers upper-bound prompts correctly (the state is in the prompt), except prompts starting with
+    ``unreadable``, which get a reply that cannot be parsed."""
     def handler(messages, role, wants_json):  # type: ignore[no-untyped-def]
         prompt = messages[0]["content"]
+        if prompt.startswith(unreadable):
+            return "I would rather not say."
         for item in items:
             for question in item.qas:
                 for number, choice in enumerate(question.answer_choices, start=1):
@@ -116,3 +120,41 @@ async def test_plot_without_upper_bound(tmp_path: Path) -> None:
     episode = await run_episode(KeywordMemoryAgent(item), item, ScriptedSimulator(), EpisodeConfig())
     path = plot_periods(score_episodes([episode], [item]), tmp_path / "p.png", title="keyword")
     assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+async def test_unparsed_upper_bound_replies_are_reported_in_summary_and_headline(tmp_path: Path) -> None:
+    items = [make_item(f"u{i}", n_periods=3) for i in range(2)]
+    queue = list(items)
+    outcome = await evaluate(lambda: KeywordMemoryAgent(queue.pop(0), window=4), items, ScriptedSimulator(),
+                             EpisodeConfig(), tmp_path, upper_bound_llm=_truthful_llm(items, "Question 0:"),
+                             progress=False)
+    unparsed = [e for e in outcome.upper_bound.entries if e.format_error]  # type: ignore[union-attr]
+    assert unparsed and all(e.question_index == 0 for e in unparsed)
+    scores = outcome.scores
+    assert scores.upper_bound_format_errors == len(unparsed)
+    assert scores.upper_bound_format_error_rate == pytest.approx(
+        len(unparsed) / len(outcome.upper_bound.entries))  # type: ignore[union-attr]
+    assert scores.upper_bound == pytest.approx(0.75)  # question 0 of 4 scored wrong everywhere
+    write_outputs(tmp_path, outcome, items, UsageReport(), {"agent": "keyword"})
+    summary = json.loads((tmp_path / "summary.json").read_text())["scores"]
+    assert summary["upper_bound_format_errors"] == len(unparsed)
+    assert summary["upper_bound_format_error_rate"] == pytest.approx(scores.upper_bound_format_error_rate)
+    with (tmp_path / "summary.csv").open() as file:
+        overall = next(csv.DictReader(file))
+    assert int(overall["upper_bound_format_errors"]) == len(unparsed)
+    assert float(overall["upper_bound_format_error_rate"]) == pytest.approx(scores.upper_bound_format_error_rate)
+    headline = _headline(scores, tmp_path)
+    assert f"upper-bound format errors {scores.upper_bound_format_error_rate:.1%}" in headline
+    assert f"computed against an upper bound with {len(unparsed)} unparsed replies" in headline
+    # the score itself is unchanged: the note explains it, it does not correct it
+    assert scores == score_episodes(outcome.episodes, items, outcome.upper_bound)
+
+
+async def test_headline_has_no_note_when_the_upper_bound_parsed(tmp_path: Path) -> None:
+    items = [make_item("u0", n_periods=2)]
+    outcome = await evaluate(lambda: KeywordMemoryAgent(items[0]), items, ScriptedSimulator(), EpisodeConfig(),
+                             tmp_path, upper_bound_llm=_truthful_llm(items), progress=False)
+    headline = _headline(outcome.scores, tmp_path)
+    assert "upper-bound format errors 0.0%" in headline and "unparsed" not in headline
+    without = _headline(score_episodes(outcome.episodes, items), tmp_path)
+    assert "upper-bound" not in without

@@ -3,7 +3,8 @@
 It adds what the raw SDK call lacks for long evaluation runs: a concurrency limit shared across
 event loops, retries with exponential backoff and jitter for transient failures only (429, 408,
 5xx, timeouts, connection errors), a persistent response cache, lenient JSON parsing and per-role
-accounting. The SDK's own retries are switched off so there is exactly one retry policy.
+accounting. Embedding requests (``embed``) share all of it, so retrieval is no side door around the
+limits or the bill. The SDK's own retries are switched off so there is exactly one retry policy.
 """
 
 from __future__ import annotations
@@ -14,21 +15,28 @@ import random
 import threading
 import time
 import weakref
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 import json_repair
 import openai
 from openai import AsyncOpenAI
 
+from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import Accounting
 from memevo.agents.llm.cache import CachedReply, CacheRequest, ResponseCache
-from memevo.agents.llm.config import LLMConfig
+from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
 from memevo.agents.llm.limiter import ConcurrencyLimit
 from memevo.agents.llm.protocol import ChatReply, LLMError, LLMJSONError, LLMRequestError, Message, Role
 
 RETRYABLE_STATUS = frozenset({408, 429})
 OPENAI_HOST_SUFFIXES = ("openai.com", "openai.azure.com")
+EMBEDDING_FORMAT: dict[str, Any] = {"type": "embedding"}
+"""The ``response_format`` of an embedding cache entry: no chat request has it, so the two never collide."""
+
+T = TypeVar("T")
+Sleep = Callable[[float], Awaitable[None]]
 
 
 def response_format_for(base_url: str, json_schema: dict[str, Any] | None, json_mode: bool) -> dict[str, Any] | None:
@@ -70,6 +78,7 @@ class LLMGateway:
         limit: ConcurrencyLimit | None = None,
         backoff_base_s: float = 0.5,
         backoff_cap_s: float = 30.0,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.config = config
         self.base_url = base_url.rstrip("/")
@@ -79,6 +88,7 @@ class LLMGateway:
         self.limit.lower_to(config.max_concurrency)
         self.backoff_base_s = backoff_base_s
         self.backoff_cap_s = backoff_cap_s
+        self.sleep = sleep  # the wait between retries; tests pass a recorder instead of waiting
         # httpx connection pools belong to one event loop, so each loop gets its own SDK client.
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncOpenAI] = weakref.WeakKeyDictionary()
         self._clients_lock = threading.Lock()
@@ -106,7 +116,10 @@ class LLMGateway:
         stored = self.cache.get(request) if self.cache is not None else None
         if stored is None:
             try:
-                stored = await self._send(request, role)
+                completion = await self._send(
+                    role, request.model, lambda client: client.chat.completions.create(**self._payload(request))
+                )
+                stored = _stored_reply(completion, request.model)
             except LLMError:
                 self.accounting.record_error(role, wall_s=time.monotonic() - started)
                 raise
@@ -151,28 +164,73 @@ class LLMGateway:
             self.accounting.record_error(role)
             raise
 
-    async def _send(self, request: CacheRequest, role: Role) -> CachedReply:
+    async def embed(self, texts: list[str], *, role: Role, model: str) -> list[list[float]]:
+        """Embeddings of ``texts`` (in order) from the embeddings ``model`` at this endpoint.
+
+        Each text is cached on its own (key: model + text), so only unseen texts are sent, in one request.
+        Accounting counts one call per ``embed`` (a cache hit when nothing was sent) and the prompt tokens
+        of all texts; the endpoint reports tokens per request, so they are shared evenly among its texts.
+        """
+        if self.config.model == LOCAL_MODEL_NAME and self.config.resolved_base_url() is None:
+            raise UserInputError(
+                f"the embedded local model server ({LOCAL_MODEL_NAME}) serves no embeddings: use retrieval "
+                f"'bm25', or set llm.base_url (or OPENAI_BASE_URL) to an endpoint serving '{model}'",
+                field="retrieval",
+            )
+        requests = {text: _embedding_request(model, text) for text in dict.fromkeys(texts)}
+        if not requests:
+            return []
+        started = time.monotonic()
+        found: dict[str, CachedReply] = {}
+        if self.cache is not None:
+            looked_up = {text: self.cache.get(request) for text, request in requests.items()}
+            found = {text: stored for text, stored in looked_up.items() if stored is not None}
+        missing = [text for text in requests if text not in found]
+        if missing:
+            try:
+                response = await self._send(
+                    role,
+                    model,
+                    lambda client: client.embeddings.create(model=model, input=missing, encoding_format="float"),
+                )
+                fresh = _stored_embeddings(response, missing, model)
+            except LLMError:
+                self.accounting.record_error(role, wall_s=time.monotonic() - started)
+                raise
+            if self.cache is not None:
+                for text, stored in fresh.items():
+                    self.cache.put(requests[text], stored)
+            found.update(fresh)
+        self.accounting.record_call(
+            role,
+            model=model,
+            prompt_tokens=sum(found[text].prompt_tokens for text in requests),
+            completion_tokens=0,
+            wall_s=time.monotonic() - started,
+            cached=not missing,
+        )
+        return [json.loads(found[text].text) for text in texts]
+
+    async def _send(self, role: Role, model: str, call: Callable[[AsyncOpenAI], Awaitable[T]]) -> T:
         """One logical request: retried on transient failures, refused at once on the others."""
         attempts = self.config.max_retries + 1
         for attempt in range(attempts):
             try:
                 async with self.limit.slot():
-                    completion = await self._client().chat.completions.create(**self._payload(request))
+                    return await call(self._client())
             except (openai.APITimeoutError, openai.APIConnectionError) as error:
                 failure, retry_after = f"{type(error).__name__}: {error}", None
             except openai.APIStatusError as error:
                 status = error.status_code
                 if status < 500 and status not in RETRYABLE_STATUS:
                     raise LLMRequestError(
-                        f"{self.config.model} at {self.base_url} refused the request: HTTP {status}: {_detail(error)}"
+                        f"{model} at {self.base_url} refused the request: HTTP {status}: {_detail(error)}"
                     ) from error
                 failure, retry_after = f"HTTP {status}: {_detail(error)}", _retry_after_s(error)
-            else:
-                return _stored_reply(completion, request.model)
             if attempt + 1 < attempts:
                 self.accounting.record_retry(role)
-                await asyncio.sleep(self._delay(attempt, retry_after))
-        raise LLMError(f"{self.config.model} at {self.base_url} failed after {attempts} attempt(s): {failure}")
+                await self.sleep(self._delay(attempt, retry_after))
+        raise LLMError(f"{model} at {self.base_url} failed after {attempts} attempt(s): {failure}")
 
     def _payload(self, request: CacheRequest) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -241,3 +299,34 @@ def _stored_reply(completion: Any, model: str) -> CachedReply:
         completion_tokens=usage.completion_tokens if usage else 0,
         finish_reason=choice.finish_reason,
     )
+
+
+def _embedding_request(model: str, text: str) -> CacheRequest:
+    """The cache key of one text's embedding: the model and the text, in a form no chat request takes."""
+    return CacheRequest(
+        model=model,
+        messages=[{"role": "embedding_input", "content": text}],
+        temperature=0.0,
+        max_tokens=0,
+        response_format=EMBEDDING_FORMAT,
+        sample_index=0,
+    )
+
+
+def _stored_embeddings(response: Any, texts: list[str], model: str) -> dict[str, CachedReply]:
+    """One cache entry per text (the vector as JSON text), matched to the inputs by ``index``."""
+    data = sorted(response.data, key=lambda item: item.index)
+    if len(data) != len(texts):
+        raise LLMError(f"{model}: the endpoint returned {len(data)} embeddings for {len(texts)} texts")
+    total = response.usage.prompt_tokens if response.usage else 0
+    share, extra = divmod(total, len(texts))
+    return {
+        text: CachedReply(
+            text=json.dumps(item.embedding),
+            model=response.model or model,
+            prompt_tokens=share + (position < extra),
+            completion_tokens=0,
+            finish_reason=None,
+        )
+        for position, (text, item) in enumerate(zip(texts, data, strict=True))
+    }

@@ -75,3 +75,13 @@ class ChatClient(Protocol):
     ) -> tuple[Any, ChatReply]:
         """Ask for JSON and parse it leniently; raise ``LLMJSONError`` when it still does not parse."""
         ...
+
+
+@runtime_checkable
+class EmbeddingClient(Protocol):
+    """A client that can also embed texts. Kept apart from ``ChatClient`` so chat-only doubles stay valid;
+    embedding retrieval asks for it with ``isinstance(llm, EmbeddingClient)``."""
+
+    async def embed(self, texts: list[str], *, role: Role, model: str) -> list[list[float]]:
+        """One vector per text, in order, from the embeddings ``model``."""
+        ...

@@ -3,9 +3,15 @@
 from memevo.environments.metrics.baseline import gold_state, random_baseline
 from memevo.environments.metrics.failure import FailureSplit, failure_split, question_failure, write_position
 from memevo.environments.metrics.scores import Cell, PeriodScores, Scores, UserScores, score_episodes, user_scores
-from memevo.environments.metrics.upper_bound import UpperBoundEntry, UpperBoundTable, compute_upper_bound
+from memevo.environments.metrics.upper_bound import (
+    UPPER_BOUND_FILE,
+    UpperBoundEntry,
+    UpperBoundTable,
+    compute_upper_bound,
+)
 
 __all__ = [
+    "UPPER_BOUND_FILE",
     "Cell",
     "FailureSplit",
     "PeriodScores",

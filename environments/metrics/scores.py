@@ -3,6 +3,10 @@
 The memory score is a mean of per-(user, period) ratios ``(acc - rand) / (ub - rand)``, not a ratio of
 means, exactly as the reference. Where ``ub - rand`` is not positive (the reference divided by zero; I.8)
 that (user, period) is left out and counted in ``n_excluded``: no score is invented.
+
+An upper-bound reply that could not be read counts as wrong, which lowers the upper bound and raises the
+memory score; every aggregate therefore reports how many distinct upper-bound replies behind it were
+unreadable (``upper_bound_format_errors``) and their share (``upper_bound_format_error_rate``).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from memevo.environments.data.models import Item
 from memevo.environments.metrics._items import item_lookup, item_of
 from memevo.environments.metrics.baseline import random_baseline
 from memevo.environments.metrics.failure import FailureSplit, failure_split
-from memevo.environments.metrics.upper_bound import UpperBoundTable
+from memevo.environments.metrics.upper_bound import UpperBoundEntry, UpperBoundTable
 from memevo.environments.records import EpisodeResult
 
 MIN_HEADROOM = 1e-9
@@ -34,6 +38,8 @@ class Cell(BaseModel):
     upper_bound: float | None
     format_errors: int
     random_fallbacks: int
+    upper_bound_replies: list[UpperBoundEntry] = []
+    """The upper-bound replies behind ``upper_bound``, one per question (empty without an upper bound)."""
 
     @property
     def excluded(self) -> bool:
@@ -58,6 +64,10 @@ class _Summary(BaseModel):
     n_excluded: int
     format_error_rate: float
     random_fallback_rate: float
+    upper_bound_format_errors: int | None = None
+    """Distinct upper-bound replies behind these scores that could not be read (None without an upper bound)."""
+    upper_bound_format_error_rate: float | None = None
+    """Their share of the distinct upper-bound replies behind these scores."""
 
 
 class PeriodScores(_Summary):
@@ -90,17 +100,19 @@ def cells(episodes: Sequence[EpisodeResult], items: Sequence[Item], upper_bound:
             if not result.qa:
                 continue
             records = result.qa
+            replies = [] if upper_bound is None else [
+                upper_bound.entry(item, r.period, r.question_index) for r in records
+            ]
             out.append(Cell(
                 user_id=episode.user_id,
                 period=result.period,
                 n_questions=len(records),
                 accuracy=fmean(r.correct for r in records),
                 random_baseline=fmean(random_baseline(item, r.period, r.question_index) for r in records),
-                upper_bound=None if upper_bound is None else fmean(
-                    upper_bound.score(item, r.period, r.question_index) for r in records
-                ),
+                upper_bound=fmean(e.correct for e in replies) if replies else None,
                 format_errors=sum(r.format_error for r in records),
                 random_fallbacks=sum(r.random_fallback for r in records),
+                upper_bound_replies=replies,
             ))
     return out
 
@@ -110,6 +122,8 @@ def summarize(group: Sequence[Cell]) -> dict[str, float | int | None]:
     n = sum(cell.n_questions for cell in group)
     ratios = [cell.memory_score for cell in group if cell.memory_score is not None]
     has_ub = all(cell.upper_bound is not None for cell in group)
+    replies = {entry.key: entry for cell in group for entry in cell.upper_bound_replies}
+    ub_errors = sum(entry.format_error for entry in replies.values())
 
     def weighted(values: Sequence[float]) -> float:
         return sum(v * cell.n_questions for v, cell in zip(values, group, strict=True)) / n
@@ -124,6 +138,8 @@ def summarize(group: Sequence[Cell]) -> dict[str, float | int | None]:
         "n_excluded": sum(cell.excluded for cell in group),
         "format_error_rate": sum(c.format_errors for c in group) / n,
         "random_fallback_rate": sum(c.random_fallbacks for c in group) / n,
+        "upper_bound_format_errors": ub_errors if has_ub else None,
+        "upper_bound_format_error_rate": ub_errors / len(replies) if has_ub else None,
     }
 
 

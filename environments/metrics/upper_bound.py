@@ -22,6 +22,12 @@ from memevo.environments.data.models import Item
 from memevo.environments.metrics.baseline import gold_state
 from memevo.environments.qa import answer_schema, ask_choice, build_upper_bound_prompt
 
+UPPER_BOUND_FILE = "upper_bound.json"
+"""Where an eval or evolution folder keeps its upper-bound table (read back by tracking and resumes)."""
+
+UpperBoundKey = tuple[str, int, tuple[str, ...]]
+"""(item id, question index, state tuple): one upper-bound reply."""
+
 
 class UpperBoundEntry(BaseModel):
     """The bare LLM's answer to one question given one true state."""
@@ -34,6 +40,10 @@ class UpperBoundEntry(BaseModel):
     random_fallback: bool = False
     raw_reply: str = ""
 
+    @property
+    def key(self) -> UpperBoundKey:
+        return self.item_id, self.question_index, tuple(self.state)
+
 
 class UpperBoundTable(BaseModel):
     """Upper-bound scores per (item, question, state); JSON-serialisable so a run can reuse it."""
@@ -42,24 +52,33 @@ class UpperBoundTable(BaseModel):
     constrained: bool = False
     """Whether the answers were asked with their JSON schema (a stored table is reused only if this matches)."""
     entries: list[UpperBoundEntry] = []
-    _index: dict[tuple[str, int, tuple[str, ...]], UpperBoundEntry] = PrivateAttr(default_factory=dict)
+    _index: dict[UpperBoundKey, UpperBoundEntry] = PrivateAttr(default_factory=dict)
 
     def model_post_init(self, __context: object) -> None:
-        self._index = {(e.item_id, e.question_index, tuple(e.state)): e for e in self.entries}
+        self._index = {e.key: e for e in self.entries}
 
-    def score(self, item: Item, period: int, question_index: int) -> float:
-        """1.0 or 0.0: did the bare LLM pick the gold answer given this period's true state?"""
+    def entry(self, item: Item, period: int, question_index: int) -> UpperBoundEntry:
+        """The bare LLM's reply to this question given this period's true state."""
         key = (item.id, question_index, tuple(gold_state(item, period, question_index)))
         try:
-            return float(self._index[key].correct)
+            return self._index[key]
         except KeyError:
             raise KeyError(
                 f"upper-bound table has no entry for item {key[0]}, question {key[1]}, state {list(key[2])}"
             ) from None
 
+    def score(self, item: Item, period: int, question_index: int) -> float:
+        """1.0 or 0.0: did the bare LLM pick the gold answer given this period's true state?"""
+        return float(self.entry(item, period, question_index).correct)
+
+    @property
+    def format_errors(self) -> int:
+        """Replies that could not be read (scored as wrong, or as a random pick under amemgym_compat)."""
+        return sum(e.format_error for e in self.entries)
+
     @property
     def format_error_rate(self) -> float:
-        return sum(e.format_error for e in self.entries) / len(self.entries) if self.entries else 0.0
+        return self.format_errors / len(self.entries) if self.entries else 0.0
 
 
 def needed_states(item: Item) -> list[tuple[int, tuple[str, ...]]]:

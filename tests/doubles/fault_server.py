@@ -1,10 +1,11 @@
 """TEST DOUBLE: an in-process OpenAI-compatible HTTP server that injects faults and latency.
 
-It serves ``POST /v1/chat/completions`` (and ``GET /v1/models``) on 127.0.0.1 from a thread, so
+It serves ``POST /v1/chat/completions``, ``POST /v1/embeddings`` (and ``GET /v1/models``) on 127.0.0.1 from a thread, so
 tests and the gateway benchmark can exercise real HTTP: planned faults are consumed one per
 request (an HTTP status, or a delay longer than the client's timeout), every request body and
 its headers are recorded, and the peak number of requests in flight at once is measured.
-Usage is deterministic: prompt tokens = words in all messages, completion tokens = words in the reply.
+Usage is deterministic: prompt tokens = words in all messages (or embedded inputs), completion tokens =
+words in the reply. Embeddings default to hashed bag-of-words vectors; tests may pass their own ``embed``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import socket
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +22,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Reply = Callable[[dict[str, Any]], str]
+Embed = Callable[[str], list[float]]
+EMBEDDINGS_PATH = "/v1/embeddings"
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,14 @@ def echo_reply(body: dict[str, Any]) -> str:
     return "echo: " + body["messages"][-1]["content"]
 
 
+def hashed_words_vector(text: str, dimensions: int = 16) -> list[float]:
+    """Default embedding: word counts folded into ``dimensions`` buckets by CRC32 (stable across runs)."""
+    vector = [0.0] * dimensions
+    for word in text.lower().split():
+        vector[zlib.crc32(word.encode()) % dimensions] += 1.0
+    return vector
+
+
 def word_count(text: str) -> int:
     return len(text.split())
 
@@ -49,10 +61,14 @@ class _Server(ThreadingHTTPServer):
 class FaultServer:
     """Context manager; ``url`` is the ``/v1`` base URL to give the gateway."""
 
-    def __init__(self, reply: Reply = echo_reply, *, latency_s: float = 0.0) -> None:
+    def __init__(
+        self, reply: Reply = echo_reply, *, latency_s: float = 0.0, embed: Embed = hashed_words_vector
+    ) -> None:
         self.reply = reply
+        self.embed = embed
         self.latency_s = latency_s
         self.requests: list[dict[str, Any]] = []
+        self.paths: list[str] = []
         self.headers: list[dict[str, str]] = []
         self.peak_in_flight = 0
         self._in_flight = 0
@@ -80,9 +96,10 @@ class FaultServer:
         self._server.server_close()
         self._thread.join(timeout=5)
 
-    def _begin(self, body: dict[str, Any], headers: dict[str, str]) -> Fault | None:
+    def _begin(self, body: dict[str, Any], headers: dict[str, str], path: str = "") -> Fault | None:
         with self._lock:
             self.requests.append(body)
+            self.paths.append(path)
             self.headers.append(headers)
             self._in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
@@ -110,6 +127,19 @@ class FaultServer:
             },
         }
 
+    def embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
+        inputs = [body["input"]] if isinstance(body["input"], str) else body["input"]
+        tokens = sum(word_count(text) for text in inputs)
+        return {
+            "object": "list",
+            "model": body["model"],
+            "data": [
+                {"object": "embedding", "index": index, "embedding": self.embed(text)}
+                for index, text in enumerate(inputs)
+            ],
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
@@ -130,13 +160,16 @@ class FaultServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length))
-                fault = server._begin(body, {name.lower(): value for name, value in self.headers.items()})
+                received = {name.lower(): value for name, value in self.headers.items()}
+                fault = server._begin(body, received, self.path)
                 try:
                     time.sleep(server.latency_s + (fault.delay_s if fault else 0.0))
                     if fault is not None and fault.status is not None:
                         headers = {"Retry-After": str(fault.retry_after_s)} if fault.retry_after_s is not None else {}
                         error = {"error": {"message": fault.message, "type": "injected", "code": fault.status}}
                         self._send(fault.status, error, headers)
+                    elif self.path.endswith(EMBEDDINGS_PATH):
+                        self._send(200, server.embeddings(body))
                     else:
                         self._send(200, server.completion(body))
                 except (BrokenPipeError, ConnectionResetError):
