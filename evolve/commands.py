@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import shlex
 import shutil
 import subprocess
@@ -15,6 +14,7 @@ import typer
 
 from memevo.agents.errors import UserInputError
 from memevo.evolve.config import load_evolve_config
+from memevo.evolve.progress import show_progress
 from memevo.evolve.tracking import default_tracking_uri
 
 
@@ -36,7 +36,7 @@ def evolve_command(
 
     settings = load_evolve_config(config)
     folder = run_dir or _default_run_dir(config)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    show_progress()
     with LLMHub(use_cache=not no_cache) as hub:
         result = run_evolution(settings, run_dir=folder, hub=hub, resume=resume)
     typer.echo(f"run folder: {folder}")

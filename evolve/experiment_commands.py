@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from memevo.evolve.progress import show_progress
 
 
 def ablate_command(
@@ -24,7 +24,7 @@ def ablate_command(
 
     ablation = load_ablation_config(config)
     folder = run_dir or Path("runs") / ablation.name
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    show_progress()
     with LLMHub(use_cache=not no_cache) as hub:
         outcome = run_ablation(ablation, run_dir=folder, hub=hub, resume=resume, progress=typer.echo)
     typer.echo(outcome.outputs["markdown"].read_text(encoding="utf-8"))
