@@ -159,7 +159,10 @@ class FaultServer:
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
-                body = json.loads(self.rfile.read(length))
+                raw = self.rfile.read(length)
+                if len(raw) < length or not raw:  # the client hung up mid-request (e.g. a cancelled call)
+                    return
+                body = json.loads(raw)
                 received = {name.lower(): value for name, value in self.headers.items()}
                 fault = server._begin(body, received, self.path)
                 try:
