@@ -82,12 +82,26 @@ class Accounting:
         self._by_role: dict[str, RoleUsage] = {}
 
     def record_call(
-        self, role: str, *, model: str, prompt_tokens: int, completion_tokens: int, wall_s: float, cached: bool
+        self,
+        role: str,
+        *,
+        model: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        wall_s: float,
+        cached: bool,
+        sent_prompt_tokens: int | None = None,
     ) -> None:
+        """Count one call. Tokens include cache hits (the workload); dollars only what reached the endpoint.
+
+        ``sent_prompt_tokens`` is for a call answered partly from the cache (a batch of embeddings):
+        the share of ``prompt_tokens`` that was actually sent. By default all of it, or none when cached.
+        """
         prices = price_of(model)
         dollars = 0.0
         if prices is not None and not cached:
-            dollars = (prompt_tokens * prices[0] + completion_tokens * prices[1]) / 1_000_000
+            billed = prompt_tokens if sent_prompt_tokens is None else sent_prompt_tokens
+            dollars = (billed * prices[0] + completion_tokens * prices[1]) / 1_000_000
         self._add(
             role,
             RoleUsage(

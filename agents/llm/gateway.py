@@ -169,7 +169,8 @@ class LLMGateway:
 
         Each text is cached on its own (key: model + text), so only unseen texts are sent, in one request.
         Accounting counts one call per ``embed`` (a cache hit when nothing was sent) and the prompt tokens
-        of all texts; the endpoint reports tokens per request, so they are shared evenly among its texts.
+        of all texts, but prices only the texts sent; the endpoint reports tokens per request, so they are
+        shared evenly among its texts.
         """
         if self.config.model == LOCAL_MODEL_NAME and self.config.resolved_base_url() is None:
             raise UserInputError(
@@ -186,6 +187,7 @@ class LLMGateway:
             looked_up = {text: self.cache.get(request) for text, request in requests.items()}
             found = {text: stored for text, stored in looked_up.items() if stored is not None}
         missing = [text for text in requests if text not in found]
+        sent_tokens = 0
         if missing:
             try:
                 response = await self._send(
@@ -201,6 +203,7 @@ class LLMGateway:
                 for text, stored in fresh.items():
                     self.cache.put(requests[text], stored)
             found.update(fresh)
+            sent_tokens = sum(stored.prompt_tokens for stored in fresh.values())
         self.accounting.record_call(
             role,
             model=model,
@@ -208,6 +211,7 @@ class LLMGateway:
             completion_tokens=0,
             wall_s=time.monotonic() - started,
             cached=not missing,
+            sent_prompt_tokens=sent_tokens,
         )
         return [json.loads(found[text].text) for text in texts]
 
