@@ -316,7 +316,7 @@ class OuterLoop(runtime.RunBase):
         return runtime.scores(finished, [self.items[e.user_id] for e in finished], await self._upper_bound())
 
     async def _upper_bound(self) -> UpperBoundTable | None:
-        if self.upper_bound is None:
+        if self.upper_bound is None and self.config.upper_bound:  # None also means "not asked for"
             self.upper_bound = await self.upper_bound_table(self.users)
         return self.upper_bound
 
