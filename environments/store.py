@@ -23,11 +23,17 @@ from memevo.environments.records import EpisodeResult, PeriodResult
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON to a temporary file in the same folder, then rename it over ``path``."""
+    write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=1))
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file in the same folder, then rename it over ``path``: a kill
+    mid-write leaves the old file or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
-            json.dump(data, file, ensure_ascii=False, indent=1)
+            file.write(text)
             file.flush()
             os.fsync(file.fileno())
         os.replace(tmp, path)

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ from pydantic import ValidationError
 
 from memevo.agents.errors import UserInputError
 from memevo.environments.data.models import Item
+from memevo.environments.store import write_text_atomic
 
 DEFAULT_SPLIT = "v1.base"
 _DATASET_SUFFIXES = (".parquet", ".arrow")
@@ -50,17 +49,7 @@ def load_items(source: str | Path, *, split: str = DEFAULT_SPLIT) -> list[Item]:
 def save_items(items: Iterable[Item], path: str | Path) -> None:
     """Write ``data.json`` as the reference does (indented, UTF-8 kept) and atomically."""
     payload = [item.model_dump(mode="json") for item in items]
-    text = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temp_name, target)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
+    write_text_atomic(Path(path), json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
 
 
 def format_validation_error(error: ValidationError, *, limit: int = 5) -> tuple[str, str]:
