@@ -165,20 +165,26 @@ class FaultServer:
                 body = json.loads(raw)
                 received = {name.lower(): value for name, value in self.headers.items()}
                 fault = server._begin(body, received, self.path)
+                headers: dict[str, str] = {}
                 try:
                     time.sleep(server.latency_s + (fault.delay_s if fault else 0.0))
                     if fault is not None and fault.status is not None:
-                        headers = {"Retry-After": str(fault.retry_after_s)} if fault.retry_after_s is not None else {}
-                        error = {"error": {"message": fault.message, "type": "injected", "code": fault.status}}
-                        self._send(fault.status, error, headers)
+                        if fault.retry_after_s is not None:
+                            headers = {"Retry-After": str(fault.retry_after_s)}
+                        status = fault.status
+                        payload = {"error": {"message": fault.message, "type": "injected", "code": fault.status}}
                     elif self.path.endswith(EMBEDDINGS_PATH):
-                        self._send(200, server.embeddings(body))
+                        status, payload = 200, server.embeddings(body)
                     else:
-                        self._send(200, server.completion(body))
+                        status, payload = 200, server.completion(body)
+                finally:
+                    # Out of flight before answering: once the client holds the reply it may send its next
+                    # request, which must not find this one still counted.
+                    server._end()
+                try:
+                    self._send(status, payload, headers)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test): nothing to answer
-                finally:
-                    server._end()
 
             def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(payload).encode()
