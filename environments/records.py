@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from memevo.agents.buffered import WriteCounters
+
 
 class QARecord(BaseModel):
     """One multiple-choice question put to the agent at the end of one period."""
@@ -49,6 +51,9 @@ class PeriodResult(BaseModel):
     transcripts: list[list[dict[str, str]]] = Field(default_factory=list)
     qa: list[QARecord] = Field(default_factory=list)
     probes: list[ProbeRecord] = Field(default_factory=list)
+    memory_writes: WriteCounters | None = Field(
+        None, description="The agent's memory-write requests, retries and failures during this period "
+        "(None for agents without a write path).")
 
 
 class EpisodeResult(BaseModel):

@@ -104,21 +104,63 @@ def test_upper_bound_is_keyed_by_question_and_state() -> None:
         UpperBoundTable(entries=[]).score(item, 0, 0)
 
 
-def test_memory_score_is_a_mean_of_ratios_can_be_negative_and_skips_zero_headroom() -> None:
+def test_memory_score_is_amemgyms_mean_of_ratios_and_keeps_a_cell_with_upper_bound_below_random() -> None:
     # p0: both right, acc 1, rand (.25+.5)/2=.375, ub 1    -> ratio 1
     # p1: both wrong, acc 0, rand .375, ub (1+0)/2=.5      -> ratio (0-.375)/(.5-.375) = -3
-    # p2: Q0 right, acc .5, rand .375, ub (0+0)/2=0 <= rand -> excluded, never divided
+    # p2: Q0 right, acc .5, rand .375, ub (0+0)/2=0 < rand -> kept, sign-flipped: (.5-.375)/(0-.375) = -1/3
+    # AMemGym: mean(1, -3, -1/3) = -7/9. Pooled over the 6 questions: (.5 - .375) / (.5 - .375) = 1
     ep = episode({0: [qa(0, 0, True), qa(0, 1, True)], 1: [qa(1, 0, False), qa(1, 1, False)],
                   2: [qa(2, 0, True), qa(2, 1, False)]})
     scores = score_episodes([ep], [hand_item()], table())
     assert scores.accuracy == 0.5 and scores.random_baseline == 0.375
     assert scores.upper_bound == pytest.approx(0.5)
-    assert scores.memory_score == pytest.approx(-1.0)
-    assert (scores.n_memory_points, scores.n_excluded) == (2, 1)
-    assert [p.memory_score for p in scores.per_period] == [pytest.approx(1.0), pytest.approx(-3.0), None]
+    assert scores.memory_score == pytest.approx(-7 / 9)
+    assert (scores.n_memory_points, scores.n_excluded, scores.n_inverted) == (3, 0, 1)
+    assert scores.pooled_memory_score == pytest.approx(1.0)
+    assert [p.memory_score for p in scores.per_period] == [pytest.approx(1.0), pytest.approx(-3.0),
+                                                           pytest.approx(-1 / 3)]
+    assert [p.pooled_memory_score for p in scores.per_period] == [pytest.approx(1.0), pytest.approx(-3.0),
+                                                                  pytest.approx(-1 / 3)]
     assert [p.accuracy for p in scores.per_period] == [1.0, 0.0, 0.5]
-    assert scores.per_period[2].n_excluded == 1
-    assert scores.failure is None
+    assert scores.per_period[2].n_inverted == 1 and scores.per_period[2].n_excluded == 0
+    assert scores.failure is None and scores.probes is None
+
+
+def test_only_a_cell_whose_upper_bound_equals_random_exactly_is_excluded_and_counted() -> None:
+    # Q2 trimmed to 2 choices, so every cell of Q1+Q2 has rand (.5+.5)/2 = .5.
+    item = hand_item()
+    item.qas[2].answer_choices = item.qas[2].answer_choices[:2]
+    ub = UpperBoundTable(entries=[e for e in table().entries if e.question_index != 2] + [
+        UpperBoundEntry(item_id="h", question_index=2, state=["a1"], correct=False),
+        UpperBoundEntry(item_id="h", question_index=2, state=["a2"], correct=False)])
+    # p0: Q1 ub right (a1), Q2 ub wrong   -> ub .5 == rand .5: excluded (AMemGym: 0/0)
+    # p1: Q1 ub wrong (a2), Q2 ub wrong   -> ub 0 < rand: kept, acc .5 -> (.5-.5)/(0-.5) = 0
+    # p2: same states as p1, acc 0        -> (0-.5)/(0-.5) = 1
+    ep = episode({0: [qa(0, 1, True), qa(0, 2, True)], 1: [qa(1, 1, True), qa(1, 2, False)],
+                  2: [qa(2, 1, False), qa(2, 2, False)]})
+    scores = score_episodes([ep], [item], ub)
+    assert (scores.n_memory_points, scores.n_excluded, scores.n_inverted) == (2, 1, 2)
+    assert scores.memory_score == pytest.approx(0.5)
+    assert [p.memory_score for p in scores.per_period] == [None, pytest.approx(0.0), pytest.approx(1.0)]
+    # pooled: acc 3/6 = .5, rand .5, ub 1/6 -> (.5-.5)/(1/6-.5) = 0
+    assert scores.pooled_memory_score == pytest.approx(0.0)
+    assert scores.per_period[0].pooled_memory_score is None  # 0/0 is not a number
+
+
+def test_pooled_score_differs_from_the_mean_of_ratios_on_unequal_cells() -> None:
+    # two users, one period each, with 2 and 3 questions
+    items = [hand_item("u"), hand_item("v")]
+    ub = UpperBoundTable(entries=table("u").entries + table("v").entries)
+    eps = [episode({0: [qa(0, 0, True, user="u"), qa(0, 1, True, user="u")]}, user="u"),
+           episode({1: [qa(1, 0, True, user="v"), qa(1, 1, False, user="v"), qa(1, 2, False, user="v")]},
+                   user="v")]
+    # u p0: acc 1, rand .375, ub 1 -> 1.  v p1: acc 1/3, rand (.25+.5+1/3)/3 = 13/36, ub (1+0+1)/3 = 2/3
+    #   -> (1/3 - 13/36) / (2/3 - 13/36) = (-1/36) / (11/36) = -1/11. AMemGym mean: (1 - 1/11)/2 = 5/11.
+    # pooled over 5 questions: acc 3/5, rand (.25+.5+.25+.5+1/3)/5 = 11/30, ub (1+1+1+0+1)/5 = 4/5
+    #   -> (3/5 - 11/30) / (4/5 - 11/30) = (7/30) / (13/30) = 7/13
+    scores = score_episodes(eps, items, ub)
+    assert scores.memory_score == pytest.approx(5 / 11)
+    assert scores.pooled_memory_score == pytest.approx(7 / 13)
 
 
 def test_without_upper_bound_there_is_no_memory_score() -> None:
@@ -188,7 +230,7 @@ async def test_compute_upper_bound_asks_each_question_state_once_and_counts_pars
 
     def handler(messages, role, wants_json):  # type: ignore[no-untyped-def]
         prompt = messages[0]["content"]
-        assert wants_json and role == "agent"
+        assert wants_json and role == "upper_bound"
         if prompt.startswith("Q2?"):
             return "I cannot say"
         state = json.loads(prompt[prompt.index("{"):prompt.index("}") + 1])

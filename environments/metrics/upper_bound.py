@@ -16,11 +16,11 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, PrivateAttr
 
-from memevo.agents.base import AgentAnswer
-from memevo.agents.llm.protocol import ChatClient, Message, Role
+from memevo.agents.llm.protocol import ChatClient, Role
 from memevo.environments.data.models import Item
+from memevo.environments.metrics.bare_llm import ask_bare_llm
 from memevo.environments.metrics.baseline import gold_state
-from memevo.environments.qa import answer_schema, ask_choice, build_upper_bound_prompt
+from memevo.environments.qa import build_upper_bound_prompt
 
 UPPER_BOUND_FILE = "upper_bound.json"
 """Where an eval or evolution folder keeps its upper-bound table (read back by tracking and resumes)."""
@@ -95,7 +95,7 @@ async def compute_upper_bound(
     items: Sequence[Item],
     *,
     model: str = "",
-    role: Role = "agent",
+    role: Role = "upper_bound",
     max_concurrency: int = 8,
     amemgym_compat: bool = False,
     constrained: bool = True,
@@ -107,20 +107,15 @@ async def compute_upper_bound(
 
     async def one(item: Item, question_index: int, state: tuple[str, ...]) -> UpperBoundEntry:
         question = item.qas[question_index]
-        n_choices = len(question.answer_choices)
         gold = [choice.state for choice in question.answer_choices].index(list(state)) + 1
-        schema = answer_schema(n_choices) if constrained else None
-
-        async def ask_llm(text: str) -> AgentAnswer:
-            messages: list[Message] = [{"role": "user", "content": text}]
-            reply = await llm.chat(messages, role=role, json_schema=schema, json_mode=True)
-            return AgentAnswer(text=reply.text)
-
         async with semaphore:
-            outcome = await ask_choice(
-                ask_llm,
+            outcome = await ask_bare_llm(
+                llm,
                 build_upper_bound_prompt(question, dict(zip(question.required_info, state, strict=True))),
-                n_choices,
+                len(question.answer_choices),
+                role=role,
+                constrained=constrained,
+                json_mode=True,
                 amemgym_compat=amemgym_compat,
                 rng_key=(seed, "upper_bound", item.id, question_index, *state),
             )
