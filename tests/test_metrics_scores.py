@@ -219,6 +219,64 @@ def test_write_read_utilisation_split_by_hand() -> None:
         (0.5, 0.0, 0.0), (0.25, 0.25, 0.0), (0.0, 0.0, 0.5)]
 
 
+def unreadable(period: int, question: int, *keys: str) -> ProbeRecord:
+    """A probe whose ``keys`` (all when none given) could not be read."""
+    record = probe(period, question)
+    gone = set(keys or record.truth)
+    return record.model_copy(update={
+        "predicted": {k: None if k in gone else v for k, v in record.predicted.items()},
+        "correct": {k: k not in gone for k in record.correct}, "format_error": True})
+
+
+def test_unreadable_probes_are_never_scored_as_write_failures() -> None:
+    # Every probe unreadable (the 48-of-48 case): nothing can be attributed, so no split at all,
+    # while the reference's rule would have put every error down to writing.
+    ep = episode({p: [qa(p, 0, False), qa(p, 1, True)] for p in range(3)},
+                 {p: [unreadable(p, 0), unreadable(p, 1)] for p in range(3)})
+    scores = score_episodes([ep], [hand_item()])
+    assert scores.failure is None
+    assert scores.probes is not None
+    assert (scores.probes.n_probes, scores.probes.probe_format_errors, scores.probes.n_incorrect,
+            scores.probes.n_attributed, scores.probes.coverage) == (6, 6, 3, 0, 0.0)
+    reference = failure_split([ep], [hand_item()], min_coverage=0.0)
+    assert reference is not None and (reference.write, reference.read, reference.utilization) == (0, 0, 0)
+    assert (reference.amemgym_write, reference.unattributed) == (pytest.approx(0.5), pytest.approx(0.5))
+
+
+def test_split_over_readable_probes_with_coverage() -> None:
+    # As the hand split above, but p1's probe of b at question time is unreadable: that error (.5 W + .5 R
+    # before) is unattributed. Coverage 2 of 3 incorrect answers. Reference rule: b unreadable = wrong,
+    # written at p0 where it was right -> read, the same as before.
+    ep = episode(
+        {p: [qa(p, 0, False), qa(p, 1, True)] for p in range(3)},
+        {0: [probe(0, 0, a=False), probe(0, 1)],
+         1: [unreadable(1, 0, "b").model_copy(update={"predicted": {"a": "wrong", "b": None},
+                                                     "correct": {"a": False, "b": False}}), probe(1, 1)],
+         2: [probe(2, 0), probe(2, 1)]},
+    )
+    split = failure_split([ep], [hand_item()], min_coverage=0.5)
+    assert split is not None
+    assert (split.write, split.read, split.utilization, split.unattributed) == (
+        pytest.approx(1 / 6), 0.0, pytest.approx(1 / 6), pytest.approx(1 / 6))
+    assert split.coverage == pytest.approx(2 / 3)
+    assert (split.amemgym_write, split.amemgym_read, split.amemgym_utilization) == (
+        pytest.approx(0.25), pytest.approx(0.5 / 6), pytest.approx(1 / 6))
+    assert split.write + split.read + split.utilization + split.unattributed == pytest.approx(0.5)
+    assert failure_split([ep], [hand_item()]) is None  # default minimum coverage .9
+    coverage = score_episodes([ep], [hand_item()]).probes
+    assert coverage is not None and (coverage.probe_format_errors, coverage.n_probes) == (1, 6)
+
+
+def test_a_readable_write_time_probe_is_needed_too() -> None:
+    # p1 Q0 wrong, a unreadable at question time                              -> unattributed.
+    # p2 Q0 wrong, a wrong at p2 (readable), but a was written at p1, where it is unreadable -> unattributed.
+    ep = episode({1: [qa(1, 0, False)], 2: [qa(2, 0, False)]},
+                 {1: [probe(1, 0, a=False)], 2: [probe(2, 0, a=False)]})
+    ep.periods[0].probes[0] = unreadable(1, 0, "a").model_copy(update={"predicted": {"a": None, "b": "b1"}})
+    split = failure_split([ep], [hand_item()], min_coverage=0.0)
+    assert split is not None and split.coverage == 0.0 and split.unattributed == 1.0
+
+
 def test_failure_split_needs_every_probe() -> None:
     ep = episode({0: [qa(0, 0, False), qa(0, 1, True)]}, {0: [probe(0, 0, a=False)]})
     with pytest.raises(ValueError, match="probe for every question"):
