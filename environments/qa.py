@@ -16,9 +16,10 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from memevo.agents.base import AgentAnswer
+from memevo.agents.templates import render
 from memevo.environments.data.models import Question
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
@@ -33,8 +34,30 @@ def _choice_lines(question: Question) -> str:
     return "\n".join(f"{number}: {choice.answer}" for number, choice in enumerate(question.answer_choices, start=1))
 
 
-def build_qa_prompt(question: Question) -> str:
+class QuestionPrompts(BaseModel):
+    """Templates for the evaluation prompts, used instead of memevo's wording (``--amemgym-source``).
+
+    Placeholders: ``qa`` {query} {choices}; ``upper_bound`` {query} {state} {choices}; ``probe``
+    {state_schema}. Choices are ``"<n>: <answer>"`` lines and state and schema are indented JSON, as the
+    reference rendered them; every other brace is left as written.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    qa: str
+    upper_bound: str
+    probe: str
+
+
+QA_PLACEHOLDERS = {"query", "choices"}
+UPPER_BOUND_PLACEHOLDERS = {"query", "state", "choices"}
+PROBE_PLACEHOLDERS = {"state_schema"}
+
+
+def build_qa_prompt(question: Question, prompts: QuestionPrompts | None = None) -> str:
     """The question put to the agent at the end of a period (F.1 order)."""
+    if prompts is not None:
+        return render(prompts.qa, {"query": question.query, "choices": _choice_lines(question)}, QA_PLACEHOLDERS)
     return (
         f"{question.query}\n\n"
         "Which of the options below suits my current situation best? Weigh my present preferences and "
@@ -44,8 +67,12 @@ def build_qa_prompt(question: Question) -> str:
     )
 
 
-def build_upper_bound_prompt(question: Question, state: dict[str, str]) -> str:
+def build_upper_bound_prompt(question: Question, state: dict[str, str], prompts: QuestionPrompts | None = None) -> str:
     """The question with the relevant true state spelled out (F.2): it measures pure utilisation."""
+    if prompts is not None:
+        values = {"query": question.query, "state": json.dumps(state, ensure_ascii=False, indent=2),
+                  "choices": _choice_lines(question)}
+        return render(prompts.upper_bound, values, UPPER_BOUND_PLACEHOLDERS)
     return (
         f"{question.query}\n\n"
         "My current relevant preferences and situation are:\n"

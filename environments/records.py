@@ -41,6 +41,16 @@ class ProbeRecord(BaseModel):
     correct: dict[str, bool]
     format_error: bool = False
     consulted_memory: str = ""
+    unread: list[str] | None = Field(
+        None, description="Keys whose value could not be read (no JSON object, or the key missing); a key "
+        "present with a non-string value was read, and is wrong. None in records made before this field: "
+        "then every None in ``predicted`` counts as unread.")
+
+    @property
+    def unread_keys(self) -> list[str]:
+        if self.unread is not None:
+            return self.unread
+        return [key for key, value in self.predicted.items() if value is None]
 
 
 class PeriodResult(BaseModel):

@@ -102,13 +102,19 @@ def test_eval_command_end_to_end_over_http(tmp_path: Path, monkeypatch: pytest.M
         assert "accuracy" in result.output
         summary = json.loads((out / "summary.json").read_text())
         assert summary["usage"]["by_role"]["agent"]["calls"] > 0
+        assert summary["usage"]["by_role"]["upper_bound"]["calls"] > 0
         assert summary["scores"]["n_users"] == 1
         assert (out / "periods.png").exists()
         rerun = CliRunner().invoke(app, args)
         assert rerun.exit_code != 0 and isinstance(rerun.exception, UserInputError)
         template = CliRunner().invoke(app, [*args[:5], str(tmp_path / "t"), "--simulator", "template", "--diagnose"])
         assert template.exit_code == 0, template.output + repr(template.exception)
-        assert json.loads((tmp_path / "t" / "summary.json").read_text())["scores"]["failure"] is not None
+        # the server never answers a probe in JSON: no split is reported, and the summary says why
+        diagnosed = json.loads((tmp_path / "t" / "summary.json").read_text())
+        assert diagnosed["scores"]["failure"] is None
+        assert diagnosed["scores"]["probes"]["probe_format_error_rate"] == 1.0
+        assert diagnosed["usage"]["by_role"]["probe"]["calls"] > 0
+        assert "write/read/util n/a" in template.output
 
 
 async def test_plot_without_upper_bound(tmp_path: Path) -> None:

@@ -99,8 +99,9 @@ async def test_compat_fallback_is_random_seeded_per_key_and_not_retried() -> Non
 def test_probe_prompt_and_parser() -> None:
     prompt = build_probe_prompt({"diet": ["vegan", "omnivore"]})
     assert '"diet"' in prompt and "omnivore" in prompt
+    # a present non-string value was read (and is wrong); an absent key is left out (unread)
     assert parse_probe('```json\n{"diet": "vegan", "pet": 3}\n```', ["diet", "pet", "city"]) == {
-        "diet": "vegan", "pet": None, "city": None,
+        "diet": "vegan", "pet": None,
     }
     assert parse_probe("no idea", ["diet"]) is None
 
@@ -120,3 +121,16 @@ async def test_probe_retries_once_then_counts_a_format_error() -> None:
     good = await run_probe(OracleAgent(item), item, 1, 0, user_id="u", now=now)
     assert all(good.correct.values()) and not good.format_error
     assert good.truth == {k: item.periods[1].state[k] for k in item.qas[0].required_info}
+
+
+async def test_probe_is_booked_as_probe_and_not_retried_under_amemgym_compat() -> None:
+    from datetime import datetime
+
+    from memevo.environments.diagnosis import run_probe
+    from tests.doubles.scripted_agents import UnreadableAgent
+
+    item = make_item()
+    agent = UnreadableAgent(item)
+    record = await run_probe(agent, item, 1, 0, user_id="u", now=datetime(2021, 1, 1), amemgym_compat=True)
+    assert len(agent.answer_calls) == 1 and agent.answer_calls[0]["role"] == "probe"
+    assert record.format_error and record.unread == item.qas[0].required_info

@@ -35,7 +35,7 @@ class ProbeCoverage(BaseModel):
 
     n_probes: int
     probe_format_errors: int
-    """Probes with at least one value that could not be read (no JSON object, a key missing, not a string)."""
+    """Probes with at least one value that could not be read (no JSON object, or a key missing)."""
     probe_format_error_rate: float
     n_incorrect: int
     n_attributed: int
@@ -77,7 +77,7 @@ def question_failure(
 
     def state_ok(at: int, key: str) -> bool | None:
         probe = probes[(at, question_index)]
-        if probe.predicted.get(key) is None and not unreadable_as_wrong:
+        if key in probe.unread_keys and not unreadable_as_wrong:
             return None
         return probe.correct[key]
 
@@ -153,7 +153,7 @@ def probe_coverage(
     terms = _terms(episodes, items, period)
     incorrect = [t for t in terms if not t.correct]
     attributed = sum(t.shares is not None for t in incorrect)
-    errors = sum(any(v is None for v in p.predicted.values()) for p in probes)
+    errors = sum(bool(p.unread_keys) for p in probes)
     return ProbeCoverage(
         n_probes=len(probes),
         probe_format_errors=errors,

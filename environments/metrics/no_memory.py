@@ -17,7 +17,7 @@ from pydantic import BaseModel, PrivateAttr
 from memevo.agents.llm.protocol import ChatClient, Role
 from memevo.environments.data.models import Item
 from memevo.environments.metrics.bare_llm import ask_bare_llm
-from memevo.environments.qa import build_qa_prompt
+from memevo.environments.qa import QuestionPrompts, build_qa_prompt
 
 NO_MEMORY_FILE = "no_memory.json"
 """Where an eval folder keeps its no-memory baseline table."""
@@ -67,6 +67,7 @@ async def compute_no_memory(
     amemgym_compat: bool = False,
     constrained: bool = True,
     seed: int = 0,
+    prompts: QuestionPrompts | None = None,
     on_entry: Callable[[NoMemoryEntry], None] | None = None,
 ) -> NoMemoryTable:
     """Ask the bare LLM every question of every item once, with bounded concurrency."""
@@ -77,7 +78,7 @@ async def compute_no_memory(
         async with semaphore:
             outcome = await ask_bare_llm(
                 llm,
-                build_qa_prompt(question),
+                build_qa_prompt(question, prompts),
                 len(question.answer_choices),
                 role=role,
                 constrained=constrained,

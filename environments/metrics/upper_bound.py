@@ -20,7 +20,7 @@ from memevo.agents.llm.protocol import ChatClient, Role
 from memevo.environments.data.models import Item
 from memevo.environments.metrics.bare_llm import ask_bare_llm
 from memevo.environments.metrics.baseline import gold_state
-from memevo.environments.qa import build_upper_bound_prompt
+from memevo.environments.qa import QuestionPrompts, build_upper_bound_prompt
 
 UPPER_BOUND_FILE = "upper_bound.json"
 """Where an eval or evolution folder keeps its upper-bound table (read back by tracking and resumes)."""
@@ -100,6 +100,7 @@ async def compute_upper_bound(
     amemgym_compat: bool = False,
     constrained: bool = True,
     seed: int = 0,
+    prompts: QuestionPrompts | None = None,
     on_entry: Callable[[UpperBoundEntry], None] | None = None,
 ) -> UpperBoundTable:
     """Ask the bare LLM every needed (item, question, state) once, with bounded concurrency."""
@@ -111,7 +112,7 @@ async def compute_upper_bound(
         async with semaphore:
             outcome = await ask_bare_llm(
                 llm,
-                build_upper_bound_prompt(question, dict(zip(question.required_info, state, strict=True))),
+                build_upper_bound_prompt(question, dict(zip(question.required_info, state, strict=True)), prompts),
                 len(question.answer_choices),
                 role=role,
                 constrained=constrained,
