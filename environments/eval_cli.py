@@ -48,6 +48,7 @@ from memevo.environments.metrics import (
     user_scores,
 )
 from memevo.environments.plots import plot_periods
+from memevo.environments.qa import prompts_digest
 from memevo.environments.records import EpisodeResult
 from memevo.environments.runner import EpisodeConfig, run_episodes
 from memevo.environments.score_text import scores_line
@@ -178,6 +179,11 @@ async def evaluate(
     )
 
 
+def _same_decoding(table: UpperBoundTable | NoMemoryTable, config: EpisodeConfig) -> bool:
+    """Whether a stored table was asked the way this run asks (schema or free, same prompt texts)."""
+    return table.constrained == config.constrained_answers and table.prompts == prompts_digest(config.question_prompts)
+
+
 async def _upper_bound(llm: ChatClient, items: Sequence[Item], config: EpisodeConfig, path: Path,
                        progress: bool) -> UpperBoundTable:
     """The stored table when it covers these items under the same decoding, else a fresh one (saved for
@@ -185,7 +191,7 @@ async def _upper_bound(llm: ChatClient, items: Sequence[Item], config: EpisodeCo
     if path.exists():
         table = UpperBoundTable.model_validate_json(path.read_text(encoding="utf-8"))
         covered = {item.id for item in items} <= {entry.item_id for entry in table.entries}
-        if covered and table.constrained == config.constrained_answers:
+        if covered and _same_decoding(table, config):
             return table
     with tqdm(desc="upper bound", unit="call", disable=not progress) as bar:
         table = await compute_upper_bound(llm, items, amemgym_compat=config.amemgym_compat,
@@ -200,7 +206,7 @@ async def _no_memory(llm: ChatClient, items: Sequence[Item], config: EpisodeConf
     """The stored no-memory table when it covers these items under the same decoding, else a fresh one."""
     if path.exists():
         table = NoMemoryTable.model_validate_json(path.read_text(encoding="utf-8"))
-        if table.covers(items) and table.constrained == config.constrained_answers:
+        if table.covers(items) and _same_decoding(table, config):
             return table
     with tqdm(desc="no-memory baseline", unit="call", disable=not progress) as bar:
         table = await compute_no_memory(llm, items, amemgym_compat=config.amemgym_compat,
@@ -303,7 +309,8 @@ def eval_command(
                     "prompts": "memevo" if prompts is None else f"amemgym:{amemgym_source}",
                     "n_items": len(items), "config": config.model_dump()}
             write_outputs(out, outcome, items, hub.accounting.report(), meta)
-            notes = _protocol_notes(compat, prompts is not None) + ([] if prompts is None else prompts.notes(policy.kind))
+            notes = _protocol_notes(compat, prompts is not None)
+            notes += [] if prompts is None else prompts.notes(policy.kind)
             typer.echo(_headline(outcome.scores, out, notes))
 
     asyncio.run(main())

@@ -48,6 +48,16 @@ class QuestionPrompts(BaseModel):
     upper_bound: str
     probe: str
 
+    @property
+    def digest(self) -> str:
+        """Names these texts in stored tables, so a table asked with other prompts is not reused."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+
+
+def prompts_digest(prompts: QuestionPrompts | None) -> str:
+    """``""`` for memevo's own wording, else the templates' digest."""
+    return "" if prompts is None else prompts.digest
+
 
 QA_PLACEHOLDERS = {"query", "choices"}
 UPPER_BOUND_PLACEHOLDERS = {"query", "state", "choices"}

@@ -9,7 +9,9 @@ from pydantic import BaseModel, ConfigDict
 from memevo.agents.errors import MemevoError
 
 Role = Literal["agent", "probe", "upper_bound", "baseline", "user_simulator", "generator", "proposer", "judge"]
-ROLES: tuple[Role, ...] = ("agent", "probe", "upper_bound", "baseline", "user_simulator", "generator", "proposer", "judge")
+ROLES: tuple[Role, ...] = (
+    "agent", "probe", "upper_bound", "baseline", "user_simulator", "generator", "proposer", "judge"
+)
 """``probe``: the diagnosis state probes; ``upper_bound``: the bare LLM told the true state; ``baseline``:
 the bare LLM with no memory at all (memory-isolated score)."""
 

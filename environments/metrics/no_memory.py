@@ -17,7 +17,7 @@ from pydantic import BaseModel, PrivateAttr
 from memevo.agents.llm.protocol import ChatClient, Role
 from memevo.environments.data.models import Item
 from memevo.environments.metrics.bare_llm import ask_bare_llm
-from memevo.environments.qa import QuestionPrompts, build_qa_prompt
+from memevo.environments.qa import QuestionPrompts, build_qa_prompt, prompts_digest
 
 NO_MEMORY_FILE = "no_memory.json"
 """Where an eval folder keeps its no-memory baseline table."""
@@ -39,6 +39,8 @@ class NoMemoryTable(BaseModel):
 
     model: str = ""
     constrained: bool = False
+    prompts: str = ""
+    """Digest of the question prompts asked (empty: memevo's wording); a stored table is reused only if equal."""
     entries: list[NoMemoryEntry] = []
     _index: dict[tuple[str, int], NoMemoryEntry] = PrivateAttr(default_factory=dict)
 
@@ -99,4 +101,5 @@ async def compute_no_memory(
         return entry
 
     jobs = [one(item, q) for item in items for q in range(len(item.qas))]
-    return NoMemoryTable(model=model, constrained=constrained, entries=list(await asyncio.gather(*jobs)))
+    entries = list(await asyncio.gather(*jobs))
+    return NoMemoryTable(model=model, constrained=constrained, prompts=prompts_digest(prompts), entries=entries)

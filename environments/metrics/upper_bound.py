@@ -20,7 +20,7 @@ from memevo.agents.llm.protocol import ChatClient, Role
 from memevo.environments.data.models import Item
 from memevo.environments.metrics.bare_llm import ask_bare_llm
 from memevo.environments.metrics.baseline import gold_state
-from memevo.environments.qa import QuestionPrompts, build_upper_bound_prompt
+from memevo.environments.qa import QuestionPrompts, build_upper_bound_prompt, prompts_digest
 
 UPPER_BOUND_FILE = "upper_bound.json"
 """Where an eval or evolution folder keeps its upper-bound table (read back by tracking and resumes)."""
@@ -50,6 +50,8 @@ class UpperBoundTable(BaseModel):
 
     model: str = ""
     constrained: bool = False
+    prompts: str = ""
+    """Digest of the question prompts asked (empty: memevo's wording); a stored table is reused only if equal."""
     """Whether the answers were asked with their JSON schema (a stored table is reused only if this matches)."""
     entries: list[UpperBoundEntry] = []
     _index: dict[UpperBoundKey, UpperBoundEntry] = PrivateAttr(default_factory=dict)
@@ -134,4 +136,5 @@ async def compute_upper_bound(
         return entry
 
     jobs = [one(item, q, state) for item in items for q, state in needed_states(item)]
-    return UpperBoundTable(model=model, constrained=constrained, entries=list(await asyncio.gather(*jobs)))
+    entries = list(await asyncio.gather(*jobs))
+    return UpperBoundTable(model=model, constrained=constrained, prompts=prompts_digest(prompts), entries=entries)
