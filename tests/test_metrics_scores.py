@@ -7,9 +7,13 @@ import json
 import pytest
 
 from memevo.environments.data.models import AnswerChoice, Item, Period, Question, Session, StateUpdate, UserProfile
+from memevo.agents.buffered import WriteCounters
 from memevo.environments.metrics import (
+    NoMemoryEntry,
+    NoMemoryTable,
     UpperBoundEntry,
     UpperBoundTable,
+    compute_no_memory,
     compute_upper_bound,
     failure_split,
     random_baseline,
@@ -331,3 +335,47 @@ def test_unparsed_upper_bound_replies_are_counted_once_per_reply() -> None:
 def test_without_upper_bound_its_format_errors_are_unknown_not_zero() -> None:
     scores = score_episodes([episode({0: [qa(0, 0, True)]})], [hand_item()])
     assert scores.upper_bound_format_errors is None and scores.upper_bound_format_error_rate is None
+
+
+def no_memory_table(choices: dict[int, int | None], item_id: str = "h") -> NoMemoryTable:
+    return NoMemoryTable(entries=[NoMemoryEntry(item_id=item_id, question_index=q, choice=c)
+                                  for q, c in choices.items()])
+
+
+def test_memory_gain_over_the_no_memory_baseline_by_hand() -> None:
+    # The bare LLM always picks option 1 of Q0 and Q1. Gold Q0: 1, 2, 3 and Q1: 1, 2, 2 over p0..p2,
+    # so it is right twice at p0 and never after: no-memory accuracy 2/6; agent accuracy .5 -> gain 1/6.
+    ep = episode({0: [qa(0, 0, True), qa(0, 1, True)], 1: [qa(1, 0, False), qa(1, 1, False)],
+                  2: [qa(2, 0, True), qa(2, 1, False)]})
+    scores = score_episodes([ep], [hand_item()], no_memory=no_memory_table({0: 1, 1: 1}))
+    assert scores.no_memory_accuracy == pytest.approx(1 / 3) and scores.memory_gain == pytest.approx(1 / 6)
+    assert [p.memory_gain for p in scores.per_period] == [0.0, 0.0, 0.5]
+    assert user_scores([ep], [hand_item()], no_memory=no_memory_table({0: 1, 1: 1}))[0].memory_gain == pytest.approx(
+        1 / 6)
+    # an unparsed no-memory reply (choice None) is simply wrong, never a guess
+    unparsed = score_episodes([ep], [hand_item()], no_memory=no_memory_table({0: None, 1: 1}))
+    assert unparsed.no_memory_accuracy == pytest.approx(1 / 6)
+    assert score_episodes([ep], [hand_item()]).memory_gain is None
+
+
+async def test_compute_no_memory_asks_each_question_once_as_the_baseline_role() -> None:
+    llm = ScriptedLLM(lambda messages, role, wants_json: '{"answer": 1}' if messages[0]["content"][:3] != "Q2?"
+                      else "no idea")
+    table = await compute_no_memory(llm, [hand_item()], constrained=False)
+    assert len(llm.calls) == 3 + 1  # one retry for Q2's unreadable reply
+    assert {call["role"] for call in llm.calls} == {"baseline"} and not any(call["json"] for call in llm.calls)
+    assert [e.choice for e in table.entries] == [1, 1, None] and table.entries[2].format_error
+    assert table.correct(hand_item(), 0, 0) and not table.correct(hand_item(), 1, 0)
+    constrained = await compute_no_memory(ScriptedLLM(lambda m, r, j: '{"answer": 2}'), [hand_item()])
+    assert constrained.constrained and constrained.covers([hand_item()])
+
+
+def test_memory_write_failures_are_summed_from_the_period_records() -> None:
+    ep = episode({0: [qa(0, 0, True)], 1: [qa(1, 0, True)]})
+    ep.periods[0].memory_writes = WriteCounters(requests=4, retries=2, failures=1)
+    ep.periods[1].memory_writes = WriteCounters(requests=2, retries=0, failures=0)
+    scores = score_episodes([ep], [hand_item()])
+    assert (scores.write_requests, scores.write_failures) == (6, 1)
+    assert scores.write_failure_rate == pytest.approx(1 / 6)
+    assert [p.write_failures for p in scores.per_period] == [1, 0]
+    assert score_episodes([episode({0: [qa(0, 0, True)]})], [hand_item()]).write_requests is None
