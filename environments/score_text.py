@@ -1,11 +1,12 @@
-"""One-line summaries of ``Scores`` that say which memory score is which and what each rests on.
+"""One-line summaries of ``Scores`` that say which memory score is which and what each rests on, and the
+flat metrics a tracker logs beside them.
 
 Used by ``memevo eval`` and by every report that prints scores, so the wording is the same everywhere.
 """
 
 from __future__ import annotations
 
-from memevo.environments.metrics import Scores
+from memevo.environments.metrics import PeriodScores, Scores
 
 
 def _num(value: float | None) -> str:
@@ -53,3 +54,20 @@ def scores_line(scores: Scores) -> str:
     if scores.upper_bound_format_error_rate is not None:
         parts.append(f"upper-bound format errors {scores.upper_bound_format_error_rate:.1%}")
     return ", ".join(parts)
+
+
+def extra_metrics(scores: Scores | PeriodScores) -> dict[str, float]:
+    """The cells behind the memory score, the pooled score, the memory gain, probe coverage and memory-write
+    failures, as flat numbers (absent ones are left out) for MLflow."""
+    values: dict[str, float | None] = {
+        "memory_cells_used": scores.n_memory_points if scores.upper_bound is not None else None,
+        "memory_cells_excluded": scores.n_excluded if scores.upper_bound is not None else None,
+        "pooled_memory_score": scores.pooled_memory_score,
+        "no_memory_accuracy": scores.no_memory_accuracy,
+        "memory_gain": scores.memory_gain,
+        "memory_write_failure_rate": scores.write_failure_rate,
+        "probe_coverage": None if scores.probes is None else scores.probes.coverage,
+        "probe_format_error_rate": None if scores.probes is None else scores.probes.probe_format_error_rate,
+        "unattributed_failure": None if scores.failure is None else scores.failure.unattributed,
+    }
+    return {name: float(value) for name, value in values.items() if value is not None}

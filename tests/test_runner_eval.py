@@ -117,6 +117,47 @@ def test_eval_command_end_to_end_over_http(tmp_path: Path, monkeypatch: pytest.M
         assert "write/read/util n/a" in template.output
 
 
+def test_eval_command_amemgym_mode_reaches_policy_simulator_and_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fault_server = pytest.importorskip("tests.doubles.fault_server")
+    source = Path(__file__).parent / "fixtures" / "amemgym_source"
+
+    def reply(body):  # type: ignore[no-untyped-def]
+        text = body["messages"][-1]["content"]
+        return '{"answer": 2}' if "Pick one of" in text else "Sounds good, tell me more."
+
+    with fault_server.FaultServer(reply) as server:
+        config = tmp_path / "agent.yaml"
+        config.write_text(f"kind: awi\nllm:\n  model: agent-model\n  base_url: {server.url}\n")
+        app = typer.Typer()
+        app.command()(eval_command)
+        monkeypatch.setenv("MEMEVO_CACHE_DIR", str(tmp_path / "cache"))
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        out = tmp_path / "out"
+        base = ["--agent", str(config), "--env", str(FIXTURE), "--out", str(out), "--users", "1", "--upper-bound",
+                "--no-memory-baseline", "--amemgym-compat", "--simulator-model", "sim-model"]
+        result = CliRunner().invoke(app, base)
+        assert result.exit_code == 0, result.output + repr(result.exception)
+        assert "pooled memory score" in result.output and "memevo's own prompt wording" in result.output
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["simulator_model"] == "sim-model" and summary["prompts"] == "memevo"
+        assert summary["config"]["amemgym_compat"] and not summary["config"]["constrained_answers"]
+        assert summary["usage"]["by_role"]["baseline"]["calls"] > 0
+        assert summary["scores"]["no_memory_accuracy"] is not None and summary["scores"]["write_requests"] > 0
+        assert (out / "no_memory.json").exists()
+        assert {body["model"] for body in server.requests} == {"agent-model", "sim-model"}
+        # compat: nothing is decoded under a JSON schema; writes and the upper bound use plain JSON mode
+        formats = [body.get("response_format") for body in server.requests]
+        assert {f["type"] for f in formats if f} == {"json_object"} and None in formats
+
+        from_source = CliRunner().invoke(app, [*base[:5], str(tmp_path / "src"), *base[6:],
+                                                "--amemgym-source", str(source)])
+        assert from_source.exit_code == 0, from_source.output + repr(from_source.exception)
+        assert "memevo's own prompt wording" not in from_source.output
+        assert json.loads((tmp_path / "src" / "summary.json").read_text())["prompts"].startswith("amemgym:")
+
+
 async def test_plot_without_upper_bound(tmp_path: Path) -> None:
     from memevo.environments.metrics import score_episodes
     from memevo.environments.plots import plot_periods
