@@ -43,7 +43,7 @@ def evolve_command(
     typer.echo(f"run folder: {folder}")
     typer.echo(f"stopped: {result.stop_reason}")
     for label, scores in (("seed", result.seed_scores), ("best", result.best_scores)):
-        typer.echo(f"{label} on {scores.n_users} test users: {scores_line(scores)}")
+        typer.echo(f"{label}: test {scores_line(scores)} ({scores.n_users} users)")
     total = result.usage.total()
     typer.echo(f"spend: {total.calls} calls ({total.cache_hits} cached), "
                f"{total.prompt_tokens + total.completion_tokens} tokens, ${total.dollars:.4f}")
