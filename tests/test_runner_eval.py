@@ -79,6 +79,17 @@ def test_out_folder_rules(tmp_path: Path) -> None:
     _prepare_out(tmp_path, resume=True)
 
 
+def _eval_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agent_yaml: str) -> tuple[typer.Typer, Path]:
+    """``memevo eval`` as a Typer app, an agent config file, and a private response cache."""
+    config = tmp_path / "agent.yaml"
+    config.write_text(agent_yaml)
+    app = typer.Typer()
+    app.command()(eval_command)
+    monkeypatch.setenv("MEMEVO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    return app, config
+
+
 def test_eval_command_end_to_end_over_http(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fault_server = pytest.importorskip("tests.doubles.fault_server")
     if not FIXTURE.exists():
@@ -89,12 +100,8 @@ def test_eval_command_end_to_end_over_http(tmp_path: Path, monkeypatch: pytest.M
         return '```json\n{"answer": 1}\n```' if '{"answer"' in text else "Sounds good, tell me more."
 
     with fault_server.FaultServer(reply) as server:
-        config = tmp_path / "agent.yaml"
-        config.write_text(f"kind: native\nllm:\n  model: gpt-4.1-mini\n  base_url: {server.url}\n")
-        app = typer.Typer()
-        app.command()(eval_command)
-        monkeypatch.setenv("MEMEVO_CACHE_DIR", str(tmp_path / "cache"))
-        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        app, config = _eval_app(tmp_path, monkeypatch,
+                                f"kind: native\nllm:\n  model: gpt-4.1-mini\n  base_url: {server.url}\n")
         out = tmp_path / "out"
         args = ["--agent", str(config), "--env", str(FIXTURE), "--out", str(out), "--upper-bound", "--users", "1"]
         result = CliRunner().invoke(app, args)
@@ -128,12 +135,8 @@ def test_eval_command_amemgym_mode_reaches_policy_simulator_and_baseline(
         return '{"answer": 2}' if "Pick one of" in text else "Sounds good, tell me more."
 
     with fault_server.FaultServer(reply) as server:
-        config = tmp_path / "agent.yaml"
-        config.write_text(f"kind: awi\nllm:\n  model: agent-model\n  base_url: {server.url}\n")
-        app = typer.Typer()
-        app.command()(eval_command)
-        monkeypatch.setenv("MEMEVO_CACHE_DIR", str(tmp_path / "cache"))
-        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        app, config = _eval_app(tmp_path, monkeypatch,
+                                f"kind: awi\nllm:\n  model: agent-model\n  base_url: {server.url}\n")
         out = tmp_path / "out"
         base = ["--agent", str(config), "--env", str(FIXTURE), "--out", str(out), "--users", "1", "--upper-bound",
                 "--no-memory-baseline", "--amemgym-compat", "--simulator-model", "sim-model"]

@@ -9,15 +9,14 @@ as the agent's answers are (``constrained`` or free) and parsed by the same rule
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, PrivateAttr
 
 from memevo.agents.llm.protocol import ChatClient, Role
 from memevo.environments.data.models import Item
-from memevo.environments.metrics.bare_llm import ask_bare_llm
-from memevo.environments.qa import QuestionPrompts, build_qa_prompt, prompts_digest
+from memevo.environments.metrics.bare_llm import BareQuestion, ask_all
+from memevo.environments.qa import ChoiceOutcome, QuestionPrompts, build_qa_prompt, prompts_digest
 
 NO_MEMORY_FILE = "no_memory.json"
 """Where an eval folder keeps its no-memory baseline table."""
@@ -73,22 +72,16 @@ async def compute_no_memory(
     on_entry: Callable[[NoMemoryEntry], None] | None = None,
 ) -> NoMemoryTable:
     """Ask the bare LLM every question of every item once, with bounded concurrency."""
-    semaphore = asyncio.Semaphore(max_concurrency)
+    needed = [(item, q) for item in items for q in range(len(item.qas))]
 
-    async def one(item: Item, question_index: int) -> NoMemoryEntry:
+    def ask(item: Item, question_index: int) -> BareQuestion:
         question = item.qas[question_index]
-        async with semaphore:
-            outcome = await ask_bare_llm(
-                llm,
-                build_qa_prompt(question, prompts),
-                len(question.answer_choices),
-                role=role,
-                constrained=constrained,
-                json_mode=False,
-                amemgym_compat=amemgym_compat,
-                rng_key=(seed, "no_memory", item.id, question_index),
-            )
-        entry = NoMemoryEntry(
+        return BareQuestion(build_qa_prompt(question, prompts), len(question.answer_choices),
+                            (seed, "no_memory", item.id, question_index))
+
+    def to_entry(index: int, outcome: ChoiceOutcome) -> NoMemoryEntry:
+        item, question_index = needed[index]
+        return NoMemoryEntry(
             item_id=item.id,
             question_index=question_index,
             choice=outcome.choice,
@@ -96,10 +89,8 @@ async def compute_no_memory(
             random_fallback=outcome.random_fallback,
             raw_reply=outcome.retry_reply or outcome.raw_reply,
         )
-        if on_entry:
-            on_entry(entry)
-        return entry
 
-    jobs = [one(item, q) for item in items for q in range(len(item.qas))]
-    entries = list(await asyncio.gather(*jobs))
+    entries = await ask_all(llm, [ask(*need) for need in needed], to_entry, role=role, constrained=constrained,
+                            json_mode=False, amemgym_compat=amemgym_compat, max_concurrency=max_concurrency,
+                            on_entry=on_entry)
     return NoMemoryTable(model=model, constrained=constrained, prompts=prompts_digest(prompts), entries=entries)
