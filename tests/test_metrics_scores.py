@@ -379,3 +379,18 @@ def test_memory_write_failures_are_summed_from_the_period_records() -> None:
     assert scores.write_failure_rate == pytest.approx(1 / 6)
     assert [p.write_failures for p in scores.per_period] == [1, 0]
     assert score_episodes([episode({0: [qa(0, 0, True)]})], [hand_item()]).write_requests is None
+
+
+def test_tracking_metrics_and_summary_line_name_both_memory_scores() -> None:
+    from memevo.environments.score_text import extra_metrics, scores_line
+
+    ep = episode({0: [qa(0, 0, True), qa(0, 1, True)], 1: [qa(1, 0, False), qa(1, 1, False)],
+                  2: [qa(2, 0, True), qa(2, 1, False)]})
+    scores = score_episodes([ep], [hand_item()], table(), no_memory=no_memory_table({0: 1, 1: 1}))
+    metrics = extra_metrics(scores)
+    assert metrics == {"memory_cells_used": 3.0, "memory_cells_excluded": 0.0, "pooled_memory_score": pytest.approx(1.0),
+                       "no_memory_accuracy": pytest.approx(1 / 3), "memory_gain": pytest.approx(1 / 6)}
+    line = scores_line(scores)
+    assert "memory score (AMemGym, mean of 3 of 3 (user, period) cells, 1 with upper bound below random) -0.778" in line
+    assert "pooled memory score (sum over questions) 1.000" in line and "memory gain +0.167" in line
+    assert extra_metrics(score_episodes([ep], [hand_item()])) == {}
