@@ -73,8 +73,10 @@ class EpisodeConfig(BaseModel):
         return data
 
     def protocol(self) -> dict[str, object]:
-        """The settings that change results; a resumed run must use the same ones."""
-        return self.model_dump(exclude={"max_concurrent_users", "check_frozen_state"})
+        """The settings that change results; a resumed run must use the same ones (``question_prompts`` only
+        when set, so runs recorded before it existed still resume)."""
+        unset = {"question_prompts"} if self.question_prompts is None else set()
+        return self.model_dump(exclude={"max_concurrent_users", "check_frozen_state", *unset})
 
     def rounds(self, period: int) -> int:
         return self.rounds_init if period == 0 else self.rounds_update
