@@ -2,9 +2,10 @@
 
 The probe goes through ``agent.answer`` (booked as role ``probe``) against the same frozen state that
 answered the questions, so a wrong probe points at memory rather than at reasoning. A reply without a
-JSON object is asked again once (never under ``amemgym_compat``: the reference asked once); a value that
-is missing or not a string stays ``None`` in ``predicted`` and marks a format error, and the failure
-split never scores such a value (see ``metrics.failure``).
+JSON object is asked again once (never under ``amemgym_compat``: the reference asked once). A key the
+reply lacks (or every key, when it holds no JSON object) is listed in ``unread`` and marks a format
+error, and the failure split never scores it (see ``metrics.failure``); a key present with a value that
+is not one of the options (null, a number, another string) was read, and is wrong.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from memevo.agents.base import MemoryAgent
-from memevo.environments.data.models import Item
 from memevo.agents.templates import render
-from memevo.environments.qa import PROBE_PLACEHOLDERS, QuestionPrompts, extract_json_object
+from memevo.environments.data.models import Item
+from memevo.environments.qa import PROBE_PLACEHOLDERS, QuestionPrompts, extract_json_object, reference_json_object
 from memevo.environments.records import ProbeRecord
 
 
@@ -49,10 +50,11 @@ def probe_query(item: Item, question_index: int) -> str:
     return f"{question.query} ({', '.join(question.required_info)})"
 
 
-def parse_probe(text: str, keys: list[str]) -> dict[str, str | None] | None:
+def parse_probe(text: str, keys: list[str], *, amemgym_compat: bool = False) -> dict[str, str | None] | None:
     """Per listed key present in the reply, the string the agent chose (None if not a string, e.g. null);
-    None if the reply holds no JSON object. Absent keys are left out."""
-    obj = extract_json_object(text)
+    None if the reply holds no JSON object (read as the reference did under ``amemgym_compat``). Absent
+    keys are left out."""
+    obj = reference_json_object(text) if amemgym_compat else extract_json_object(text)
     if obj is None:
         return None
     return {key: value if isinstance(value := obj[key], str) else None for key in keys if key in obj}
@@ -68,7 +70,7 @@ async def run_probe(agent: MemoryAgent, item: Item, period: int, question_index:
     query = probe_query(item, question_index)
     schema = probe_schema(sub_schema) if constrained else None
     reply = await agent.answer(prompt, query=query, now=now, json_schema=schema, role="probe")
-    predicted = parse_probe(reply.text, keys)
+    predicted = parse_probe(reply.text, keys, amemgym_compat=amemgym_compat)
     if predicted is None and not amemgym_compat:
         reminder = "\n\nYour previous reply could not be read; reply with the JSON object only."
         reply = await agent.answer(prompt + reminder, query=query, now=now, json_schema=schema, role="probe")

@@ -134,9 +134,24 @@ def extract_json_object(text: str) -> dict[str, Any] | None:
     return None
 
 
-def parse_choice(text: str, n_choices: int) -> int | None:
-    """The 1-based option number in ``text``, or None if the reply is not a valid choice."""
-    obj = extract_json_object(text)
+_REFERENCE_FENCE = re.compile(r"```json(.*?)```", re.DOTALL)
+
+
+def reference_json_object(text: str) -> dict[str, Any] | None:
+    """The reference's reading (``amemgym_compat``): the first ```json fenced block, else the whole text,
+    must be a JSON object; prose around an unfenced object, or any other fence, is not read (I.5)."""
+    fenced = _REFERENCE_FENCE.search(text)
+    try:
+        value = json.loads(fenced.group(1).strip() if fenced else text)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def parse_choice(text: str, n_choices: int, *, amemgym_compat: bool = False) -> int | None:
+    """The 1-based option number in ``text``, or None if the reply is not a valid choice (read as the
+    reference read it under ``amemgym_compat``; a number outside 1..n is never a choice, I.3)."""
+    obj = reference_json_object(text) if amemgym_compat else extract_json_object(text)
     if obj is None:
         return None
     value = obj.get("answer")
@@ -175,7 +190,7 @@ async def ask_choice(
 ) -> ChoiceOutcome:
     """Ask, parse strictly, retry once; in compat mode draw a seeded random option instead of retrying."""
     first = await ask(prompt)
-    choice = parse_choice(first.text, n_choices)
+    choice = parse_choice(first.text, n_choices, amemgym_compat=amemgym_compat)
     if choice is not None:
         return ChoiceOutcome(choice=choice, raw_reply=first.text, consulted_memory=first.consulted_memory)
     if amemgym_compat:

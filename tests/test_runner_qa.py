@@ -34,6 +34,21 @@ def test_parse_choice_is_strict(text: str, expected: int | None) -> None:
     assert parse_choice(text, 4) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"answer": 3}', 3),
+        ('```json\n{"answer": 2}\n```', 2),
+        ('Sure!\n```json\n{"answer": 2}\n```\nHope that helps.', 2),
+        ('I pick {"answer": 2}.', None),  # the reference read only a ```json block or the whole text
+        ('```\n{"answer": 2}\n```', None),
+        ('{"answer": 0}', None),
+    ],
+)
+def test_parse_choice_reads_as_the_reference_under_compat(text: str, expected: int | None) -> None:
+    assert parse_choice(text, 4, amemgym_compat=True) == expected
+
+
 def test_qa_prompt_lists_question_then_numbered_choices_then_json_instruction() -> None:
     question = make_item().qas[0]
     prompt = build_qa_prompt(question)
