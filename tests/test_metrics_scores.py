@@ -388,8 +388,9 @@ def test_tracking_metrics_and_summary_line_name_both_memory_scores() -> None:
                   2: [qa(2, 0, True), qa(2, 1, False)]})
     scores = score_episodes([ep], [hand_item()], table(), no_memory=no_memory_table({0: 1, 1: 1}))
     metrics = extra_metrics(scores)
-    assert metrics == {"memory_cells_used": 3.0, "memory_cells_excluded": 0.0, "pooled_memory_score": pytest.approx(1.0),
-                       "no_memory_accuracy": pytest.approx(1 / 3), "memory_gain": pytest.approx(1 / 6)}
+    assert metrics == {"memory_cells_used": 3.0, "memory_cells_excluded": 0.0,
+                       "pooled_memory_score": pytest.approx(1.0), "no_memory_accuracy": pytest.approx(1 / 3),
+                       "memory_gain": pytest.approx(1 / 6)}
     line = scores_line(scores)
     assert "memory score (AMemGym, mean of 3 of 3 (user, period) cells, 1 with upper bound below random) -0.778" in line
     assert "pooled memory score (sum over questions) 1.000" in line and "memory gain +0.167" in line
