@@ -69,10 +69,12 @@ class AWIAgent(BufferedMemoryAgent):
 
     async def write(self, batch: list[BufferedMessage]) -> None:
         at = batch[-1].time
+        indent = 2 if self.policy.amemgym_compat else None  # AMemGym's rendering, under compat
         values = {
             "memory_types": self.prompt("memory_types"),
-            "current_memories": json.dumps({n.label: n.value for n in self.notes}, ensure_ascii=False),
-            "conversation": json.dumps([{"role": m.role, "content": m.content} for m in batch], ensure_ascii=False),
+            "current_memories": json.dumps({n.label: n.value for n in self.notes}, ensure_ascii=False, indent=indent),
+            "conversation": json.dumps([{"role": m.role, "content": m.content} for m in batch], ensure_ascii=False,
+                                       indent=indent),
         }
         changes = await self.ask_prompt(
             "write_prompt", WRITE_PLACEHOLDERS, at, values, WRITE_SCHEMA, parse_note_changes

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from memevo.agents.llm.protocol import ChatClient
+from memevo.agents.llm.protocol import ChatClient, Role
 from memevo.agents.policy import MemoryPolicy
 
 HYPERPARAMETERS = ("update_every", "short_term", "top_k")
@@ -75,9 +75,11 @@ class MemoryAgent(ABC):
 
     @abstractmethod
     async def answer(
-        self, prompt: str, *, query: str, now: datetime, json_schema: dict[str, Any] | None = None
+        self, prompt: str, *, query: str, now: datetime, json_schema: dict[str, Any] | None = None,
+        role: Role = "agent",
     ) -> AgentAnswer:
-        """Answer an evaluation prompt without changing state; ``query`` is the bare question.
+        """Answer an evaluation prompt without changing state; ``query`` is the bare question, ``role``
+        books the call (``probe`` for diagnosis probes).
 
         With ``json_schema``, the LLM must be asked with that schema (constrained decoding, so small
         models stay in the answer format); the reply text is still returned raw for the caller to parse.

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from memevo.agents.base import AgentAnswer, MemoryAgent
-from memevo.agents.llm.protocol import ChatClient, LLMJSONError, Message
+from memevo.agents.llm.protocol import ChatClient, LLMJSONError, Message, Role
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.prompts.answer import ANSWER_PLACEHOLDERS, NO_MEMORIES
 from memevo.agents.templates import render
@@ -75,10 +75,11 @@ class BufferedMemoryAgent(MemoryAgent):
         return reply
 
     async def answer(
-        self, prompt: str, *, query: str, now: datetime, json_schema: dict[str, Any] | None = None
+        self, prompt: str, *, query: str, now: datetime, json_schema: dict[str, Any] | None = None,
+        role: Role = "agent",
     ) -> AgentAnswer:
         memory = await self.memory_text(prompt if self.policy.amemgym_compat else query)
-        return AgentAnswer(text=await self._reply(memory, prompt, json_schema), consulted_memory=memory)
+        return AgentAnswer(text=await self._reply(memory, prompt, json_schema, role), consulted_memory=memory)
 
     async def ingest(self, user_message: str, assistant_message: str, now: datetime) -> None:
         await self._take_exchange(user_message, assistant_message, now)
@@ -111,12 +112,16 @@ class BufferedMemoryAgent(MemoryAgent):
         del self.buffer[: self.policy.update_every]
         await self.write(batch)
 
-    async def _reply(self, memory: str, message: str, json_schema: dict[str, Any] | None = None) -> str:
-        system = render(self.prompt("answer_system_prompt"), {"memories": memory or NO_MEMORIES}, set(ANSWER_PLACEHOLDERS))
+    async def _reply(
+        self, memory: str, message: str, json_schema: dict[str, Any] | None = None, role: Role = "agent"
+    ) -> str:
+        # AMemGym showed an empty memory list as nothing at all
+        empty = "" if self.policy.amemgym_compat else NO_MEMORIES
+        system = render(self.prompt("answer_system_prompt"), {"memories": memory or empty}, set(ANSWER_PLACEHOLDERS))
         messages: list[Message] = [{"role": "system", "content": system}]
         messages += [{"role": m.role, "content": m.content} for m in self.buffer]
         messages.append({"role": "user", "content": message})
-        return (await self.llm.chat(messages, role="agent", json_schema=json_schema)).text
+        return (await self.llm.chat(messages, role=role, json_schema=json_schema)).text
 
     async def ask_prompt(
         self,
@@ -135,15 +140,20 @@ class BufferedMemoryAgent(MemoryAgent):
     async def ask_json(self, prompt: str, schema: dict[str, Any], parse: Callable[[Any], T]) -> T | None:
         """One JSON write request, retried once on a malformed reply, then skipped and counted (None).
 
+        Under ``amemgym_compat`` the request is sent in plain JSON mode, without ``schema``, as the
+        reference did; the retry stays (the reference's run crashed on such a reply instead).
+
         The retry shows the model its unusable reply and a reminder naming what was wrong, so it is a
         different request (at temperature 0 a bare resend mostly gets the same reply back, from the
         model or from the response cache).
         """
         self.counters.requests += 1
         messages: list[Message] = [{"role": "user", "content": prompt}]
+        # AMemGym sent write requests in plain JSON mode (response_format json_object), with no schema.
+        sent_schema = None if self.policy.amemgym_compat else schema
         for attempt in range(2):
             try:
-                data, reply = await self.llm.chat_json(messages, role="agent", json_schema=schema)
+                data, reply = await self.llm.chat_json(messages, role="agent", json_schema=sent_schema)
             except LLMJSONError as error:
                 raw, problem = error.raw_text, "it was not valid JSON"
             else:

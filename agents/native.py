@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from memevo.agents.base import AgentAnswer, AgentSpec, MemoryAgent
-from memevo.agents.llm.protocol import ChatClient, Message
+from memevo.agents.llm.protocol import ChatClient, Message, Role
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.prompts.answer import NATIVE_SYSTEM
 from memevo.agents.registry import register_agent
@@ -58,10 +58,11 @@ class NativeAgent(MemoryAgent):
         return reply
 
     async def answer(
-        self, prompt: str, *, query: str, now: datetime, json_schema: dict[str, Any] | None = None
+        self, prompt: str, *, query: str, now: datetime, json_schema: dict[str, Any] | None = None,
+        role: Role = "agent",
     ) -> AgentAnswer:
         messages, kept = self._context(prompt)
-        reply = (await self.llm.chat(messages, role="agent", json_schema=json_schema)).text
+        reply = (await self.llm.chat(messages, role=role, json_schema=json_schema)).text
         return AgentAnswer(text=reply, consulted_memory="\n".join(f"{m['role']}: {m['content']}" for m in kept))
 
     async def ingest(self, user_message: str, assistant_message: str, now: datetime) -> None:

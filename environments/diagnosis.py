@@ -1,8 +1,11 @@
 """The state probe of AMemGym's diagnosis (F.5): what does the agent believe the required states are?
 
-The probe goes through ``agent.answer`` against the same frozen state that answered the questions, so a
-wrong probe points at memory rather than at reasoning. A reply without a JSON object is asked again once;
-a missing key or an unparsable reply counts as wrong and as a format error.
+The probe goes through ``agent.answer`` (booked as role ``probe``) against the same frozen state that
+answered the questions, so a wrong probe points at memory rather than at reasoning. A reply without a
+JSON object is asked again once (never under ``amemgym_compat``: the reference asked once). A key the
+reply lacks (or every key, when it holds no JSON object) is listed in ``unread`` and marks a format
+error, and the failure split never scores it (see ``metrics.failure``); a key present with a value that
+is not one of the options (null, a number, another string) was read, and is wrong.
 """
 
 from __future__ import annotations
@@ -12,13 +15,17 @@ from datetime import datetime
 from typing import Any
 
 from memevo.agents.base import MemoryAgent
+from memevo.agents.templates import render
 from memevo.environments.data.models import Item
-from memevo.environments.qa import extract_json_object
+from memevo.environments.qa import PROBE_PLACEHOLDERS, QuestionPrompts, extract_json_object, reference_json_object
 from memevo.environments.records import ProbeRecord
 
 
-def build_probe_prompt(sub_schema: dict[str, list[str]]) -> str:
+def build_probe_prompt(sub_schema: dict[str, list[str]], prompts: QuestionPrompts | None = None) -> str:
     """Ask for the current value of each listed information type, as strict JSON."""
+    if prompts is not None:
+        schema_text = json.dumps(sub_schema, ensure_ascii=False, indent=2)
+        return render(prompts.probe, {"state_schema": schema_text}, PROBE_PLACEHOLDERS)
     return (
         "Think back over our previous conversations. For each type of information below, pick the option "
         "closest to my current situation.\n\n"
@@ -43,30 +50,35 @@ def probe_query(item: Item, question_index: int) -> str:
     return f"{question.query} ({', '.join(question.required_info)})"
 
 
-def parse_probe(text: str, keys: list[str]) -> dict[str, str | None] | None:
-    """Per key, the string the agent chose (None if absent or not a string); None if no JSON object."""
-    obj = extract_json_object(text)
+def parse_probe(text: str, keys: list[str], *, amemgym_compat: bool = False) -> dict[str, str | None] | None:
+    """Per listed key present in the reply, the string the agent chose (None if not a string, e.g. null);
+    None if the reply holds no JSON object (read as the reference did under ``amemgym_compat``). Absent
+    keys are left out."""
+    obj = reference_json_object(text) if amemgym_compat else extract_json_object(text)
     if obj is None:
         return None
-    return {key: value if isinstance(value := obj.get(key), str) else None for key in keys}
+    return {key: value if isinstance(value := obj[key], str) else None for key in keys if key in obj}
 
 
 async def run_probe(agent: MemoryAgent, item: Item, period: int, question_index: int, *, user_id: str,
-                    now: datetime, constrained: bool = True) -> ProbeRecord:
+                    now: datetime, constrained: bool = True, amemgym_compat: bool = False,
+                    prompts: QuestionPrompts | None = None) -> ProbeRecord:
     """Probe one question's required states at the end of one period (``constrained``: with its schema)."""
     keys = item.qas[question_index].required_info
     sub_schema = {key: item.state_schema[key] for key in keys}
-    prompt = build_probe_prompt(sub_schema)
+    prompt = build_probe_prompt(sub_schema, prompts)
     query = probe_query(item, question_index)
     schema = probe_schema(sub_schema) if constrained else None
-    reply = await agent.answer(prompt, query=query, now=now, json_schema=schema)
-    predicted = parse_probe(reply.text, keys)
-    if predicted is None:
+    reply = await agent.answer(prompt, query=query, now=now, json_schema=schema, role="probe")
+    predicted = parse_probe(reply.text, keys, amemgym_compat=amemgym_compat)
+    if predicted is None and not amemgym_compat:
         reminder = "\n\nYour previous reply could not be read; reply with the JSON object only."
-        reply = await agent.answer(prompt + reminder, query=query, now=now, json_schema=schema)
+        reply = await agent.answer(prompt + reminder, query=query, now=now, json_schema=schema, role="probe")
         predicted = parse_probe(reply.text, keys)
     truth = {key: item.periods[period].state[key] for key in keys}
-    values = predicted or {key: None for key in keys}
+    read = predicted or {}
+    values = {key: read.get(key) for key in keys}
+    unread = [key for key in keys if key not in read]
     return ProbeRecord(
         user_id=user_id,
         period=period,
@@ -74,6 +86,7 @@ async def run_probe(agent: MemoryAgent, item: Item, period: int, question_index:
         predicted=values,
         truth=truth,
         correct={key: values[key] == truth[key] for key in keys},
-        format_error=predicted is None or any(value is None for value in values.values()),
+        format_error=bool(unread),
+        unread=unread,
         consulted_memory=reply.consulted_memory,
     )

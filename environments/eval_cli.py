@@ -1,7 +1,7 @@
 """``memevo eval``: score one agent config on an environment and write records, summary and plot.
 
 Outputs under ``--out``: ``run/`` (per user/period results and agent states; ``--resume`` continues it),
-``upper_bound.json``, ``questions.jsonl`` + ``questions.csv`` (one row per question asked),
+``upper_bound.json``, ``no_memory.json``, ``questions.jsonl`` + ``questions.csv`` (one row per question asked),
 ``summary.json`` + ``summary.csv`` (overall and per-period scores, failure split, the upper bound's
 unparsed replies), ``usage.csv`` (calls, tokens and dollars by role) and ``periods.png``.
 """
@@ -26,14 +26,21 @@ from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.llm.hub import LLMHub
 from memevo.agents.llm.protocol import ChatClient, LLMError
-from memevo.agents.registry import build_agent
+from memevo.agents.policy import MemoryPolicy
+from memevo.agents.registry import agent_class, build_agent
+from memevo.agents.templates import placeholders_in
 from memevo.environments.data.io import load_items
+from memevo.environments.amemgym_prompts import AMemGymPrompts, load_amemgym_prompts
 from memevo.environments.data.models import Item
 from memevo.environments.metrics import (
+    DEFAULT_MIN_PROBE_COVERAGE,
+    NO_MEMORY_FILE,
     UPPER_BOUND_FILE,
+    NoMemoryTable,
     Scores,
     UpperBoundTable,
     UserScores,
+    compute_no_memory,
     compute_upper_bound,
     random_baseline,
     score_episodes,
@@ -41,13 +48,16 @@ from memevo.environments.metrics import (
 )
 from memevo.environments.metrics._items import item_lookup, item_of
 from memevo.environments.plots import plot_periods
+from memevo.environments.qa import prompts_digest
 from memevo.environments.records import EpisodeResult
 from memevo.environments.runner import EpisodeConfig, run_episodes
+from memevo.environments.score_text import scores_line
 from memevo.environments.simulators.base import UserSimulator
 from memevo.environments.store import RunStore, write_json_atomic
 
 QUESTION_COLUMNS = ("user_id", "period", "question_index", "choice", "gold", "n_choices", "correct", "format_error",
-                    "random_fallback", "random_baseline", "upper_bound", "probe_correct")
+                    "random_fallback", "random_baseline", "upper_bound", "no_memory_correct", "probe_correct",
+                    "probe_unread")
 
 
 class SimulatorKind(str, Enum):
@@ -60,10 +70,11 @@ class EvalOutcome(BaseModel):
     scores: Scores
     user_scores: list[UserScores]
     upper_bound: UpperBoundTable | None = None
+    no_memory: NoMemoryTable | None = None
 
 
-def _question_rows(episodes: Sequence[EpisodeResult], items: Sequence[Item],
-                   upper_bound: UpperBoundTable | None) -> list[dict[str, Any]]:
+def _question_rows(episodes: Sequence[EpisodeResult], items: Sequence[Item], upper_bound: UpperBoundTable | None,
+                   no_memory: NoMemoryTable | None = None) -> list[dict[str, Any]]:
     by_id = item_lookup(items)
     rows = []
     for episode in episodes:
@@ -78,7 +89,10 @@ def _question_rows(episodes: Sequence[EpisodeResult], items: Sequence[Item],
                     "random_baseline": random_baseline(item, record.period, record.question_index),
                     "upper_bound": None if upper_bound is None
                     else upper_bound.score(item, record.period, record.question_index),
+                    "no_memory_correct": None if no_memory is None
+                    else no_memory.correct(item, record.period, record.question_index),
                     "probe_correct": None if probe is None else all(probe.correct.values()),
+                    "probe_unread": None if probe is None else " ".join(probe.unread_keys),
                     "probe": None if probe is None else probe.model_dump(mode="json"),
                 })
     return rows
@@ -93,13 +107,16 @@ def _write_csv(path: Path, columns: Sequence[str], rows: Sequence[dict[str, Any]
 
 def _summary_rows(scores: Scores) -> list[dict[str, Any]]:
     def row(scope: str, part: Any) -> dict[str, Any]:
-        failure = part.failure
+        failure, probes = part.failure, part.probes
         return {
             "scope": scope,
-            **part.model_dump(exclude={"per_period", "failure"}),
+            **part.model_dump(exclude={"per_period", "failure", "probes"}),
             "write_failure": None if failure is None else failure.write,
             "read_failure": None if failure is None else failure.read,
             "utilization_failure": None if failure is None else failure.utilization,
+            "unattributed_failure": None if failure is None else failure.unattributed,
+            "probe_coverage": None if probes is None else probes.coverage,
+            "probe_format_error_rate": None if probes is None else probes.probe_format_error_rate,
         }
 
     return [row("overall", scores), *(row(f"period {p.period}", p) for p in scores.per_period)]
@@ -108,7 +125,7 @@ def _summary_rows(scores: Scores) -> list[dict[str, Any]]:
 def write_outputs(out: Path, outcome: EvalOutcome, items: Sequence[Item], usage: UsageReport,
                   meta: dict[str, Any]) -> None:
     """Every file of an evaluation except the run store."""
-    rows = _question_rows(outcome.episodes, items, outcome.upper_bound)
+    rows = _question_rows(outcome.episodes, items, outcome.upper_bound, outcome.no_memory)
     with (out / "questions.jsonl").open("w", encoding="utf-8") as file:
         for row in rows:
             file.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -135,13 +152,18 @@ async def evaluate(
     out: Path,
     *,
     upper_bound_llm: ChatClient | None = None,
+    no_memory_llm: ChatClient | None = None,
+    min_probe_coverage: float = DEFAULT_MIN_PROBE_COVERAGE,
     replay_from: Path | None = None,
     progress: bool = True,
 ) -> EvalOutcome:
-    """Run (or resume) the episodes into ``out/run``, compute the upper bound if asked, and score."""
-    upper_bound = None
+    """Run (or resume) the episodes into ``out/run``, compute the upper bound and the no-memory baseline
+    if asked, and score."""
+    upper_bound = no_memory = None
     if upper_bound_llm is not None:
         upper_bound = await _upper_bound(upper_bound_llm, items, config, out / UPPER_BOUND_FILE, progress)
+    if no_memory_llm is not None:
+        no_memory = await _no_memory(no_memory_llm, items, config, out / NO_MEMORY_FILE, progress)
     total = sum(len(item.periods) for item in items)
     with tqdm(total=total, desc="periods", unit="period", disable=not progress) as bar:
         sessions = simulator if replay_from is None else RunStore(replay_from / "run")
@@ -149,10 +171,17 @@ async def evaluate(
                                       on_period=lambda _: bar.update(1))
     return EvalOutcome(
         episodes=episodes,
-        scores=score_episodes(episodes, items, upper_bound),
-        user_scores=user_scores(episodes, items, upper_bound),
+        scores=score_episodes(episodes, items, upper_bound, no_memory=no_memory,
+                              min_probe_coverage=min_probe_coverage),
+        user_scores=user_scores(episodes, items, upper_bound, no_memory=no_memory),
         upper_bound=upper_bound,
+        no_memory=no_memory,
     )
+
+
+def _same_decoding(table: UpperBoundTable | NoMemoryTable, config: EpisodeConfig) -> bool:
+    """Whether a stored table was asked the way this run asks (schema or free, same prompt texts)."""
+    return table.constrained == config.constrained_answers and table.prompts == prompts_digest(config.question_prompts)
 
 
 async def _upper_bound(llm: ChatClient, items: Sequence[Item], config: EpisodeConfig, path: Path,
@@ -162,17 +191,33 @@ async def _upper_bound(llm: ChatClient, items: Sequence[Item], config: EpisodeCo
     if path.exists():
         table = UpperBoundTable.model_validate_json(path.read_text(encoding="utf-8"))
         covered = {item.id for item in items} <= {entry.item_id for entry in table.entries}
-        if covered and table.constrained == config.constrained_answers:
+        if covered and _same_decoding(table, config):
             return table
     with tqdm(desc="upper bound", unit="call", disable=not progress) as bar:
         table = await compute_upper_bound(llm, items, amemgym_compat=config.amemgym_compat,
                                           constrained=config.constrained_answers, seed=config.seed,
-                                          on_entry=lambda _: bar.update(1))
+                                          prompts=config.question_prompts, on_entry=lambda _: bar.update(1))
     write_json_atomic(path, table.model_dump(mode="json"))
     return table
 
 
-def _make_simulator(kind: SimulatorKind, llm: ChatClient, seed: int) -> UserSimulator:
+async def _no_memory(llm: ChatClient, items: Sequence[Item], config: EpisodeConfig, path: Path,
+                     progress: bool) -> NoMemoryTable:
+    """The stored no-memory table when it covers these items under the same decoding, else a fresh one."""
+    if path.exists():
+        table = NoMemoryTable.model_validate_json(path.read_text(encoding="utf-8"))
+        if table.covers(items) and _same_decoding(table, config):
+            return table
+    with tqdm(desc="no-memory baseline", unit="call", disable=not progress) as bar:
+        table = await compute_no_memory(llm, items, amemgym_compat=config.amemgym_compat,
+                                        constrained=config.constrained_answers, seed=config.seed,
+                                        prompts=config.question_prompts, on_entry=lambda _: bar.update(1))
+    write_json_atomic(path, table.model_dump(mode="json"))
+    return table
+
+
+def _make_simulator(kind: SimulatorKind, llm: ChatClient, seed: int, amemgym_compat: bool,
+                    template: str | None = None) -> UserSimulator:
     # Imported here: only the chosen simulator's module is needed.
     if kind is SimulatorKind.template:
         from memevo.environments.simulators.template import TemplateUserSimulator
@@ -180,7 +225,8 @@ def _make_simulator(kind: SimulatorKind, llm: ChatClient, seed: int) -> UserSimu
         return TemplateUserSimulator(seed=seed)
     from memevo.environments.simulators.llm import LLMUserSimulator
 
-    return LLMUserSimulator(llm, seed=seed)
+    return LLMUserSimulator(llm, seed=seed, current_date="period_end" if amemgym_compat else "session",
+                            template=template)
 
 
 def _prepare_out(out: Path, resume: bool) -> None:
@@ -198,13 +244,27 @@ def eval_command(
     out: Annotated[Path, typer.Option("--out", help="Output folder.")],
     upper_bound: Annotated[bool, typer.Option("--upper-bound",
                                               help="Compute the upper bound and memory score.")] = False,
+    no_memory_baseline: Annotated[bool, typer.Option(
+        "--no-memory-baseline", help="Also ask the agent's LLM every question with no memory at all, and report "
+        "the agent's gain over it (MemGym's memory-isolated score).")] = False,
     diagnose: Annotated[bool, typer.Option("--diagnose", help="Probe states for the write/read/util split.")] = False,
+    min_probe_coverage: Annotated[float, typer.Option(
+        min=0.0, max=1.0, help="Report the write/read/util split only when at least this share of the wrong "
+        "answers has readable probes.")] = DEFAULT_MIN_PROBE_COVERAGE,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out.")] = False,
     users: Annotated[int | None, typer.Option("--users", min=1, help="Only the first N users.")] = None,
     simulator: Annotated[SimulatorKind, typer.Option("--simulator", help="User simulator.")] = SimulatorKind.llm,
+    simulator_model: Annotated[str | None, typer.Option(
+        "--simulator-model", help="Model of the LLM user simulator (same endpoint as the agent); default: the "
+        "agent's model. AMemGym used a separate, stronger one (gpt-4.1).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the LLM response cache.")] = False,
-    amemgym_compat: Annotated[bool, typer.Option("--amemgym-compat", help="Random fallback on unreadable answers, "
-                                                 "as the reference.")] = False,
+    amemgym_compat: Annotated[bool, typer.Option(
+        "--amemgym-compat", help="AMemGym's protocol throughout: random fallback on unreadable answers, free "
+        "decoding, no probe retry, whole-prompt retrieval queries, plain JSON mode for memory writes, the "
+        "simulator dated at the period's end. Also on when the agent config sets amemgym_compat.")] = False,
+    amemgym_source: Annotated[Path | None, typer.Option(
+        "--amemgym-source", help="An AMemGym checkout: read its prompt texts from there at run time (memevo "
+        "ships its own wording).")] = None,
     constrained_answers: Annotated[bool | None, typer.Option(
         "--constrained-answers/--free-answers",
         help="Constrain answers and probes to their JSON schema (default), or leave decoding free as AMemGym "
@@ -218,47 +278,72 @@ def eval_command(
 ) -> None:
     """Evaluate an agent on-policy (AMemGym protocol) and write records, summary and a per-period plot."""
     policy = load_policy(agent)
+    compat = amemgym_compat or policy.amemgym_compat
+    policy = policy.model_copy(update={"amemgym_compat": compat})
+    prompts = None if amemgym_source is None else load_amemgym_prompts(amemgym_source)
+    if prompts is not None:
+        policy = prompts.apply_to(policy)
     items = load_items(env)[:users]
     config = EpisodeConfig(rounds_init=rounds_init, rounds_update=rounds_update, diagnose=diagnose,
-                           amemgym_compat=amemgym_compat, constrained_answers=constrained_answers,
-                           max_concurrent_users=max_concurrent_users, seed=seed)
+                           amemgym_compat=compat, constrained_answers=constrained_answers,
+                           max_concurrent_users=max_concurrent_users, seed=seed,
+                           question_prompts=None if prompts is None else prompts.questions)
+    simulator_llm = policy.llm if simulator_model is None else policy.llm.model_copy(update={"model": simulator_model})
     _prepare_out(out, resume)
 
     async def main() -> None:
         async with LLMHub(use_cache=not no_cache) as hub:
             llm = hub.client(policy.llm)
             try:
+                simulate = _make_simulator(simulator, hub.client(simulator_llm), seed, compat,
+                                           None if prompts is None else prompts.simulator)
                 outcome = await evaluate(
-                    lambda: build_agent(policy, llm), items, _make_simulator(simulator, llm, seed), config, out,
-                    upper_bound_llm=llm if upper_bound else None, replay_from=off_policy,
+                    lambda: _agent(policy, llm, prompts), items, simulate, config, out,
+                    upper_bound_llm=llm if upper_bound else None, no_memory_llm=llm if no_memory_baseline else None,
+                    min_probe_coverage=min_probe_coverage, replay_from=off_policy,
                 )
             except LLMError as error:
                 raise RunFailedError(f"{error}; finished periods are saved, rerun with --resume") from error
             meta = {"agent": policy.kind, "policy_id": policy.policy_id, "model": policy.llm.model, "env": env,
+                    "simulator_model": simulator_llm.model if simulator is SimulatorKind.llm else None,
+                    "prompts": "memevo" if prompts is None else f"amemgym:{amemgym_source}",
                     "n_items": len(items), "config": config.model_dump()}
             write_outputs(out, outcome, items, hub.accounting.report(), meta)
-            typer.echo(_headline(outcome.scores, out))
+            notes = _protocol_notes(compat, prompts is not None)
+            notes += [] if prompts is None else prompts.notes(policy.kind)
+            typer.echo(_headline(outcome.scores, out, notes))
 
     asyncio.run(main())
 
 
-def _headline(scores: Scores, out: Path) -> str:
-    parts = [f"accuracy {scores.accuracy:.3f}", f"random {scores.random_baseline:.3f}"]
-    if scores.upper_bound is not None:
-        parts.append(f"upper bound {scores.upper_bound:.3f}")
-    if scores.memory_score is not None:
-        parts.append(f"memory score {scores.memory_score:.3f}")
-    if scores.failure is not None:
-        f = scores.failure
-        parts.append(f"write/read/util {f.write:.3f}/{f.read:.3f}/{f.utilization:.3f}")
-    parts.append(f"format errors {scores.format_error_rate:.1%}")
-    if scores.upper_bound_format_error_rate is not None:
-        parts.append(f"upper-bound format errors {scores.upper_bound_format_error_rate:.1%}")
-    lines = [f"{', '.join(parts)}  ->  {out}"]
+def _agent(policy: MemoryPolicy, llm: ChatClient, prompts: AMemGymPrompts | None) -> MemoryAgent:
+    """A fresh agent. AMemGym's own write prompt lacks memevo's output-format clause (a rule that keeps
+    evolved prompts in format), so with ``--amemgym-source`` only the placeholders are checked."""
+    if prompts is None:
+        return build_agent(policy, llm)
+    spec = agent_class(policy.kind).spec
+    for name, text in policy.prompts.items():
+        missing = [p for p in spec.component(name).required_placeholders if p not in placeholders_in(text)]
+        if missing:
+            raise UserInputError(f"prompt lacks placeholders {missing}", source=prompts.source, field=name)
+    return agent_class(policy.kind)(policy, llm)
+
+
+def _protocol_notes(compat: bool, amemgym_prompts: bool) -> list[str]:
+    """What a reader of a compat run must know about whose agents were measured."""
+    if not compat or amemgym_prompts:
+        return []
+    return ["AMemGym's protocol with memevo's own prompt wording (QA, probe, upper bound, agents, simulator); "
+            "pass --amemgym-source PATH to an AMemGym checkout to use its prompt texts"]
+
+
+def _headline(scores: Scores, out: Path, notes: Sequence[str] = ()) -> str:
+    lines = [f"{scores_line(scores)}  ->  {out}"]
     if scores.upper_bound_format_errors:
         lines.append(
             f"note: the memory score is computed against an upper bound with {scores.upper_bound_format_errors} "
             "unparsed replies (scored as wrong, or as a random pick under --amemgym-compat), which lowers the upper "
             f"bound and raises the memory score; see {UPPER_BOUND_FILE}"
         )
+    lines += [f"note: {note}" for note in notes]
     return "\n".join(lines)

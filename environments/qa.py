@@ -16,9 +16,10 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from memevo.agents.base import AgentAnswer
+from memevo.agents.templates import render
 from memevo.environments.data.models import Question
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
@@ -33,8 +34,40 @@ def _choice_lines(question: Question) -> str:
     return "\n".join(f"{number}: {choice.answer}" for number, choice in enumerate(question.answer_choices, start=1))
 
 
-def build_qa_prompt(question: Question) -> str:
+class QuestionPrompts(BaseModel):
+    """Templates for the evaluation prompts, used instead of memevo's wording (``--amemgym-source``).
+
+    Placeholders: ``qa`` {query} {choices}; ``upper_bound`` {query} {state} {choices}; ``probe``
+    {state_schema}. Choices are ``"<n>: <answer>"`` lines and state and schema are indented JSON, as the
+    reference rendered them; every other brace is left as written.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    qa: str
+    upper_bound: str
+    probe: str
+
+    @property
+    def digest(self) -> str:
+        """Names these texts in stored tables, so a table asked with other prompts is not reused."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+
+
+def prompts_digest(prompts: QuestionPrompts | None) -> str:
+    """``""`` for memevo's own wording, else the templates' digest."""
+    return "" if prompts is None else prompts.digest
+
+
+QA_PLACEHOLDERS = {"query", "choices"}
+UPPER_BOUND_PLACEHOLDERS = {"query", "state", "choices"}
+PROBE_PLACEHOLDERS = {"state_schema"}
+
+
+def build_qa_prompt(question: Question, prompts: QuestionPrompts | None = None) -> str:
     """The question put to the agent at the end of a period (F.1 order)."""
+    if prompts is not None:
+        return render(prompts.qa, {"query": question.query, "choices": _choice_lines(question)}, QA_PLACEHOLDERS)
     return (
         f"{question.query}\n\n"
         "Which of the options below suits my current situation best? Weigh my present preferences and "
@@ -44,8 +77,12 @@ def build_qa_prompt(question: Question) -> str:
     )
 
 
-def build_upper_bound_prompt(question: Question, state: dict[str, str]) -> str:
+def build_upper_bound_prompt(question: Question, state: dict[str, str], prompts: QuestionPrompts | None = None) -> str:
     """The question with the relevant true state spelled out (F.2): it measures pure utilisation."""
+    if prompts is not None:
+        values = {"query": question.query, "state": json.dumps(state, ensure_ascii=False, indent=2),
+                  "choices": _choice_lines(question)}
+        return render(prompts.upper_bound, values, UPPER_BOUND_PLACEHOLDERS)
     return (
         f"{question.query}\n\n"
         "My current relevant preferences and situation are:\n"
@@ -97,9 +134,24 @@ def extract_json_object(text: str) -> dict[str, Any] | None:
     return None
 
 
-def parse_choice(text: str, n_choices: int) -> int | None:
-    """The 1-based option number in ``text``, or None if the reply is not a valid choice."""
-    obj = extract_json_object(text)
+_REFERENCE_FENCE = re.compile(r"```json(.*?)```", re.DOTALL)
+
+
+def reference_json_object(text: str) -> dict[str, Any] | None:
+    """The reference's reading (``amemgym_compat``): the first ```json fenced block, else the whole text,
+    must be a JSON object; prose around an unfenced object, or any other fence, is not read (I.5)."""
+    fenced = _REFERENCE_FENCE.search(text)
+    try:
+        value = json.loads(fenced.group(1).strip() if fenced else text)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def parse_choice(text: str, n_choices: int, *, amemgym_compat: bool = False) -> int | None:
+    """The 1-based option number in ``text``, or None if the reply is not a valid choice (read as the
+    reference read it under ``amemgym_compat``; a number outside 1..n is never a choice, I.3)."""
+    obj = reference_json_object(text) if amemgym_compat else extract_json_object(text)
     if obj is None:
         return None
     value = obj.get("answer")
@@ -138,7 +190,7 @@ async def ask_choice(
 ) -> ChoiceOutcome:
     """Ask, parse strictly, retry once; in compat mode draw a seeded random option instead of retrying."""
     first = await ask(prompt)
-    choice = parse_choice(first.text, n_choices)
+    choice = parse_choice(first.text, n_choices, amemgym_compat=amemgym_compat)
     if choice is not None:
         return ChoiceOutcome(choice=choice, raw_reply=first.text, consulted_memory=first.consulted_memory)
     if amemgym_compat:

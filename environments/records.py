@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from memevo.agents.buffered import WriteCounters
+
 
 class QARecord(BaseModel):
     """One multiple-choice question put to the agent at the end of one period."""
@@ -39,6 +41,16 @@ class ProbeRecord(BaseModel):
     correct: dict[str, bool]
     format_error: bool = False
     consulted_memory: str = ""
+    unread: list[str] | None = Field(
+        None, description="Keys whose value could not be read (no JSON object, or the key missing); a key "
+        "present with a non-string value was read, and is wrong. None in records made before this field: "
+        "then every None in ``predicted`` counts as unread.")
+
+    @property
+    def unread_keys(self) -> list[str]:
+        if self.unread is not None:
+            return self.unread
+        return [key for key, value in self.predicted.items() if value is None]
 
 
 class PeriodResult(BaseModel):
@@ -49,6 +61,9 @@ class PeriodResult(BaseModel):
     transcripts: list[list[dict[str, str]]] = Field(default_factory=list)
     qa: list[QARecord] = Field(default_factory=list)
     probes: list[ProbeRecord] = Field(default_factory=list)
+    memory_writes: WriteCounters | None = Field(
+        None, description="The agent's memory-write requests, retries and failures during this period "
+        "(None for agents without a write path).")
 
 
 class EpisodeResult(BaseModel):

@@ -18,11 +18,12 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memevo.agents.base import MemoryAgent
+from memevo.agents.buffered import BufferedMemoryAgent, WriteCounters
 from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.llm.protocol import Message
 from memevo.environments.data.models import Item, Session
 from memevo.environments.diagnosis import run_probe
-from memevo.environments.qa import answer_schema, ask_choice, build_qa_prompt
+from memevo.environments.qa import QuestionPrompts, answer_schema, ask_choice, build_qa_prompt
 from memevo.environments.records import EpisodeResult, PeriodResult, QARecord
 from memevo.environments.simulators.base import UserSimulator, opening_message
 from memevo.environments.store import RunStore
@@ -48,7 +49,8 @@ class EpisodeConfig(BaseModel):
     rounds_init: int = Field(1, ge=1, description="Rounds per session in period 0.")
     rounds_update: int = Field(2, ge=1, description="Rounds per session in later periods.")
     diagnose: bool = Field(False, description="Run the state probe for every question at every period.")
-    amemgym_compat: bool = Field(False, description="Random fallback on unreadable answers, as the reference.")
+    amemgym_compat: bool = Field(False, description="AMemGym's protocol: random fallback on unreadable answers, "
+                                 "no probe retry (and free decoding unless constrained_answers is set).")
     max_concurrent_users: int = Field(4, ge=1)
     seed: int = Field(0, description="Seeds the compat random fallback.")
     check_frozen_state: bool = Field(True, description="Fail if answering questions changed the agent state.")
@@ -59,6 +61,9 @@ class EpisodeConfig(BaseModel):
         "unset or None value resolves to `not amemgym_compat`; an explicit value wins.",
     )
 
+    question_prompts: QuestionPrompts | None = Field(
+        None, description="Evaluation prompt templates read from an AMemGym checkout; None: memevo's wording.")
+
     @model_validator(mode="before")
     @classmethod
     def _resolve_constrained_answers(cls, data: Any) -> Any:
@@ -68,8 +73,10 @@ class EpisodeConfig(BaseModel):
         return data
 
     def protocol(self) -> dict[str, object]:
-        """The settings that change results; a resumed run must use the same ones."""
-        return self.model_dump(exclude={"max_concurrent_users", "check_frozen_state"})
+        """The settings that change results; a resumed run must use the same ones (``question_prompts`` only
+        when set, so runs recorded before it existed still resume)."""
+        unset = {"question_prompts"} if self.question_prompts is None else set()
+        return self.model_dump(exclude={"max_concurrent_users", "check_frozen_state", *unset})
 
     def rounds(self, period: int) -> int:
         return self.rounds_init if period == 0 else self.rounds_update
@@ -111,7 +118,7 @@ async def ask_questions(
     async def one(index: int) -> QARecord:
         question = item.qas[index]
         gold = _gold(item, period, index)
-        prompt = build_qa_prompt(question)
+        prompt = build_qa_prompt(question, config.question_prompts)
         n_choices = len(question.answer_choices)
         schema = answer_schema(n_choices) if config.constrained_answers else None
         outcome = await ask_choice(
@@ -190,6 +197,18 @@ def _restore(agent: MemoryAgent, item: Item, config: EpisodeConfig, store: RunSt
     return [store.load_period(user_id, period) for period in range(done)]
 
 
+def _write_counters(agent: MemoryAgent) -> WriteCounters | None:
+    return agent.counters.model_copy() if isinstance(agent, BufferedMemoryAgent) else None
+
+
+def _writes_since(before: WriteCounters | None, after: WriteCounters | None) -> WriteCounters | None:
+    """The write requests, retries and failures between two snapshots of an agent's counters."""
+    if before is None or after is None:
+        return None
+    return WriteCounters(requests=after.requests - before.requests, retries=after.retries - before.retries,
+                         failures=after.failures - before.failures)
+
+
 async def _examine(agent: MemoryAgent, item: Item, period: int, config: EpisodeConfig, user_id: str,
                    transcripts: list[Transcript]) -> PeriodResult:
     """Questions (and probes) at the end of a period, checking that they left the state untouched."""
@@ -199,7 +218,8 @@ async def _examine(agent: MemoryAgent, item: Item, period: int, config: EpisodeC
     if config.diagnose:
         now = period_end_time(item, period)
         probes = list(await asyncio.gather(*(
-            run_probe(agent, item, period, index, user_id=user_id, now=now, constrained=config.constrained_answers)
+            run_probe(agent, item, period, index, user_id=user_id, now=now, constrained=config.constrained_answers,
+                      amemgym_compat=config.amemgym_compat, prompts=config.question_prompts)
             for index in range(len(item.qas))
         )))
     if frozen is not None and agent.state() != frozen:
@@ -227,8 +247,10 @@ async def _run_periods(
         if on_period:
             on_period(result)
     for period in range(len(periods), len(item.periods)):
+        writes_before = _write_counters(agent)
         transcripts = await play(period)
         result = await _examine(agent, item, period, config, user_id, transcripts)
+        result.memory_writes = _writes_since(writes_before, _write_counters(agent))
         if after_period:
             await after_period(agent, result)
         if store is not None:

@@ -32,6 +32,7 @@ def evolve_command(
 ) -> None:
     """Evolve a memory agent's prompts and settings; prints seed vs best on the test users."""
     from memevo.agents.llm.hub import LLMHub
+    from memevo.environments.score_text import scores_line
     from memevo.evolve.loop import run_evolution
 
     settings = load_evolve_config(config)
@@ -42,8 +43,7 @@ def evolve_command(
     typer.echo(f"run folder: {folder}")
     typer.echo(f"stopped: {result.stop_reason}")
     for label, scores in (("seed", result.seed_scores), ("best", result.best_scores)):
-        memory = f"{scores.memory_score:.3f}" if scores.memory_score is not None else "n/a"
-        typer.echo(f"{label}: test accuracy {scores.accuracy:.3f}, memory score {memory} ({scores.n_users} users)")
+        typer.echo(f"{label}: test {scores_line(scores)} ({scores.n_users} users)")
     total = result.usage.total()
     typer.echo(f"spend: {total.calls} calls ({total.cache_hits} cached), "
                f"{total.prompt_tokens + total.completion_tokens} tokens, ${total.dollars:.4f}")

@@ -33,6 +33,7 @@ from memevo.environments.data.models import Item
 from memevo.environments.feedback import build_feedback, render_feedback
 from memevo.environments.metrics import Scores, UpperBoundTable, UserScores
 from memevo.environments.records import EpisodeResult
+from memevo.environments.score_text import extra_metrics
 from memevo.environments.store import write_json_atomic
 from memevo.evolve import runtime
 from memevo.evolve.candidates import Candidate
@@ -338,6 +339,7 @@ class OuterLoop(runtime.RunBase):
                 metrics[f"{split}_accuracy_p{period.period:02d}"] = period.accuracy
                 if period.memory_score is not None:
                     metrics[f"{split}_memory_score_p{period.period:02d}"] = period.memory_score
+            metrics |= {f"{split}_{name}": value for name, value in extra_metrics(summary).items()}
             if summary.failure is not None:
                 metrics[f"{split}_write_failure"] = summary.failure.write
                 metrics[f"{split}_read_failure"] = summary.failure.read

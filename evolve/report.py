@@ -78,6 +78,7 @@ def _scores_line(label: str, scores: Scores) -> str:
     split = f", write/read/util {failure.write:.3f}/{failure.read:.3f}/{failure.utilization:.3f}" if failure else ""
     return (
         f"| {label} | {scores.n_users} | {fmt(scores.accuracy)} | {fmt(scores.memory_score)} "
+        f"({scores.n_memory_points}/{scores.n_memory_points + scores.n_excluded}) | {fmt(scores.pooled_memory_score)} "
         f"| {fmt(scores.format_error_rate)} | {' '.join(fmt(p.accuracy, 2) for p in scores.per_period)} |{split}"
     )
 
@@ -151,8 +152,9 @@ def evolution_report(run_dir: Path) -> str:
     lines += [
         f"Stopped: {result.stop_reason}",
         "",
-        "| candidate | test users | accuracy | memory score | format errors | accuracy per period |",
-        "|---|---|---|---|---|---|",
+        "| candidate | test users | accuracy | memory score (AMemGym; cells used/all) | pooled memory score "
+        "| format errors | accuracy per period |",
+        "|---|---|---|---|---|---|---|",
         _scores_line(f"seed {result.seed.id[:8]}", result.seed_scores),
         _scores_line(best_label, result.best_scores),
         "",

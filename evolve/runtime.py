@@ -180,7 +180,8 @@ def make_simulator(config: EvolveConfig, client: Callable[[LLMConfig], ChatClien
         from memevo.environments.simulators.llm import LLMUserSimulator
 
         assert config.llm.simulator is not None
-        return LLMUserSimulator(client(config.llm.simulator))
+        compat = config.seed.policy is not None and config.seed.policy.amemgym_compat
+        return LLMUserSimulator(client(config.llm.simulator), current_date="period_end" if compat else "session")
     from memevo.environments.simulators.template import TemplateUserSimulator
 
     return TemplateUserSimulator()

@@ -21,7 +21,8 @@ class EchoAgent(MemoryAgent):
     async def respond(self, message: str, now: datetime) -> str:
         return message
 
-    async def answer(self, prompt: str, *, query: str, now: datetime, json_schema: dict | None = None) -> AgentAnswer:
+    async def answer(self, prompt: str, *, query: str, now: datetime, json_schema: dict | None = None,
+                     role: str = "agent") -> AgentAnswer:
         return AgentAnswer(text=query)
 
     async def end_session(self, now: datetime) -> None:

@@ -50,6 +50,9 @@ def test_amemgym_protocol_configs_match_the_released_settings() -> None:
         assert config.protocol == "amemgym_period" and config.episode.diagnose
         assert (policy.kind, policy.update_every, policy.short_term) == ("awi", 2, 4)
         assert policy.llm.model == "gpt-4.1-mini" and policy.llm.temperature == 0.0
+        assert policy.amemgym_compat and runtime.episode_config(config, policy).amemgym_compat
+        assert not runtime.episode_config(config, policy).constrained_answers  # free decoding, as AMemGym
+        assert config.llm.simulator is not None and config.llm.simulator.model == "gpt-4.1"
         assert config.feedback.mode.value == mode and config.components == components
     complete = load_evolve_config(EXPERIMENTS / "amemgym" / "complete.yaml")
     assert complete.feedback.amemgym_letter_bug and not complete.feedback.with_ground_truth

@@ -7,9 +7,13 @@ import json
 import pytest
 
 from memevo.environments.data.models import AnswerChoice, Item, Period, Question, Session, StateUpdate, UserProfile
+from memevo.agents.buffered import WriteCounters
 from memevo.environments.metrics import (
+    NoMemoryEntry,
+    NoMemoryTable,
     UpperBoundEntry,
     UpperBoundTable,
+    compute_no_memory,
     compute_upper_bound,
     failure_split,
     random_baseline,
@@ -104,21 +108,63 @@ def test_upper_bound_is_keyed_by_question_and_state() -> None:
         UpperBoundTable(entries=[]).score(item, 0, 0)
 
 
-def test_memory_score_is_a_mean_of_ratios_can_be_negative_and_skips_zero_headroom() -> None:
+def test_memory_score_is_amemgyms_mean_of_ratios_and_keeps_a_cell_with_upper_bound_below_random() -> None:
     # p0: both right, acc 1, rand (.25+.5)/2=.375, ub 1    -> ratio 1
     # p1: both wrong, acc 0, rand .375, ub (1+0)/2=.5      -> ratio (0-.375)/(.5-.375) = -3
-    # p2: Q0 right, acc .5, rand .375, ub (0+0)/2=0 <= rand -> excluded, never divided
+    # p2: Q0 right, acc .5, rand .375, ub (0+0)/2=0 < rand -> kept, sign-flipped: (.5-.375)/(0-.375) = -1/3
+    # AMemGym: mean(1, -3, -1/3) = -7/9. Pooled over the 6 questions: (.5 - .375) / (.5 - .375) = 1
     ep = episode({0: [qa(0, 0, True), qa(0, 1, True)], 1: [qa(1, 0, False), qa(1, 1, False)],
                   2: [qa(2, 0, True), qa(2, 1, False)]})
     scores = score_episodes([ep], [hand_item()], table())
     assert scores.accuracy == 0.5 and scores.random_baseline == 0.375
     assert scores.upper_bound == pytest.approx(0.5)
-    assert scores.memory_score == pytest.approx(-1.0)
-    assert (scores.n_memory_points, scores.n_excluded) == (2, 1)
-    assert [p.memory_score for p in scores.per_period] == [pytest.approx(1.0), pytest.approx(-3.0), None]
+    assert scores.memory_score == pytest.approx(-7 / 9)
+    assert (scores.n_memory_points, scores.n_excluded, scores.n_inverted) == (3, 0, 1)
+    assert scores.pooled_memory_score == pytest.approx(1.0)
+    assert [p.memory_score for p in scores.per_period] == [pytest.approx(1.0), pytest.approx(-3.0),
+                                                           pytest.approx(-1 / 3)]
+    assert [p.pooled_memory_score for p in scores.per_period] == [pytest.approx(1.0), pytest.approx(-3.0),
+                                                                  pytest.approx(-1 / 3)]
     assert [p.accuracy for p in scores.per_period] == [1.0, 0.0, 0.5]
-    assert scores.per_period[2].n_excluded == 1
-    assert scores.failure is None
+    assert scores.per_period[2].n_inverted == 1 and scores.per_period[2].n_excluded == 0
+    assert scores.failure is None and scores.probes is None
+
+
+def test_only_a_cell_whose_upper_bound_equals_random_exactly_is_excluded_and_counted() -> None:
+    # Q2 trimmed to 2 choices, so every cell of Q1+Q2 has rand (.5+.5)/2 = .5.
+    item = hand_item()
+    item.qas[2].answer_choices = item.qas[2].answer_choices[:2]
+    ub = UpperBoundTable(entries=[e for e in table().entries if e.question_index != 2] + [
+        UpperBoundEntry(item_id="h", question_index=2, state=["a1"], correct=False),
+        UpperBoundEntry(item_id="h", question_index=2, state=["a2"], correct=False)])
+    # p0: Q1 ub right (a1), Q2 ub wrong   -> ub .5 == rand .5: excluded (AMemGym: 0/0)
+    # p1: Q1 ub wrong (a2), Q2 ub wrong   -> ub 0 < rand: kept, acc .5 -> (.5-.5)/(0-.5) = 0
+    # p2: same states as p1, acc 0        -> (0-.5)/(0-.5) = 1
+    ep = episode({0: [qa(0, 1, True), qa(0, 2, True)], 1: [qa(1, 1, True), qa(1, 2, False)],
+                  2: [qa(2, 1, False), qa(2, 2, False)]})
+    scores = score_episodes([ep], [item], ub)
+    assert (scores.n_memory_points, scores.n_excluded, scores.n_inverted) == (2, 1, 2)
+    assert scores.memory_score == pytest.approx(0.5)
+    assert [p.memory_score for p in scores.per_period] == [None, pytest.approx(0.0), pytest.approx(1.0)]
+    # pooled: acc 3/6 = .5, rand .5, ub 1/6 -> (.5-.5)/(1/6-.5) = 0
+    assert scores.pooled_memory_score == pytest.approx(0.0)
+    assert scores.per_period[0].pooled_memory_score is None  # 0/0 is not a number
+
+
+def test_pooled_score_differs_from_the_mean_of_ratios_on_unequal_cells() -> None:
+    # two users, one period each, with 2 and 3 questions
+    items = [hand_item("u"), hand_item("v")]
+    ub = UpperBoundTable(entries=table("u").entries + table("v").entries)
+    eps = [episode({0: [qa(0, 0, True, user="u"), qa(0, 1, True, user="u")]}, user="u"),
+           episode({1: [qa(1, 0, True, user="v"), qa(1, 1, False, user="v"), qa(1, 2, False, user="v")]},
+                   user="v")]
+    # u p0: acc 1, rand .375, ub 1 -> 1.  v p1: acc 1/3, rand (.25+.5+1/3)/3 = 13/36, ub (1+0+1)/3 = 2/3
+    #   -> (1/3 - 13/36) / (2/3 - 13/36) = (-1/36) / (11/36) = -1/11. AMemGym mean: (1 - 1/11)/2 = 5/11.
+    # pooled over 5 questions: acc 3/5, rand (.25+.5+.25+.5+1/3)/5 = 11/30, ub (1+1+1+0+1)/5 = 4/5
+    #   -> (3/5 - 11/30) / (4/5 - 11/30) = (7/30) / (13/30) = 7/13
+    scores = score_episodes(eps, items, ub)
+    assert scores.memory_score == pytest.approx(5 / 11)
+    assert scores.pooled_memory_score == pytest.approx(7 / 13)
 
 
 def test_without_upper_bound_there_is_no_memory_score() -> None:
@@ -177,6 +223,64 @@ def test_write_read_utilisation_split_by_hand() -> None:
         (0.5, 0.0, 0.0), (0.25, 0.25, 0.0), (0.0, 0.0, 0.5)]
 
 
+def unreadable(period: int, question: int, *keys: str) -> ProbeRecord:
+    """A probe whose ``keys`` (all when none given) could not be read."""
+    record = probe(period, question)
+    gone = set(keys or record.truth)
+    return record.model_copy(update={
+        "predicted": {k: None if k in gone else v for k, v in record.predicted.items()},
+        "correct": {k: k not in gone for k in record.correct}, "format_error": True})
+
+
+def test_unreadable_probes_are_never_scored_as_write_failures() -> None:
+    # Every probe unreadable (the 48-of-48 case): nothing can be attributed, so no split at all,
+    # while the reference's rule would have put every error down to writing.
+    ep = episode({p: [qa(p, 0, False), qa(p, 1, True)] for p in range(3)},
+                 {p: [unreadable(p, 0), unreadable(p, 1)] for p in range(3)})
+    scores = score_episodes([ep], [hand_item()])
+    assert scores.failure is None
+    assert scores.probes is not None
+    assert (scores.probes.n_probes, scores.probes.probe_format_errors, scores.probes.n_incorrect,
+            scores.probes.n_attributed, scores.probes.coverage) == (6, 6, 3, 0, 0.0)
+    reference = failure_split([ep], [hand_item()], min_coverage=0.0)
+    assert reference is not None and (reference.write, reference.read, reference.utilization) == (0, 0, 0)
+    assert (reference.amemgym_write, reference.unattributed) == (pytest.approx(0.5), pytest.approx(0.5))
+
+
+def test_split_over_readable_probes_with_coverage() -> None:
+    # As the hand split above, but p1's probe of b at question time is unreadable: that error (.5 W + .5 R
+    # before) is unattributed. Coverage 2 of 3 incorrect answers. Reference rule: b unreadable = wrong,
+    # written at p0 where it was right -> read, the same as before.
+    ep = episode(
+        {p: [qa(p, 0, False), qa(p, 1, True)] for p in range(3)},
+        {0: [probe(0, 0, a=False), probe(0, 1)],
+         1: [unreadable(1, 0, "b").model_copy(update={"predicted": {"a": "wrong", "b": None},
+                                                     "correct": {"a": False, "b": False}}), probe(1, 1)],
+         2: [probe(2, 0), probe(2, 1)]},
+    )
+    split = failure_split([ep], [hand_item()], min_coverage=0.5)
+    assert split is not None
+    assert (split.write, split.read, split.utilization, split.unattributed) == (
+        pytest.approx(1 / 6), 0.0, pytest.approx(1 / 6), pytest.approx(1 / 6))
+    assert split.coverage == pytest.approx(2 / 3)
+    assert (split.amemgym_write, split.amemgym_read, split.amemgym_utilization) == (
+        pytest.approx(0.25), pytest.approx(0.5 / 6), pytest.approx(1 / 6))
+    assert split.write + split.read + split.utilization + split.unattributed == pytest.approx(0.5)
+    assert failure_split([ep], [hand_item()]) is None  # default minimum coverage .9
+    coverage = score_episodes([ep], [hand_item()]).probes
+    assert coverage is not None and (coverage.probe_format_errors, coverage.n_probes) == (1, 6)
+
+
+def test_a_readable_write_time_probe_is_needed_too() -> None:
+    # p1 Q0 wrong, a unreadable at question time                              -> unattributed.
+    # p2 Q0 wrong, a wrong at p2 (readable), but a was written at p1, where it is unreadable -> unattributed.
+    ep = episode({1: [qa(1, 0, False)], 2: [qa(2, 0, False)]},
+                 {1: [probe(1, 0, a=False)], 2: [probe(2, 0, a=False)]})
+    ep.periods[0].probes[0] = unreadable(1, 0, "a").model_copy(update={"predicted": {"a": None, "b": "b1"}})
+    split = failure_split([ep], [hand_item()], min_coverage=0.0)
+    assert split is not None and split.coverage == 0.0 and split.unattributed == 1.0
+
+
 def test_failure_split_needs_every_probe() -> None:
     ep = episode({0: [qa(0, 0, False), qa(0, 1, True)]}, {0: [probe(0, 0, a=False)]})
     with pytest.raises(ValueError, match="probe for every question"):
@@ -188,7 +292,7 @@ async def test_compute_upper_bound_asks_each_question_state_once_and_counts_pars
 
     def handler(messages, role, wants_json):  # type: ignore[no-untyped-def]
         prompt = messages[0]["content"]
-        assert wants_json and role == "agent"
+        assert wants_json and role == "upper_bound"
         if prompt.startswith("Q2?"):
             return "I cannot say"
         state = json.loads(prompt[prompt.index("{"):prompt.index("}") + 1])
@@ -231,3 +335,63 @@ def test_unparsed_upper_bound_replies_are_counted_once_per_reply() -> None:
 def test_without_upper_bound_its_format_errors_are_unknown_not_zero() -> None:
     scores = score_episodes([episode({0: [qa(0, 0, True)]})], [hand_item()])
     assert scores.upper_bound_format_errors is None and scores.upper_bound_format_error_rate is None
+
+
+def no_memory_table(choices: dict[int, int | None], item_id: str = "h") -> NoMemoryTable:
+    return NoMemoryTable(entries=[NoMemoryEntry(item_id=item_id, question_index=q, choice=c)
+                                  for q, c in choices.items()])
+
+
+def test_memory_gain_over_the_no_memory_baseline_by_hand() -> None:
+    # The bare LLM always picks option 1 of Q0 and Q1. Gold Q0: 1, 2, 3 and Q1: 1, 2, 2 over p0..p2,
+    # so it is right twice at p0 and never after: no-memory accuracy 2/6; agent accuracy .5 -> gain 1/6.
+    ep = episode({0: [qa(0, 0, True), qa(0, 1, True)], 1: [qa(1, 0, False), qa(1, 1, False)],
+                  2: [qa(2, 0, True), qa(2, 1, False)]})
+    scores = score_episodes([ep], [hand_item()], no_memory=no_memory_table({0: 1, 1: 1}))
+    assert scores.no_memory_accuracy == pytest.approx(1 / 3) and scores.memory_gain == pytest.approx(1 / 6)
+    assert [p.memory_gain for p in scores.per_period] == [0.0, 0.0, 0.5]
+    assert user_scores([ep], [hand_item()], no_memory=no_memory_table({0: 1, 1: 1}))[0].memory_gain == pytest.approx(
+        1 / 6)
+    # an unparsed no-memory reply (choice None) is simply wrong, never a guess
+    unparsed = score_episodes([ep], [hand_item()], no_memory=no_memory_table({0: None, 1: 1}))
+    assert unparsed.no_memory_accuracy == pytest.approx(1 / 6)
+    assert score_episodes([ep], [hand_item()]).memory_gain is None
+
+
+async def test_compute_no_memory_asks_each_question_once_as_the_baseline_role() -> None:
+    llm = ScriptedLLM(lambda messages, role, wants_json: '{"answer": 1}' if messages[0]["content"][:3] != "Q2?"
+                      else "no idea")
+    table = await compute_no_memory(llm, [hand_item()], constrained=False)
+    assert len(llm.calls) == 3 + 1  # one retry for Q2's unreadable reply
+    assert {call["role"] for call in llm.calls} == {"baseline"} and not any(call["json"] for call in llm.calls)
+    assert [e.choice for e in table.entries] == [1, 1, None] and table.entries[2].format_error
+    assert table.correct(hand_item(), 0, 0) and not table.correct(hand_item(), 1, 0)
+    constrained = await compute_no_memory(ScriptedLLM(lambda m, r, j: '{"answer": 2}'), [hand_item()])
+    assert constrained.constrained and constrained.covers([hand_item()])
+
+
+def test_memory_write_failures_are_summed_from_the_period_records() -> None:
+    ep = episode({0: [qa(0, 0, True)], 1: [qa(1, 0, True)]})
+    ep.periods[0].memory_writes = WriteCounters(requests=4, retries=2, failures=1)
+    ep.periods[1].memory_writes = WriteCounters(requests=2, retries=0, failures=0)
+    scores = score_episodes([ep], [hand_item()])
+    assert (scores.write_requests, scores.write_failures) == (6, 1)
+    assert scores.write_failure_rate == pytest.approx(1 / 6)
+    assert [p.write_failures for p in scores.per_period] == [1, 0]
+    assert score_episodes([episode({0: [qa(0, 0, True)]})], [hand_item()]).write_requests is None
+
+
+def test_tracking_metrics_and_summary_line_name_both_memory_scores() -> None:
+    from memevo.environments.score_text import extra_metrics, scores_line
+
+    ep = episode({0: [qa(0, 0, True), qa(0, 1, True)], 1: [qa(1, 0, False), qa(1, 1, False)],
+                  2: [qa(2, 0, True), qa(2, 1, False)]})
+    scores = score_episodes([ep], [hand_item()], table(), no_memory=no_memory_table({0: 1, 1: 1}))
+    metrics = extra_metrics(scores)
+    assert metrics == {"memory_cells_used": 3.0, "memory_cells_excluded": 0.0,
+                       "pooled_memory_score": pytest.approx(1.0), "no_memory_accuracy": pytest.approx(1 / 3),
+                       "memory_gain": pytest.approx(1 / 6)}
+    line = scores_line(scores)
+    assert "memory score (AMemGym, mean of 3 of 3 (user, period) cells, 1 with upper bound below random) -0.778" in line
+    assert "pooled memory score (sum over questions) 1.000" in line and "memory gain +0.167" in line
+    assert extra_metrics(score_episodes([ep], [hand_item()])) == {}

@@ -242,3 +242,24 @@ async def test_resume_refuses_a_different_protocol(tmp_path: Path) -> None:
     with pytest.raises(UserInputError, match="protocol"):
         await run_episode(OracleAgent(item), item, ScriptedSimulator(), EpisodeConfig(diagnose=True), store=store)
     await run_episode(OracleAgent(item), item, ScriptedSimulator(), EpisodeConfig(max_concurrent_users=1), store=store)
+
+
+async def test_each_period_records_the_memory_writes_it_made() -> None:
+    from memevo.agents.awi import AWIAgent
+    from memevo.agents.policy import MemoryPolicy
+    from tests.doubles.scripted_agents import ScriptedSimulator, make_item
+    from tests.doubles.scripted_llm import ScriptedLLM
+
+    def handler(messages, role, wants_json):  # type: ignore[no-untyped-def]
+        if '"answer"' in messages[-1]["content"]:
+            return '{"answer": 1}'
+        return "this is not json at all" if wants_json else "Noted."
+
+    item = make_item(n_periods=3)
+    agent = AWIAgent(MemoryPolicy(kind="awi", update_every=2, short_term=0), ScriptedLLM(handler))
+    episode = await run_episode(agent, item, ScriptedSimulator(), EpisodeConfig())
+    writes = [result.memory_writes for result in episode.periods]
+    assert all(w is not None for w in writes)
+    assert sum(w.requests for w in writes) == agent.counters.requests > 0  # type: ignore[union-attr]
+    assert sum(w.failures for w in writes) == agent.counters.failures == agent.counters.requests
+    assert score_episodes([episode], [item]).write_failure_rate == 1.0

@@ -79,6 +79,17 @@ def test_out_folder_rules(tmp_path: Path) -> None:
     _prepare_out(tmp_path, resume=True)
 
 
+def _eval_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agent_yaml: str) -> tuple[typer.Typer, Path]:
+    """``memevo eval`` as a Typer app, an agent config file, and a private response cache."""
+    config = tmp_path / "agent.yaml"
+    config.write_text(agent_yaml)
+    app = typer.Typer()
+    app.command()(eval_command)
+    monkeypatch.setenv("MEMEVO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    return app, config
+
+
 def test_eval_command_end_to_end_over_http(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fault_server = pytest.importorskip("tests.doubles.fault_server")
     if not FIXTURE.exists():
@@ -89,12 +100,8 @@ def test_eval_command_end_to_end_over_http(tmp_path: Path, monkeypatch: pytest.M
         return '```json\n{"answer": 1}\n```' if '{"answer"' in text else "Sounds good, tell me more."
 
     with fault_server.FaultServer(reply) as server:
-        config = tmp_path / "agent.yaml"
-        config.write_text(f"kind: native\nllm:\n  model: gpt-4.1-mini\n  base_url: {server.url}\n")
-        app = typer.Typer()
-        app.command()(eval_command)
-        monkeypatch.setenv("MEMEVO_CACHE_DIR", str(tmp_path / "cache"))
-        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        app, config = _eval_app(tmp_path, monkeypatch,
+                                f"kind: native\nllm:\n  model: gpt-4.1-mini\n  base_url: {server.url}\n")
         out = tmp_path / "out"
         args = ["--agent", str(config), "--env", str(FIXTURE), "--out", str(out), "--upper-bound", "--users", "1"]
         result = CliRunner().invoke(app, args)
@@ -102,13 +109,56 @@ def test_eval_command_end_to_end_over_http(tmp_path: Path, monkeypatch: pytest.M
         assert "accuracy" in result.output
         summary = json.loads((out / "summary.json").read_text())
         assert summary["usage"]["by_role"]["agent"]["calls"] > 0
+        assert summary["usage"]["by_role"]["upper_bound"]["calls"] > 0
         assert summary["scores"]["n_users"] == 1
         assert (out / "periods.png").exists()
         rerun = CliRunner().invoke(app, args)
         assert rerun.exit_code != 0 and isinstance(rerun.exception, UserInputError)
         template = CliRunner().invoke(app, [*args[:5], str(tmp_path / "t"), "--simulator", "template", "--diagnose"])
         assert template.exit_code == 0, template.output + repr(template.exception)
-        assert json.loads((tmp_path / "t" / "summary.json").read_text())["scores"]["failure"] is not None
+        # the server never answers a probe in JSON: no split is reported, and the summary says why
+        diagnosed = json.loads((tmp_path / "t" / "summary.json").read_text())
+        assert diagnosed["scores"]["failure"] is None
+        assert diagnosed["scores"]["probes"]["probe_format_error_rate"] == 1.0
+        assert diagnosed["usage"]["by_role"]["probe"]["calls"] > 0
+        assert "write/read/util n/a" in template.output
+
+
+def test_eval_command_amemgym_mode_reaches_policy_simulator_and_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fault_server = pytest.importorskip("tests.doubles.fault_server")
+    source = Path(__file__).parent / "fixtures" / "amemgym_source"
+
+    def reply(body):  # type: ignore[no-untyped-def]
+        text = body["messages"][-1]["content"]
+        return '{"answer": 2}' if "Pick one of" in text else "Sounds good, tell me more."
+
+    with fault_server.FaultServer(reply) as server:
+        app, config = _eval_app(tmp_path, monkeypatch,
+                                f"kind: awi\nllm:\n  model: agent-model\n  base_url: {server.url}\n")
+        out = tmp_path / "out"
+        base = ["--agent", str(config), "--env", str(FIXTURE), "--out", str(out), "--users", "1", "--upper-bound",
+                "--no-memory-baseline", "--amemgym-compat", "--simulator-model", "sim-model"]
+        result = CliRunner().invoke(app, base)
+        assert result.exit_code == 0, result.output + repr(result.exception)
+        assert "pooled memory score" in result.output and "memevo's own prompt wording" in result.output
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["simulator_model"] == "sim-model" and summary["prompts"] == "memevo"
+        assert summary["config"]["amemgym_compat"] and not summary["config"]["constrained_answers"]
+        assert summary["usage"]["by_role"]["baseline"]["calls"] > 0
+        assert summary["scores"]["no_memory_accuracy"] is not None and summary["scores"]["write_requests"] > 0
+        assert (out / "no_memory.json").exists()
+        assert {body["model"] for body in server.requests} == {"agent-model", "sim-model"}
+        # compat: nothing is decoded under a JSON schema; writes and the upper bound use plain JSON mode
+        formats = [body.get("response_format") for body in server.requests]
+        assert {f["type"] for f in formats if f} == {"json_object"} and None in formats
+
+        from_source = CliRunner().invoke(app, [*base[:5], str(tmp_path / "src"), *base[6:],
+                                                "--amemgym-source", str(source)])
+        assert from_source.exit_code == 0, from_source.output + repr(from_source.exception)
+        assert "memevo's own prompt wording" not in from_source.output
+        assert json.loads((tmp_path / "src" / "summary.json").read_text())["prompts"].startswith("amemgym:")
 
 
 async def test_plot_without_upper_bound(tmp_path: Path) -> None:

@@ -34,6 +34,21 @@ def test_parse_choice_is_strict(text: str, expected: int | None) -> None:
     assert parse_choice(text, 4) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"answer": 3}', 3),
+        ('```json\n{"answer": 2}\n```', 2),
+        ('Sure!\n```json\n{"answer": 2}\n```\nHope that helps.', 2),
+        ('I pick {"answer": 2}.', None),  # the reference read only a ```json block or the whole text
+        ('```\n{"answer": 2}\n```', None),
+        ('{"answer": 0}', None),
+    ],
+)
+def test_parse_choice_reads_as_the_reference_under_compat(text: str, expected: int | None) -> None:
+    assert parse_choice(text, 4, amemgym_compat=True) == expected
+
+
 def test_qa_prompt_lists_question_then_numbered_choices_then_json_instruction() -> None:
     question = make_item().qas[0]
     prompt = build_qa_prompt(question)
@@ -99,8 +114,9 @@ async def test_compat_fallback_is_random_seeded_per_key_and_not_retried() -> Non
 def test_probe_prompt_and_parser() -> None:
     prompt = build_probe_prompt({"diet": ["vegan", "omnivore"]})
     assert '"diet"' in prompt and "omnivore" in prompt
+    # a present non-string value was read (and is wrong); an absent key is left out (unread)
     assert parse_probe('```json\n{"diet": "vegan", "pet": 3}\n```', ["diet", "pet", "city"]) == {
-        "diet": "vegan", "pet": None, "city": None,
+        "diet": "vegan", "pet": None,
     }
     assert parse_probe("no idea", ["diet"]) is None
 
@@ -120,3 +136,16 @@ async def test_probe_retries_once_then_counts_a_format_error() -> None:
     good = await run_probe(OracleAgent(item), item, 1, 0, user_id="u", now=now)
     assert all(good.correct.values()) and not good.format_error
     assert good.truth == {k: item.periods[1].state[k] for k in item.qas[0].required_info}
+
+
+async def test_probe_is_booked_as_probe_and_not_retried_under_amemgym_compat() -> None:
+    from datetime import datetime
+
+    from memevo.environments.diagnosis import run_probe
+    from tests.doubles.scripted_agents import UnreadableAgent
+
+    item = make_item()
+    agent = UnreadableAgent(item)
+    record = await run_probe(agent, item, 1, 0, user_id="u", now=datetime(2021, 1, 1), amemgym_compat=True)
+    assert len(agent.answer_calls) == 1 and agent.answer_calls[0]["role"] == "probe"
+    assert record.format_error and record.unread == item.qas[0].required_info

@@ -8,8 +8,12 @@ from pydantic import BaseModel, ConfigDict
 
 from memevo.agents.errors import MemevoError
 
-Role = Literal["agent", "user_simulator", "generator", "proposer", "judge"]
-ROLES: tuple[Role, ...] = ("agent", "user_simulator", "generator", "proposer", "judge")
+Role = Literal["agent", "probe", "upper_bound", "baseline", "user_simulator", "generator", "proposer", "judge"]
+ROLES: tuple[Role, ...] = (
+    "agent", "probe", "upper_bound", "baseline", "user_simulator", "generator", "proposer", "judge"
+)
+"""``probe``: the diagnosis state probes; ``upper_bound``: the bare LLM told the true state; ``baseline``:
+the bare LLM with no memory at all (memory-isolated score)."""
 
 Message = dict[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""

@@ -1,8 +1,16 @@
 """Scores of a set of episodes: accuracy, random baseline, upper bound, normalised memory score (F.1-F.4).
 
-The memory score is a mean of per-(user, period) ratios ``(acc - rand) / (ub - rand)``, not a ratio of
-means, exactly as the reference. Where ``ub - rand`` is not positive (the reference divided by zero; I.8)
-that (user, period) is left out and counted in ``n_excluded``: no score is invented.
+``memory_score`` is AMemGym's: the mean of per-(user, period) cell ratios ``(acc - rand) / (ub - rand)``,
+not a ratio of means. A cell whose upper bound is *below* random keeps its sign-flipped ratio, as in the
+reference; only a cell with ``ub == rand`` exactly (where the reference divided by zero, I.8) is left out,
+and counted in ``n_excluded``. ``n_memory_points`` says how many cells the score rests on.
+
+``pooled_memory_score`` is ``(acc - rand) / (ub - rand)`` of the question-weighted means, i.e.
+``(sum acc - sum rand) / (sum ub - sum rand)`` over all questions: one ratio instead of a mean of noisy
+ones, so it is stable on small runs where a cell of two questions can swing AMemGym's mean by +-10.
+
+``no_memory_accuracy`` is MemGym's memory-isolated baseline (the same LLM answering with no memory at
+all); ``memory_gain`` is the agent's accuracy minus it: what memory adds over what the model guesses.
 
 An upper-bound reply that could not be read counts as wrong, which lowers the upper bound and raises the
 memory score; every aggregate therefore reports how many distinct upper-bound replies behind it were
@@ -19,13 +27,16 @@ from pydantic import BaseModel
 from memevo.environments.data.models import Item
 from memevo.environments.metrics._items import item_lookup, item_of
 from memevo.environments.metrics.baseline import random_baseline
-from memevo.environments.metrics.failure import FailureSplit, failure_split
+from memevo.environments.metrics.failure import (
+    DEFAULT_MIN_PROBE_COVERAGE,
+    FailureSplit,
+    ProbeCoverage,
+    failure_split,
+    probe_coverage,
+)
+from memevo.environments.metrics.no_memory import NoMemoryTable
 from memevo.environments.metrics.upper_bound import UpperBoundEntry, UpperBoundTable
-from memevo.environments.records import EpisodeResult
-
-MIN_HEADROOM = 1e-9
-"""Smallest ``ub - rand`` for which a (user, period) memory score is defined."""
-
+from memevo.environments.records import EpisodeResult, PeriodResult
 
 class Cell(BaseModel):
     """One (user, period): question-averaged accuracy, baseline and upper bound."""
@@ -40,13 +51,26 @@ class Cell(BaseModel):
     random_fallbacks: int
     upper_bound_replies: list[UpperBoundEntry] = []
     """The upper-bound replies behind ``upper_bound``, one per question (empty without an upper bound)."""
+    no_memory: float | None = None
+    """Question-averaged accuracy of the no-memory baseline (None when it was not run)."""
+    write_requests: int | None = None
+    """Memory writes the agent asked its LLM for during this period (None for agents without a write path)."""
+    write_failures: int | None = None
+    """Of those, writes given up on because the reply could not be used."""
 
     @property
     def excluded(self) -> bool:
-        return self.upper_bound is not None and self.upper_bound - self.random_baseline <= MIN_HEADROOM
+        """The reference's division by zero: upper bound exactly equal to random."""
+        return self.upper_bound is not None and self.upper_bound == self.random_baseline
+
+    @property
+    def inverted(self) -> bool:
+        """Upper bound below random: the ratio is kept, with its sign flipped, as in the reference."""
+        return self.upper_bound is not None and self.upper_bound < self.random_baseline
 
     @property
     def memory_score(self) -> float | None:
+        """AMemGym's per-cell ratio (negative below random, sign-flipped when ub < rand)."""
         if self.upper_bound is None or self.excluded:
             return None
         return (self.accuracy - self.random_baseline) / (self.upper_bound - self.random_baseline)
@@ -61,7 +85,22 @@ class _Summary(BaseModel):
     upper_bound: float | None
     memory_score: float | None
     n_memory_points: int
+    """Cells (user, period) the memory score is the mean of."""
     n_excluded: int
+    """Cells left out because their upper bound equals random exactly."""
+    n_inverted: int = 0
+    """Cells among the used ones whose upper bound is below random (their ratio has a flipped sign)."""
+    pooled_memory_score: float | None = None
+    """(sum acc - sum rand) / (sum ub - sum rand) over all questions; None without an upper bound or at 0/0."""
+    no_memory_accuracy: float | None = None
+    """Accuracy of the same LLM answering with no memory at all (None when not run)."""
+    memory_gain: float | None = None
+    """``accuracy - no_memory_accuracy``: what the agent's memory adds over guessing."""
+    write_requests: int | None = None
+    """Memory writes asked of the LLM (None when no agent here has a write path)."""
+    write_failures: int | None = None
+    """Writes given up on because the reply could not be used (they change nothing in memory)."""
+    write_failure_rate: float | None = None
     format_error_rate: float
     random_fallback_rate: float
     upper_bound_format_errors: int | None = None
@@ -74,6 +113,7 @@ class PeriodScores(_Summary):
     period: int
     n_users: int
     failure: FailureSplit | None = None
+    probes: ProbeCoverage | None = None
 
 
 class UserScores(_Summary):
@@ -88,9 +128,18 @@ class Scores(_Summary):
     n_users: int
     per_period: list[PeriodScores]
     failure: FailureSplit | None = None
+    """None when undiagnosed, or when too few probes could be read (see ``probes``)."""
+    probes: ProbeCoverage | None = None
 
 
-def cells(episodes: Sequence[EpisodeResult], items: Sequence[Item], upper_bound: UpperBoundTable | None) -> list[Cell]:
+def _write_counts(result: PeriodResult) -> dict[str, int | None]:
+    writes = result.memory_writes
+    return {"write_requests": None if writes is None else writes.requests,
+            "write_failures": None if writes is None else writes.failures}
+
+
+def cells(episodes: Sequence[EpisodeResult], items: Sequence[Item], upper_bound: UpperBoundTable | None,
+          no_memory: NoMemoryTable | None = None) -> list[Cell]:
     """One cell per (episode, period) that asked at least one question."""
     by_id = item_lookup(items)
     out = []
@@ -113,69 +162,103 @@ def cells(episodes: Sequence[EpisodeResult], items: Sequence[Item], upper_bound:
                 format_errors=sum(r.format_error for r in records),
                 random_fallbacks=sum(r.random_fallback for r in records),
                 upper_bound_replies=replies,
+                no_memory=None if no_memory is None
+                else fmean(no_memory.correct(item, r.period, r.question_index) for r in records),
+                **_write_counts(result),
             ))
     return out
 
 
+def _ratio(numerator: float, denominator: float) -> float | None:
+    return None if denominator == 0 else numerator / denominator
+
+
+def _write_summary(group: Sequence[Cell]) -> dict[str, float | int | None]:
+    known = [cell for cell in group if cell.write_requests is not None]
+    if not known:
+        return {"write_requests": None, "write_failures": None, "write_failure_rate": None}
+    requests = sum(cell.write_requests or 0 for cell in known)
+    failures = sum(cell.write_failures or 0 for cell in known)
+    return {"write_requests": requests, "write_failures": failures,
+            "write_failure_rate": failures / requests if requests else 0.0}
+
+
 def summarize(group: Sequence[Cell]) -> dict[str, float | int | None]:
-    """Question-weighted means, and the mean of the defined per-cell memory ratios."""
+    """Question-weighted means, AMemGym's mean of per-cell memory ratios and the pooled ratio."""
     n = sum(cell.n_questions for cell in group)
     ratios = [cell.memory_score for cell in group if cell.memory_score is not None]
     has_ub = all(cell.upper_bound is not None for cell in group)
+    has_no_memory = all(cell.no_memory is not None for cell in group)
     replies = {entry.key: entry for cell in group for entry in cell.upper_bound_replies}
     ub_errors = sum(entry.format_error for entry in replies.values())
 
-    def weighted(values: Sequence[float]) -> float:
-        return sum(v * cell.n_questions for v, cell in zip(values, group, strict=True)) / n
+    def weighted(values: Sequence[float | None]) -> float:
+        return sum((v or 0.0) * cell.n_questions for v, cell in zip(values, group, strict=True)) / n
 
+    accuracy = weighted([c.accuracy for c in group])
+    rand = weighted([c.random_baseline for c in group])
+    upper = weighted([c.upper_bound for c in group]) if has_ub else None
+    no_memory = weighted([c.no_memory for c in group]) if has_no_memory else None
     return {
         "n_questions": n,
-        "accuracy": weighted([c.accuracy for c in group]),
-        "random_baseline": weighted([c.random_baseline for c in group]),
-        "upper_bound": weighted([c.upper_bound or 0.0 for c in group]) if has_ub else None,
+        "accuracy": accuracy,
+        "random_baseline": rand,
+        "upper_bound": upper,
         "memory_score": fmean(ratios) if ratios else None,
         "n_memory_points": len(ratios),
         "n_excluded": sum(cell.excluded for cell in group),
+        "n_inverted": sum(cell.inverted for cell in group),
+        "pooled_memory_score": None if upper is None else _ratio(accuracy - rand, upper - rand),
+        "no_memory_accuracy": no_memory,
+        "memory_gain": None if no_memory is None else accuracy - no_memory,
         "format_error_rate": sum(c.format_errors for c in group) / n,
         "random_fallback_rate": sum(c.random_fallbacks for c in group) / n,
         "upper_bound_format_errors": ub_errors if has_ub else None,
         "upper_bound_format_error_rate": ub_errors / len(replies) if has_ub else None,
+        **_write_summary(group),
     }
 
 
 def score_episodes(
-    episodes: Sequence[EpisodeResult], items: Sequence[Item], upper_bound: UpperBoundTable | None = None
+    episodes: Sequence[EpisodeResult],
+    items: Sequence[Item],
+    upper_bound: UpperBoundTable | None = None,
+    *,
+    no_memory: NoMemoryTable | None = None,
+    min_probe_coverage: float = DEFAULT_MIN_PROBE_COVERAGE,
 ) -> Scores:
-    """Overall and per-period scores; memory score only when an upper-bound table is given."""
-    all_cells = cells(episodes, items, upper_bound)
+    """Overall and per-period scores; memory score only with an upper-bound table, memory gain only
+    with a no-memory table, failure split only when at least ``min_probe_coverage`` of it is readable."""
+    all_cells = cells(episodes, items, upper_bound, no_memory)
     if not all_cells:
         raise ValueError("no answered questions to score")
+
+    def diagnosis(period: int | None) -> dict[str, object]:
+        return {"failure": failure_split(episodes, items, period, min_probe_coverage),
+                "probes": probe_coverage(episodes, items, period, min_probe_coverage)}
+
     periods = sorted({cell.period for cell in all_cells})
     per_period = [
-        PeriodScores(
-            period=period,
-            n_users=len(group),
-            failure=failure_split(episodes, items, period),
-            **summarize(group),
-        )
+        PeriodScores(period=period, n_users=len(group), **diagnosis(period), **summarize(group))
         for period in periods
         for group in [[cell for cell in all_cells if cell.period == period]]
     ]
     return Scores(
         n_users=len({cell.user_id for cell in all_cells}),
         per_period=per_period,
-        failure=failure_split(episodes, items),
+        **diagnosis(None),
         **summarize(all_cells),
     )
 
 
 def user_scores(
-    episodes: Sequence[EpisodeResult], items: Sequence[Item], upper_bound: UpperBoundTable | None = None
+    episodes: Sequence[EpisodeResult], items: Sequence[Item], upper_bound: UpperBoundTable | None = None,
+    *, no_memory: NoMemoryTable | None = None,
 ) -> list[UserScores]:
     """Per-user scores in episode order."""
     out = []
     for episode in episodes:
-        group = cells([episode], items, upper_bound)
+        group = cells([episode], items, upper_bound, no_memory)
         if not group:
             continue
         out.append(UserScores(

@@ -11,16 +11,15 @@ the memory score are decoded the same way; unconstrained, the bare LLM gets plai
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, PrivateAttr
 
-from memevo.agents.base import AgentAnswer
-from memevo.agents.llm.protocol import ChatClient, Message, Role
+from memevo.agents.llm.protocol import ChatClient, Role
 from memevo.environments.data.models import Item
+from memevo.environments.metrics.bare_llm import BareQuestion, ask_all
 from memevo.environments.metrics.baseline import gold_state
-from memevo.environments.qa import answer_schema, ask_choice, build_upper_bound_prompt
+from memevo.environments.qa import ChoiceOutcome, QuestionPrompts, build_upper_bound_prompt, prompts_digest
 
 UPPER_BOUND_FILE = "upper_bound.json"
 """Where an eval or evolution folder keeps its upper-bound table (read back by tracking and resumes)."""
@@ -50,6 +49,8 @@ class UpperBoundTable(BaseModel):
 
     model: str = ""
     constrained: bool = False
+    prompts: str = ""
+    """Digest of the question prompts asked (empty: memevo's wording); a stored table is reused only if equal."""
     """Whether the answers were asked with their JSON schema (a stored table is reused only if this matches)."""
     entries: list[UpperBoundEntry] = []
     _index: dict[UpperBoundKey, UpperBoundEntry] = PrivateAttr(default_factory=dict)
@@ -95,36 +96,27 @@ async def compute_upper_bound(
     items: Sequence[Item],
     *,
     model: str = "",
-    role: Role = "agent",
+    role: Role = "upper_bound",
     max_concurrency: int = 8,
     amemgym_compat: bool = False,
     constrained: bool = True,
     seed: int = 0,
+    prompts: QuestionPrompts | None = None,
     on_entry: Callable[[UpperBoundEntry], None] | None = None,
 ) -> UpperBoundTable:
     """Ask the bare LLM every needed (item, question, state) once, with bounded concurrency."""
-    semaphore = asyncio.Semaphore(max_concurrency)
+    needed = [(item, q, state) for item in items for q, state in needed_states(item)]
 
-    async def one(item: Item, question_index: int, state: tuple[str, ...]) -> UpperBoundEntry:
+    def ask(item: Item, question_index: int, state: tuple[str, ...]) -> BareQuestion:
         question = item.qas[question_index]
-        n_choices = len(question.answer_choices)
-        gold = [choice.state for choice in question.answer_choices].index(list(state)) + 1
-        schema = answer_schema(n_choices) if constrained else None
+        prompt = build_upper_bound_prompt(question, dict(zip(question.required_info, state, strict=True)), prompts)
+        key = (seed, "upper_bound", item.id, question_index, *state)
+        return BareQuestion(prompt, len(question.answer_choices), key)
 
-        async def ask_llm(text: str) -> AgentAnswer:
-            messages: list[Message] = [{"role": "user", "content": text}]
-            reply = await llm.chat(messages, role=role, json_schema=schema, json_mode=True)
-            return AgentAnswer(text=reply.text)
-
-        async with semaphore:
-            outcome = await ask_choice(
-                ask_llm,
-                build_upper_bound_prompt(question, dict(zip(question.required_info, state, strict=True))),
-                n_choices,
-                amemgym_compat=amemgym_compat,
-                rng_key=(seed, "upper_bound", item.id, question_index, *state),
-            )
-        entry = UpperBoundEntry(
+    def to_entry(index: int, outcome: ChoiceOutcome) -> UpperBoundEntry:
+        item, question_index, state = needed[index]
+        gold = [choice.state for choice in item.qas[question_index].answer_choices].index(list(state)) + 1
+        return UpperBoundEntry(
             item_id=item.id,
             question_index=question_index,
             state=list(state),
@@ -133,9 +125,8 @@ async def compute_upper_bound(
             random_fallback=outcome.random_fallback,
             raw_reply=outcome.retry_reply or outcome.raw_reply,
         )
-        if on_entry:
-            on_entry(entry)
-        return entry
 
-    jobs = [one(item, q, state) for item in items for q, state in needed_states(item)]
-    return UpperBoundTable(model=model, constrained=constrained, entries=list(await asyncio.gather(*jobs)))
+    entries = await ask_all(llm, [ask(*need) for need in needed], to_entry, role=role, constrained=constrained,
+                            json_mode=True, amemgym_compat=amemgym_compat, max_concurrency=max_concurrency,
+                            on_entry=on_entry)
+    return UpperBoundTable(model=model, constrained=constrained, prompts=prompts_digest(prompts), entries=entries)

@@ -87,10 +87,11 @@ class ScriptedAgent(MemoryAgent):
         return rng.choice(best)
 
     async def answer(
-        self, prompt: str, *, query: str, now: datetime, json_schema: dict[str, Any] | None = None
+        self, prompt: str, *, query: str, now: datetime, json_schema: dict[str, Any] | None = None,
+        role: str = "agent",
     ) -> AgentAnswer:
         self.answer_calls.append(
-            {"prompt": prompt, "query": query, "now": now.isoformat(sep=" "), "json_schema": json_schema}
+            {"prompt": prompt, "query": query, "now": now.isoformat(sep=" "), "json_schema": json_schema, "role": role}
         )
         question = self._question(query)
         keys = question.required_info
@@ -154,19 +155,21 @@ class StateChangingAnswerAgent(OracleAgent):
     """Breaks the contract: answering a question writes to memory."""
 
     async def answer(
-        self, prompt: str, *, query: str, now: datetime, json_schema: dict[str, Any] | None = None
+        self, prompt: str, *, query: str, now: datetime, json_schema: dict[str, Any] | None = None,
+        role: str = "agent",
     ) -> AgentAnswer:
         self.log.append(query)
-        return await super().answer(prompt, query=query, now=now, json_schema=json_schema)
+        return await super().answer(prompt, query=query, now=now, json_schema=json_schema, role=role)
 
 
 class UnreadableAgent(OracleAgent):
     """Knows everything but never replies in the requested format."""
 
     async def answer(
-        self, prompt: str, *, query: str, now: datetime, json_schema: dict[str, Any] | None = None
+        self, prompt: str, *, query: str, now: datetime, json_schema: dict[str, Any] | None = None,
+        role: str = "agent",
     ) -> AgentAnswer:
-        await super().answer(prompt, query=query, now=now, json_schema=json_schema)
+        await super().answer(prompt, query=query, now=now, json_schema=json_schema, role=role)
         return AgentAnswer(text="I would go with the second one.", consulted_memory="")
 
 
