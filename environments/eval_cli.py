@@ -29,8 +29,8 @@ from memevo.agents.llm.protocol import ChatClient, LLMError
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import agent_class, build_agent
 from memevo.agents.templates import placeholders_in
-from memevo.environments.data.io import load_items
 from memevo.environments.amemgym_prompts import AMemGymPrompts, load_amemgym_prompts
+from memevo.environments.data.io import load_items
 from memevo.environments.data.models import Item
 from memevo.environments.metrics import (
     DEFAULT_MIN_PROBE_COVERAGE,

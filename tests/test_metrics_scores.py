@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from memevo.environments.data.models import AnswerChoice, Item, Period, Question, Session, StateUpdate, UserProfile
 from memevo.agents.buffered import WriteCounters
+from memevo.environments.data.models import AnswerChoice, Item, Period, Question, Session, StateUpdate, UserProfile
 from memevo.environments.metrics import (
     NoMemoryEntry,
     NoMemoryTable,

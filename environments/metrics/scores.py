@@ -38,6 +38,7 @@ from memevo.environments.metrics.no_memory import NoMemoryTable
 from memevo.environments.metrics.upper_bound import UpperBoundEntry, UpperBoundTable
 from memevo.environments.records import EpisodeResult, PeriodResult
 
+
 class Cell(BaseModel):
     """One (user, period): question-averaged accuracy, baseline and upper bound."""
 
