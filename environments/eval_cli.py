@@ -18,7 +18,6 @@ from typing import Annotated, Any
 
 import typer
 from pydantic import BaseModel
-from tqdm import tqdm
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.config_file import load_policy
@@ -41,6 +40,7 @@ from memevo.environments.metrics import (
 )
 from memevo.environments.metrics._items import item_lookup, item_of
 from memevo.environments.plots import plot_periods
+from memevo.environments.progress import configure_terminal, phase
 from memevo.environments.records import EpisodeResult
 from memevo.environments.runner import EpisodeConfig, run_episodes
 from memevo.environments.simulators.base import UserSimulator
@@ -143,10 +143,10 @@ async def evaluate(
     if upper_bound_llm is not None:
         upper_bound = await _upper_bound(upper_bound_llm, items, config, out / UPPER_BOUND_FILE, progress)
     total = sum(len(item.periods) for item in items)
-    with tqdm(total=total, desc="periods", unit="period", disable=not progress) as bar:
+    with phase("users x periods", total, "period", enabled=progress) as bar:
         sessions = simulator if replay_from is None else RunStore(replay_from / "run")
         episodes = await run_episodes(make_agent, items, sessions, config, RunStore(out / "run"),
-                                      on_period=lambda _: bar.update(1))
+                                      on_period=lambda _: bar.advance())
     return EvalOutcome(
         episodes=episodes,
         scores=score_episodes(episodes, items, upper_bound),
@@ -164,10 +164,10 @@ async def _upper_bound(llm: ChatClient, items: Sequence[Item], config: EpisodeCo
         covered = {item.id for item in items} <= {entry.item_id for entry in table.entries}
         if covered and table.constrained == config.constrained_answers:
             return table
-    with tqdm(desc="upper bound", unit="call", disable=not progress) as bar:
+    with phase("upper bound", None, "call", enabled=progress) as bar:
         table = await compute_upper_bound(llm, items, amemgym_compat=config.amemgym_compat,
                                           constrained=config.constrained_answers, seed=config.seed,
-                                          on_entry=lambda _: bar.update(1))
+                                          on_entry=lambda _: bar.advance())
     write_json_atomic(path, table.model_dump(mode="json"))
     return table
 
@@ -223,6 +223,7 @@ def eval_command(
                            amemgym_compat=amemgym_compat, constrained_answers=constrained_answers,
                            max_concurrent_users=max_concurrent_users, seed=seed)
     _prepare_out(out, resume)
+    configure_terminal()
 
     async def main() -> None:
         async with LLMHub(use_cache=not no_cache) as hub:

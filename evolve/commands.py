@@ -14,6 +14,7 @@ import typer
 
 from memevo.agents.errors import UserInputError
 from memevo.evolve.config import load_evolve_config
+from memevo.evolve.explain import MEMORY_SCORE_SCALE, scores_line, spend_line
 from memevo.evolve.progress import show_progress
 from memevo.evolve.tracking import default_tracking_uri
 
@@ -41,12 +42,11 @@ def evolve_command(
         result = run_evolution(settings, run_dir=folder, hub=hub, resume=resume)
     typer.echo(f"run folder: {folder}")
     typer.echo(f"stopped: {result.stop_reason}")
-    for label, scores in (("seed", result.seed_scores), ("best", result.best_scores)):
-        memory = f"{scores.memory_score:.3f}" if scores.memory_score is not None else "n/a"
-        typer.echo(f"{label}: test accuracy {scores.accuracy:.3f}, memory score {memory} ({scores.n_users} users)")
-    total = result.usage.total()
-    typer.echo(f"spend: {total.calls} calls ({total.cache_hits} cached), "
-               f"{total.prompt_tokens + total.completion_tokens} tokens, ${total.dollars:.4f}")
+    typer.echo(f"on the held-out test users (memory score: {MEMORY_SCORE_SCALE}):")
+    for label, scores in ((f"seed {result.seed.id[:8]}", result.seed_scores), (f"best {result.best.id[:8]}", result.best_scores)):
+        typer.echo(f"  {scores_line(label, scores)}")
+    typer.echo(f"spend: {spend_line(result.usage.total())}")
+    typer.echo(f"report (hyperparameters, prompt, diff): memevo report {shlex.quote(str(folder))}")
     if settings.tracking.enabled:
         typer.echo(f"MLflow UI: memevo ui --run-dir {shlex.quote(str(folder))}")
 
