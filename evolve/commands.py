@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
-import shutil
-import subprocess
+import socket
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from memevo.agents.errors import UserInputError
+from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.evolve.config import load_evolve_config
 from memevo.evolve.explain import MEMORY_SCORE_SCALE, scores_line, spend_line
 from memevo.evolve.progress import show_progress
@@ -52,31 +52,54 @@ def evolve_command(
 
 
 def _tracking_uri(run_dir: Path | None, tracking_uri: str | None) -> str:
+    """The store of an evolution folder (``config.json``) or an ablation folder (``ablation.json``)."""
     if tracking_uri:
         return tracking_uri
     if run_dir is None:
         raise UserInputError("give --run-dir or --tracking-uri", field="--run-dir")
+    from memevo.evolve.ablation import load_manifest
+
+    manifest = load_manifest(run_dir)
+    if manifest is not None:
+        return manifest.tracking_uri
     ids = run_dir / "config.json"
     if not ids.exists():
-        raise UserInputError("no evolution run in this folder", source=str(run_dir), field="--run-dir")
+        raise UserInputError("no evolution (config.json) or ablation (ablation.json) in this folder",
+                             source=str(run_dir), field="--run-dir")
     configured = json.loads(ids.read_text(encoding="utf-8")).get("tracking", {}).get("uri")
     return configured or default_tracking_uri(run_dir)
 
 
+def _check_port_free(port: int) -> None:
+    """Fail before starting anything when another server holds the port (the UI would exit 0 otherwise)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no obstacle
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as error:
+            raise RunFailedError(f"port {port} on 127.0.0.1 is in use ({error.strerror}); pass --port with a free "
+                                 "one") from None
+
+
+UI_ENVIRONMENT = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+"""The job runner serves MLflow's GenAI jobs (judges, trace rollups); a run store needs none of them."""
+
+
 def ui_command(
-    run_dir: Annotated[Path | None, typer.Option(help="A run folder made by memevo evolve.")] = None,
+    run_dir: Annotated[Path | None, typer.Option(help="A run folder made by memevo evolve or memevo ablate.")] = None,
     tracking_uri: Annotated[str | None, typer.Option(help="Any MLflow tracking URI instead.")] = None,
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 5000,
+    workers: Annotated[int, typer.Option(min=1, help="Server worker processes (one is plenty for one person).")] = 1,
 ) -> None:
-    """Open the MLflow UI on the store an evolution used."""
+    """Open the MLflow UI on the store an evolution or ablation used (exit 1 if it cannot serve)."""
     uri = _tracking_uri(run_dir, tracking_uri)
-    mlflow_bin = shutil.which("mlflow") or str(Path(sys.executable).with_name("mlflow"))
+    _check_port_free(port)
     typer.echo(f"MLflow UI: http://127.0.0.1:{port}  (store {uri}; Ctrl-C to stop)")
-    command = [mlflow_bin, "ui", "--backend-store-uri", uri, "--host", "127.0.0.1", "--port", str(port)]
-    try:
-        subprocess.run(command, check=False)
-    except KeyboardInterrupt:
-        pass
+    command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", "127.0.0.1", "--port",
+               str(port), "--workers", str(workers)]
+    sys.stdout.flush()
+    # The server replaces this process: no idle memevo parent holding memory, and its exit code is the command's.
+    os.execve(sys.executable, command, os.environ | UI_ENVIRONMENT)
 
 
 def register_evolve_commands(app: typer.Typer) -> None:
