@@ -39,6 +39,7 @@ from memevo.environments.metrics import (
     user_scores,
 )
 from memevo.environments.metrics._items import item_lookup, item_of
+from memevo.environments.metrics.upper_bound import needed_states
 from memevo.environments.plots import plot_periods
 from memevo.environments.progress import configure_terminal, phase
 from memevo.environments.records import EpisodeResult
@@ -164,7 +165,7 @@ async def _upper_bound(llm: ChatClient, items: Sequence[Item], config: EpisodeCo
         covered = {item.id for item in items} <= {entry.item_id for entry in table.entries}
         if covered and table.constrained == config.constrained_answers:
             return table
-    with phase("upper bound", None, "call", enabled=progress) as bar:
+    with phase("upper bound", sum(len(needed_states(item)) for item in items), "call", enabled=progress) as bar:
         table = await compute_upper_bound(llm, items, amemgym_compat=config.amemgym_compat,
                                           constrained=config.constrained_answers, seed=config.seed,
                                           on_entry=lambda _: bar.advance())

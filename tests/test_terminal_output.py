@@ -92,3 +92,27 @@ def test_generation_lines_name_hyperparameter_only_candidates_and_the_kept_one()
                               kept_objective=1.0, usage=RoleUsage(calls=10, unpriced_calls=10))
     assert "best validation n/a (every candidate pruned)" in summary and "kept g1c0-a2b3211f (validation 1.000)" in summary
     assert summary.endswith("unpriced (the model is not in memevo's price table)")
+
+
+def test_evolution_phases_size_their_bars_in_the_units_the_loop_reports(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memevo.environments import progress
+    from memevo.evolve.progress import candidates_phase, evaluation_phase, test_phase
+
+    opened: list[tuple[str, int | None, str, bool]] = []
+
+    class Recorder:
+        def __init__(self, *, total: int | None, desc: str, unit: str, leave: bool, **_: object) -> None:
+            opened.append((desc, total, unit, leave))
+
+        def __enter__(self) -> Recorder:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+    monkeypatch.setattr(progress, "tqdm", Recorder)
+    with candidates_phase(2, total=3), evaluation_phase("g2c0-a2b3211f", "train", users=3, periods=4), \
+            test_phase(candidates=2, users=5, periods=4):
+        pass
+    assert opened == [("generation 2", 3, "candidate", True), ("g2c0-a2b3211f train", 12, "period", False),
+                      ("test scoring", 40, "period", True)]
