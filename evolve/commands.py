@@ -51,23 +51,39 @@ def evolve_command(
         typer.echo(f"MLflow UI: memevo ui --run-dir {shlex.quote(str(folder))}")
 
 
-def _tracking_uri(run_dir: Path | None, tracking_uri: str | None) -> str:
-    """The store of an evolution folder (``config.json``) or an ablation folder (``ablation.json``)."""
+def _store(run_dir: Path | None, tracking_uri: str | None) -> tuple[str, str | None]:
+    """The store and experiment name of an evolution folder (``config.json``) or an ablation folder
+    (``ablation.json``); a bare ``--tracking-uri`` names no experiment."""
     if tracking_uri:
-        return tracking_uri
+        return tracking_uri, None
     if run_dir is None:
         raise UserInputError("give --run-dir or --tracking-uri", field="--run-dir")
     from memevo.evolve.ablation import load_manifest
 
     manifest = load_manifest(run_dir)
     if manifest is not None:
-        return manifest.tracking_uri
+        return manifest.tracking_uri, manifest.name
     ids = run_dir / "config.json"
     if not ids.exists():
         raise UserInputError("no evolution (config.json) or ablation (ablation.json) in this folder",
                              source=str(run_dir), field="--run-dir")
-    configured = json.loads(ids.read_text(encoding="utf-8")).get("tracking", {}).get("uri")
-    return configured or default_tracking_uri(run_dir)
+    config = json.loads(ids.read_text(encoding="utf-8"))
+    tracking = config.get("tracking", {})
+    return tracking.get("uri") or default_tracking_uri(run_dir), tracking.get("experiment") or config.get("name")
+
+
+def _page(uri: str, experiment: str | None) -> str:
+    """The UI page of the run's experiment, in the "Model training" view, which opens on its runs (the GenAI
+    view, MLflow's default, opens on a trace overview that an evolution leaves empty). Only a local SQLite
+    store that exists is looked into: opening a missing one would create it."""
+    view = "?workflowType=machine_learning"
+    database = Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+    if experiment is None or database is None or not database.is_file():
+        return f"#/experiments{view}"
+    from mlflow import MlflowClient
+
+    found = MlflowClient(tracking_uri=uri).get_experiment_by_name(experiment)
+    return f"#/experiments/{found.experiment_id}/runs{view}" if found else f"#/experiments{view}"
 
 
 def _check_port_free(port: int) -> None:
@@ -92,9 +108,9 @@ def ui_command(
     workers: Annotated[int, typer.Option(min=1, help="Server worker processes (one is plenty for one person).")] = 1,
 ) -> None:
     """Open the MLflow UI on the store an evolution or ablation used (exit 1 if it cannot serve)."""
-    uri = _tracking_uri(run_dir, tracking_uri)
+    uri, experiment = _store(run_dir, tracking_uri)
     _check_port_free(port)
-    typer.echo(f"MLflow UI: http://127.0.0.1:{port}  (store {uri}; Ctrl-C to stop)")
+    typer.echo(f"MLflow UI: http://127.0.0.1:{port}/{_page(uri, experiment)}  (store {uri}; Ctrl-C to stop)")
     command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", "127.0.0.1", "--port",
                str(port), "--workers", str(workers)]
     sys.stdout.flush()

@@ -101,6 +101,9 @@ def parent_tags(*, best_id: str, best_label: str) -> dict[str, str]:
 
 
 def generation_run_name(generation: int, *, kept_label: str, improved: bool) -> str:
+    """``generation-1 (kept g1c0-a2b3211f)``: the run list then says which candidate each generation kept."""
+    if generation == 0:
+        return f"generation-0 (seed {kept_label})"
     return f"generation-{generation} ({'kept' if improved else 'no change, kept'} {kept_label})"
 
 

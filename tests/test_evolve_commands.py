@@ -104,7 +104,8 @@ def test_evolve_prints_summary_and_the_ui_command_of_its_store(tmp_path: Path, m
     assert argv == ["memevo", "ui", "--run-dir", str(run)]
 
     seen = _fake_mlflow(monkeypatch)
-    assert CliRunner().invoke(app(), [*argv[1:], "--port", str(_free_port())]).exit_code == 0
+    ui = CliRunner().invoke(app(), [*argv[1:], "--port", str(_free_port())])
+    assert ui.exit_code == 0 and re.search(r"/#/experiments/\d+/runs\?workflowType=machine_learning ", ui.output)
     store = seen["cmd"][seen["cmd"].index("--backend-store-uri") + 1]
     assert store == f"sqlite:///{(run / 'mlflow.db').resolve()}" and (run / "mlflow.db").exists()
 
@@ -159,12 +160,13 @@ def test_ui_on_a_busy_port_fails_before_starting_mlflow(tmp_path: Path, monkeypa
 
 def test_ui_opens_the_store_of_an_ablation_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     manifest = {"name": "abl", "arms": ["a"], "seeds": [0], "baseline": "a", "ci_method": "t", "confidence": 0.95,
-                "config": {}, "tracking_uri": "sqlite:////somewhere/mlflow.db"}
+                "config": {}, "tracking_uri": f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"}
     (tmp_path / "ablation.json").write_text(json.dumps(manifest))
     seen = _fake_mlflow(monkeypatch)
     result = CliRunner().invoke(app(), ["ui", "--run-dir", str(tmp_path), "--port", str(_free_port())])
     assert result.exit_code == 0, result.output
-    assert seen["cmd"][seen["cmd"].index("--backend-store-uri") + 1] == "sqlite:////somewhere/mlflow.db"
+    assert seen["cmd"][seen["cmd"].index("--backend-store-uri") + 1] == f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
+    assert not (tmp_path / "store").exists()  # looking for the experiment's page created no store
 
 
 def test_ui_without_a_run_is_a_user_error(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from memevo.evolve.tracking_payloads import (
     experiment_tags,
     generation_metrics,
     generation_points,
+    generation_run_name,
     generation_tags,
     objective_summary,
     parent_tags,
@@ -121,6 +122,8 @@ def test_payloads_are_accepted_by_mlflow_and_found_through_its_api(tmp_path: Pat
     assert [run.info.run_name for run in found] == ["g1c0-aaaa"]
     assert [r.info.run_id for r in client.search_runs([experiment], f"tags.`{BEST_TAG}` = 'true'")] == [kept]
     assert client.get_run(gen).data.tags["memevo.kept_candidate"] == "g1c0-aaaa"
+    assert generation_run_name(1, kept_label="g1c0-aaaa", improved=True) == "generation-1 (kept g1c0-aaaa)"
+    assert generation_run_name(0, kept_label="g0c0-seed", improved=False) == "generation-0 (seed g0c0-seed)"
     history = client.get_metric_history(parent, "running_best_val_score")
     assert [(m.step, m.value) for m in history] == [(0, 0.458), (1, 1.0), (2, 1.0), (3, 1.0)]
     assert DIFF_ARTIFACT in [f.path for f in client.list_artifacts(kept)]
