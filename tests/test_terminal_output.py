@@ -6,6 +6,7 @@ import logging
 
 import dspy
 import pytest
+
 from memevo.agents.llm.accounting import RoleUsage
 from memevo.environments.metrics import Scores
 from memevo.environments.progress import configure_terminal, phase
