@@ -190,9 +190,15 @@ def split_table(split: Mapping[str, Sequence[str]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["user_id", "split"])
 
 
-def split_dataset(split: Mapping[str, Sequence[str]], *, name: str, source: str, digest: str | None = None) -> Any:
-    """The user split as an ``mlflow.data`` dataset, for ``MlflowClient.log_inputs`` (``digest``: memevo's data
-    hash, which identifies the users' content, not just their ids)."""
-    import mlflow.data
+def split_dataset_input(split: Mapping[str, Sequence[str]], *, name: str, source: str, digest: str | None = None) -> Any:
+    """The user split as an ``mlflow.data`` dataset input (context "split"), for ``MlflowClient.log_inputs``.
 
-    return mlflow.data.from_pandas(split_table(split), source=source, name=name, digest=digest)
+    ``digest`` is memevo's data hash, which identifies the users' content, not just their ids.
+    """
+    import mlflow.data
+    from mlflow.entities import DatasetInput, InputTag
+    from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
+
+    dataset = mlflow.data.from_pandas(split_table(split), source=source, name=name, digest=digest)
+    # the conversion MLflow's own mlflow.log_input performs; the client API takes the entity
+    return DatasetInput(dataset=dataset._to_mlflow_entity(), tags=[InputTag(MLFLOW_DATASET_CONTEXT, "split")])

@@ -10,8 +10,7 @@ import mlflow
 import optuna
 import pytest
 from mlflow import MlflowClient
-from mlflow.entities import DatasetInput, InputTag
-from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT, MLFLOW_PARENT_RUN_ID
+from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
 from memevo.agents.base import ComponentSpec
 from memevo.agents.policy import MemoryPolicy
@@ -32,7 +31,7 @@ from memevo.evolve.tracking_payloads import (
     objective_summary,
     parent_tags,
     prompt_version_tags,
-    split_dataset,
+    split_dataset_input,
     trial_attributes,
 )
 
@@ -107,9 +106,9 @@ def test_payloads_are_accepted_by_mlflow_and_found_through_its_api(tmp_path: Pat
     seed = MemoryPolicy(kind="awi")
     client.log_text(kept, candidate_diff(seed, seed.with_prompts(memory_types="- genre\n"), [TYPES],
                                          before_name="seed", after_name="g1c0-aaaa"), DIFF_ARTIFACT)
-    dataset = split_dataset({"train": ["u1", "u2"], "val": ["u3"], "test": ["u4"]}, name="demo-users",
-                            source=str(tmp_path / "data.json"), digest="abc123")
-    client.log_inputs(parent, [DatasetInput(dataset._to_mlflow_entity(), [InputTag(MLFLOW_DATASET_CONTEXT, "split")])])
+    client.log_inputs(parent, [split_dataset_input({"train": ["u1", "u2"], "val": ["u3"], "test": ["u4"]},
+                                                   name="demo-users", source=str(tmp_path / "data.json"),
+                                                   digest="abc123")])
     version = mlflow.genai.register_prompt(
         name="demo-memory_types", template="- genre",
         tags=prompt_version_tags(candidate_id="aaaa", generation=1, scores={"val_score": 1.0, "test_accuracy": None},
@@ -129,6 +128,7 @@ def test_payloads_are_accepted_by_mlflow_and_found_through_its_api(tmp_path: Pat
     assert DIFF_ARTIFACT in [f.path for f in client.list_artifacts(kept)]
     inputs = client.get_run(parent).inputs.dataset_inputs
     assert inputs[0].dataset.name == "demo-users" and inputs[0].dataset.digest == "abc123"
+    assert [(tag.key, tag.value) for tag in inputs[0].tags] == [("mlflow.data.context", "split")]
     stored = client.load_prompt("prompts:/demo-memory_types/1")
     assert stored.tags["val_score"] == "1.0000" and stored.tags["mlflow_run_id"] == kept and "test_accuracy" not in stored.tags
     linked = json.loads(client.get_run(kept).data.tags["mlflow.linkedPrompts"])
