@@ -18,7 +18,6 @@ from typing import Annotated, Any
 
 import typer
 from pydantic import BaseModel
-from tqdm import tqdm
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.config_file import load_policy
@@ -47,7 +46,9 @@ from memevo.environments.metrics import (
     user_scores,
 )
 from memevo.environments.metrics._items import item_lookup, item_of
+from memevo.environments.metrics.upper_bound import needed_states
 from memevo.environments.plots import plot_periods
+from memevo.environments.progress import configure_terminal, phase
 from memevo.environments.qa import prompts_digest
 from memevo.environments.records import EpisodeResult
 from memevo.environments.runner import EpisodeConfig, run_episodes
@@ -141,7 +142,7 @@ def write_outputs(out: Path, outcome: EvalOutcome, items: Sequence[Item], usage:
     _write_csv(out / "summary.csv", list(summary[0]), summary)
     usage_rows = [{"role": role, **u.model_dump()} for role, u in {**usage.by_role, "total": usage.total()}.items()]
     _write_csv(out / "usage.csv", ["role", *usage.total().model_dump()], usage_rows)
-    plot_periods(outcome.scores, out / "periods.png", title=str(meta.get("agent", "")))
+    plot_periods(outcome.scores, out, title=f"{meta.get('agent', '')} on {meta.get('env', '')}: scores per period")
 
 
 async def evaluate(
@@ -165,10 +166,10 @@ async def evaluate(
     if no_memory_llm is not None:
         no_memory = await _no_memory(no_memory_llm, items, config, out / NO_MEMORY_FILE, progress)
     total = sum(len(item.periods) for item in items)
-    with tqdm(total=total, desc="periods", unit="period", disable=not progress) as bar:
+    with phase("users x periods", total, "period", enabled=progress) as bar:
         sessions = simulator if replay_from is None else RunStore(replay_from / "run")
         episodes = await run_episodes(make_agent, items, sessions, config, RunStore(out / "run"),
-                                      on_period=lambda _: bar.update(1))
+                                      on_period=lambda _: bar.advance())
     return EvalOutcome(
         episodes=episodes,
         scores=score_episodes(episodes, items, upper_bound, no_memory=no_memory,
@@ -193,10 +194,10 @@ async def _upper_bound(llm: ChatClient, items: Sequence[Item], config: EpisodeCo
         covered = {item.id for item in items} <= {entry.item_id for entry in table.entries}
         if covered and _same_decoding(table, config):
             return table
-    with tqdm(desc="upper bound", unit="call", disable=not progress) as bar:
+    with phase("upper bound", sum(len(needed_states(item)) for item in items), "call", enabled=progress) as bar:
         table = await compute_upper_bound(llm, items, amemgym_compat=config.amemgym_compat,
                                           constrained=config.constrained_answers, seed=config.seed,
-                                          prompts=config.question_prompts, on_entry=lambda _: bar.update(1))
+                                          prompts=config.question_prompts, on_entry=lambda _: bar.advance())
     write_json_atomic(path, table.model_dump(mode="json"))
     return table
 
@@ -208,10 +209,10 @@ async def _no_memory(llm: ChatClient, items: Sequence[Item], config: EpisodeConf
         table = NoMemoryTable.model_validate_json(path.read_text(encoding="utf-8"))
         if table.covers(items) and _same_decoding(table, config):
             return table
-    with tqdm(desc="no-memory baseline", unit="call", disable=not progress) as bar:
+    with phase("no-memory baseline", sum(len(item.qas) for item in items), "call", enabled=progress) as bar:
         table = await compute_no_memory(llm, items, amemgym_compat=config.amemgym_compat,
                                         constrained=config.constrained_answers, seed=config.seed,
-                                        prompts=config.question_prompts, on_entry=lambda _: bar.update(1))
+                                        prompts=config.question_prompts, on_entry=lambda _: bar.advance())
     write_json_atomic(path, table.model_dump(mode="json"))
     return table
 
@@ -290,6 +291,7 @@ def eval_command(
                            question_prompts=None if prompts is None else prompts.questions)
     simulator_llm = policy.llm if simulator_model is None else policy.llm.model_copy(update={"model": simulator_model})
     _prepare_out(out, resume)
+    configure_terminal()
 
     async def main() -> None:
         async with LLMHub(use_cache=not no_cache) as hub:

@@ -13,16 +13,29 @@ def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
+MEMORY_SCORE_SCALE = "0 = random guessing, 1 = the model's perfect-information upper bound"
+
+
 def memory_score_text(scores: Scores) -> str:
-    """AMemGym's memory score with the cells it rests on, and the pooled variant beside it."""
+    """AMemGym's memory score with the cells it rests on, the pooled variant beside it, and why either is
+    n/a or below zero."""
+    if scores.upper_bound is None:
+        return "memory score n/a (no upper bound was computed; set upper_bound: true or pass --upper-bound)"
     cells = scores.n_memory_points + scores.n_excluded
     rests = f"mean of {scores.n_memory_points} of {cells} (user, period) cells"
     if scores.n_excluded:
         rests += f", {scores.n_excluded} excluded as upper bound = random"
     if scores.n_inverted:
         rests += f", {scores.n_inverted} with upper bound below random"
-    return (f"memory score (AMemGym, {rests}) {_num(scores.memory_score)}, "
-            f"pooled memory score (sum over questions) {_num(scores.pooled_memory_score)}")
+    text = (f"memory score (AMemGym, {rests}) {_explained(scores.memory_score)}, "
+            f"pooled memory score (sum over questions) {_explained(scores.pooled_memory_score)}")
+    return text if scores.memory_score is not None else text + " [n/a: the upper bound equals random in every cell]"
+
+
+def _explained(value: float | None) -> str:
+    if value is not None and value < 0:
+        return f"{value:.3f} (below random guessing; {MEMORY_SCORE_SCALE})"
+    return _num(value)
 
 
 def failure_text(scores: Scores) -> str | None:
@@ -42,7 +55,8 @@ def scores_line(scores: Scores) -> str:
     """Every headline figure of a set of scores, comma-separated."""
     parts = [f"accuracy {scores.accuracy:.3f}", f"random {scores.random_baseline:.3f}"]
     if scores.upper_bound is not None:
-        parts += [f"upper bound {scores.upper_bound:.3f}", memory_score_text(scores)]
+        parts.append(f"upper bound {scores.upper_bound:.3f}")
+    parts.append(memory_score_text(scores))
     if scores.no_memory_accuracy is not None and scores.memory_gain is not None:
         parts.append(f"no-memory accuracy {scores.no_memory_accuracy:.3f} (memory gain {scores.memory_gain:+.3f})")
     failure = failure_text(scores)

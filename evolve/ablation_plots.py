@@ -1,59 +1,78 @@
-"""PNG plots of per-period curves and the write/read/utilization failure split (matplotlib, Agg backend)."""
+"""PNG plots that compare labelled runs (ablation arms, or seed vs best): per-period curves and the failure split.
+
+They follow the conventions of ``memevo.environments.plots`` (integer period ticks, titles, units,
+reference lines, legend outside the data, unclipped y-axis) and write into the folder they are given.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+from memevo.environments.plots import (
+    fit_y,
+    integer_x,
+    legend_outside,
+    reference_line,
+    save_figure,
+)
+from memevo.evolve.stats import Interval
 
-from memevo.evolve.stats import Interval  # noqa: E402
+FAILURE_PARTS = (("write", "#d62728"), ("read", "#ff7f0e"), ("utilization", "#1f77b4"))
+BAND_ALPHA = 0.12
+"""Light enough that two overlapping 95% bands still show the mean lines through them."""
 
 
-def plot_period_curves(curves: Mapping[str, Sequence[Interval]], path: Path, *, ylabel: str, title: str) -> Path:
-    """One line per label over periods, with its confidence band where the interval is defined."""
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for label, curve in curves.items():
-        points = [(p, ci) for p, ci in enumerate(curve) if ci.mean is not None]
+def plot_period_curves(curves: Mapping[str, Sequence[Interval]], folder: Path, filename: str, *,
+                       ylabel: str, title: str, memory_score: bool) -> Path:
+    """One line per label over periods with its confidence band where defined; for memory scores, the
+    random (0) and upper-bound (1) references."""
+    figure, axis = plt.subplots(figsize=(8, 4))
+    shown: list[float | None] = []
+    for index, (label, curve) in enumerate(curves.items()):
+        points = [(period, ci) for period, ci in enumerate(curve) if ci.mean is not None]
         if not points:
             continue
-        xs = [p for p, _ in points]
-        ax.plot(xs, [ci.mean for _, ci in points], marker="o", label=label)
+        color = f"C{index}"
+        axis.plot([p for p, _ in points], [ci.mean for _, ci in points], marker="o", color=color, label=label)
         banded = [(p, ci) for p, ci in points if ci.low is not None and ci.high is not None]
         if banded:
-            ax.fill_between([p for p, _ in banded], [ci.low for _, ci in banded], [ci.high for _, ci in banded], alpha=0.2)
-    ax.set_xlabel("period")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    if curves:
-        ax.legend()
-    return _save(fig, path)
+            lows, highs = [ci.low for _, ci in banded], [ci.high for _, ci in banded]
+            axis.fill_between([p for p, _ in banded], lows, highs, color=color, alpha=BAND_ALPHA, linewidth=0)
+            shown += lows + highs
+        shown += [ci.mean for _, ci in points]
+    if memory_score:
+        reference_line(axis, 0.0, "random")
+        reference_line(axis, 1.0, "upper bound")
+    fit_y(axis, shown)
+    axis.set(xlabel="period", ylabel=ylabel, title=title)
+    integer_x(axis)
+    axis.grid(alpha=0.3)
+    legend_outside(axis)
+    return save_figure(figure, folder, filename)
 
 
-def plot_failure_split(split: Mapping[str, tuple[float | None, float | None, float | None]], path: Path, *, title: str) -> Path:
-    """Stacked bars of write / read / utilization failure rates per label; labels without a diagnosis show no bar."""
-    fig, ax = plt.subplots(figsize=(max(4, 1.6 * len(split) + 2), 4))
+def plot_failure_split(split: Mapping[str, tuple[float | None, float | None, float | None]], folder: Path,
+                       filename: str, *, title: str) -> Path:
+    """Stacked bars of write / read / utilization failure shares per label; labels without a diagnosis show no bar."""
     labels = list(split)
+    figure, axis = plt.subplots(figsize=(max(5.0, 1.4 * len(labels) + 3.0), 4))
     bottoms = [0.0] * len(labels)
-    for index, (name, color) in enumerate((("write", "#d62728"), ("read", "#ff7f0e"), ("utilization", "#1f77b4"))):
+    for index, (name, color) in enumerate(FAILURE_PARTS):
         heights = [split[label][index] or 0.0 for label in labels]
-        ax.bar(labels, heights, bottom=bottoms, label=name, color=color)
-        bottoms = [b + h for b, h in zip(bottoms, heights)]
+        axis.bar(labels, heights, bottom=bottoms, label=f"{name} failure", color=color)
+        bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
+    for x, (label, total) in enumerate(zip(labels, bottoms, strict=True)):
+        diagnosed = any(value is not None for value in split[label])
+        axis.annotate(f"{total:.3f}" if diagnosed else "no diagnosis", (x, total), ha="center", va="bottom",
+                      xytext=(0, 2), textcoords="offset points")
     if not any(value is not None for values in split.values() for value in values):
-        ax.text(0.5, 0.5, "no diagnosis in these runs\n(set episode.diagnose: true)", ha="center", transform=ax.transAxes)
-    ax.set_ylabel("failure rate (share of questions)")
-    ax.set_title(title)
-    ax.legend()
-    return _save(fig, path)
-
-
-def _save(fig: plt.Figure, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+        axis.text(0.5, 0.5, "no diagnosis in these runs\n(set episode.diagnose: true)", ha="center",
+                  transform=axis.transAxes)
+    fit_y(axis, bottoms, high=1.15 * max(bottoms, default=0.0) or 1.0)  # room for the totals above the bars
+    axis.set(ylabel="failed questions (share of all questions)", title=title)
+    axis.grid(alpha=0.3, axis="y")
+    legend_outside(axis)
+    return save_figure(figure, folder, filename)

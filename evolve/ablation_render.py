@@ -128,15 +128,16 @@ def write_ablation_outputs(summary: AblationSummary, records: list[ArmSeedRecord
         [[u.arm, u.seed, u.user_id, u.memory, u.overall] for r in records for u in r.units],
     )
     has_memory = any(ci.mean is not None for arm in summary.arms for ci in arm.period_memory)
+    period_plot, failure_plot = paths["period_plot"], paths["failure_plot"]
     plot_period_curves(
         {arm.arm: arm.period_memory if has_memory else arm.period_overall for arm in summary.arms},
-        paths["period_plot"],
-        ylabel="memory score" if has_memory else "overall accuracy",
-        title=f"{summary.name}: per-period test score by arm",
+        period_plot.parent, period_plot.name,
+        ylabel="memory score (0 = random, 1 = upper bound)" if has_memory else "accuracy (share of questions right)",
+        title=f"{summary.name}: test score per period by arm (mean, 95% interval)", memory_score=has_memory,
     )
     plot_failure_split(
         {arm.arm: (arm.failure.write, arm.failure.read, arm.failure.util) if arm.failure else (None,) * 3 for arm in summary.arms},
-        paths["failure_plot"],
-        title=f"{summary.name}: failure split by arm",
+        failure_plot.parent, failure_plot.name,
+        title=f"{summary.name}: why test questions failed, by arm",
     )
     return paths

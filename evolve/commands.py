@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
-import shutil
-import subprocess
+import socket
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from memevo.agents.errors import UserInputError
+from memevo.agents.errors import RunFailedError, UserInputError
+from memevo.environments.score_text import MEMORY_SCORE_SCALE, scores_line
 from memevo.evolve.config import load_evolve_config
+from memevo.evolve.explain import spend_line
 from memevo.evolve.progress import show_progress
 from memevo.evolve.tracking import default_tracking_uri
 
@@ -32,7 +34,6 @@ def evolve_command(
 ) -> None:
     """Evolve a memory agent's prompts and settings; prints seed vs best on the test users."""
     from memevo.agents.llm.hub import LLMHub
-    from memevo.environments.score_text import scores_line
     from memevo.evolve.loop import run_evolution
 
     settings = load_evolve_config(config)
@@ -42,41 +43,80 @@ def evolve_command(
         result = run_evolution(settings, run_dir=folder, hub=hub, resume=resume)
     typer.echo(f"run folder: {folder}")
     typer.echo(f"stopped: {result.stop_reason}")
-    for label, scores in (("seed", result.seed_scores), ("best", result.best_scores)):
-        typer.echo(f"{label}: test {scores_line(scores)} ({scores.n_users} users)")
-    total = result.usage.total()
-    typer.echo(f"spend: {total.calls} calls ({total.cache_hits} cached), "
-               f"{total.prompt_tokens + total.completion_tokens} tokens, ${total.dollars:.4f}")
+    typer.echo(f"on the held-out test users (memory score: {MEMORY_SCORE_SCALE}):")
+    for label, scores in ((f"seed {result.seed.id[:8]}", result.seed_scores), (f"best {result.best.id[:8]}", result.best_scores)):
+        typer.echo(f"  {label}: {scores_line(scores)}, {scores.n_users} user(s)")
+    typer.echo(f"spend: {spend_line(result.usage.total())}")
+    typer.echo(f"report (hyperparameters, prompt, diff): memevo report {shlex.quote(str(folder))}")
     if settings.tracking.enabled:
         typer.echo(f"MLflow UI: memevo ui --run-dir {shlex.quote(str(folder))}")
 
 
-def _tracking_uri(run_dir: Path | None, tracking_uri: str | None) -> str:
+def _store(run_dir: Path | None, tracking_uri: str | None) -> tuple[str, str | None]:
+    """The store and experiment name of an evolution folder (``config.json``) or an ablation folder
+    (``ablation.json``); a bare ``--tracking-uri`` names no experiment."""
     if tracking_uri:
-        return tracking_uri
+        return tracking_uri, None
     if run_dir is None:
         raise UserInputError("give --run-dir or --tracking-uri", field="--run-dir")
+    from memevo.evolve.ablation import load_manifest
+
+    manifest = load_manifest(run_dir)
+    if manifest is not None:
+        return manifest.tracking_uri, manifest.name
     ids = run_dir / "config.json"
     if not ids.exists():
-        raise UserInputError("no evolution run in this folder", source=str(run_dir), field="--run-dir")
-    configured = json.loads(ids.read_text(encoding="utf-8")).get("tracking", {}).get("uri")
-    return configured or default_tracking_uri(run_dir)
+        raise UserInputError("no evolution (config.json) or ablation (ablation.json) in this folder",
+                             source=str(run_dir), field="--run-dir")
+    config = json.loads(ids.read_text(encoding="utf-8"))
+    tracking = config.get("tracking", {})
+    return tracking.get("uri") or default_tracking_uri(run_dir), tracking.get("experiment") or config.get("name")
+
+
+def _page(uri: str, experiment: str | None) -> str:
+    """The UI page of the run's experiment, in the "Model training" view, which opens on its runs (the GenAI
+    view, MLflow's default, opens on a trace overview that an evolution leaves empty). Only a local SQLite
+    store that exists is looked into: opening a missing one would create it."""
+    view = "?workflowType=machine_learning"
+    database = Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+    if experiment is None or database is None or not database.is_file():
+        return f"#/experiments{view}"
+    from mlflow import MlflowClient
+
+    found = MlflowClient(tracking_uri=uri).get_experiment_by_name(experiment)
+    return f"#/experiments/{found.experiment_id}/runs{view}" if found else f"#/experiments{view}"
+
+
+def _check_port_free(port: int) -> None:
+    """Fail before starting anything when another server holds the port (the UI would exit 0 otherwise)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no obstacle
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as error:
+            raise RunFailedError(f"port {port} on 127.0.0.1 is in use ({error.strerror}); pass --port with a free "
+                                 "one") from None
+
+
+UI_ENVIRONMENT = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+"""The job runner serves MLflow's GenAI jobs (judges, trace rollups); a run store needs none of them."""
 
 
 def ui_command(
-    run_dir: Annotated[Path | None, typer.Option(help="A run folder made by memevo evolve.")] = None,
+    run_dir: Annotated[Path | None, typer.Option(help="A run folder made by memevo evolve or memevo ablate.")] = None,
     tracking_uri: Annotated[str | None, typer.Option(help="Any MLflow tracking URI instead.")] = None,
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 5000,
+    workers: Annotated[int, typer.Option(min=1, help="Server worker processes (one is plenty for one person).")] = 1,
 ) -> None:
-    """Open the MLflow UI on the store an evolution used."""
-    uri = _tracking_uri(run_dir, tracking_uri)
-    mlflow_bin = shutil.which("mlflow") or str(Path(sys.executable).with_name("mlflow"))
-    typer.echo(f"MLflow UI: http://127.0.0.1:{port}  (store {uri}; Ctrl-C to stop)")
-    command = [mlflow_bin, "ui", "--backend-store-uri", uri, "--host", "127.0.0.1", "--port", str(port)]
-    try:
-        subprocess.run(command, check=False)
-    except KeyboardInterrupt:
-        pass
+    """Open the MLflow UI on the store an evolution or ablation used (exit 1 if it cannot serve)."""
+    uri, experiment = _store(run_dir, tracking_uri)
+    _check_port_free(port)
+    typer.echo(f"MLflow UI: http://127.0.0.1:{port}/{_page(uri, experiment)}  (store {uri}; Ctrl-C to stop)")
+    command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", "127.0.0.1", "--port",
+               str(port), "--workers", str(workers)]
+    sys.stdout.flush()
+    # The server replaces this process: no idle memevo parent holding memory, and its exit code is the command's.
+    os.execve(sys.executable, command, os.environ | UI_ENVIRONMENT)
 
 
 def register_evolve_commands(app: typer.Typer) -> None:

@@ -1,14 +1,32 @@
-"""Progress lines for long commands: memevo's own messages at INFO, library chatter kept out."""
+"""The progress an evolution or ablation shows: memevo's log lines and one bar per phase.
+
+The phases are the ones a person waits for: a generation's candidates, one candidate's users x
+periods on a split (nested, it disappears when done), and the final scoring on the test users. Each is
+a context manager yielding a ``Phase``; the loop calls ``advance()`` once per finished unit (the
+runner's ``on_period`` callback for periods). Bars are drawn only on a terminal.
+"""
 
 from __future__ import annotations
 
-import logging
+from contextlib import AbstractContextManager
 
-QUIET_LIBRARIES = ("httpx", "httpcore", "openai", "LiteLLM", "litellm", "dspy", "mlflow", "optuna", "alembic")
+from memevo.environments.progress import Phase, configure_terminal, phase
 
 
 def show_progress() -> None:
-    """Print memevo's progress with timestamps; third-party request logs would bury it."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-    for name in QUIET_LIBRARIES:
-        logging.getLogger(name).setLevel(logging.WARNING)
+    """memevo's own lines at INFO; third-party request logs off (see ``memevo.environments.progress``)."""
+    configure_terminal()
+
+
+def candidates_phase(generation: int, total: int) -> AbstractContextManager[Phase]:
+    return phase(f"generation {generation}", total, "candidate")
+
+
+def evaluation_phase(label: str, split: str, users: int, periods: int) -> AbstractContextManager[Phase]:
+    """One candidate on one split; a unit is one user's period (so the ETA moves within a user)."""
+    return phase(f"{label} {split}", users * periods, "period", nested=True)
+
+
+def test_phase(candidates: int, users: int, periods: int) -> AbstractContextManager[Phase]:
+    """Seed and best on the test users at the end of the run."""
+    return phase("test scoring", candidates * users * periods, "period")

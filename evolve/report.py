@@ -12,11 +12,16 @@ from pathlib import Path
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import UsageReport
+from memevo.agents.registry import agent_spec
 from memevo.environments.metrics import Scores, UserScores
+from memevo.environments.score_text import MEMORY_SCORE_SCALE
 from memevo.evolve.ablation import MANIFEST_FILE, load_manifest, render_ablation
 from memevo.evolve.ablation_plots import plot_failure_split, plot_period_curves
+from memevo.evolve.explain import dollars_text
+from memevo.evolve.generation_plot import plot_score_per_generation
 from memevo.evolve.loop import EvolutionResult, GenerationOutcome
 from memevo.evolve.stats import Interval, fmt, fmt_p, paired_test
+from memevo.evolve.tracking_payloads import HYPERPARAMETERS, candidate_diff, generation_points, resolved_prompts
 
 REPORT_DIR = "report"
 
@@ -61,7 +66,8 @@ def _history(run_dir: Path) -> list[GenerationOutcome]:
 
 def _history_table(history: list[GenerationOutcome]) -> list[str]:
     lines = [
-        "| generation | kept | improved | best train | best val | kept val | candidates | pruned | rejected proposals |",
+        "| generation | kept | improved | best train | best val | kept val (running best) | candidates | pruned "
+        "| rejected proposals |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in history:
@@ -70,17 +76,42 @@ def _history_table(history: list[GenerationOutcome]) -> list[str]:
             f"| {fmt(max(row.train.values(), default=None))} | {fmt(max(row.val.values(), default=None))} "
             f"| {fmt(row.parent_val)} | {len(row.train)} | {len(row.pruned)} | {row.stats.rejected} |"
         )
+    lines += ["", "Scores are mean per-user accuracy. *best val* is n/a when every candidate of the generation was "
+              "pruned on the training users before validation; *kept val* is the score of the candidate carried "
+              "forward, which changes only when a candidate beats it on validation."]
     return lines
+
+
+SCORE_HEADER = [
+    "| candidate | test users | accuracy | random | memory score (AMemGym; cells used/all) | pooled memory score "
+    "| format errors | write / read / utilization failures | accuracy per period |",
+    "|---|---|---|---|---|---|---|---|---|",
+]
 
 
 def _scores_line(label: str, scores: Scores) -> str:
     failure = scores.failure
-    split = f", write/read/util {failure.write:.3f}/{failure.read:.3f}/{failure.utilization:.3f}" if failure else ""
+    split = f"{failure.write:.3f} / {failure.read:.3f} / {failure.utilization:.3f}" if failure else "n/a (no diagnosis)"
     return (
-        f"| {label} | {scores.n_users} | {fmt(scores.accuracy)} | {fmt(scores.memory_score)} "
-        f"({scores.n_memory_points}/{scores.n_memory_points + scores.n_excluded}) | {fmt(scores.pooled_memory_score)} "
-        f"| {fmt(scores.format_error_rate)} | {' '.join(fmt(p.accuracy, 2) for p in scores.per_period)} |{split}"
+        f"| {label} | {scores.n_users} | {fmt(scores.accuracy)} | {fmt(scores.random_baseline)} "
+        f"| {fmt(scores.memory_score)} ({scores.n_memory_points}/{scores.n_memory_points + scores.n_excluded}) "
+        f"| {fmt(scores.pooled_memory_score)} | {fmt(scores.format_error_rate)} | {split} "
+        f"| {' '.join(fmt(p.accuracy, 2) for p in scores.per_period)} |"
     )
+
+
+def _score_notes(result: EvolutionResult) -> list[str]:
+    notes = [f"Memory score: {MEMORY_SCORE_SCALE}; below 0 is worse than random guessing. It is AMemGym's mean of "
+             "per-(user, period) ratios over the cells whose upper bound differs from random (cells used/all); the "
+             "pooled memory score, (sum of accuracy - sum of random) / (sum of upper bound - sum of random) over all "
+             "questions, is steadier on small runs."]
+    if result.best_scores.memory_score is None:
+        notes.append("Memory score n/a: no upper bound was computed (`upper_bound: true` computes it), or the upper "
+                     "bound is not above random guessing on these users.")
+    notes.append("Write / read / utilization failures are shares of all questions that failed because the fact never "
+                 "reached memory, was in memory but not retrieved, or was retrieved but not used (AMemGym's "
+                 "diagnosis; n/a without `episode.diagnose: true`).")
+    return notes
 
 
 def _paired_lines(seed: list[UserScores], best: list[UserScores]) -> list[str]:
@@ -98,17 +129,31 @@ def _paired_lines(seed: list[UserScores], best: list[UserScores]) -> list[str]:
 
 
 def _spend_lines(usage: UsageReport) -> list[str]:
-    lines = ["| role | calls | cached | prompt tokens | completion tokens | $ |", "|---|---|---|---|---|---|"]
-    for role, spent in sorted(usage.by_role.items()):
+    lines = ["| role | calls | cached | prompt tokens | completion tokens | dollars |", "|---|---|---|---|---|---|"]
+    for role, spent in [*sorted(usage.by_role.items()), ("total", usage.total())]:
         lines.append(
             f"| {role} | {spent.calls} | {spent.cache_hits} | {spent.prompt_tokens} | {spent.completion_tokens} "
-            f"| {spent.dollars:.4f} |"
+            f"| {dollars_text(spent)} |"
         )
-    total = usage.total()
-    lines.append(
-        f"| total | {total.calls} | {total.cache_hits} | {total.prompt_tokens} | {total.completion_tokens} "
-        f"| {total.dollars:.4f} |"
-    )
+    return lines
+
+
+def _best_candidate_lines(result: EvolutionResult) -> list[str]:
+    """The best candidate's hyperparameters next to the seed's, its evolved prompt texts, and the diff."""
+    if result.protocol == "amemgym_period":
+        return ["The in-episode protocol evolves each user's prompt during the episode; there is no single best "
+                "prompt (see each user's run folder)."]
+    seed, best = result.seed.policy, result.best.policy
+    components = agent_spec(best.kind).components
+    lines = [f"## Best candidate {result.best.id[:8]} (seed {result.seed.id[:8]})", "",
+             "| hyperparameter | seed | best |", "|---|---|---|"]
+    lines += [f"| {name} | {getattr(seed, name)} | {getattr(best, name)} |" for name in HYPERPARAMETERS]
+    old, new = resolved_prompts(seed, components), resolved_prompts(best, components)
+    for name in [name for name in new if new[name] != old[name]]:
+        lines += ["", f"### {name} (evolved)", "", "```text", new[name].rstrip("\n"), "```"]
+    lines += ["", *candidate_diff(seed, best, components, before_name="seed", after_name="best", level=3).splitlines()]
+    lines += ["", "The whole policy is `best_policy.json` on the MLflow parent run; `memevo eval --agent "
+              "best_policy.json ...` scores it on other data."]
     return lines
 
 
@@ -116,25 +161,34 @@ def _point(value: float | None) -> Interval:
     return Interval(mean=value, low=None, high=None, n=1, method="t")
 
 
-def _evolution_plots(result: EvolutionResult, out_dir: Path) -> list[Path]:
+def _evolution_plots(result: EvolutionResult, history: list[GenerationOutcome], out_dir: Path) -> list[Path]:
     curves = {
         label: [_point(p.memory_score if p.memory_score is not None else p.accuracy) for p in scores.per_period]
         for label, scores in (("seed", result.seed_scores), ("best", result.best_scores))
     }
-    has_memory = result.best_scores.memory_score is not None
+    has_memory = all(p.memory_score is not None for p in result.best_scores.per_period + result.seed_scores.per_period)
     split = {
         label: (s.failure.write, s.failure.read, s.failure.utilization) if s.failure else (None,) * 3
         for label, s in (("seed", result.seed_scores), ("best", result.best_scores))
     }
-    return [
-        plot_period_curves(curves, out_dir / "test_periods.png", ylabel="memory score" if has_memory else "accuracy",
-                           title="test users: seed vs best per period"),
-        plot_failure_split(split, out_dir / "test_failures.png", title="test users: failure split"),
+    ylabel = "memory score (0 = random, 1 = upper bound)" if has_memory else "accuracy (share of questions right)"
+    plots = [
+        plot_period_curves(curves, out_dir, "test_periods.png", ylabel=ylabel, memory_score=has_memory,
+                           title=f"Seed vs best on {result.best_scores.n_users} test user(s), per period"),
+        plot_failure_split(split, out_dir, "test_failures.png", title="Why test questions failed: seed vs best"),
     ]
+    if history:
+        plots.append(plot_score_per_generation(
+            generation_points(history), out_dir, title="Score per generation (training and validation users)",
+            random_baseline=result.seed_scores.random_baseline, upper_bound=result.seed_scores.upper_bound,
+            reference_users="test users",
+        ))
+    return plots
 
 
 def evolution_report(run_dir: Path) -> str:
-    """History, seed vs best on the test users (with a paired test), spend; writes plots to ``report/``."""
+    """History, seed vs best on the test users (with a paired test), the best candidate, spend; writes plots
+    to ``report/``."""
     config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
     history = _history(run_dir)
     lines = [f"# Evolution: {config.get('name', run_dir.name)} ({config.get('protocol', 'outer_loop')})", ""]
@@ -152,19 +206,18 @@ def evolution_report(run_dir: Path) -> str:
     lines += [
         f"Stopped: {result.stop_reason}",
         "",
-        "| candidate | test users | accuracy | memory score (AMemGym; cells used/all) | pooled memory score "
-        "| format errors | accuracy per period |",
-        "|---|---|---|---|---|---|---|",
+        *SCORE_HEADER,
         _scores_line(f"seed {result.seed.id[:8]}", result.seed_scores),
         _scores_line(best_label, result.best_scores),
         "",
+        *_score_notes(result),
+        "",
         *_paired_lines(result.seed_user_scores, result.best_user_scores),
+        "",
+        *_best_candidate_lines(result),
         "",
         *_spend_lines(result.usage),
     ]
-    changed = sorted(name for name, text in result.best.policy.prompts.items() if result.seed.policy.prompts.get(name) != text)
-    if changed:
-        lines += ["", f"Evolved components: {', '.join(changed)} (see best_policy.json in MLflow)"]
-    plots = _evolution_plots(result, run_dir / REPORT_DIR)
+    plots = _evolution_plots(result, history, run_dir / REPORT_DIR)
     lines += ["", "Plots: " + ", ".join(str(path) for path in plots), f"MLflow: {mlflow_ui_command(run_dir)}"]
     return "\n".join(lines) + "\n"

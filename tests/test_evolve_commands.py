@@ -1,6 +1,9 @@
 """``memevo evolve`` / ``memevo ui`` wiring: bad input is a UserInputError, ui finds the run's store."""
 
+import json
+import re
 import shlex
+import socket
 from pathlib import Path
 
 import pytest
@@ -8,7 +11,7 @@ import typer
 import yaml
 from typer.testing import CliRunner
 
-from memevo.agents.errors import UserInputError
+from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.llm import hub as hub_module
 from memevo.environments.data.io import save_items
 from memevo.evolve import commands
@@ -68,7 +71,7 @@ def run_evolve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run: Path, *flag
     monkeypatch.setattr(hub_module, "LLMHub", _CategoryHubContext)
     result = CliRunner().invoke(app(), ["evolve", str(config), "--run-dir", str(run), *flags])
     assert result.exit_code == 0, result.output
-    return result.output
+    return result.stdout  # progress lines and library warnings go to stderr
 
 
 def test_resume_starts_a_new_run_and_reruns_a_finished_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -76,10 +79,7 @@ def test_resume_starts_a_new_run_and_reruns_a_finished_one(tmp_path: Path, monke
     first = run_evolve(tmp_path, monkeypatch, run, "--resume")
     assert (run / "result.json").exists()
     again = run_evolve(tmp_path, monkeypatch, run, "--resume")
-    def summary(output: str) -> list[str]:
-        return [line for line in output.splitlines() if " INFO " not in line]  # MLflow's own log lines
-
-    assert summary(again) == summary(first) and "spend: " in again
+    assert again == first and "spend: " in again
 
 
 def test_split_without_test_users_is_a_user_error(tmp_path: Path) -> None:
@@ -93,14 +93,15 @@ def test_split_without_test_users_is_a_user_error(tmp_path: Path) -> None:
 def test_evolve_prints_summary_and_the_ui_command_of_its_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run = tmp_path / "my run"
     output = run_evolve(tmp_path, monkeypatch, run)
-    assert "seed: test accuracy" in output and "best: test accuracy" in output
+    assert re.search(r"seed \w{8}: accuracy [\d.]+, random [\d.]+, (upper bound [\d.]+, )?memory score", output)
+    assert re.search(r"best \w{8}: accuracy [\d.]+", output) and "unpriced" in output
     ui_line = next(line for line in output.splitlines() if line.startswith("MLflow UI: "))
     argv = shlex.split(ui_line.removeprefix("MLflow UI: "))
     assert argv == ["memevo", "ui", "--run-dir", str(run)]
 
-    seen = {}
-    monkeypatch.setattr(commands.subprocess, "run", lambda command, check: seen.setdefault("cmd", command))
-    assert CliRunner().invoke(app(), argv[1:]).exit_code == 0
+    seen = _fake_mlflow(monkeypatch)
+    ui = CliRunner().invoke(app(), [*argv[1:], "--port", str(_free_port())])
+    assert ui.exit_code == 0 and re.search(r"/#/experiments/\d+/runs\?workflowType=machine_learning ", ui.output)
     store = seen["cmd"][seen["cmd"].index("--backend-store-uri") + 1]
     assert store == f"sqlite:///{(run / 'mlflow.db').resolve()}" and (run / "mlflow.db").exists()
 
@@ -114,14 +115,54 @@ def test_ui_uses_the_store_of_the_run(tmp_path: Path, monkeypatch: pytest.Monkey
     run = tmp_path / "run"
     run.mkdir()
     (run / "config.json").write_text('{"tracking": {"uri": null}}')
-    seen = {}
-    monkeypatch.setattr(commands.subprocess, "run", lambda command, check: seen.setdefault("cmd", command))
-    result = CliRunner().invoke(app(), ["ui", "--run-dir", str(run), "--port", "5111"])
+    seen = _fake_mlflow(monkeypatch)
+    port = _free_port()
+    result = CliRunner().invoke(app(), ["ui", "--run-dir", str(run), "--port", str(port)])
     assert result.exit_code == 0, result.output
-    assert "http://127.0.0.1:5111" in result.output
+    assert f"http://127.0.0.1:{port}" in result.output
     command = seen["cmd"]
     assert command[command.index("--backend-store-uri") + 1] == f"sqlite:///{(run / 'mlflow.db').resolve()}"
     assert command[command.index("--host") + 1] == "127.0.0.1"
+    assert command[command.index("--workers") + 1] == "1" and seen["env"]["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] == "false"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _fake_mlflow(monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
+    """Stands in for the ``mlflow ui`` process that would replace memevo: records its command and environment."""
+    seen: dict[str, object] = {}
+
+    def execve(path: str, command: list[str], env: dict[str, str]) -> None:
+        seen.update(cmd=command, env=env)
+
+    monkeypatch.setattr(commands.os, "execve", execve)
+    return seen
+
+
+def test_ui_on_a_busy_port_fails_before_starting_mlflow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "config.json").write_text('{"tracking": {"uri": null}}')
+    seen = _fake_mlflow(monkeypatch)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        result = CliRunner().invoke(app(), ["ui", "--run-dir", str(tmp_path), "--port", str(busy.getsockname()[1])])
+    assert isinstance(result.exception, RunFailedError) and "in use" in str(result.exception)
+    assert seen == {}
+
+
+def test_ui_opens_the_store_of_an_ablation_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    manifest = {"name": "abl", "arms": ["a"], "seeds": [0], "baseline": "a", "ci_method": "t", "confidence": 0.95,
+                "config": {}, "tracking_uri": f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"}
+    (tmp_path / "ablation.json").write_text(json.dumps(manifest))
+    seen = _fake_mlflow(monkeypatch)
+    result = CliRunner().invoke(app(), ["ui", "--run-dir", str(tmp_path), "--port", str(_free_port())])
+    assert result.exit_code == 0, result.output
+    assert seen["cmd"][seen["cmd"].index("--backend-store-uri") + 1] == f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
+    assert not (tmp_path / "store").exists()  # looking for the experiment's page created no store
 
 
 def test_ui_without_a_run_is_a_user_error(tmp_path: Path) -> None:

@@ -55,8 +55,24 @@ def test_report_of_ablation_and_evolution_uses_no_llm(finished_ablation: Path, m
     text = report_run(evolution)
     assert "Stopped: max generations" in text
     assert "| generation | kept |" in text and "best - seed" in text and "| total |" in text
-    assert "Evolved components: memory_types" in text
-    assert (evolution / "report" / "test_periods.png").exists() and (evolution / "report" / "test_failures.png").exists()
+    assert "### memory_types (evolved)" in text and "```diff" in text and "| update_every |" in text
+    assert _ragged_table_rows(text) == []
+    for name in ("test_periods.png", "test_failures.png", "score_per_generation.png"):
+        assert (evolution / "report" / name).read_bytes()[:4] == b"\x89PNG"
+
+
+def _ragged_table_rows(markdown: str) -> list[str]:
+    """Rows whose cell count differs from their table's header (text outside the last ``|`` included)."""
+    ragged, width = [], None
+    for line in markdown.splitlines():
+        if not line.startswith("|"):
+            width = None
+            continue
+        cells = line.count("|") - 1 + (0 if line.rstrip().endswith("|") else 1)
+        width = width or cells
+        if cells != width:
+            ragged.append(line)
+    return ragged
 
 
 def test_report_of_unfinished_runs_says_how_to_resume(finished_ablation: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -168,8 +168,8 @@ async def test_plot_without_upper_bound(tmp_path: Path) -> None:
 
     item = make_item(n_periods=2)
     episode = await run_episode(KeywordMemoryAgent(item), item, ScriptedSimulator(), EpisodeConfig())
-    path = plot_periods(score_episodes([episode], [item]), tmp_path / "p.png", title="keyword")
-    assert path.read_bytes()[:4] == b"\x89PNG"
+    path = plot_periods(score_episodes([episode], [item]), tmp_path, title="keyword")
+    assert path == tmp_path / "periods.png" and path.read_bytes()[:4] == b"\x89PNG"
 
 
 async def test_unparsed_upper_bound_replies_are_reported_in_summary_and_headline(tmp_path: Path) -> None:

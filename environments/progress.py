@@ -1,0 +1,87 @@
+"""What a long command shows in the terminal: memevo's own log lines and progress bars, nothing else.
+
+Third-party libraries log every HTTP request at INFO (``httpx``, ``httpx2`` under openai, ``LiteLLM``)
+and MLflow installs its own handler; either would bury memevo's lines. So the root logger stays at
+WARNING and only the ``memevo`` logger speaks at INFO; libraries that set up their own handlers or
+levels are lowered by name. Progress bars come from tqdm: one bar per phase, with an ETA, drawn only
+when stderr is a terminal (a log file or CI gets the log lines alone). Log lines are written through
+tqdm so they do not tear a bar in half.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from tqdm import tqdm
+
+MEMEVO_LOGGER = "memevo"
+NOISY_LIBRARIES = {
+    "httpx": logging.WARNING,
+    "httpx2": logging.WARNING,
+    "httpcore": logging.WARNING,
+    "openai": logging.WARNING,
+    "LiteLLM": logging.WARNING,
+    "LiteLLM Router": logging.WARNING,
+    "LiteLLM Proxy": logging.WARNING,
+    "litellm": logging.WARNING,
+    "dspy": logging.ERROR,  # a proposer parse failure is summarised by memevo in one line instead
+    "mlflow": logging.WARNING,
+    "optuna": logging.WARNING,
+    "alembic": logging.WARNING,
+    "urllib3": logging.WARNING,
+}
+"""Loggers that print request lines or chatter at INFO, and the level each is held to."""
+
+
+class _TqdmHandler(logging.StreamHandler):
+    """Writes records above any active bar instead of through it."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            tqdm.write(self.format(record), file=sys.stderr)
+        except Exception:  # noqa: BLE001 - logging must never raise into the caller
+            self.handleError(record)
+
+
+def configure_terminal(level: int = logging.INFO) -> None:
+    """memevo's lines at ``level`` with a timestamp; every library held to its level in NOISY_LIBRARIES."""
+    root = logging.getLogger()
+    if not any(isinstance(handler, _TqdmHandler) for handler in root.handlers):
+        handler = _TqdmHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
+        root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    logging.getLogger(MEMEVO_LOGGER).setLevel(level)
+    for name, library_level in NOISY_LIBRARIES.items():
+        logging.getLogger(name).setLevel(library_level)
+
+
+class Phase:
+    """One running phase of work with a known size; ``advance`` after each finished unit."""
+
+    def __init__(self, bar: tqdm) -> None:
+        self._bar = bar
+
+    def advance(self, units: int = 1) -> None:
+        self._bar.update(units)
+
+    def note(self, text: str) -> None:
+        """Short status at the right of the bar (e.g. the last user's accuracy)."""
+        self._bar.set_postfix_str(text, refresh=False)
+
+
+@contextmanager
+def phase(description: str, total: int | None, unit: str, *, nested: bool = False,
+          enabled: bool = True) -> Iterator[Phase]:
+    """A progress bar with rate and ETA for one phase; invisible when stderr is not a terminal.
+
+    ``nested`` bars (one candidate's users inside a generation's candidates) disappear when done, so
+    the terminal keeps one line per finished outer phase. ``enabled=False`` hides the bar everywhere.
+    """
+    disable = None if enabled else True  # None: tqdm draws only when the file is a terminal
+    with tqdm(total=total, desc=description, unit=unit, disable=disable, leave=not nested, file=sys.stderr,
+              dynamic_ncols=True) as bar:
+        yield Phase(bar)

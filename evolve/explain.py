@@ -1,0 +1,57 @@
+"""Numbers in words for the terminal: each line says what its figures mean, so no reader has to guess.
+
+An unpriced model is not shown as "$0.0000", a proposer's unreadable reply is one line instead of the
+raw reply, and a generation is summarised in one line (candidates, what was kept, the objective, the
+spend). Scores themselves are worded by ``memevo.environments.score_text``, shared with ``memevo eval``.
+"""
+
+from __future__ import annotations
+
+from memevo.agents.llm.accounting import RoleUsage
+
+
+def dollars_text(usage: RoleUsage) -> str:
+    """The spend in dollars, or why there is no dollar figure (cached, or a model without a known price)."""
+    billed = usage.calls - usage.cache_hits
+    if billed == 0:
+        return "$0 (every reply came from the cache)" if usage.calls else "$0 (no calls)"
+    if usage.unpriced_calls >= billed:
+        return "unpriced (the model is not in memevo's price table)"
+    if usage.unpriced_calls:
+        return f"${usage.dollars:.4f} + {usage.unpriced_calls} unpriced call(s)"
+    return f"${usage.dollars:.4f}"
+
+
+def spend_line(usage: RoleUsage) -> str:
+    tokens = usage.prompt_tokens + usage.completion_tokens
+    return f"{usage.calls} calls ({usage.cache_hits} cached), {tokens} tokens, {dollars_text(usage)}"
+
+
+def proposal_error_line(error: BaseException) -> str:
+    """A proposer failure in one line: for an unreadable reply, which fields were missing, not the reply."""
+    reply = getattr(error, "lm_response", None)
+    signature = getattr(error, "signature", None)
+    if reply is not None and signature is not None:
+        expected = ", ".join(getattr(signature, "output_fields", {}) or {})
+        adapter = getattr(error, "adapter_name", "the adapter")
+        return f"{adapter} could not read the {len(str(reply))}-character reply (expected fields: {expected})"
+    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    text = f"{type(error).__name__}: {first}" if first else type(error).__name__
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def proposals_line(generation: int, *, prompt_candidates: int, tuning_candidates: int, proposals: int,
+                   rejected: int, repaired: int) -> str:
+    """What a generation will evaluate, saying which candidates change only hyperparameters."""
+    kinds = f"{prompt_candidates} with a new prompt, {tuning_candidates} hyperparameter-only"
+    return (f"generation {generation}: {prompt_candidates + tuning_candidates} candidate(s) ({kinds}) from "
+            f"{proposals} prompt proposal(s) ({rejected} rejected, {repaired} repaired)")
+
+
+def generation_line(generation: int, *, candidates: int, pruned: int, generation_best: float | None, kept: str,
+                    improved: bool, kept_objective: float, usage: RoleUsage) -> str:
+    """The one line a generation leaves in the terminal: its best validation score against the kept one."""
+    best = "n/a (every candidate pruned)" if generation_best is None else f"{generation_best:.3f}"
+    verdict = "improved" if improved else "no improvement"
+    return (f"generation {generation}: {candidates} candidate(s), {pruned} pruned, best validation {best}; "
+            f"{verdict}, kept {kept} (validation {kept_objective:.3f}); spend so far {spend_line(usage)}")

@@ -1,0 +1,204 @@
+"""What an evolution tells MLflow and Optuna, as plain values: metrics, tags, texts, attributes, datasets.
+
+Pure functions only (no store is opened here), so each payload is testable on its own and the writer
+(``evolve/tracking``) stays a thin layer of client calls. The choices they encode:
+
+- the parent run's headline is a *running* best (the kept candidate's validation score), next to the
+  generation's own best, so the chart shows progress instead of the last generation's luck;
+- the kept candidate of each generation and the final best carry tags, so a filter finds them;
+- the diff is markdown (MLflow previews ``.md``, not ``.patch``), compares against the texts the seed
+  really used (a component left at its default is the default text, not empty) and lists
+  hyperparameter changes too;
+- the experiment says what it holds and opens on its runs (an evolution logs runs, not traces).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+import pandas as pd
+from pydantic import BaseModel
+
+from memevo.agents.base import ComponentSpec
+from memevo.agents.policy import MemoryPolicy
+
+KEPT_TAG = "memevo.kept"
+"""On a candidate run: "true" when its generation kept it (it beat the parent on validation)."""
+BEST_TAG = "memevo.best"
+"""On the final best candidate's run(s): "true"."""
+ROLE_TAG = "memevo.role"
+"""On every run: "evolution", "generation" or "candidate", so a filter can separate them."""
+DIFF_ARTIFACT = "diff.md"
+OBJECTIVE_NAME = "train accuracy"
+"""What the Optuna study maximizes: mean per-user accuracy on the training users (see ``trial_attributes``)."""
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_NOTE_TAG = "mlflow.note.content"
+HYPERPARAMETERS = ("update_every", "short_term", "top_k")
+
+
+class GenerationOutcomeLike(Protocol):
+    """What a generation's stored outcome provides (``GenerationOutcome``)."""
+
+    generation: int
+    train: dict[str, float]
+    val: dict[str, float]
+    parent_val: float
+
+
+class GenerationPoint(BaseModel):
+    """One generation's scores, as plotted and logged."""
+
+    generation: int
+    best_train: float | None
+    """Best training score among the generation's candidates (None when it evaluated none)."""
+    best_val: float | None
+    """Best validation score among them (None when every candidate was pruned before validation)."""
+    kept_val: float
+    """Validation score of the candidate kept after this generation: the running best."""
+
+
+def generation_points(history: Iterable[GenerationOutcomeLike]) -> list[GenerationPoint]:
+    return [
+        GenerationPoint(generation=outcome.generation, best_train=max(outcome.train.values(), default=None),
+                        best_val=max(outcome.val.values(), default=None), kept_val=outcome.parent_val)
+        for outcome in history
+    ]
+
+
+def generation_metrics(point: GenerationPoint) -> dict[str, float]:
+    """Metrics for the generation and parent runs at ``step=generation``."""
+    metrics = {"running_best_val_score": point.kept_val}
+    if point.best_val is not None:
+        metrics["generation_best_val_score"] = point.best_val
+    if point.best_train is not None:
+        metrics["generation_best_train_score"] = point.best_train
+    return metrics
+
+
+def objective_summary(points: Sequence[GenerationPoint]) -> dict[str, float]:
+    """Initial (seed) and final (best) validation objective for the parent run."""
+    if not points:
+        return {}
+    return {"initial_val_score": points[0].kept_val, "final_val_score": points[-1].kept_val,
+            "val_score_gain": points[-1].kept_val - points[0].kept_val}
+
+
+def candidate_tags(candidate_id: str, *, kept_id: str, generation: int, origin: str) -> dict[str, str]:
+    return {ROLE_TAG: "candidate", KEPT_TAG: str(candidate_id == kept_id).lower(),
+            "memevo.candidate_id": candidate_id, "memevo.generation": str(generation), "memevo.origin": origin}
+
+
+def generation_tags(*, kept_id: str, kept_label: str, improved: bool) -> dict[str, str]:
+    """The generation run names the candidate it kept (its run name is ``kept_label``)."""
+    return {ROLE_TAG: "generation", "memevo.kept_candidate": kept_label, "memevo.kept_candidate_id": kept_id,
+            "memevo.improved": str(improved).lower()}
+
+
+def parent_tags(*, best_id: str, best_label: str) -> dict[str, str]:
+    return {ROLE_TAG: "evolution", "memevo.best_candidate": best_label, "memevo.best_candidate_id": best_id}
+
+
+def generation_run_name(generation: int, *, kept_label: str, improved: bool) -> str:
+    """``generation-1 (kept g1c0-a2b3211f)``: the run list then says which candidate each generation kept."""
+    if generation == 0:
+        return f"generation-0 (seed {kept_label})"
+    return f"generation-{generation} ({'kept' if improved else 'no change, kept'} {kept_label})"
+
+
+def resolved_prompts(policy: MemoryPolicy, components: Iterable[ComponentSpec]) -> dict[str, str]:
+    """The text of every component as the agent uses it: the policy's own, or the kind's default."""
+    return {spec.name: policy.prompts.get(spec.name, spec.default) for spec in components}
+
+
+def hyperparameter_changes(before: MemoryPolicy, after: MemoryPolicy) -> dict[str, tuple[int, int]]:
+    return {name: (getattr(before, name), getattr(after, name)) for name in HYPERPARAMETERS
+            if getattr(before, name) != getattr(after, name)}
+
+
+def candidate_diff(before: MemoryPolicy, after: MemoryPolicy, components: Sequence[ComponentSpec], *,
+                   before_name: str, after_name: str, level: int = 1) -> str:
+    """Markdown: the hyperparameters that changed and a unified diff of every changed prompt component.
+
+    ``level`` is the heading level of the title (components one below), so the text can sit inside a report.
+    """
+    lines = [f"{'#' * level} {after_name} against {before_name}", ""]
+    changes = hyperparameter_changes(before, after)
+    if changes:
+        lines += ["| hyperparameter | before | after |", "|---|---|---|"]
+        lines += [f"| {name} | {old} | {new} |" for name, (old, new) in changes.items()]
+    else:
+        lines.append("Hyperparameters: unchanged.")
+    old_texts, new_texts = resolved_prompts(before, components), resolved_prompts(after, components)
+    changed = [name for name in old_texts if old_texts[name] != new_texts[name]]
+    for name in changed:
+        diff = difflib.unified_diff(old_texts[name].splitlines(), new_texts[name].splitlines(), lineterm="",
+                                    fromfile=f"{before_name}/{name}", tofile=f"{after_name}/{name}")
+        lines += ["", f"{'#' * (level + 1)} {name}", "", "```diff", *diff, "```"]
+    if not changed:
+        lines += ["", "Prompts: unchanged."]
+    return "\n".join(lines) + "\n"
+
+
+def prompt_version_tags(*, candidate_id: str, generation: int, scores: Mapping[str, float | None],
+                        run_id: str | None) -> dict[str, str]:
+    """Tags for a registered prompt version: which candidate, and its scores (``val_score``, ``test_accuracy``...)."""
+    tags = {"candidate_id": candidate_id, "generation": str(generation)}
+    tags |= {name: f"{value:.4f}" for name, value in scores.items() if value is not None}
+    if run_id:
+        tags["mlflow_run_id"] = run_id
+    return tags
+
+
+def trial_attributes(*, candidate_id: str, label: str, generation: int, val_score: float | None,
+                     run_id: str | None, kept: bool) -> dict[str, Any]:
+    """Optuna user attributes of a candidate's trial.
+
+    The trial's value is the *training* accuracy (every trial has one, pruned ones too, and the
+    pruner needs it); memevo selects on *validation*. So Optuna's "best trial" can differ from
+    memevo's best: ``kept`` and ``val_score`` say which trial memevo kept.
+    """
+    attrs: dict[str, Any] = {"candidate_id": candidate_id, "candidate": label, "generation": generation,
+                             "kept": kept}
+    if val_score is not None:
+        attrs["val_score"] = val_score
+    if run_id:
+        attrs["mlflow_run_id"] = run_id
+    return attrs
+
+
+def experiment_tags(*, name: str, protocol: str, components: Sequence[str], feedback_mode: str) -> dict[str, str]:
+    """An experiment description (shown on the experiment page) and the kind that opens it on its runs."""
+    evolving = ", ".join(components) or "no prompt (hyperparameters only)"
+    note = "\n".join([
+        f"memevo evolution **{name}** ({protocol}); evolving: {evolving}; feedback: {feedback_mode}.",
+        "",
+        "- One parent run per evolution; under it one run per generation, under that one run per candidate.",
+        (f"- `running_best_val_score` is the kept candidate's validation score; tag `{KEPT_TAG}` marks each "
+        f"generation's kept candidate, `{BEST_TAG}` the final best."),
+        (f"- Each candidate run has `{DIFF_ARTIFACT}` (against its parent), its prompts and `policy.json`; "
+        "accepted prompts are in the Prompts tab (alias `best`), where *Compare* shows the versions side by side."),
+        "- Memory score: 0 = random guessing, 1 = the model's perfect-information upper bound.",
+    ])
+    return {EXPERIMENT_NOTE_TAG: note, EXPERIMENT_KIND_TAG: "custom_model_development"}
+
+
+def split_table(split: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+    """One row per user: which split it belongs to (the data a run was selected and tested on)."""
+    rows = [{"user_id": user, "split": name} for name, users in split.items() for user in users]
+    return pd.DataFrame(rows, columns=["user_id", "split"])
+
+
+def split_dataset_input(split: Mapping[str, Sequence[str]], *, name: str, source: str, digest: str | None = None) -> Any:
+    """The user split as an ``mlflow.data`` dataset input (context "split"), for ``MlflowClient.log_inputs``.
+
+    ``digest`` is memevo's data hash, which identifies the users' content, not just their ids.
+    """
+    import mlflow.data
+    from mlflow.entities import DatasetInput, InputTag
+    from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
+
+    dataset = mlflow.data.from_pandas(split_table(split), source=source, name=name, digest=digest)
+    # the conversion MLflow's own mlflow.log_input performs; the client API takes the entity
+    return DatasetInput(dataset=dataset._to_mlflow_entity(), tags=[InputTag(MLFLOW_DATASET_CONTEXT, "split")])
