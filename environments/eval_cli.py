@@ -3,7 +3,9 @@
 Outputs under ``--out``: ``run/`` (per user/period results and agent states; ``--resume`` continues it),
 ``upper_bound.json``, ``questions.jsonl`` + ``questions.csv`` (one row per question asked),
 ``summary.json`` + ``summary.csv`` (overall and per-period scores, failure split, the upper bound's
-unparsed replies), ``usage.csv`` (calls, tokens and dollars by role) and ``periods.png``.
+unparsed replies), ``usage.csv`` (calls, tokens and dollars by role) and ``periods.png``; the run-folder
+guards of ``rundir`` add ``.lock``, ``inputs.json`` (what a resume must match) and ``usage.jsonl`` (every
+call of every process, so usage survives kills).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from memevo.agents.llm.hub import LLMHub
 from memevo.agents.llm.protocol import ChatClient, LLMError
 from memevo.agents.registry import build_agent
 from memevo.environments.data.io import load_items
+from memevo.environments.data.validate import check_runnable
 from memevo.environments.data.models import Item
 from memevo.environments.metrics._items import item_lookup, item_of
 from memevo.environments.metrics import (
@@ -42,6 +45,14 @@ from memevo.environments.metrics import (
 )
 from memevo.environments.plots import plot_periods
 from memevo.environments.records import EpisodeResult
+from memevo.environments.rundir import (
+    INPUTS_FILE,
+    LEDGER_FILE,
+    UsageLedger,
+    check_inputs,
+    claim_run_folder,
+    item_fingerprints,
+)
 from memevo.environments.runner import EpisodeConfig, run_episodes
 from memevo.environments.simulators.base import UserSimulator
 from memevo.environments.store import RunStore, write_json_atomic
@@ -184,11 +195,14 @@ def _make_simulator(kind: SimulatorKind, llm: ChatClient, seed: int) -> UserSimu
 
 
 def _prepare_out(out: Path, resume: bool) -> None:
-    if (out / "run").exists() and not resume:
+    """A run starts by recording its inputs (before any LLM call), so a run killed at any point, even
+    during the upper bound, can be resumed."""
+    started = (out / INPUTS_FILE).exists() or (out / "run").exists()
+    if started and not resume:
         raise UserInputError("already holds a run; pass --resume to continue it or choose a new folder",
                              source=str(out))
-    if resume and not (out / "run").exists():
-        raise UserInputError("nothing to resume (no run/ folder)", source=str(out), field="--resume")
+    if resume and not started:
+        raise UserInputError("nothing to resume (no run started here)", source=str(out), field="--resume")
     out.mkdir(parents=True, exist_ok=True)
 
 
@@ -219,13 +233,17 @@ def eval_command(
     """Evaluate an agent on-policy (AMemGym protocol) and write records, summary and a per-period plot."""
     policy = load_policy(agent)
     items = load_items(env)[:users]
+    check_runnable(items, source=env)
     config = EpisodeConfig(rounds_init=rounds_init, rounds_update=rounds_update, diagnose=diagnose,
                            amemgym_compat=amemgym_compat, constrained_answers=constrained_answers,
                            max_concurrent_users=max_concurrent_users, seed=seed)
-    _prepare_out(out, resume)
+    inputs = {"data": item_fingerprints(items), "policy": policy.model_dump(mode="json"),
+              "episode": config.protocol(), "simulator": simulator.value,
+              "off_policy": None if off_policy is None else str(off_policy.resolve())}
 
     async def main() -> None:
         async with LLMHub(use_cache=not no_cache) as hub:
+            hub.accounting = UsageLedger(out / LEDGER_FILE)  # before any client: every gateway counts into it
             llm = hub.client(policy.llm)
             try:
                 outcome = await evaluate(
@@ -239,7 +257,10 @@ def eval_command(
             write_outputs(out, outcome, items, hub.accounting.report(), meta)
             typer.echo(_headline(outcome.scores, out))
 
-    asyncio.run(main())
+    with claim_run_folder(out, flag="--out"):
+        _prepare_out(out, resume)
+        check_inputs(out, inputs)
+        asyncio.run(main())
 
 
 def _headline(scores: Scores, out: Path) -> str:

@@ -159,7 +159,7 @@ def test_resume_needs_the_flag_and_the_same_config(tmp_path: Path) -> None:
     evolve(tmp_path, "once", budget={"generations": 0})
     with pytest.raises(UserInputError, match="--resume"):
         evolve(tmp_path, "once", budget={"generations": 0})
-    with pytest.raises(UserInputError, match="config changed"):
+    with pytest.raises(UserInputError, match=r"inputs changed since this run started \(config\.budget\.generations\)"):
         evolve(tmp_path, "once", resume=True, budget={"generations": 1})
 
 
