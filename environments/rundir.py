@@ -175,7 +175,11 @@ class UsageLedger(Accounting):
         super().__init__()
         self.path = Path(path)
         if self.path.exists():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
+            text = self.path.read_text(encoding="utf-8")
+            if text and not text.endswith("\n"):  # end a line torn by a kill, so the next count starts clean
+                with self.path.open("a", encoding="utf-8") as ledger:
+                    ledger.write("\n")
+            for line in text.splitlines():
                 try:
                     entry = json.loads(line)
                     role = entry.pop("role")
