@@ -30,9 +30,8 @@ from memevo.agents.llm.hub import LLMHub
 from memevo.agents.llm.protocol import ChatClient, LLMError
 from memevo.agents.registry import build_agent
 from memevo.environments.data.io import load_items
-from memevo.environments.data.validate import check_runnable
 from memevo.environments.data.models import Item
-from memevo.environments.metrics._items import item_lookup, item_of
+from memevo.environments.data.validate import check_runnable
 from memevo.environments.metrics import (
     UPPER_BOUND_FILE,
     Scores,
@@ -43,6 +42,7 @@ from memevo.environments.metrics import (
     score_episodes,
     user_scores,
 )
+from memevo.environments.metrics._items import item_lookup, item_of
 from memevo.environments.plots import plot_periods
 from memevo.environments.records import EpisodeResult
 from memevo.environments.rundir import (

@@ -54,9 +54,17 @@ def _no_gold(data: Data) -> Data:
 class Case:
     """One bad input: how to break the data or the agent file or the output folder, and what must be named."""
 
-    def __init__(self, name: str, expected: list[str], *, data: Callable[[Data], Data] | None = None,
-                 agent: str = "kind: native\n", env: str | None = None, out: Callable[[Path], Path] | None = None,
-                 command: str = "eval") -> None:
+    def __init__(
+        self,
+        name: str,
+        expected: list[str],
+        *,
+        data: Callable[[Data], Data] | None = None,
+        agent: str = "kind: native\n",
+        env: str | None = None,
+        out: Callable[[Path], Path] | None = None,
+        command: str = "eval",
+    ) -> None:
         self.name, self.expected, self.data, self.agent, self.env, self.out = name, expected, data, agent, env, out
         self.command = command
 
@@ -84,18 +92,26 @@ EVAL_CASES = [
     Case("duplicate ids", ["data.json", "'[1].id'", "is used by items 0 and 1"], data=_duplicate_ids),
     Case("no gold choice", ["data.json", "'[0].qas[1].answer_choices'", "no answer choice"], data=_no_gold),
     Case("missing local data path", ["nope/data.json", "no such file"], env="nope/data.json"),
-    Case("unknown placeholder", ["agent.yaml", "'prompts.system_prompt'", "unknown placeholder", "{usr_name}"],
-         agent="kind: native\nprompts: {system_prompt: 'Hello {usr_name}'}\n"),
+    Case(
+        "unknown placeholder",
+        ["agent.yaml", "'prompts.system_prompt'", "unknown placeholder", "{usr_name}"],
+        agent="kind: native\nprompts: {system_prompt: 'Hello {usr_name}'}\n",
+    ),
     Case("unknown agent kind", ["agent.yaml", "'kind'", "unknown agent kind 'nativ'"], agent="kind: nativ\n"),
-    Case("missing placeholder", ["agent.yaml", "'prompts.answer_system_prompt'", "missing placeholder {memories}"],
-         agent="kind: rag\nprompts: {answer_system_prompt: 'Answer well.'}\n"),
+    Case(
+        "missing placeholder",
+        ["agent.yaml", "'prompts.answer_system_prompt'", "missing placeholder {memories}"],
+        agent="kind: rag\nprompts: {answer_system_prompt: 'Answer well.'}\n",
+    ),
     Case("--out is a file", ["taken", "'--out'", "is a file"], out=_file_out),
     Case("--out under a file", ["deeper", "'--out'", "which is a file"], out=_under_file_out),
     Case("--out not writable", ["locked", "'--out'", "not writable"], out=_read_only_out),
 ]
 
 
-def _run_memevo(args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+def _run_memevo(
+    args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str]:
     monkeypatch.setattr(sys, "argv", ["memevo", *args])
     with pytest.raises(SystemExit) as exited:
         cli.main()
@@ -114,9 +130,13 @@ def endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[n
 
 
 @pytest.mark.parametrize("case", EVAL_CASES, ids=[case.name for case in EVAL_CASES])
-def test_bad_eval_input_exits_2_naming_file_and_field(case: Case, tmp_path: Path, endpoint: FaultServer,
-                                                      monkeypatch: pytest.MonkeyPatch,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_eval_input_exits_2_naming_file_and_field(
+    case: Case,
+    tmp_path: Path,
+    endpoint: FaultServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     if case.out is _read_only_out and os.geteuid() == 0:
         pytest.skip("root writes anywhere")
     monkeypatch.chdir(tmp_path)
@@ -126,8 +146,11 @@ def test_bad_eval_input_exits_2_naming_file_and_field(case: Case, tmp_path: Path
     agent.write_text(case.agent, encoding="utf-8")
     out = case.out(tmp_path) if case.out else tmp_path / "out"
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "cache" not in p.parts)
-    code, err = _run_memevo(["eval", "--agent", str(agent), "--env", case.env or str(data), "--out", str(out),
-                             "--simulator", "template"], monkeypatch, capsys)
+    code, err = _run_memevo(
+        ["eval", "--agent", str(agent), "--env", case.env or str(data), "--out", str(out), "--simulator", "template"],
+        monkeypatch,
+        capsys,
+    )
     assert code == 2, err
     assert err.startswith("memevo: error: ") and "Traceback" not in err
     for part in case.expected:
@@ -154,19 +177,30 @@ def _evolve_config(tmp_path: Path, **changes: Any) -> Path:
 
 EVOLVE_CASES = [
     ("unknown agent kind", {"seed": {"policy": {"kind": "awii"}}}, ["evolve.yaml", "'seed.policy.kind'"]),
-    ("missing placeholder", {"seed": {"policy": {"kind": "awi", "prompts": {"write_prompt": "Write notes."}}}},
-     ["evolve.yaml", "'seed.policy.prompts.write_prompt'", "missing placeholder {current_memories}"]),
-    ("unknown placeholder", {"seed": {"policy": {"kind": "awi", "prompts": {"memory_types": "- {hobby}"}}}},
-     ["evolve.yaml", "'seed.policy.prompts.memory_types'", "unknown placeholder(s) {hobby}"]),
+    (
+        "missing placeholder",
+        {"seed": {"policy": {"kind": "awi", "prompts": {"write_prompt": "Write notes."}}}},
+        ["evolve.yaml", "'seed.policy.prompts.write_prompt'", "missing placeholder {current_memories}"],
+    ),
+    (
+        "unknown placeholder",
+        {"seed": {"policy": {"kind": "awi", "prompts": {"memory_types": "- {hobby}"}}}},
+        ["evolve.yaml", "'seed.policy.prompts.memory_types'", "unknown placeholder(s) {hobby}"],
+    ),
     ("missing local data path", {"data": {"path": "nope/data.json"}}, ["nope/data.json", "no such file"]),
 ]
 
 
 @pytest.mark.parametrize(("name", "changes", "expected"), EVOLVE_CASES, ids=[case[0] for case in EVOLVE_CASES])
-def test_bad_evolve_input_exits_2_naming_file_and_field(name: str, changes: dict[str, Any], expected: list[str],
-                                                        tmp_path: Path, endpoint: FaultServer,
-                                                        monkeypatch: pytest.MonkeyPatch,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_evolve_input_exits_2_naming_file_and_field(
+    name: str,
+    changes: dict[str, Any],
+    expected: list[str],
+    tmp_path: Path,
+    endpoint: FaultServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     config = _evolve_config(tmp_path, **changes)
     run_dir = tmp_path / "run"
     code, err = _run_memevo(["evolve", str(config), "--run-dir", str(run_dir)], monkeypatch, capsys)
@@ -177,9 +211,9 @@ def test_bad_evolve_input_exits_2_naming_file_and_field(name: str, changes: dict
     assert endpoint.requests == [] and not run_dir.exists()
 
 
-def test_evolve_data_without_periods_exits_2_before_any_call(tmp_path: Path, endpoint: FaultServer,
-                                                             monkeypatch: pytest.MonkeyPatch,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_evolve_data_without_periods_exits_2_before_any_call(
+    tmp_path: Path, endpoint: FaultServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = _evolve_config(tmp_path)
     data = json.loads((tmp_path / "data.json").read_text(encoding="utf-8"))
     data[2]["periods"] = []
@@ -189,9 +223,9 @@ def test_evolve_data_without_periods_exits_2_before_any_call(tmp_path: Path, end
     assert endpoint.requests == [] and not (tmp_path / "run").exists()
 
 
-def test_evolve_run_dir_that_is_a_file_exits_2(tmp_path: Path, endpoint: FaultServer,
-                                               monkeypatch: pytest.MonkeyPatch,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_evolve_run_dir_that_is_a_file_exits_2(
+    tmp_path: Path, endpoint: FaultServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = _evolve_config(tmp_path)
     (tmp_path / "run").write_text("not a folder")
     code, err = _run_memevo(["evolve", str(config), "--run-dir", str(tmp_path / "run")], monkeypatch, capsys)

@@ -73,17 +73,34 @@ class KillingEndpoint:
             self.answered += 1
             return _reply(body)
 
-    def run(self, out: Path, cache: Path, *extra: str, triggers: list[Trigger] = ()) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, out: Path, cache: Path, *extra: str, triggers: list[Trigger] = ()
+    ) -> subprocess.CompletedProcess[str]:
         agent = out.parent / "agent.yaml"
-        agent.write_text(f"kind: native\nllm: {{model: gpt-4.1-mini, base_url: '{self.server.url}', "
-                         "max_concurrency: 1}\n")
+        agent.write_text(
+            f"kind: native\nllm: {{model: gpt-4.1-mini, base_url: '{self.server.url}', max_concurrency: 1}}\n"
+        )
         env = {**os.environ, "MEMEVO_CACHE_DIR": str(cache), "OPENAI_API_KEY": "test"}
-        command = [sys.executable, "-m", "memevo.evolve.cli", "eval", "--agent", str(agent), "--env", str(FIXTURE),
-                   "--out", str(out), "--simulator", "template", "--max-concurrent-users", "1", *extra]
+        command = [
+            sys.executable,
+            "-m",
+            "memevo.evolve.cli",
+            "eval",
+            "--agent",
+            str(agent),
+            "--env",
+            str(FIXTURE),
+            "--out",
+            str(out),
+            "--simulator",
+            "template",
+            "--max-concurrent-users",
+            "1",
+            *extra,
+        ]
         with self._lock:
             self.arrived, self.triggers, self.out = 0, list(triggers), out
-            self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                            env=env)
+            self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         stdout, stderr = self.process.communicate(timeout=300)
         with self._lock:
             code, self.process = self.process.returncode, None
@@ -125,14 +142,18 @@ KILL_PLANS: dict[str, list[list[Trigger]]] = {
     "right after the upper bound is saved": [[after_file("upper_bound.json")], []],
     "mid-period of the first user": [[after_file(f"run/users/{FIRST_USER}/period_00.json")], []],
     "at a request row, twice in a row": [[at_request(20)], [at_request(7)], []],
-    "after the first user, then mid-way again": [[after_file(f"run/users/{FIRST_USER}/period_02.json")],
-                                                 [at_request(5)], []],
+    "after the first user, then mid-way again": [
+        [after_file(f"run/users/{FIRST_USER}/period_02.json")],
+        [at_request(5)],
+        [],
+    ],
 }
 
 
 @pytest.mark.parametrize("plan", list(KILL_PLANS), ids=list(KILL_PLANS))
 def test_killed_eval_resumes_to_the_same_results_and_counts_what_was_served(
-        plan: str, endpoint: KillingEndpoint, reference: tuple[Path, int], tmp_path: Path) -> None:
+    plan: str, endpoint: KillingEndpoint, reference: tuple[Path, int], tmp_path: Path
+) -> None:
     reference_out, reference_served = reference
     out, cache = tmp_path / "out", tmp_path / "cache"
     before = endpoint.answered
@@ -161,10 +182,26 @@ def test_resume_with_changed_data_exits_2_naming_the_user(endpoint: KillingEndpo
     agent = tmp_path / "agent.yaml"
     requests_before = len(endpoint.server.requests)
     resumed = subprocess.run(
-        [sys.executable, "-m", "memevo.evolve.cli", "eval", "--agent", str(agent), "--env", str(changed), "--out",
-         str(out), "--simulator", "template", "--resume"],
-        capture_output=True, text=True, env={**os.environ, "MEMEVO_CACHE_DIR": str(cache), "OPENAI_API_KEY": "t"},
-        timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "memevo.evolve.cli",
+            "eval",
+            "--agent",
+            str(agent),
+            "--env",
+            str(changed),
+            "--out",
+            str(out),
+            "--simulator",
+            "template",
+            "--resume",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MEMEVO_CACHE_DIR": str(cache), "OPENAI_API_KEY": "t"},
+        timeout=300,
+    )
     assert resumed.returncode == 2, resumed.stderr
     assert f"inputs changed since this run started (data.{FIRST_USER})" in resumed.stderr
     assert len(endpoint.server.requests) == requests_before

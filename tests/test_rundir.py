@@ -40,32 +40,52 @@ HOLDER = textwrap.dedent("""
 
 def _hold(folder: Path) -> subprocess.Popen[str]:
     """A separate process that holds ``folder`` until its stdin closes (or it is killed)."""
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(folder)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(folder)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
     return holder
 
 
 def _memevo(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "memevo.evolve.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **env}, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "memevo.evolve.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=300,
+    )
 
 
 @pytest.mark.parametrize("command", ["eval", "evolve"])
-def test_second_process_exits_2_naming_the_holder_then_takes_over_its_stale_lock(
-        command: str, tmp_path: Path) -> None:
+def test_second_process_exits_2_naming_the_holder_then_takes_over_its_stale_lock(command: str, tmp_path: Path) -> None:
     folder = tmp_path / "run"
     with FaultServer() as server:
-        env = {"MEMEVO_CACHE_DIR": str(tmp_path / "cache"), "OPENAI_API_KEY": "test", "OPENAI_BASE_URL": server.url,
-               "MEMEVO_MODEL": "gpt-4.1-mini"}
+        env = {
+            "MEMEVO_CACHE_DIR": str(tmp_path / "cache"),
+            "OPENAI_API_KEY": "test",
+            "OPENAI_BASE_URL": server.url,
+            "MEMEVO_MODEL": "gpt-4.1-mini",
+        }
         if command == "eval":
             (tmp_path / "agent.yaml").write_text("kind: native\n")
-            args = ["eval", "--agent", str(tmp_path / "agent.yaml"), "--env", str(FIXTURE), "--out", str(folder),
-                    "--simulator", "template", "--resume"]
+            args = [
+                "eval",
+                "--agent",
+                str(tmp_path / "agent.yaml"),
+                "--env",
+                str(FIXTURE),
+                "--out",
+                str(folder),
+                "--simulator",
+                "template",
+                "--resume",
+            ]
         else:
             (tmp_path / "evolve.yaml").write_text(
                 f"seed: {{policy: {{kind: native}}}}\ndata: {{path: {FIXTURE}}}\nsplit: {{train: 1, val: 1, test: 0}}\n"
-                "protocol: amemgym_period\ntracking: {enabled: false}\n")
+                "protocol: amemgym_period\ntracking: {enabled: false}\n"
+            )
             args = ["evolve", str(tmp_path / "evolve.yaml"), "--run-dir", str(folder), "--resume"]
         holder = _hold(folder)
         try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from memevo.agents.base import ComponentSpec
 
-
 WRITE_FORMAT_CLAUSE = (
     "Reply with a single JSON object that maps each label to a string value; "
     "reply with {} when nothing needs to change."
