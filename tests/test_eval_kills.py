@@ -74,7 +74,7 @@ class KillingEndpoint:
             return _reply(body)
 
     def run(
-        self, out: Path, cache: Path, *extra: str, triggers: list[Trigger] = ()
+        self, out: Path, cache: Path, *extra: str, triggers: list[Trigger] = (), data: Path = FIXTURE
     ) -> subprocess.CompletedProcess[str]:
         agent = out.parent / "agent.yaml"
         agent.write_text(
@@ -89,7 +89,7 @@ class KillingEndpoint:
             "--agent",
             str(agent),
             "--env",
-            str(FIXTURE),
+            str(data),
             "--out",
             str(out),
             "--simulator",
@@ -179,29 +179,8 @@ def test_resume_with_changed_data_exits_2_naming_the_user(endpoint: KillingEndpo
     data[0]["qas"][0]["answer_choices"][0]["answer"] += " (edited)"
     changed = tmp_path / "data.json"
     changed.write_text(json.dumps(data), encoding="utf-8")
-    agent = tmp_path / "agent.yaml"
     requests_before = len(endpoint.server.requests)
-    resumed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "memevo.evolve.cli",
-            "eval",
-            "--agent",
-            str(agent),
-            "--env",
-            str(changed),
-            "--out",
-            str(out),
-            "--simulator",
-            "template",
-            "--resume",
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "MEMEVO_CACHE_DIR": str(cache), "OPENAI_API_KEY": "t"},
-        timeout=300,
-    )
+    resumed = endpoint.run(out, cache, "--resume", data=changed)
     assert resumed.returncode == 2, resumed.stderr
     assert f"inputs changed since this run started (data.{FIRST_USER})" in resumed.stderr
     assert len(endpoint.server.requests) == requests_before
