@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -10,8 +15,11 @@ import pytest
 from memevo.agents.errors import RunFailedError
 from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
 from memevo.agents.llm.hub import LLMHub
+from memevo.agents.llm.llama_build import forbidden_features, installed_system_info
 from memevo.agents.llm.local_server import LocalModelServer
 from memevo.agents.llm.protocol import LLMRequestError
+from memevo.environments.data.io import save_items
+from tests.doubles.scripted_agents import make_item
 
 SCHEMA = {
     "type": "object",
@@ -57,3 +65,63 @@ def test_a_server_that_cannot_start_reports_its_output(tmp_path: Path):
     with pytest.raises(RunFailedError, match="exited with code") as caught:
         LocalModelServer(not_a_model, startup_timeout_s=60).start()
     assert "broken.gguf" in str(caught.value)
+
+
+@pytest.mark.integration
+def test_the_installed_llama_cpp_has_no_avx512_or_amx_code_paths():
+    info = installed_system_info()
+    assert "AVX2" in info or "AVX" in info, info  # the report is the one we parse
+    assert forbidden_features(info) == [], f"a native build crashes on AVX-512/AMX CPUs: {info}"
+
+
+@pytest.mark.integration
+async def test_the_embedded_server_answers_a_multi_token_chat(tmp_path: Path, monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    async with LLMHub(cache_dir=tmp_path) as hub:
+        reply = await hub.client(LLMConfig(max_tokens=16)).chat(
+            [{"role": "user", "content": "Please list three fruits that are usually red or yellow."}], role="agent"
+        )
+    assert reply.prompt_tokens > 10 and reply.completion_tokens > 0 and reply.text.strip()
+
+
+def _children(pid: int) -> list[tuple[int, str]]:
+    """(pid, command line) of the processes whose parent is ``pid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append((int(entry.name), cmdline))
+    return found
+
+
+@pytest.mark.integration
+def test_killing_the_embedded_server_ends_the_run_at_once_and_keeps_finished_periods(tmp_path: Path):
+    save_items([make_item(n_periods=4)], tmp_path / "data.json")
+    (tmp_path / "agent.yaml").write_text("kind: native\nllm:\n  max_tokens: 24\n")
+    out = tmp_path / "out"
+    env = {key: value for key, value in os.environ.items() if key not in ("OPENAI_BASE_URL", "MEMEVO_MODEL")}
+    run = subprocess.Popen(
+        [sys.executable, "-m", "memevo.evolve.cli", "eval", "--agent", str(tmp_path / "agent.yaml"),
+         "--env", str(tmp_path / "data.json"), "--out", str(out)],
+        env={**env, "MEMEVO_CACHE_DIR": str(tmp_path / "cache")}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    finished = out / "run" / "users" / "user-1" / "period_00.json"
+    deadline = time.monotonic() + 400
+    while not finished.exists() and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert finished.exists(), run.communicate(timeout=30)
+    servers = [pid for pid, cmdline in _children(run.pid) if "llama_cpp.server" in cmdline]
+    assert len(servers) == 1
+    killed_at = time.monotonic()
+    os.kill(servers[0], signal.SIGKILL)
+    _, stderr = run.communicate(timeout=30)
+    assert time.monotonic() - killed_at < 5, stderr
+    assert run.returncode == 1, stderr
+    assert "killed by signal SIGKILL" in stderr and "Last lines of its log" in stderr
+    assert finished.exists()  # finished work is kept

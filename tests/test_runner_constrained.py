@@ -15,7 +15,7 @@ from memevo.environments.data.io import save_items
 from memevo.environments.diagnosis import probe_schema
 from memevo.environments.eval_cli import eval_command
 from memevo.environments.metrics import compute_upper_bound
-from memevo.environments.qa import answer_schema, parse_choice
+from memevo.environments.qa import answer_schema
 from memevo.environments.runner import EpisodeConfig, run_episode
 from memevo.environments.store import RunStore
 from tests.doubles.scripted_agents import OracleAgent, ScriptedSimulator, make_item

@@ -1,9 +1,10 @@
 """Persistent response cache, so reruns of an evaluation cost no tokens and give identical replies.
 
-The key is the SHA-256 of the canonical JSON of everything that shapes a reply: model, messages,
-temperature, max_tokens, response format and the sample index (distinct samples at temperature > 0).
-The base URL is deliberately NOT part of the key: the embedded local server gets a fresh port on
-every start, and the same model name behind another URL is assumed to be the same model.
+The key is the SHA-256 of the canonical JSON of everything that shapes a reply: who answers (the
+endpoint identity), model, messages, temperature, max_tokens, response format and the sample index
+(distinct samples at temperature > 0). The endpoint identity is the base URL for a remote server, and
+the GGUF file's content hash for the embedded model, whose port changes on every start: a reply from
+one server is never served as another's, and the embedded model's replies survive restarts.
 Stored with diskcache (SQLite underneath), which is safe across threads and processes.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +21,8 @@ from pydantic import BaseModel, ConfigDict
 
 from memevo.agents.llm.protocol import Message
 
-KEY_VERSION = 1
-"""Bump when the key layout changes, so stale entries are never read back."""
+KEY_VERSION = 2
+"""Bump when the key layout changes, so stale entries are never read back (1 had no endpoint identity)."""
 
 
 class CacheRequest(BaseModel):
@@ -28,6 +30,7 @@ class CacheRequest(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
+    endpoint: str
     model: str
     messages: list[Message]
     temperature: float
@@ -35,7 +38,9 @@ class CacheRequest(BaseModel):
     response_format: dict[str, Any] | None
     sample_index: int
 
+    @cached_property
     def key(self) -> str:
+        """Computed once per request, however often the cache is consulted."""
         payload = {"v": KEY_VERSION, **self.model_dump()}
         canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
@@ -60,11 +65,11 @@ class ResponseCache:
         self._store = diskcache.Cache(str(self.directory))
 
     def get(self, request: CacheRequest) -> CachedReply | None:
-        raw = self._store.get(request.key())
+        raw = self._store.get(request.key)
         return None if raw is None else CachedReply.model_validate_json(raw)
 
     def put(self, request: CacheRequest, reply: CachedReply) -> None:
-        self._store.set(request.key(), reply.model_dump_json())
+        self._store.set(request.key, reply.model_dump_json())
 
     def __len__(self) -> int:
         return len(self._store)

@@ -13,7 +13,7 @@ import typer
 from pydantic import ValidationError
 
 from memevo.agents.errors import RunFailedError, UserInputError
-from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig, default_model
+from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
 from memevo.agents.llm.hub import LLMHub
 from memevo.agents.llm.local_server import DEFAULT_N_CTX, LocalModelServer
 from memevo.agents.llm.protocol import ChatReply, LLMError
@@ -62,9 +62,8 @@ def check(
 ) -> None:
     """Send one chat request and one JSON request (with a schema); print model, latency and tokens."""
     try:
-        config = LLMConfig(
-            model=model or default_model(), base_url=base_url, max_tokens=max_tokens, timeout_s=timeout_s
-        )
+        chosen = {"model": model} if model else {}
+        config = LLMConfig(**chosen, base_url=base_url, max_tokens=max_tokens, timeout_s=timeout_s)
     except ValidationError as error:
         first = error.errors()[0]
         raise UserInputError(first["msg"], source="command line", field=".".join(map(str, first["loc"]))) from None

@@ -3,31 +3,79 @@
 from __future__ import annotations
 
 import os
+import sys
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from memevo.agents.errors import UserInputError
 
 LOCAL_MODEL_NAME = "smollm2-135m-instruct"
 MODEL_ENV = "MEMEVO_MODEL"
+BASE_URL_ENV = "OPENAI_BASE_URL"
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+
+_served_models: dict[str, str] = {}
+"""The model each remote endpoint was found to serve, asked once per process."""
 
 
-def default_model() -> str:
-    """``MEMEVO_MODEL`` when set (so one variable points every role at a remote model), else the local one."""
-    return os.environ.get(MODEL_ENV) or LOCAL_MODEL_NAME
+def default_model(base_url: str | None = None, api_key_env: str = DEFAULT_KEY_ENV) -> str:
+    """The model of a config that names none.
+
+    ``MEMEVO_MODEL`` when set (one variable points every role at a model); else, with an endpoint
+    (``base_url`` or ``OPENAI_BASE_URL``), the one model that endpoint lists; else the embedded model.
+    """
+    configured = os.environ.get(MODEL_ENV)
+    if configured:
+        return configured
+    endpoint = base_url or os.environ.get(BASE_URL_ENV)
+    return served_model(endpoint, api_key_env) if endpoint else LOCAL_MODEL_NAME
+
+
+def served_model(base_url: str, api_key_env: str = DEFAULT_KEY_ENV) -> str:
+    """The only model ``base_url`` lists at ``/models``; several or none is a ``UserInputError`` naming MEMEVO_MODEL."""
+    import httpx  # only when an endpoint must be asked: keeps start-up light
+
+    base_url = base_url.rstrip("/")
+    if base_url in _served_models:
+        return _served_models[base_url]
+    headers = {"Authorization": f"Bearer {os.environ.get(api_key_env) or 'sk-no-key-needed'}"}
+    try:
+        response = httpx.get(f"{base_url}/models", headers=headers, timeout=15.0)
+        response.raise_for_status()
+        names = [str(entry["id"]) for entry in response.json()["data"]]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError) as error:
+        raise UserInputError(
+            f"no model is configured and {base_url}/models could not be listed ({error}); "
+            f"set {MODEL_ENV} to the model name your endpoint serves",
+            field=MODEL_ENV,
+        ) from None
+    if len(names) != 1:
+        listed = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "") if names else "none"
+        raise UserInputError(
+            f"no model is configured and {base_url} serves {len(names)} models ({listed}); "
+            f"set {MODEL_ENV} to the one to use",
+            field=MODEL_ENV,
+        )
+    _served_models[base_url] = names[0]
+    print(f"memevo: {base_url} serves one model, '{names[0]}'; using it (set {MODEL_ENV} to choose)", file=sys.stderr)
+    return names[0]
 
 
 class LLMConfig(BaseModel):
     """Settings for one OpenAI-compatible chat model.
 
     ``base_url`` None means: take ``OPENAI_BASE_URL`` if set, else start the embedded local model.
-    ``model`` left out means ``MEMEVO_MODEL`` if set, else the embedded model; the chosen name is
-    stored in the config, so results always say which model produced them.
+    ``model`` left out means ``MEMEVO_MODEL`` if set, else the one model a remote endpoint serves, else
+    the embedded model (``default_model``); the chosen name is stored in the config, so results always
+    say which model produced them.
     The API key itself is never stored here, only the name of the environment variable holding it,
     so configs can be logged and hashed safely.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    model: str = Field(default_factory=default_model)
+    model: str
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     temperature: float = Field(0.0, ge=0.0, le=2.0)
@@ -35,6 +83,15 @@ class LLMConfig(BaseModel):
     timeout_s: float = Field(120.0, gt=0)
     max_concurrency: int = Field(4, ge=1)
     max_retries: int = Field(5, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _choose_model(cls, data: Any) -> Any:
+        """Fill in ``model`` from the environment or the endpoint, seeing this config's own ``base_url``."""
+        if isinstance(data, dict) and not data.get("model"):
+            key_env = data.get("api_key_env") or DEFAULT_KEY_ENV
+            return {**data, "model": default_model(data.get("base_url"), key_env)}
+        return data
 
     def resolved_base_url(self) -> str | None:
         """The endpoint to call: the explicit one, else ``OPENAI_BASE_URL``, else None (local model)."""

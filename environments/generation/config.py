@@ -39,7 +39,7 @@ class GenerationConfig(BaseModel):
     exclude_ids: list[str] = Field(default_factory=list)
     seed: int = 42
     personas_path: Path = SAMPLE_PERSONAS
-    llm: LLMConfig = LLMConfig(temperature=0.2, max_tokens=2048)
+    llm: LLMConfig = Field(default_factory=lambda: LLMConfig(temperature=0.2, max_tokens=2048))
     high_temperature: float = Field(1.0, ge=0.0, le=2.0, description="Question and state-update sampling.")
     low_temperature: float = Field(0.2, ge=0.0, le=2.0, description="Every other stage.")
     repair_turns: int = Field(4, ge=0, description="Error-feedback turns before a stage gives up.")

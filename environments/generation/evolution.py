@@ -10,7 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from memevo.agents.llm.protocol import ChatClient
-from memevo.environments.generation.ask import StageError, array_schema, ask_json, dumps, object_schema, prompt, string_schema
+from memevo.environments.generation.ask import (
+    StageError,
+    array_schema,
+    ask_json,
+    dumps,
+    object_schema,
+    prompt,
+    string_schema,
+)
 from memevo.environments.generation.config import GenerationConfig
 
 Schema = dict[str, list[str]]

@@ -31,7 +31,6 @@ from memevo.environments.generation.schema import refine_schema, sample_question
 from memevo.environments.generation.timing import period_bounds
 from memevo.environments.store import write_json_atomic
 
-
 RUNTIME_ONLY: dict[str, Any] = {
     "max_concurrent_users": True,
     "llm": {"timeout_s", "max_retries", "max_concurrency", "api_key_env"},

@@ -62,9 +62,16 @@ class FaultServer:
     """Context manager; ``url`` is the ``/v1`` base URL to give the gateway."""
 
     def __init__(
-        self, reply: Reply = echo_reply, *, latency_s: float = 0.0, embed: Embed = hashed_words_vector
+        self,
+        reply: Reply = echo_reply,
+        *,
+        latency_s: float = 0.0,
+        embed: Embed = hashed_words_vector,
+        models: tuple[str, ...] = ("fault-server",),
+        port: int = 0,
     ) -> None:
         self.reply = reply
+        self.models = models
         self.embed = embed
         self.latency_s = latency_s
         self.requests: list[dict[str, Any]] = []
@@ -74,7 +81,7 @@ class FaultServer:
         self._in_flight = 0
         self._faults: deque[Fault] = deque()
         self._lock = threading.Lock()
-        self._server = _Server(("127.0.0.1", 0), self._handler_class())
+        self._server = _Server(("127.0.0.1", port), self._handler_class())
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
 
     @property
@@ -155,7 +162,8 @@ class FaultServer:
                 return
 
             def do_GET(self) -> None:
-                self._send(200, {"object": "list", "data": [{"id": "fault-server", "object": "model"}]})
+                listed = [{"id": name, "object": "model"} for name in server.models]
+                self._send(200, {"object": "list", "data": listed})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
@@ -197,3 +205,26 @@ class FaultServer:
                 self.wfile.write(data)
 
         return Handler
+
+
+def main() -> None:
+    """Serve as a separate process until killed (tests kill it to play a crashing model server)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="TEST DOUBLE: a fault-injecting OpenAI-compatible server")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--stall-on", default="", help="chats whose last message contains this text...")
+    parser.add_argument("--stall-s", type=float, default=0.0, help="...wait this long before the reply")
+    args = parser.parse_args()
+
+    def reply(body: dict[str, Any]) -> str:
+        if args.stall_on and args.stall_on in body["messages"][-1]["content"]:
+            time.sleep(args.stall_s)
+        return echo_reply(body)
+
+    with FaultServer(reply, port=args.port):
+        threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()
