@@ -23,8 +23,15 @@ class ComponentSpec(BaseModel):
     description: str
     default: str
     required_placeholders: tuple[str, ...] = ()
+    optional_placeholders: tuple[str, ...] = ()
+    """Placeholders the agent also fills when present; any other ``{name}`` in a text is a mistake."""
     output_format_clause: str | None = None
     """A phrase the text must keep verbatim (it tells the LLM the reply format); None if free."""
+
+    @property
+    def placeholders(self) -> frozenset[str]:
+        """Every placeholder the agent fills in this component."""
+        return frozenset((*self.required_placeholders, *self.optional_placeholders))
 
 
 class AgentSpec(BaseModel):

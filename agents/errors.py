@@ -7,6 +7,9 @@ file and the field at fault.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class MemevoError(Exception):
     """Base class of memevo's own errors."""
@@ -16,10 +19,23 @@ class UserInputError(MemevoError):
     """Bad config, data file or flag; ``source`` names the file and ``field`` the offending field."""
 
     def __init__(self, message: str, *, source: str | None = None, field: str | None = None) -> None:
+        self.message = message
         self.source = source
         self.field = field
         where = ", ".join(part for part in (source, f"field '{field}'" if field else None) if part)
         super().__init__(f"{where}: {message}" if where else message)
+
+
+@contextmanager
+def nested_in(prefix: str, *, source: str | None) -> Iterator[None]:
+    """Report a ``UserInputError`` raised for a nested record (a policy inside a config) with the enclosing
+    file and the full field path, e.g. ``seed.policy.kind`` instead of ``kind``; an empty ``prefix`` only
+    adds the file."""
+    try:
+        yield
+    except UserInputError as error:
+        field = ".".join(part for part in (prefix, error.field) if part) or None
+        raise UserInputError(error.message, source=error.source or source, field=field) from None
 
 
 class RunFailedError(MemevoError):

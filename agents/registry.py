@@ -12,7 +12,7 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 
 from memevo.agents.base import AgentSpec, MemoryAgent
-from memevo.agents.errors import UserInputError
+from memevo.agents.errors import UserInputError, nested_in
 from memevo.agents.llm.protocol import ChatClient
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.templates import prompt_problems
@@ -78,7 +78,8 @@ def agent_spec(kind: str) -> AgentSpec:
 
 def validate_policy(policy: MemoryPolicy, *, source: str | None = None) -> None:
     """Reject a policy whose kind is unknown or whose prompts break their component's rules."""
-    spec = agent_spec(policy.kind)
+    with nested_in("", source=source):
+        spec = agent_spec(policy.kind)
     for name, text in policy.prompts.items():
         try:
             component = spec.component(name)

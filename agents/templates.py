@@ -41,13 +41,16 @@ def render(template: str, values: dict[str, str], allowed: set[str]) -> str:
 def prompt_problems(spec: ComponentSpec, text: str) -> list[str]:
     """Why ``text`` cannot serve as component ``spec`` (empty list when it can).
 
-    A proposal must keep the component's required placeholders and its output-format clause verbatim.
+    A proposal must keep the component's required placeholders and its output-format clause verbatim,
+    and may use no placeholder the agent does not fill (it would reach the LLM as a literal ``{name}``).
     """
-    problems = [
-        f"missing placeholder {{{name}}}"
-        for name in spec.required_placeholders
-        if name not in placeholders_in(text)
-    ]
+    found = placeholders_in(text)
+    problems = [f"missing placeholder {{{name}}}" for name in spec.required_placeholders if name not in found]
+    unknown = sorted(found - spec.placeholders)
+    if unknown:
+        known = sorted(spec.placeholders)
+        problems.append(f"unknown placeholder(s) {', '.join(f'{{{name}}}' for name in unknown)} "
+                        f"(this component fills {', '.join(f'{{{name}}}' for name in known) or 'none'})")
     if spec.output_format_clause and spec.output_format_clause not in text:
         problems.append(f"missing output-format clause: {spec.output_format_clause!r}")
     return problems

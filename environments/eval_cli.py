@@ -3,7 +3,9 @@
 Outputs under ``--out``: ``run/`` (per user/period results and agent states; ``--resume`` continues it),
 ``upper_bound.json``, ``no_memory.json``, ``questions.jsonl`` + ``questions.csv`` (one row per question asked),
 ``summary.json`` + ``summary.csv`` (overall and per-period scores, failure split, the upper bound's
-unparsed replies), ``usage.csv`` (calls, tokens and dollars by role) and ``periods.png``.
+unparsed replies), ``usage.csv`` (calls, tokens and dollars by role) and ``periods.png``; the run-folder
+guards of ``rundir`` add ``.lock``, ``inputs.json`` (what a resume must match) and ``usage.jsonl`` (every
+call of every process, so usage survives kills).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from memevo.agents.templates import placeholders_in
 from memevo.environments.amemgym_prompts import AMemGymPrompts, load_amemgym_prompts
 from memevo.environments.data.io import load_items
 from memevo.environments.data.models import Item
+from memevo.environments.data.validate import check_runnable
 from memevo.environments.metrics import (
     DEFAULT_MIN_PROBE_COVERAGE,
     NO_MEMORY_FILE,
@@ -51,6 +54,14 @@ from memevo.environments.plots import plot_periods
 from memevo.environments.progress import configure_terminal, phase
 from memevo.environments.qa import prompts_digest
 from memevo.environments.records import EpisodeResult
+from memevo.environments.rundir import (
+    INPUTS_FILE,
+    LEDGER_FILE,
+    UsageLedger,
+    check_inputs,
+    claim_run_folder,
+    item_fingerprints,
+)
 from memevo.environments.runner import EpisodeConfig, run_episodes
 from memevo.environments.score_text import scores_line
 from memevo.environments.simulators.base import UserSimulator
@@ -231,11 +242,14 @@ def _make_simulator(kind: SimulatorKind, llm: ChatClient, seed: int, amemgym_com
 
 
 def _prepare_out(out: Path, resume: bool) -> None:
-    if (out / "run").exists() and not resume:
+    """A run starts by recording its inputs (before any LLM call), so a run killed at any point, even
+    during the upper bound, can be resumed."""
+    started = (out / INPUTS_FILE).exists() or (out / "run").exists()
+    if started and not resume:
         raise UserInputError("already holds a run; pass --resume to continue it or choose a new folder",
                              source=str(out))
-    if resume and not (out / "run").exists():
-        raise UserInputError("nothing to resume (no run/ folder)", source=str(out), field="--resume")
+    if resume and not started:
+        raise UserInputError("nothing to resume (no run started here)", source=str(out), field="--resume")
     out.mkdir(parents=True, exist_ok=True)
 
 
@@ -285,16 +299,21 @@ def eval_command(
     if prompts is not None:
         policy = prompts.apply_to(policy)
     items = load_items(env)[:users]
+    check_runnable(items, source=env)
     config = EpisodeConfig(rounds_init=rounds_init, rounds_update=rounds_update, diagnose=diagnose,
                            amemgym_compat=compat, constrained_answers=constrained_answers,
                            max_concurrent_users=max_concurrent_users, seed=seed,
                            question_prompts=None if prompts is None else prompts.questions)
     simulator_llm = policy.llm if simulator_model is None else policy.llm.model_copy(update={"model": simulator_model})
-    _prepare_out(out, resume)
+    inputs = {"data": item_fingerprints(items), "policy": policy.model_dump(mode="json"),
+              "episode": config.protocol(), "simulator": simulator.value,
+              "simulator_llm": simulator_llm.model_dump(mode="json") if simulator is SimulatorKind.llm else None,
+              "off_policy": None if off_policy is None else str(off_policy.resolve())}
     configure_terminal()
 
     async def main() -> None:
         async with LLMHub(use_cache=not no_cache) as hub:
+            hub.accounting = UsageLedger(out / LEDGER_FILE)  # before any client: every gateway counts into it
             llm = hub.client(policy.llm)
             try:
                 simulate = _make_simulator(simulator, hub.client(simulator_llm), seed, compat,
@@ -315,7 +334,10 @@ def eval_command(
             notes += [] if prompts is None else prompts.notes(policy.kind)
             typer.echo(_headline(outcome.scores, out, notes))
 
-    asyncio.run(main())
+    with claim_run_folder(out, flag="--out"):
+        _prepare_out(out, resume)
+        check_inputs(out, inputs)
+        asyncio.run(main())
 
 
 def _agent(policy: MemoryPolicy, llm: ChatClient, prompts: AMemGymPrompts | None) -> MemoryAgent:

@@ -49,6 +49,11 @@ def _read_json(path: Path) -> Any:
         raise UserInputError(f"cannot read run record: {error}", source=str(path)) from error
 
 
+def folder_name(user_id: str) -> str:
+    """The folder a user's records live in: the id with every character unsafe in a path replaced."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", user_id)
+
+
 class RunStore:
     """Per user/period records of one run under ``root``."""
 
@@ -56,7 +61,7 @@ class RunStore:
         self.root = Path(root)
 
     def user_dir(self, user_id: str) -> Path:
-        return self.root / "users" / re.sub(r"[^A-Za-z0-9._-]", "_", user_id)
+        return self.root / "users" / folder_name(user_id)
 
     def _result_path(self, user_id: str, period: int) -> Path:
         return self.user_dir(user_id) / f"period_{period:02d}.json"

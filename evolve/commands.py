@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from memevo.agents.errors import RunFailedError, UserInputError
+from memevo.environments.rundir import claim_run_folder
 from memevo.environments.score_text import MEMORY_SCORE_SCALE, scores_line
 from memevo.evolve.config import load_evolve_config
 from memevo.evolve.explain import spend_line
@@ -39,7 +40,7 @@ def evolve_command(
     settings = load_evolve_config(config)
     folder = run_dir or _default_run_dir(config)
     show_progress()
-    with LLMHub(use_cache=not no_cache) as hub:
+    with claim_run_folder(folder, flag="--run-dir"), LLMHub(use_cache=not no_cache) as hub:
         result = run_evolution(settings, run_dir=folder, hub=hub, resume=resume)
     typer.echo(f"run folder: {folder}")
     typer.echo(f"stopped: {result.stop_reason}")

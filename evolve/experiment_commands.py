@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from memevo.environments.rundir import claim_run_folder
 from memevo.evolve.progress import show_progress
 
 
@@ -25,7 +26,7 @@ def ablate_command(
     ablation = load_ablation_config(config)
     folder = run_dir or Path("runs") / ablation.name
     show_progress()
-    with LLMHub(use_cache=not no_cache) as hub:
+    with claim_run_folder(folder, flag="--run-dir"), LLMHub(use_cache=not no_cache) as hub:
         outcome = run_ablation(ablation, run_dir=folder, hub=hub, resume=resume, progress=typer.echo)
     typer.echo(outcome.outputs["markdown"].read_text(encoding="utf-8"))
     typer.echo(f"Tables and plots: {folder}")

@@ -18,13 +18,14 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from memevo.agents.base import MemoryAgent
-from memevo.agents.errors import UserInputError
+from memevo.agents.errors import UserInputError, nested_in
 from memevo.agents.llm.accounting import RoleUsage, UsageReport
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.llm.protocol import ChatClient, Role
 from memevo.agents.policy import MemoryPolicy
-from memevo.agents.registry import agent_spec, build_agent
+from memevo.agents.registry import agent_spec, build_agent, validate_policy
 from memevo.environments.data.models import Item
+from memevo.environments.data.validate import check_runnable
 from memevo.environments.metrics import (
     UPPER_BOUND_FILE,
     Scores,
@@ -35,6 +36,7 @@ from memevo.environments.metrics import (
     user_scores,
 )
 from memevo.environments.records import EpisodeResult
+from memevo.environments.rundir import check_inputs, item_fingerprints
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.simulators.base import UserSimulator
 from memevo.environments.store import write_json_atomic
@@ -82,7 +84,9 @@ def load_users(config: EvolveConfig) -> list[Item]:
         items = synthesize(synth)
     if config.data.limit:
         items = items[: config.data.limit]
-    return [truncate(item, config.episode.max_periods, config.episode.max_questions) for item in items]
+    items = [truncate(item, config.episode.max_periods, config.episode.max_questions) for item in items]
+    check_runnable(items, source=str(config.data.path or f"{config.source or 'config'} (data.synth)"))
+    return items
 
 
 def truncate(item: Item, max_periods: int | None, max_questions: int | None) -> Item:
@@ -118,22 +122,19 @@ def make_split(items: Sequence[Item], config: EvolveConfig) -> Split:
     )
 
 
-def claim_run_dir(run_dir: Path, config: EvolveConfig, resume: bool) -> None:
-    """Mark ``run_dir`` as this config's run (a run's first write); a resume needs the same config.
+def claim_run_dir(run_dir: Path, config: EvolveConfig, resume: bool, inputs: dict[str, Any]) -> None:
+    """Mark ``run_dir`` as this config's run (a run's first write); a resume needs the same ``inputs``
+    (config, data content, seed policy), else it stops naming every changed field.
 
     ``resume`` on a folder that holds no run yet simply starts one, so a command can always pass it.
     """
     marker = run_dir / "config.json"
-    payload = config.hash_payload()
-    if marker.exists():
-        if not resume:
-            raise UserInputError(f"run folder {run_dir} already holds a run; pass --resume or choose another --run-dir",
-                                 field="run_dir")
-        if json.loads(marker.read_text(encoding="utf-8")) != json.loads(json.dumps(payload)):
-            raise UserInputError("the config changed since this run started; resume needs the same config",
-                                 source=str(config.source or ""), field="(root)")
+    if marker.exists() and not resume:
+        raise UserInputError(f"run folder {run_dir} already holds a run; pass --resume or choose another --run-dir",
+                             field="run_dir")
     run_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(marker, payload)
+    check_inputs(run_dir, inputs)
+    write_json_atomic(marker, config.hash_payload())
 
 
 def recorded_split(run_dir: Path, fresh: Split) -> Split:
@@ -157,6 +158,8 @@ def seed_policy(config: EvolveConfig) -> MemoryPolicy:
     else:
         assert config.seed.policy is not None
         policy = config.seed.policy
+        with nested_in("seed.policy", source=str(config.source or "")):
+            validate_policy(policy)
     if config.llm.agent is not None:
         policy = policy.model_copy(update={"llm": config.llm.agent})
     spec = agent_spec(policy.kind)
@@ -300,7 +303,9 @@ class RunBase:
         self.proposer = Proposer(proposer_lm, adapter=config.proposer_adapter)
         self.bounds = LengthBounds(min_ratio=config.min_length_ratio, max_ratio=config.max_length_ratio)
 
-        claim_run_dir(run_dir, config, resume)
+        inputs = {"config": config.hash_payload(), "data": item_fingerprints(self.users),
+                  "seed_policy": self.seed.policy.model_dump(mode="json")}
+        claim_run_dir(run_dir, config, resume, inputs)
         self.split = recorded_split(run_dir, fresh_split)
         self.spend = Spend(run_dir, hub)
         self.evaluator = Evaluator(

@@ -60,11 +60,7 @@ def validate_proposal(spec: ComponentSpec, proposal: str | None, parent: str, bo
     """Accept, repair-and-accept, or reject ``proposal`` as the new text of component ``spec``."""
     if proposal is None or not proposal.strip():
         return Verdict(accepted=False, reason="empty or unparsable proposal")
-    text = proposal.strip("\n")
-    unknown = placeholders_in(text) - set(spec.required_placeholders) - placeholders_in(parent)
-    if unknown:
-        return Verdict(accepted=False, reason=f"unknown placeholder(s) {sorted(unknown)}")
-    text, repairs = _repair(spec, text)
+    text, repairs = _repair(spec, proposal.strip("\n"))
     remaining = prompt_problems(spec, text)
     if remaining:
         return Verdict(accepted=False, reason="; ".join(remaining), repairs=repairs)

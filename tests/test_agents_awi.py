@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from memevo.agents.errors import UserInputError
 from memevo.agents.prompts.awi import WRITE_FORMAT_CLAUSE
 from tests.test_agents_support import day, json_calls, make, reloaded, scripted
 
@@ -77,19 +78,25 @@ async def test_retry_shows_the_bad_reply_and_names_what_was_wrong(bad, named):
 async def test_prompt_full_of_braces_and_json_examples_works():
     weird = (
         'Example output: {"diet": "vegan", "meta": {"since": "2020"}}. Empty: {}. Stray: { and } and {{ }}.\n'
-        "Types: {memory_types}\nNotes: {current_memories}\nChat: {conversation}\nUnknown {slot} stays.\n"
-        + WRITE_FORMAT_CLAUSE
+        "Types: {memory_types}\nNotes: {current_memories}\nChat: {conversation}\n" + WRITE_FORMAT_CLAUSE
     )
-    types = 'Record diets like {"diet": "..."}; ignore {weather}.'
+    types = 'Record diets like {"diet": "..."}; ignore { weather }.'
     llm = scripted(['{"diet": "vegan"}'])
     agent = make("awi", llm, update_every=2, short_term=0, prompts={"write_prompt": weird, "memory_types": types})
     await agent.respond('My JSON is {"a": 1} and I am {vegan}', day(1))
     sent = json_calls(llm)[0]
     assert 'Example output: {"diet": "vegan", "meta": {"since": "2020"}}. Empty: {}. Stray: { and } and {{ }}.' in sent
-    assert 'Types: Record diets like {"diet": "..."}; ignore {weather}.' in sent
-    assert "Unknown {slot} stays." in sent
+    assert 'Types: Record diets like {"diet": "..."}; ignore { weather }.' in sent
     assert json.dumps('My JSON is {"a": 1} and I am {vegan}') in sent
     assert agent.notes[0].value == "vegan"
+
+
+def test_a_placeholder_the_agent_does_not_fill_is_refused():
+    """``{slot}`` would reach the LLM as literal text: a typo of a real placeholder, so it is bad input."""
+    prompt = "Notes: {current_memories}\nChat: {conversation}\nUnknown {slot}.\n" + WRITE_FORMAT_CLAUSE
+    with pytest.raises(UserInputError, match=r"unknown placeholder\(s\) \{slot\}") as error:
+        make("awi", scripted([]), prompts={"write_prompt": prompt})
+    assert error.value.field == "prompts.write_prompt"
 
 
 async def test_answer_changes_no_state_and_returns_consulted_memory():

@@ -110,6 +110,8 @@ CASES = [
     (_drop_gold_choice, "gold", "error", 0, 1, 0),
     (_delete((1, "qas", 0, "answer_choices", 3)), "variants", "warning", 1, None, 0),
     (_set((1, "qas", 1, "answer_choices", 3, "type"), "experience"), "choice-type", "warning", 1, None, 1),
+    (_set((1, "periods"), []), "periods", "error", 1, None, None),
+    (_set((0, "qas"), []), "questions", "error", 0, None, None),
 ]
 
 
@@ -140,3 +142,11 @@ def test_stale_exposure_of_unasked_variable_is_only_a_warning() -> None:
 def test_describe_names_item_period_and_question() -> None:
     line = Violation(item_id="u1", period=3, question=7, rule="gold", message="no match").describe()
     assert line == "ERROR [gold] item u1, period 3, question 7: no match"
+
+
+def test_ids_that_share_a_run_folder_collide() -> None:
+    def mutate(rows: list[dict]) -> None:
+        rows[0]["id"], rows[1]["id"] = "a/b", "a_b"
+
+    found = [v for v in _violations(mutate) if v.rule == "item-id" and v.severity == "error"]
+    assert len(found) == 1 and "['a/b', 'a_b'] collide" in found[0].message and "users/a_b" in found[0].message

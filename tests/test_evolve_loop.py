@@ -159,8 +159,22 @@ def test_resume_needs_the_flag_and_the_same_config(tmp_path: Path) -> None:
     evolve(tmp_path, "once", budget={"generations": 0})
     with pytest.raises(UserInputError, match="--resume"):
         evolve(tmp_path, "once", budget={"generations": 0})
-    with pytest.raises(UserInputError, match="config changed"):
+    with pytest.raises(UserInputError, match=r"inputs changed since this run started \(config\.budget\.generations\)"):
         evolve(tmp_path, "once", resume=True, budget={"generations": 1})
+
+
+
+def test_resume_on_changed_data_names_the_user(tmp_path: Path) -> None:
+    evolve(tmp_path, "data", budget={"generations": 0})
+    items = category_world(6, 3)
+    question = items[4].qas[0]
+    changed = question.model_copy(update={"answer_choices": [
+        choice.model_copy(update={"answer": choice.answer + " (reworded)"}) for choice in question.answer_choices]})
+    items[4] = items[4].model_copy(update={"qas": [changed, *items[4].qas[1:]]})
+    save_items(items, tmp_path / "data.json")  # same ids, one user's answer texts reworded
+    with pytest.raises(UserInputError) as error:
+        evolve(tmp_path, "data", resume=True, budget={"generations": 0})
+    assert error.value.field == f"data.{items[4].id}" and "inputs changed" in str(error.value)
 
 
 def test_mlflow_store_holds_runs_metrics_and_artifacts(tmp_path: Path) -> None:

@@ -207,4 +207,4 @@ async def test_headline_has_no_note_when_the_upper_bound_parsed(tmp_path: Path) 
     headline = _headline(outcome.scores, tmp_path)
     assert "upper-bound format errors 0.0%" in headline and "unparsed" not in headline
     without = _headline(score_episodes(outcome.episodes, items), tmp_path)
-    assert "upper-bound" not in without
+    assert "upper-bound format errors" not in without and "memory score n/a (no upper bound" in without

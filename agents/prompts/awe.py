@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from memevo.agents.base import ComponentSpec
 
-EXTRACT_PLACEHOLDERS = frozenset({"memory_types", "conversation", "today"})
-UPDATE_PLACEHOLDERS = frozenset({"existing_memories", "new_fact", "today"})
-
 EXTRACT_FORMAT_CLAUSE = 'Reply with a JSON object of the form {"facts": ["...", "..."]}.'
 UPDATE_FORMAT_CLAUSE = (
     'Reply with a JSON object {"action": "add" | "update" | "delete" | "keep", "id": "<id of the '
@@ -62,6 +59,7 @@ FACT_EXTRACTION_COMPONENT = ComponentSpec(
     ),
     default=FACT_EXTRACTION_PROMPT,
     required_placeholders=("conversation",),
+    optional_placeholders=("memory_types", "today"),
     output_format_clause=EXTRACT_FORMAT_CLAUSE,
 )
 
@@ -73,5 +71,8 @@ UPDATE_COMPONENT = ComponentSpec(
     ),
     default=UPDATE_PROMPT,
     required_placeholders=("existing_memories", "new_fact"),
+    optional_placeholders=("today",),
     output_format_clause=UPDATE_FORMAT_CLAUSE,
 )
+EXTRACT_PLACEHOLDERS = FACT_EXTRACTION_COMPONENT.placeholders
+UPDATE_PLACEHOLDERS = UPDATE_COMPONENT.placeholders

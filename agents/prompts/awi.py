@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from memevo.agents.base import ComponentSpec
 
-WRITE_PLACEHOLDERS = frozenset({"memory_types", "current_memories", "conversation", "today"})
-
 WRITE_FORMAT_CLAUSE = (
     "Reply with a single JSON object that maps each label to a string value; "
     "reply with {} when nothing needs to change."
@@ -67,5 +65,7 @@ WRITE_COMPONENT = ComponentSpec(
     ),
     default=WRITE_PROMPT,
     required_placeholders=("current_memories", "conversation"),
+    optional_placeholders=("memory_types", "today"),
     output_format_clause=WRITE_FORMAT_CLAUSE,
 )
+WRITE_PLACEHOLDERS = WRITE_COMPONENT.placeholders

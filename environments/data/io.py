@@ -155,9 +155,15 @@ def _read_hub(dataset_id: str, split: str) -> list[dict[str, Any]]:
     return dataset.to_list()
 
 
+_LOCAL_SUFFIXES = (".json", ".jsonl", *_DATASET_SUFFIXES)
+
+
 def _looks_like_hub_id(source: str) -> bool:
+    """``owner/name``; a path ending in a data-file suffix or starting in an existing folder is local, so a
+    missing local file fails at once instead of after retries against the hub."""
     parts = source.split("/")
-    return len(parts) == 2 and all(parts) and not source.startswith((".", "~")) and "\\" not in source
+    return (len(parts) == 2 and all(parts) and not source.startswith((".", "~")) and "\\" not in source
+            and not source.endswith(_LOCAL_SUFFIXES) and not Path(parts[0]).is_dir())
 
 
 def _rows_to_items(rows: list[dict[str, Any]], source: str) -> list[Item]:

@@ -7,7 +7,12 @@ correctly but departs from how AMemGym builds it (fewer than ``min_state_variant
 ``type`` label, ``update_cnts`` that are not the final totals, stale exposures of variables no question
 needs, unsorted sessions, ``id`` different from the profile uuid).
 
-Rules (the ``rule`` field): item-id, schema, period-dates, state, updates, update-counts, session-time,
+``check_runnable`` is the gate before a run: it raises ``UserInputError`` naming the file and the field
+path (``[3].periods``) for the errors that would break a run or silently skip part of it (no users,
+duplicate or colliding ids, no periods, no questions, a question without a gold choice), and lets the
+rest (AMemGym's own data has warnings) through to ``memevo env validate``.
+
+Rules (the ``rule`` field): item-id, schema, periods, questions, period-dates, state, updates, update-counts, session-time,
 session-order, exposure, question, choice, gold, variants, choice-type.
 """
 
@@ -20,7 +25,9 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from memevo.agents.errors import UserInputError
 from memevo.environments.data.models import Item, Period, Question
+from memevo.environments.store import folder_name
 
 Severity = Literal["error", "warning"]
 DATE_FORMAT = "%Y-%m-%d"
@@ -53,9 +60,44 @@ def validate_items(items: list[Item], *, min_state_variants: int = 4) -> list[Vi
     counts = Counter(item.id for item in items)
     for item_id in sorted(key for key, n in counts.items() if n > 1):
         violations.append(Violation(item_id=item_id, rule="item-id", message=f"id used by {counts[item_id]} items"))
+    folders: dict[str, list[str]] = {}
+    for item_id in counts:
+        folders.setdefault(folder_name(item_id), []).append(item_id)
+    for name, ids in folders.items():
+        if len(ids) > 1:
+            violations.append(Violation(item_id=ids[1], rule="item-id", message=f"ids {ids} collide: all are stored "
+                                        f"in the run folder 'users/{name}'; rename all but one"))
     for item in items:
         violations.extend(_ItemChecker(item, min_state_variants).run())
     return violations
+
+
+RUN_BREAKING_RULES = ("item-id", "periods", "questions", "question", "gold")
+"""Rules whose errors stop a run before it starts: each would crash it or leave part of it unscored."""
+
+
+def check_runnable(items: list[Item], *, source: str) -> None:
+    """Raise ``UserInputError`` (file ``source``, field ``[index].path``) for data a run cannot use."""
+    if not items:
+        raise UserInputError("holds no users", source=source)
+    first: dict[str, int] = {}
+    for number, item in enumerate(items):
+        if item.id in first:
+            raise UserInputError(f"id {item.id!r} is used by items {first[item.id]} and {number}", source=source,
+                                 field=f"[{number}].id")
+        first[item.id] = number
+    for violation in validate_items(items):
+        if violation.severity == "error" and violation.rule in RUN_BREAKING_RULES:
+            raise UserInputError(violation.describe(), source=source, field=_field_of(first[violation.item_id], violation))
+
+
+_RULE_FIELDS = {"item-id": "id", "periods": "periods", "questions": "qas", "question": "required_info",
+                "gold": "answer_choices"}
+
+
+def _field_of(number: int, violation: Violation) -> str:
+    field = _RULE_FIELDS[violation.rule]
+    return f"[{number}].qas[{violation.question}].{field}" if violation.question is not None else f"[{number}].{field}"
 
 
 def has_errors(violations: list[Violation]) -> bool:
@@ -104,7 +146,9 @@ class _ItemChecker:
             if duplicates:
                 yield self._v("schema", f"variable {key!r} repeats values {duplicates}")
         if not self.item.periods:
-            yield self._v("schema", "item has no periods")
+            yield self._v("periods", "item has no periods")
+        if not self.item.qas:
+            yield self._v("questions", "item has no questions")
 
     def _check_period_dates(self) -> Iterator[Violation]:
         if _parse(self.item.start_time, DATE_FORMAT) is None:

@@ -1,0 +1,197 @@
+"""The run folder a command writes into: usable, held by one process at a time, resumed only on the same inputs.
+
+Three guards every long-running command (``eval``, ``evolve``, ``ablate``) puts around its work:
+
+- ``claim_run_folder``: the path must be a folder that can be written (not a file, not under a file, not
+  read-only), and it is locked for this process with ``fcntl.flock`` on ``<folder>/.lock``, which holds the
+  owner's pid. A second process on the same folder stops at once (exit 2) naming that pid. The kernel
+  drops the lock when its process dies, however it dies, so a lock left by a killed run is simply taken
+  over. A start that fails on bad input leaves no folder behind.
+- ``check_inputs``: what the results depend on (data content per user, config, policy) is recorded in
+  ``<folder>/inputs.json`` when the run starts; a resume with anything changed stops (exit 2) naming every
+  changed field, instead of mixing old and new results.
+- ``UsageLedger``: call accounting that appends every count to ``<folder>/usage.jsonl`` the moment it is
+  made and starts from what earlier (killed) processes appended, so reported usage equals what the
+  endpoint served across any number of kills; calls redone from the response cache count as cache hits.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from memevo.agents.errors import UserInputError
+from memevo.agents.llm.accounting import Accounting, RoleUsage
+from memevo.environments.data.models import Item
+from memevo.environments.store import write_json_atomic
+
+LOCK_FILE = ".lock"
+INPUTS_FILE = "inputs.json"
+LEDGER_FILE = "usage.jsonl"
+
+
+def check_writable(folder: Path, *, flag: str) -> None:
+    """Refuse a folder path that is a file, lies under a file, or cannot be created or written."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise UserInputError("is a file, not a folder", source=str(folder), field=flag)
+    existing = folder
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UserInputError(f"lies under {existing}, which is a file", source=str(folder), field=flag)
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UserInputError(f"{existing} is not writable", source=str(folder), field=flag)
+
+
+class RunFolderLock:
+    """An exclusive ``flock`` on ``<folder>/.lock`` for as long as this process holds it."""
+
+    def __init__(self, folder: Path, *, flag: str) -> None:
+        self.folder = Path(folder)
+        self.path = self.folder / LOCK_FILE
+        self.flag = flag
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        """Take the lock or raise ``UserInputError`` naming the process that holds it."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+                os.close(fd)
+                raise UserInputError(
+                    f"run folder is in use by process {holder}; wait for it to finish or stop it",
+                    source=str(self.folder),
+                    field=self.flag,
+                ) from None
+            if self._same_file(fd):
+                break
+            os.close(fd)  # the file was removed (a failed start cleaning up) while we waited: lock the new one
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+
+    def _same_file(self, fd: int) -> bool:
+        try:
+            return os.stat(self.path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            return False
+
+    def release(self, *, remove: bool = False) -> None:
+        """Let go of the lock; ``remove`` also deletes the lock file (only its holder may)."""
+        if self._fd is None:
+            return
+        if remove:
+            self.path.unlink(missing_ok=True)
+        os.close(self._fd)  # closing the descriptor drops the flock
+        self._fd = None
+
+
+@contextmanager
+def claim_run_folder(folder: Path, *, flag: str) -> Iterator[Path]:
+    """Check and lock ``folder`` for the body's work; on bad input (``UserInputError``) remove what the
+    claim itself created, so a refused start leaves the disk as it found it."""
+    folder = Path(folder)
+    check_writable(folder, flag=flag)
+    created = [parent for parent in (folder, *folder.parents) if not parent.exists()]
+    had_lock_file = (folder / LOCK_FILE).exists()
+    lock = RunFolderLock(folder, flag=flag)
+    lock.acquire()
+    try:
+        yield folder
+    except UserInputError:
+        lock.release(remove=not had_lock_file)
+        for parent in created:  # deepest first; a folder that got content stays
+            try:
+                parent.rmdir()
+            except OSError:
+                break
+        raise
+    finally:
+        lock.release()
+
+
+def item_fingerprints(items: Sequence[Item]) -> dict[str, str]:
+    """A content hash per user: a change of one answer choice changes its user's entry."""
+    return {item.id: hashlib.sha256(item.model_dump_json().encode()).hexdigest()[:16] for item in items}
+
+
+def changed_fields(stored: Any, current: Any, path: str = "") -> list[str]:
+    """Dotted paths (``config.rounds_init``, ``data.u3``, ``policy.prompts.write_prompt``) where two JSON
+    values differ; a key present on one side only counts as changed."""
+    if isinstance(stored, dict) and isinstance(current, dict):
+        changed = []
+        for key in sorted(set(stored) | set(current), key=str):
+            where = f"{path}.{key}" if path else str(key)
+            if key not in stored or key not in current:
+                changed.append(where)
+            else:
+                changed.extend(changed_fields(stored[key], current[key], where))
+        return changed
+    return [] if stored == current else [path or "(root)"]
+
+
+def check_inputs(folder: Path, inputs: dict[str, Any]) -> None:
+    """Record ``inputs`` on a run's first start; on a resume, refuse any difference, naming each field."""
+    path = Path(folder) / INPUTS_FILE
+    current = json.loads(json.dumps(inputs, ensure_ascii=False))
+    if not path.exists():
+        write_json_atomic(path, current)
+        return
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise UserInputError(f"cannot read the run's recorded inputs: {error}", source=str(path)) from None
+    changed = changed_fields(stored, current)
+    if changed:
+        shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
+        raise UserInputError(
+            f"the inputs changed since this run started ({shown}); resume needs the same data, config and "
+            "policy, or choose a new folder",
+            source=str(path),
+            field=changed[0],
+        )
+
+
+class UsageLedger(Accounting):
+    """Accounting whose every count is also appended to a ledger file as it is made.
+
+    It starts from the ledger's earlier lines, so ``report()`` is the usage of the whole run over all its
+    processes. One ``write`` per count in append mode: a ``kill -9`` can lose at most the
+    count in progress at that instant, never a finished result's calls. A torn last line is skipped.
+    """
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = Path(path)
+        if self.path.exists():
+            text = self.path.read_text(encoding="utf-8")
+            if text and not text.endswith("\n"):  # end a line torn by a kill, so the next count starts clean
+                with self.path.open("a", encoding="utf-8") as ledger:
+                    ledger.write("\n")
+            for line in text.splitlines():
+                try:
+                    entry = json.loads(line)
+                    role = entry.pop("role")
+                    super()._add(role, RoleUsage.model_validate(entry))
+                except (json.JSONDecodeError, KeyError, ValueError):
+                    continue
+
+    def _add(self, role: str, usage: RoleUsage) -> None:
+        super()._add(role, usage)
+        line = json.dumps({"role": role, **usage.model_dump(exclude_defaults=True)}) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)  # nothing to close at exit
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)

@@ -1,0 +1,233 @@
+"""Every bad input of issue 11, through the real ``memevo`` entry point: exit 2, one message naming the file
+and the full field path, no traceback, no LLM request (a fault server stands in for the endpoint and must
+see none) and no run folder left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from memevo.environments.data.io import save_items
+from memevo.environments.synth import SynthConfig, synthesize
+from memevo.evolve import cli
+from tests.doubles.fault_server import FaultServer
+
+FIXTURE = Path(__file__).parent / "fixtures" / "amemgym_small.json"
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
+
+Data = list[dict[str, Any]]
+
+
+def _fixture() -> Data:
+    return json.loads(FIXTURE.read_text(encoding="utf-8"))
+
+
+def _no_periods(data: Data) -> Data:
+    data[1]["periods"] = []
+    return data
+
+
+def _colliding_ids(data: Data) -> Data:
+    data[0]["id"], data[1]["id"] = "a/b", "a_b"
+    return data
+
+
+def _duplicate_ids(data: Data) -> Data:
+    data[1]["id"] = data[0]["id"]
+    return data
+
+
+def _no_gold(data: Data) -> Data:
+    for choice in data[0]["qas"][1]["answer_choices"]:
+        choice["state"] = ["nowhere"] * len(choice["state"])
+    return data
+
+
+class Case:
+    """One bad input: how to break the data or the agent file or the output folder, and what must be named."""
+
+    def __init__(
+        self,
+        name: str,
+        expected: list[str],
+        *,
+        data: Callable[[Data], Data] | None = None,
+        agent: str = "kind: native\n",
+        env: str | None = None,
+        out: Callable[[Path], Path] | None = None,
+        command: str = "eval",
+    ) -> None:
+        self.name, self.expected, self.data, self.agent, self.env, self.out = name, expected, data, agent, env, out
+        self.command = command
+
+
+def _file_out(tmp: Path) -> Path:
+    (tmp / "taken").write_text("a file")
+    return tmp / "taken"
+
+
+def _under_file_out(tmp: Path) -> Path:
+    (tmp / "taken").write_text("a file")
+    return tmp / "taken" / "deeper" / "out"
+
+
+def _read_only_out(tmp: Path) -> Path:
+    (tmp / "locked").mkdir()
+    (tmp / "locked").chmod(0o555)
+    return tmp / "locked" / "out"
+
+
+EVAL_CASES = [
+    Case("data with periods: []", ["data.json", "'[1].periods'", "no periods"], data=_no_periods),
+    Case("data with 0 users", ["data.json", "holds no users"], data=lambda data: []),
+    Case("ids collide after sanitising", ["data.json", "'[1].id'", "'a/b'", "'a_b'", "collide"], data=_colliding_ids),
+    Case("duplicate ids", ["data.json", "'[1].id'", "is used by items 0 and 1"], data=_duplicate_ids),
+    Case("no gold choice", ["data.json", "'[0].qas[1].answer_choices'", "no answer choice"], data=_no_gold),
+    Case("missing local data path", ["nope/data.json", "no such file"], env="nope/data.json"),
+    Case(
+        "unknown placeholder",
+        ["agent.yaml", "'prompts.system_prompt'", "unknown placeholder", "{usr_name}"],
+        agent="kind: native\nprompts: {system_prompt: 'Hello {usr_name}'}\n",
+    ),
+    Case("unknown agent kind", ["agent.yaml", "'kind'", "unknown agent kind 'nativ'"], agent="kind: nativ\n"),
+    Case(
+        "missing placeholder",
+        ["agent.yaml", "'prompts.answer_system_prompt'", "missing placeholder {memories}"],
+        agent="kind: rag\nprompts: {answer_system_prompt: 'Answer well.'}\n",
+    ),
+    Case("--out is a file", ["taken", "'--out'", "is a file"], out=_file_out),
+    Case("--out under a file", ["deeper", "'--out'", "which is a file"], out=_under_file_out),
+    Case("--out not writable", ["locked", "'--out'", "not writable"], out=_read_only_out),
+]
+
+
+def _run_memevo(
+    args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str]:
+    monkeypatch.setattr(sys, "argv", ["memevo", *args])
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    code = exited.value.code
+    return (code if isinstance(code, int) else 1), capsys.readouterr().err
+
+
+@pytest.fixture
+def endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("MEMEVO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    with FaultServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("MEMEVO_MODEL", "gpt-4.1-mini")
+        yield server
+
+
+@pytest.mark.parametrize("case", EVAL_CASES, ids=[case.name for case in EVAL_CASES])
+def test_bad_eval_input_exits_2_naming_file_and_field(
+    case: Case,
+    tmp_path: Path,
+    endpoint: FaultServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    if case.out is _read_only_out and os.geteuid() == 0:
+        pytest.skip("root writes anywhere")
+    monkeypatch.chdir(tmp_path)
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps((case.data or (lambda d: d))(_fixture())), encoding="utf-8")
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(case.agent, encoding="utf-8")
+    out = case.out(tmp_path) if case.out else tmp_path / "out"
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "cache" not in p.parts)
+    code, err = _run_memevo(
+        ["eval", "--agent", str(agent), "--env", case.env or str(data), "--out", str(out), "--simulator", "template"],
+        monkeypatch,
+        capsys,
+    )
+    assert code == 2, err
+    assert err.startswith("memevo: error: ") and "Traceback" not in err
+    for part in case.expected:
+        assert part in err, f"{part!r} not in {err!r}"
+    assert endpoint.requests == []
+    after = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "cache" not in p.parts)
+    assert after == before  # nothing claimed, nothing created
+
+
+def _evolve_config(tmp_path: Path, **changes: Any) -> Path:
+    save_items(synthesize(SynthConfig(users=3, periods=1, questions=2)), tmp_path / "data.json")
+    config: dict[str, Any] = {
+        "seed": {"policy": {"kind": "awi"}},
+        "data": {"path": "data.json"},
+        "split": {"train": 1, "val": 1, "test": 1},
+        "budget": {"generations": 1, "candidates": 1},
+        "tracking": {"enabled": False},
+        **changes,
+    }
+    path = tmp_path / "evolve.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+EVOLVE_CASES = [
+    ("unknown agent kind", {"seed": {"policy": {"kind": "awii"}}}, ["evolve.yaml", "'seed.policy.kind'"]),
+    (
+        "missing placeholder",
+        {"seed": {"policy": {"kind": "awi", "prompts": {"write_prompt": "Write notes."}}}},
+        ["evolve.yaml", "'seed.policy.prompts.write_prompt'", "missing placeholder {current_memories}"],
+    ),
+    (
+        "unknown placeholder",
+        {"seed": {"policy": {"kind": "awi", "prompts": {"memory_types": "- {hobby}"}}}},
+        ["evolve.yaml", "'seed.policy.prompts.memory_types'", "unknown placeholder(s) {hobby}"],
+    ),
+    ("missing local data path", {"data": {"path": "nope/data.json"}}, ["nope/data.json", "no such file"]),
+]
+
+
+@pytest.mark.parametrize(("name", "changes", "expected"), EVOLVE_CASES, ids=[case[0] for case in EVOLVE_CASES])
+def test_bad_evolve_input_exits_2_naming_file_and_field(
+    name: str,
+    changes: dict[str, Any],
+    expected: list[str],
+    tmp_path: Path,
+    endpoint: FaultServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = _evolve_config(tmp_path, **changes)
+    run_dir = tmp_path / "run"
+    code, err = _run_memevo(["evolve", str(config), "--run-dir", str(run_dir)], monkeypatch, capsys)
+    assert code == 2, err
+    assert "Traceback" not in err
+    for part in expected:
+        assert part in err, f"{part!r} not in {err!r}"
+    assert endpoint.requests == [] and not run_dir.exists()
+
+
+def test_evolve_data_without_periods_exits_2_before_any_call(
+    tmp_path: Path, endpoint: FaultServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _evolve_config(tmp_path)
+    data = json.loads((tmp_path / "data.json").read_text(encoding="utf-8"))
+    data[2]["periods"] = []
+    (tmp_path / "data.json").write_text(json.dumps(data), encoding="utf-8")
+    code, err = _run_memevo(["evolve", str(config), "--run-dir", str(tmp_path / "run")], monkeypatch, capsys)
+    assert code == 2 and "data.json" in err and "'[2].periods'" in err, err
+    assert endpoint.requests == [] and not (tmp_path / "run").exists()
+
+
+def test_evolve_run_dir_that_is_a_file_exits_2(
+    tmp_path: Path, endpoint: FaultServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _evolve_config(tmp_path)
+    (tmp_path / "run").write_text("not a folder")
+    code, err = _run_memevo(["evolve", str(config), "--run-dir", str(tmp_path / "run")], monkeypatch, capsys)
+    assert code == 2 and "'--run-dir'" in err and "is a file" in err, err
+    assert endpoint.requests == []

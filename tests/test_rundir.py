@@ -1,0 +1,154 @@
+"""Run-folder guards: one process per folder (a second one exits 2 naming the first's pid, a killed holder's
+lock is taken over), inputs checked on resume, and the per-call usage ledger."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from memevo.agents.errors import UserInputError
+from memevo.agents.llm.accounting import RoleUsage
+from memevo.environments.rundir import (
+    INPUTS_FILE,
+    LEDGER_FILE,
+    LOCK_FILE,
+    UsageLedger,
+    changed_fields,
+    check_inputs,
+    claim_run_folder,
+)
+from tests.doubles.fault_server import FaultServer
+
+FIXTURE = Path(__file__).parent / "fixtures" / "amemgym_small.json"
+
+HOLDER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from memevo.environments.rundir import claim_run_folder
+    with claim_run_folder(Path(sys.argv[1]), flag="--out"):
+        print("held", flush=True)
+        sys.stdin.readline()
+""")
+
+
+def _hold(folder: Path) -> subprocess.Popen[str]:
+    """A separate process that holds ``folder`` until its stdin closes (or it is killed)."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(folder)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def _memevo(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "memevo.evolve.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize("command", ["eval", "evolve"])
+def test_second_process_exits_2_naming_the_holder_then_takes_over_its_stale_lock(command: str, tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    with FaultServer() as server:
+        env = {
+            "MEMEVO_CACHE_DIR": str(tmp_path / "cache"),
+            "OPENAI_API_KEY": "test",
+            "OPENAI_BASE_URL": server.url,
+            "MEMEVO_MODEL": "gpt-4.1-mini",
+        }
+        if command == "eval":
+            (tmp_path / "agent.yaml").write_text("kind: native\n")
+            args = [
+                "eval",
+                "--agent",
+                str(tmp_path / "agent.yaml"),
+                "--env",
+                str(FIXTURE),
+                "--out",
+                str(folder),
+                "--simulator",
+                "template",
+                "--resume",
+            ]
+        else:
+            (tmp_path / "evolve.yaml").write_text(
+                f"seed: {{policy: {{kind: native}}}}\ndata: {{path: {FIXTURE}}}\nsplit: {{train: 1, val: 1, test: 0}}\n"
+                "protocol: amemgym_period\ntracking: {enabled: false}\n"
+            )
+            args = ["evolve", str(tmp_path / "evolve.yaml"), "--run-dir", str(folder), "--resume"]
+        holder = _hold(folder)
+        try:
+            second = _memevo(*args, env=env)
+        finally:
+            holder.send_signal(signal.SIGKILL)
+            holder.wait()
+        assert second.returncode == 2, second.stderr
+        assert f"run folder is in use by process {holder.pid}" in second.stderr and "Traceback" not in second.stderr
+        assert server.requests == []
+    # the holder died without cleaning up: its lock file is still there, and it is taken over
+    assert (folder / LOCK_FILE).read_text().strip() == str(holder.pid)
+    with claim_run_folder(folder, flag="--out"):
+        assert (folder / LOCK_FILE).read_text().strip() == str(os.getpid())
+
+
+def test_lock_is_exclusive_within_one_process_too(tmp_path: Path) -> None:
+    with claim_run_folder(tmp_path / "run", flag="--run-dir"):
+        with pytest.raises(UserInputError, match=f"in use by process {os.getpid()}"):
+            with claim_run_folder(tmp_path / "run", flag="--run-dir"):
+                pass
+    with claim_run_folder(tmp_path / "run", flag="--run-dir"):  # released at exit
+        pass
+
+
+def test_a_refused_start_leaves_nothing_behind_but_keeps_a_started_run(tmp_path: Path) -> None:
+    with pytest.raises(UserInputError):
+        with claim_run_folder(tmp_path / "a" / "b", flag="--out"):
+            raise UserInputError("bad data")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(UserInputError):
+        with claim_run_folder(tmp_path / "run", flag="--out"):
+            (tmp_path / "run" / "result.json").write_text("{}")
+            raise UserInputError("bad data after the first write")
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["result.json"]
+
+
+def test_changed_fields_name_every_difference() -> None:
+    stored = {"config": {"budget": {"generations": 1}, "name": "x"}, "data": {"u1": "aa", "u2": "bb"}}
+    current = {"config": {"budget": {"generations": 2}, "name": "x"}, "data": {"u1": "aa", "u2": "cc", "u3": "dd"}}
+    assert changed_fields(stored, current) == ["config.budget.generations", "data.u2", "data.u3"]
+    assert changed_fields(stored, stored) == []
+
+
+def test_check_inputs_records_then_refuses_a_change(tmp_path: Path) -> None:
+    check_inputs(tmp_path, {"data": {"u1": "aa"}, "policy": {"kind": "awi"}})
+    assert json.loads((tmp_path / INPUTS_FILE).read_text()) == {"data": {"u1": "aa"}, "policy": {"kind": "awi"}}
+    check_inputs(tmp_path, {"data": {"u1": "aa"}, "policy": {"kind": "awi"}})
+    with pytest.raises(UserInputError) as error:
+        check_inputs(tmp_path, {"data": {"u1": "zz"}, "policy": {"kind": "awi"}})
+    assert error.value.field == "data.u1" and "inputs changed since this run started (data.u1)" in str(error.value)
+
+
+def test_usage_ledger_carries_every_count_across_processes(tmp_path: Path) -> None:
+    first = UsageLedger(tmp_path / LEDGER_FILE)
+    first.record_call("agent", model="gpt-4.1-mini", prompt_tokens=10, completion_tokens=2, wall_s=0.1, cached=False)
+    first.record_retry("agent")
+    with (tmp_path / LEDGER_FILE).open("a") as ledger:
+        ledger.write('{"role": "agent", "calls"')  # a line torn by a kill
+    second = UsageLedger(tmp_path / LEDGER_FILE)
+    second.record_call("agent", model="gpt-4.1-mini", prompt_tokens=10, completion_tokens=2, wall_s=0.1, cached=True)
+    usage = second.report().by_role["agent"]
+    assert (usage.calls, usage.cache_hits, usage.retries, usage.prompt_tokens) == (2, 1, 1, 20)
+    assert usage.dollars == pytest.approx(first.report().by_role["agent"].dollars)
+    assert UsageLedger(tmp_path / LEDGER_FILE).report().by_role["agent"] == usage.model_copy()
+    assert isinstance(usage, RoleUsage)
