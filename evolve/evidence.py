@@ -27,6 +27,9 @@ from memevo.environments.records import EpisodeResult, PeriodResult
 
 CHARS_PER_TOKEN = 4
 MIN_MEMORY_TOKENS = 40
+MAX_USERS_NAMED = 10
+NOTE_TOKENS = 40 + 8 * MAX_USERS_NAMED
+"""Room kept for the header and the closing note."""
 
 
 def approx_tokens(text: str) -> int:
@@ -94,7 +97,7 @@ def render_evidence(evidence: Evidence, max_tokens: int, count: Callable[[str], 
     queues = [_priority(feedback) for feedback in strata]
     chosen: list[list[int]] = [[] for _ in strata]
     costs = [0] * len(strata)
-    budget = max_tokens - 60  # room for the header and the closing note
+    budget = max_tokens - NOTE_TOKENS
     for round_index in range(max(len(queue) for queue in queues)):
         for s, feedback in enumerate(strata):
             if round_index >= len(queues[s]):
@@ -106,15 +109,23 @@ def render_evidence(evidence: Evidence, max_tokens: int, count: Callable[[str], 
     shown = sum(len(c) for c in chosen)
     users = sorted({feedback.user_id for feedback in strata})
     header = (f"Evidence from {len(users)} user(s), {len(strata)} (user, period) pair(s): "
-              f"{shown} of {evidence.n_questions} questions shown")
+              f"{shown} of {evidence.n_questions} questions shown.\n\n")
     blocks = [_block(_subset(feedback, c, memory_tokens)) for feedback, c in zip(strata, chosen, strict=True) if c]
-    left = [(feedback, len(feedback.records) - len(c)) for feedback, c in zip(strata, chosen, strict=True)
-            if len(c) < len(feedback.records)]
+    return header + "\n".join(blocks) + _omission_note(evidence, chosen, max_tokens)
+
+
+def _omission_note(evidence: Evidence, chosen: list[list[int]], max_tokens: int) -> str:
+    """What the budget left out, in a size that does not grow with the number of periods."""
+    left = evidence.n_questions - sum(len(c) for c in chosen)
     if not left:
-        return header + ".\n\n" + "\n".join(blocks)
-    first_failures = any(r.correct is not None for feedback in strata for r in feedback.records)
-    order = "failures first, " if first_failures else ""
-    summary = "; ".join(f"user {f.user_id} period {f.period}: {n}" for f, n in left)
-    note = (f"Left out for the token budget ({max_tokens} tokens; chosen {order}every user and period in turn): "
-            f"{evidence.n_questions - shown} question(s) — {summary}.")
-    return header + ".\n\n" + "\n".join(blocks) + "\n" + note + "\n"
+        return ""
+    empty = sum(1 for c in chosen if not c)
+    per_user: dict[str, int] = {}
+    for feedback, c in zip(evidence.periods, chosen, strict=True):
+        per_user[feedback.user_id] = per_user.get(feedback.user_id, 0) + len(feedback.records) - len(c)
+    counts = ", ".join(f"{user} {n}" for user, n in list(per_user.items())[:MAX_USERS_NAMED])
+    more = f" and {len(per_user) - MAX_USERS_NAMED} more user(s)" if len(per_user) > MAX_USERS_NAMED else ""
+    outcome_known = any(r.correct is not None for feedback in evidence.periods for r in feedback.records)
+    order = "failures first, " if outcome_known else ""
+    return (f"\nLeft out for the token budget ({max_tokens} tokens; chosen {order}every user and period in turn): "
+            f"{left} question(s) (per user: {counts}{more}); (user, period) pairs with none shown: {empty}.\n")
