@@ -30,7 +30,7 @@ def mean_score(scores: Scores, candidate: Candidate) -> float:
 
 def best_of(pool: Sequence[Candidate], scores: Scores) -> Candidate:
     """The best validation mean; ties go to the earlier candidate."""
-    return max(reversed(pool), key=lambda c: mean_score(scores, c))
+    return max(pool, key=lambda c: mean_score(scores, c))  # max keeps the first of equals
 
 
 class ParentSelector(Protocol):
