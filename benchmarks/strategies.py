@@ -65,34 +65,48 @@ class ArmRun:
 
 
 def make_config(data: Path, seed: int, generations: int, strategy: dict[str, Any]) -> EvolveConfig:
-    return parse_evolve_config({
-        "name": "strategies",
-        "seed": {"policy": {"kind": "awi", "update_every": 2, "short_term": 0,
-                            "prompts": {"memory_types": "- commute (how the user gets to work)"}}},
-        "components": ["memory_types"],
-        "data": {"path": str(data)},
-        "split": {"train": 3, "val": 3, "test": 4, "seed": seed},
-        "budget": {"generations": generations, "candidates": 3},
-        "episode": {"rounds_init": 1, "rounds_update": 1, "user_concurrency": 1, "candidate_concurrency": 1},
-        "tracking": {"enabled": False},
-        "optuna": {"seed": seed},
-        "strategy": {"confidence": 0.8, **strategy},
-    })
+    return parse_evolve_config(
+        {
+            "name": "strategies",
+            "seed": {
+                "policy": {
+                    "kind": "awi",
+                    "update_every": 2,
+                    "short_term": 0,
+                    "prompts": {"memory_types": "- commute (how the user gets to work)"},
+                }
+            },
+            "components": ["memory_types"],
+            "data": {"path": str(data)},
+            "split": {"train": 3, "val": 3, "test": 4, "seed": seed},
+            "budget": {"generations": generations, "candidates": 3},
+            "episode": {"rounds_init": 1, "rounds_update": 1, "user_concurrency": 1, "candidate_concurrency": 1},
+            "tracking": {"enabled": False},
+            "optuna": {"seed": seed},
+            "strategy": {"confidence": 0.8, **strategy},
+        }
+    )
 
 
 def agent_calls(path: Path) -> int:
     return int(json.loads(path.read_text())["by_role"].get("agent", {}).get("calls", 0))
 
 
-async def clean_test_scores(config: EvolveConfig, items: list[Item], candidates: list[Candidate],
-                            folder: Path) -> dict[str, float]:
+async def clean_test_scores(
+    config: EvolveConfig, items: list[Item], candidates: list[Candidate], folder: Path
+) -> dict[str, float]:
     """Noise-free memory score on the test users of each candidate (its real quality)."""
     backend = CategoryBackend(items)
     test_ids = make_split(items, config).test
     test_items = [item for item in items if item.id in test_ids]
-    evaluator = Evaluator(root=folder, items=items, make_agent=lambda policy: build_agent(policy, backend),
-                          simulator=make_simulator("template", config.split.seed),
-                          episode_config=episode_config(config, candidates[0].policy), objective="memory_score")
+    evaluator = Evaluator(
+        root=folder,
+        items=items,
+        make_agent=lambda policy: build_agent(policy, backend),
+        simulator=make_simulator("template", config.split.seed),
+        episode_config=episode_config(config, candidates[0].policy),
+        objective="memory_score",
+    )
     evaluator.upper_bound = await compute_upper_bound(backend, test_items, constrained=True, seed=config.split.seed)
     return {c.id: (await evaluator.evaluate(c, "test", test_ids)).score for c in candidates}
 
@@ -106,11 +120,15 @@ def run_arm(workdir: Path, seed: int, arm: str, noise: float, generations: int) 
     run_dir = workdir / f"{arm}-{seed}".replace(" ", "").replace(",", "_").replace("+", "_")
     backend = CategoryBackend(items, proposer_mode="step", answer_noise=noise, seed=seed)
     result: EvolutionResult = run_evolution(config, run_dir=run_dir, hub=CategoryHub(backend), resume=False)
-    plans = [GenerationPlan.model_validate_json(path.read_text())
-             for path in sorted((run_dir / "generations").glob("gen_*/plan.json"))]
+    plans = [
+        GenerationPlan.model_validate_json(path.read_text())
+        for path in sorted((run_dir / "generations").glob("gen_*/plan.json"))
+    ]
     known = {result.seed.id: result.seed} | {c.id: c for plan in plans for c in plan.candidates}
     accepted = [known[i] for outcome in result.history[1:] for i in outcome.accepted_ids]
-    needed = {result.best.id, result.seed.id} | {c.id for c in accepted} | {c.parent_id for c in accepted if c.parent_id}
+    needed = (
+        {result.best.id, result.seed.id} | {c.id for c in accepted} | {c.parent_id for c in accepted if c.parent_id}
+    )
     clean = asyncio.run(clean_test_scores(config, items, [known[i] for i in sorted(needed)], run_dir / "clean"))
     won = next((o.generation for o in result.history if result.best.id in o.accepted_ids), 0)
     return ArmRun(
@@ -135,10 +153,14 @@ def main() -> None:
             for arm in ARMS:
                 runs[arm].append(run_arm(Path(tmp), seed, arm, args.noise, args.generations))
             print(f"seed {seed} done", file=sys.stderr)
-    print(f"{args.seeds} seeds, answer noise {args.noise}, {args.generations} generations x 3 candidates, "
-          "train/val/test users 3/3/4; means over seeds (sd)\n")
-    print("| arm | best test memory score (noise-free) | agent calls to reach it | agent calls in all "
-          "| accepted | false acceptances |")
+    print(
+        f"{args.seeds} seeds, answer noise {args.noise}, {args.generations} generations x 3 candidates, "
+        "train/val/test users 3/3/4; means over seeds (sd)\n"
+    )
+    print(
+        "| arm | best test memory score (noise-free) | agent calls to reach it | agent calls in all "
+        "| accepted | false acceptances |"
+    )
     print("|---|---|---|---|---|---|")
     for arm, rows in runs.items():
         best = [r.best_test for r in rows]
@@ -146,8 +168,10 @@ def main() -> None:
         accepted = sum(r.accepted for r in rows)
         false = sum(r.false_accepted for r in rows)
         share = f"{false}/{accepted} = {false / accepted:.0%}" if accepted else "0/0"
-        print(f"| {arm} | {fmean(best):.3f} ({pstdev(best):.3f}) | {fmean(to_best):.0f} ({pstdev(to_best):.0f}) "
-              f"| {fmean(r.calls_total for r in rows):.0f} | {accepted} | {share} |")
+        print(
+            f"| {arm} | {fmean(best):.3f} ({pstdev(best):.3f}) | {fmean(to_best):.0f} ({pstdev(to_best):.0f}) "
+            f"| {fmean(r.calls_total for r in rows):.0f} | {accepted} | {share} |"
+        )
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ from memevo.agents.llm.protocol import ChatClient, LLMError
 from memevo.agents.registry import build_agent
 from memevo.environments.data.io import load_items
 from memevo.environments.data.models import Item
-from memevo.environments.metrics._items import item_lookup, item_of
 from memevo.environments.metrics import (
     UPPER_BOUND_FILE,
     Scores,
@@ -39,6 +38,7 @@ from memevo.environments.metrics import (
     score_episodes,
     user_scores,
 )
+from memevo.environments.metrics._items import item_lookup, item_of
 from memevo.environments.plots import plot_periods
 from memevo.environments.records import EpisodeResult
 from memevo.environments.runner import EpisodeConfig, run_episodes

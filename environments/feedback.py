@@ -143,7 +143,9 @@ def render_feedback(feedback: PeriodFeedback, fmt: Literal["text", "json"] = "te
         if record.agent_choice is not None:
             lines.append(f"Assistant's answer: {record.agent_choice}")
         if record.ground_truth is not None:
-            outcome = "" if record.correct is None else (" (answered correctly)" if record.correct else " (answered wrongly)")
+            outcome = (
+                "" if record.correct is None else (" (answered correctly)" if record.correct else " (answered wrongly)")
+            )
             lines.append(f"Correct answer: {record.ground_truth}{outcome}")
         if record.memory_ref is not None:
             lines.append(f"Memory consulted: [Memory {record.memory_ref + 1}]")

@@ -32,7 +32,8 @@ async def cached_upper_bound(
         covered = {item.id for item in items} <= {entry.item_id for entry in table.entries}
         if covered and table.constrained == constrained:
             return table
-    table = await compute_upper_bound(llm, items, model=model, amemgym_compat=amemgym_compat,
-                                      constrained=constrained, seed=seed, on_entry=on_entry)
+    table = await compute_upper_bound(
+        llm, items, model=model, amemgym_compat=amemgym_compat, constrained=constrained, seed=seed, on_entry=on_entry
+    )
     write_json_atomic(path, table.model_dump(mode="json"))
     return table

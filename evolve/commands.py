@@ -41,6 +41,7 @@ def evolve_command(
         result = run_evolution(settings, run_dir=folder, hub=hub, resume=resume)
     typer.echo(f"run folder: {folder}")
     typer.echo(f"stopped: {result.stop_reason}")
+    typer.echo(f"objective: {result.objective} (selection, acceptance, tuning and pruning all used it)")
     for label, scores in (("seed", result.seed_scores), ("best", result.best_scores)):
         memory = f"{scores.memory_score:.3f}" if scores.memory_score is not None else "n/a"
         typer.echo(f"{label}: test accuracy {scores.accuracy:.3f}, memory score {memory} ({scores.n_users} users)")

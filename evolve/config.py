@@ -6,8 +6,8 @@ Validated by pydantic; any error becomes a ``UserInputError`` naming the file an
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Collection
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator

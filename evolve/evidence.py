@@ -47,7 +47,9 @@ class Evidence(BaseModel):
         return sum(len(period.records) for period in self.periods)
 
 
-def evidence_from_episodes(episodes: Sequence[EpisodeResult], items: dict[str, Item], config: FeedbackConfig) -> Evidence:
+def evidence_from_episodes(
+    episodes: Sequence[EpisodeResult], items: dict[str, Item], config: FeedbackConfig
+) -> Evidence:
     """Every period of every episode, in the configured feedback mode."""
     return evidence_from_periods([p for episode in episodes for p in episode.periods], items, config)
 
@@ -108,8 +110,10 @@ def render_evidence(evidence: Evidence, max_tokens: int, count: Callable[[str], 
                 chosen[s], costs[s] = trial, cost
     shown = sum(len(c) for c in chosen)
     users = sorted({feedback.user_id for feedback in strata})
-    header = (f"Evidence from {len(users)} user(s), {len(strata)} (user, period) pair(s): "
-              f"{shown} of {evidence.n_questions} questions shown.\n\n")
+    header = (
+        f"Evidence from {len(users)} user(s), {len(strata)} (user, period) pair(s): "
+        f"{shown} of {evidence.n_questions} questions shown.\n\n"
+    )
     blocks = [_block(_subset(feedback, c, memory_tokens)) for feedback, c in zip(strata, chosen, strict=True) if c]
     return header + "\n".join(blocks) + _omission_note(evidence, chosen, max_tokens)
 
@@ -127,5 +131,7 @@ def _omission_note(evidence: Evidence, chosen: list[list[int]], max_tokens: int)
     more = f" and {len(per_user) - MAX_USERS_NAMED} more user(s)" if len(per_user) > MAX_USERS_NAMED else ""
     outcome_known = any(r.correct is not None for feedback in evidence.periods for r in feedback.records)
     order = "failures first, " if outcome_known else ""
-    return (f"\nLeft out for the token budget ({max_tokens} tokens; chosen {order}every user and period in turn): "
-            f"{left} question(s) (per user: {counts}{more}); (user, period) pairs with none shown: {empty}.\n")
+    return (
+        f"\nLeft out for the token budget ({max_tokens} tokens; chosen {order}every user and period in turn): "
+        f"{left} question(s) (per user: {counts}{more}); (user, period) pairs with none shown: {empty}.\n"
+    )

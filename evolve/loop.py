@@ -24,6 +24,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+
 from memevo.agents.registry import agent_spec
 from memevo.environments.metrics import Scores, UserScores
 from memevo.evolve import runtime

@@ -37,12 +37,15 @@ def score_metrics(prefix: str, summary: Scores) -> dict[str, float]:
     return metrics
 
 
-def candidate_metrics(evaluator: Evaluator, users: dict[str, list[str]], candidate: Candidate,
-                      evals: dict[str, CandidateEval | None]) -> dict[str, float]:
+def candidate_metrics(
+    evaluator: Evaluator, users: dict[str, list[str]], candidate: Candidate, evals: dict[str, CandidateEval | None]
+) -> dict[str, float]:
     train = evals.get("train")
-    metrics: dict[str, float] = {"pruned": float(bool(train and train.pruned)),
-                                 "gated": float(train is None and evals.get("minibatch") is not None),
-                                 "train_users_evaluated": len(train.users) if train else 0}
+    metrics: dict[str, float] = {
+        "pruned": float(bool(train and train.pruned)),
+        "gated": float(train is None and evals.get("minibatch") is not None),
+        "train_users_evaluated": len(train.users) if train else 0,
+    }
     for label, result in evals.items():
         if result is not None:
             metrics[f"{label}_objective"] = result.score
@@ -59,14 +62,30 @@ def qa_table(evaluator: Evaluator, users: dict[str, list[str]], candidate_id: st
         for episode in evaluator.episodes(candidate_id, split, users[split]):
             for period in episode.periods:
                 for qa in period.qa:
-                    rows.append({"split": split, "user_id": qa.user_id, "period": qa.period,
-                                 "question": qa.question_index, "choice": qa.choice, "gold": qa.gold,
-                                 "correct": int(qa.correct), "format_error": int(qa.format_error)})
+                    rows.append(
+                        {
+                            "split": split,
+                            "user_id": qa.user_id,
+                            "period": qa.period,
+                            "question": qa.question_index,
+                            "choice": qa.choice,
+                            "gold": qa.gold,
+                            "correct": int(qa.correct),
+                            "format_error": int(qa.format_error),
+                        }
+                    )
     return table_csv(rows)
 
 
-def candidate_entry(evaluator: Evaluator, users: dict[str, list[str]], spec: AgentSpec, candidate: Candidate,
-                    parent: Candidate, evals: dict[str, CandidateEval | None], feedback: str) -> dict[str, Any]:
+def candidate_entry(
+    evaluator: Evaluator,
+    users: dict[str, list[str]],
+    spec: AgentSpec,
+    candidate: Candidate,
+    parent: Candidate,
+    evals: dict[str, CandidateEval | None],
+    feedback: str,
+) -> dict[str, Any]:
     artifacts = {f"prompts/{c.name}.txt": candidate.policy.prompts.get(c.name, c.default) for c in spec.components}
     artifacts["diff.patch"] = unified_diff(parent.policy.prompts, candidate.policy.prompts)
     artifacts["feedback.txt"] = feedback or "(seed: no feedback)"
@@ -76,10 +95,17 @@ def candidate_entry(evaluator: Evaluator, users: dict[str, list[str]], spec: Age
     return {
         "label": candidate.label,
         "metrics": candidate_metrics(evaluator, users, candidate, evals),
-        "params": {"candidate_id": candidate.id, "parent_id": candidate.parent_id, "origin": candidate.origin,
-                   "proposer": candidate.proposer, "other_parent_id": candidate.other_parent_id,
-                   "trial_number": candidate.trial_number, "update_every": candidate.policy.update_every,
-                   "short_term": candidate.policy.short_term, "top_k": candidate.policy.top_k},
+        "params": {
+            "candidate_id": candidate.id,
+            "parent_id": candidate.parent_id,
+            "origin": candidate.origin,
+            "proposer": candidate.proposer,
+            "other_parent_id": candidate.other_parent_id,
+            "trial_number": candidate.trial_number,
+            "update_every": candidate.policy.update_every,
+            "short_term": candidate.policy.short_term,
+            "top_k": candidate.policy.top_k,
+        },
         "artifacts": artifacts,
     }
 
@@ -108,13 +134,21 @@ def generation_metrics(outcome: GenerationOutcome, n_candidates: int, spend: Spe
 def final_metrics(result: EvolutionResult) -> dict[str, float]:
     metrics = {"test_seed_accuracy": result.seed_scores.accuracy, "test_best_accuracy": result.best_scores.accuracy}
     if result.seed_scores.memory_score is not None and result.best_scores.memory_score is not None:
-        metrics |= {"test_seed_memory_score": result.seed_scores.memory_score,
-                    "test_best_memory_score": result.best_scores.memory_score}
+        metrics |= {
+            "test_seed_memory_score": result.seed_scores.memory_score,
+            "test_best_memory_score": result.best_scores.memory_score,
+        }
     return metrics
 
 
 def history_rows(history: list[GenerationOutcome]) -> list[dict[str, Any]]:
     """The score-per-generation plot's rows."""
-    return [{"generation": o.generation, "best_train_score": max(o.train.values(), default=None),
-             "best_val_score": max(o.val.values(), default=None), "parent_val_score": o.parent_val}
-            for o in history]
+    return [
+        {
+            "generation": o.generation,
+            "best_train_score": max(o.train.values(), default=None),
+            "best_val_score": max(o.val.values(), default=None),
+            "parent_val_score": o.parent_val,
+        }
+        for o in history
+    ]

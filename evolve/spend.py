@@ -42,7 +42,9 @@ class Spend:
     def __init__(self, run_dir: Path, hub: Accounted) -> None:
         self.path = run_dir / "spend.json"
         self.before = (
-            UsageReport.model_validate_json(self.path.read_text(encoding="utf-8")) if self.path.exists() else UsageReport()
+            UsageReport.model_validate_json(self.path.read_text(encoding="utf-8"))
+            if self.path.exists()
+            else UsageReport()
         )
         self.hub = hub
         self.start = hub.accounting.report()

@@ -26,9 +26,20 @@ def episode(item: Item, wrong: set[tuple[int, int]]) -> EpisodeResult:
         for q, question in enumerate(item.qas):
             gold = question.gold_index(period.state) + 1
             choice = gold % len(question.answer_choices) + 1 if (p, q) in wrong else gold
-            records.append(QARecord(user_id=item.id, period=p, question_index=q, prompt="p", raw_reply="r",
-                                    choice=choice, gold=gold, n_choices=len(question.answer_choices),
-                                    correct=choice == gold, consulted_memory=f"notes of {item.id} p{p}: " + "x" * 400))
+            records.append(
+                QARecord(
+                    user_id=item.id,
+                    period=p,
+                    question_index=q,
+                    prompt="p",
+                    raw_reply="r",
+                    choice=choice,
+                    gold=gold,
+                    n_choices=len(question.answer_choices),
+                    correct=choice == gold,
+                    consulted_memory=f"notes of {item.id} p{p}: " + "x" * 400,
+                )
+            )
         periods.append(PeriodResult(user_id=item.id, period=p, qa=records))
     return EpisodeResult(user_id=item.id, policy_id="seed", periods=periods)
 

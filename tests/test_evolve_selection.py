@@ -71,15 +71,20 @@ def test_minibatch_gate_is_seeded_and_stops_a_worse_candidate() -> None:
 
 
 def test_delta_edits_apply_to_the_original_line_numbers() -> None:
-    text, applied = apply_edits("- a\n- b\n- c", ["REMOVE 1", "REWRITE 3: - c (new)", "ADD: - d", "REMOVE 9", "nonsense"])
+    text, applied = apply_edits(
+        "- a\n- b\n- c", ["REMOVE 1", "REWRITE 3: - c (new)", "ADD: - d", "REMOVE 9", "nonsense"]
+    )
     assert text == "- b\n- c (new)\n- d"
     assert applied == ["REMOVE 1", "REWRITE 3: - c (new)", "ADD: - d"]
 
 
-@pytest.mark.parametrize(("parent", "other", "ancestor", "merged"), [
-    ("- a\n- b", "- a", "- a", "- a\n- b"),  # only the parent changed
-    ("- a", "- a\n- c", "- a", "- a\n- c"),  # only the other changed
-    ("- a\n- b", "- a\n- c", "- a", "- a\n- b\n- c"),  # both changed: the other's new lines appended
-])
+@pytest.mark.parametrize(
+    ("parent", "other", "ancestor", "merged"),
+    [
+        ("- a\n- b", "- a", "- a", "- a\n- b"),  # only the parent changed
+        ("- a", "- a\n- c", "- a", "- a\n- c"),  # only the other changed
+        ("- a\n- b", "- a\n- c", "- a", "- a\n- b\n- c"),  # both changed: the other's new lines appended
+    ],
+)
 def test_merge_takes_the_changed_side(parent: str, other: str, ancestor: str, merged: str) -> None:
     assert merge_text(parent, other, ancestor) == merged

@@ -24,8 +24,13 @@ from tests.test_evolve_loop import SEED_TYPES, CrashingBackend, Killed, _compara
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
 
 ALL_STRATEGIES = {
-    "strategy": {"proposers": ["reflection", "delta", "merge"], "parents": "pareto", "acceptance": "paired",
-                 "confidence": 0.6, "minibatch": 1},
+    "strategy": {
+        "proposers": ["reflection", "delta", "merge"],
+        "parents": "pareto",
+        "acceptance": "paired",
+        "confidence": 0.6,
+        "minibatch": 1,
+    },
     "episode": {"rounds_init": 1, "rounds_update": 1, "user_concurrency": 1, "candidate_concurrency": 1},
     "budget": {"generations": 3, "candidates": 3},
 }
@@ -34,7 +39,9 @@ ALL_STRATEGIES = {
 def test_one_objective_reaches_selection_tuner_and_result(tmp_path: Path) -> None:
     result, _ = evolve(tmp_path, "memory", budget={"generations": 1})
     assert result.objective == "memory_score"
-    seed_val = CandidateEval.model_validate_json((tmp_path / "memory" / "evals" / result.seed.id / "val.json").read_text())
+    seed_val = CandidateEval.model_validate_json(
+        (tmp_path / "memory" / "evals" / result.seed.id / "val.json").read_text()
+    )
     assert seed_val.objective == "memory_score"
     cells = [m for user in seed_val.users for m in user.period_memory if m is not None]
     assert result.history[0].val[result.seed.id] == pytest.approx(sum(cells) / len(cells))
@@ -46,19 +53,31 @@ def test_one_objective_reaches_selection_tuner_and_result(tmp_path: Path) -> Non
     accuracy, _ = evolve(tmp_path, "accuracy", budget={"generations": 1}, objective="accuracy")
     assert accuracy.objective == "accuracy"
     assert accuracy.history[0].val[accuracy.seed.id] == pytest.approx(
-        CandidateEval.model_validate_json(
-            (tmp_path / "accuracy" / "evals" / accuracy.seed.id / "val.json").read_text()).users[0].accuracy / 2
+        CandidateEval.model_validate_json((tmp_path / "accuracy" / "evals" / accuracy.seed.id / "val.json").read_text())
+        .users[0]
+        .accuracy
+        / 2
         + CandidateEval.model_validate_json(
-            (tmp_path / "accuracy" / "evals" / accuracy.seed.id / "val.json").read_text()).users[1].accuracy / 2)
+            (tmp_path / "accuracy" / "evals" / accuracy.seed.id / "val.json").read_text()
+        )
+        .users[1]
+        .accuracy
+        / 2
+    )
 
 
 def test_minibatch_gate_stops_a_dominated_proposal_before_its_full_evaluation(tmp_path: Path) -> None:
     world = category_world(6, 3)
-    options: dict[str, Any] = {"budget": {"generations": 1, "candidates": 2}, "split": {"train": 3, "val": 1, "test": 2}}
-    gated, gated_backend = evolve(tmp_path, "gated", CategoryBackend(world, proposer_mode="forget"),
-                                  strategy={"minibatch": 1}, **options)
-    open_, open_backend = evolve(tmp_path, "open", CategoryBackend(world, proposer_mode="forget"),
-                                 optuna={"pruner": "none"}, **options)
+    options: dict[str, Any] = {
+        "budget": {"generations": 1, "candidates": 2},
+        "split": {"train": 3, "val": 1, "test": 2},
+    }
+    gated, gated_backend = evolve(
+        tmp_path, "gated", CategoryBackend(world, proposer_mode="forget"), strategy={"minibatch": 1}, **options
+    )
+    open_, open_backend = evolve(
+        tmp_path, "open", CategoryBackend(world, proposer_mode="forget"), optuna={"pruner": "none"}, **options
+    )
     generation = gated.history[1]
     assert generation.gated and set(generation.gated) == set(generation.train) | set(generation.gated)
     for candidate_id in generation.gated:
@@ -72,21 +91,42 @@ def test_minibatch_gate_stops_a_dominated_proposal_before_its_full_evaluation(tm
 
 def test_merge_combines_two_pool_candidates() -> None:
     seed = Candidate(policy=MemoryPolicy(kind="awi", prompts={"memory_types": SEED_TYPES}))
-    one = Candidate(policy=seed.policy.with_prompts(memory_types=SEED_TYPES + "\n- instrument"), parent_id=seed.id,
-                    generation=1)
-    two = Candidate(policy=seed.policy.with_prompts(memory_types=SEED_TYPES + "\n- genre"), parent_id=seed.id,
-                    generation=1, index=1)
-    val = {seed.id: {("u", 0): 0.0, ("u", 1): 0.0}, one.id: {("u", 0): 1.0, ("u", 1): 0.0},
-           two.id: {("u", 0): 0.0, ("u", 1): 1.0}}
-    context = ProposalContext(generation=2, parent=one, evidence="", components=[MEMORY_TYPES_COMPONENT], task="t",
-                              bounds=LengthBounds(), pool=(seed, one, two), val_instances=val,
-                              lineage={c.id: c for c in (seed, one, two)})
+    one = Candidate(
+        policy=seed.policy.with_prompts(memory_types=SEED_TYPES + "\n- instrument"), parent_id=seed.id, generation=1
+    )
+    two = Candidate(
+        policy=seed.policy.with_prompts(memory_types=SEED_TYPES + "\n- genre"), parent_id=seed.id, generation=1, index=1
+    )
+    val = {
+        seed.id: {("u", 0): 0.0, ("u", 1): 0.0},
+        one.id: {("u", 0): 1.0, ("u", 1): 0.0},
+        two.id: {("u", 0): 0.0, ("u", 1): 1.0},
+    }
+    context = ProposalContext(
+        generation=2,
+        parent=one,
+        evidence="",
+        components=[MEMORY_TYPES_COMPONENT],
+        task="t",
+        bounds=LengthBounds(),
+        pool=(seed, one, two),
+        val_instances=val,
+        lineage={c.id: c for c in (seed, one, two)},
+    )
     merge = make_proposer("merge", ProposerSettings(lm=None))
     (variant,), stats = _run(merge.propose(context, 2))
     assert variant.prompts["memory_types"] == SEED_TYPES + "\n- instrument\n- genre"
     assert variant.other_parent_id == two.id and stats.accepted == 1
-    alone = ProposalContext(generation=2, parent=seed, evidence="", components=[MEMORY_TYPES_COMPONENT], task="t",
-                            bounds=LengthBounds(), pool=(seed,), val_instances=val)
+    alone = ProposalContext(
+        generation=2,
+        parent=seed,
+        evidence="",
+        components=[MEMORY_TYPES_COMPONENT],
+        task="t",
+        bounds=LengthBounds(),
+        pool=(seed,),
+        val_instances=val,
+    )
     assert _run(merge.propose(alone, 1))[0] == []
 
 
@@ -100,8 +140,10 @@ def test_all_strategies_together_improve_and_record_their_origin(tmp_path: Path)
     world = category_world(6, 3)
     result, _ = evolve(tmp_path, "all", CategoryBackend(world, proposer_mode="step"), **ALL_STRATEGIES)
     assert result.best_scores.accuracy > result.seed_scores.accuracy
-    plans = [GenerationPlan.model_validate_json(path.read_text())
-             for path in sorted((tmp_path / "all" / "generations").glob("gen_*/plan.json"))]
+    plans = [
+        GenerationPlan.model_validate_json(path.read_text())
+        for path in sorted((tmp_path / "all" / "generations").glob("gen_*/plan.json"))
+    ]
     proposers = {c.proposer for plan in plans for c in plan.candidates}
     assert {"reflection", "delta"} <= proposers
     merges = [c for plan in plans for c in plan.candidates if c.proposer == "merge"]
@@ -116,14 +158,14 @@ def test_every_strategy_resumes_after_a_kill_to_the_identical_result(tmp_path: P
     crash_at = int(len(full_backend.calls) * fraction)
     with pytest.raises(Killed):
         evolve(tmp_path, "killed", CrashingBackend(world, proposer_mode="step", crash_after=crash_at), **ALL_STRATEGIES)
-    resumed, _ = evolve(tmp_path, "killed", CategoryBackend(world, proposer_mode="step"), resume=True,
-                        **ALL_STRATEGIES)
+    resumed, _ = evolve(tmp_path, "killed", CategoryBackend(world, proposer_mode="step"), resume=True, **ALL_STRATEGIES)
     assert _comparable(resumed) == _comparable(whole)
     assert resumed.usage == whole.usage  # one user and one candidate at a time: the same spend too
     for generation in range(len(whole.history)):
         spend = tmp_path / "killed" / "generations" / f"gen_{generation:03d}" / "spend.json"
         assert json.loads(spend.read_text()) == json.loads(
-            (tmp_path / "whole" / "generations" / f"gen_{generation:03d}" / "spend.json").read_text())
+            (tmp_path / "whole" / "generations" / f"gen_{generation:03d}" / "spend.json").read_text()
+        )
 
 
 def test_pareto_with_one_validation_user_from_a_fraction_fails_before_the_run_folder(tmp_path: Path) -> None:

@@ -45,5 +45,13 @@ def make_proposer(name: str, settings: ProposerSettings) -> Proposer:
     return cls(settings)
 
 
-__all__ = ["ProposalContext", "Proposer", "ProposerSettings", "Variant", "make_proposer", "propose_all",
-           "proposer_names", "register_proposer"]
+__all__ = [
+    "ProposalContext",
+    "Proposer",
+    "ProposerSettings",
+    "Variant",
+    "make_proposer",
+    "propose_all",
+    "proposer_names",
+    "register_proposer",
+]

@@ -56,8 +56,9 @@ class Proposer(Protocol):
     async def propose(self, context: ProposalContext, n: int) -> tuple[list[Variant], ProposalStats]: ...
 
 
-def checked(spec: ComponentSpec, text: str | None, current: str, bounds: LengthBounds,
-            stats: ProposalStats) -> tuple[str | None, list[str]]:
+def checked(
+    spec: ComponentSpec, text: str | None, current: str, bounds: LengthBounds, stats: ProposalStats
+) -> tuple[str | None, list[str]]:
     """The validated (possibly repaired) text, or None; the verdict is counted in ``stats``."""
     verdict = validate_proposal(spec, text, current, bounds)
     stats.count(verdict)
@@ -69,7 +70,9 @@ def shares(k: int, n: int) -> list[int]:
     return [k // n + (index < k % n) for index in range(n)]
 
 
-async def propose_all(proposers: Sequence[Proposer], context: ProposalContext, k: int) -> tuple[list[Variant], ProposalStats]:
+async def propose_all(
+    proposers: Sequence[Proposer], context: ProposalContext, k: int
+) -> tuple[list[Variant], ProposalStats]:
     """Up to ``k`` variants from the proposers in turn, and the counts of all their proposals."""
     stats = ProposalStats()
     variants: list[Variant] = []

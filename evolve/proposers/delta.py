@@ -59,10 +59,17 @@ class DeltaProposer:
         self.caller = DSPyCaller(settings.lm, settings.adapter)
         self.edit = dspy.Predict(EditRules)
 
-    async def _edits(self, spec: ComponentSpec, current: str, context: ProposalContext, sample: int) -> list[str] | None:
+    async def _edits(
+        self, spec: ComponentSpec, current: str, context: ProposalContext, sample: int
+    ) -> list[str] | None:
         async def run(config: dict[str, Any]) -> Any:
-            return await self.edit.acall(task=context.task, component=f"{spec.name}: {spec.description}",
-                                         numbered_lines=numbered(current), feedback=context.evidence, config=config)
+            return await self.edit.acall(
+                task=context.task,
+                component=f"{spec.name}: {spec.description}",
+                numbered_lines=numbered(current),
+                feedback=context.evidence,
+                config=config,
+            )
 
         result, error = await self.caller.call(spec.name, run, sample)
         return None if error is not None else as_changes(result.edits)

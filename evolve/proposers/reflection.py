@@ -53,8 +53,9 @@ class DSPyCaller:
         self.lm = lm
         self.adapter = dspy.JSONAdapter() if adapter == "json" else dspy.ChatAdapter()
 
-    async def call(self, name: str, run: Callable[[dict[str, Any]], Awaitable[Any]],
-                   sample: int) -> tuple[Any, str | None]:
+    async def call(
+        self, name: str, run: Callable[[dict[str, Any]], Awaitable[Any]], sample: int
+    ) -> tuple[Any, str | None]:
         """``run(config)`` under this LM; samples 1.. use temperature 1 and distinct rollout ids."""
         config = {"rollout_id": sample, "temperature": 1.0} if sample else {}
         try:
@@ -79,18 +80,29 @@ class ReflectionProposer:
 
     async def _one(self, spec: ComponentSpec, current: str, feedback: str, task: str, sample: int) -> Proposal:
         if is_section(spec):
+
             async def run(config: dict[str, Any]) -> Any:
-                return await self.rewrite_types.acall(task=task, current_types=current, feedback=feedback, config=config)
+                return await self.rewrite_types.acall(
+                    task=task, current_types=current, feedback=feedback, config=config
+                )
         else:
+
             async def run(config: dict[str, Any]) -> Any:
-                return await self.rewrite_prompt.acall(task=task, component=f"{spec.name}: {spec.description}",
-                                                       current_text=current, feedback=feedback, config=config)
+                return await self.rewrite_prompt.acall(
+                    task=task,
+                    component=f"{spec.name}: {spec.description}",
+                    current_text=current,
+                    feedback=feedback,
+                    config=config,
+                )
+
         result, error = await self.caller.call(spec.name, run, sample)
         if error is not None:
             return Proposal(component=spec.name, error=error)
         text = result.new_types if is_section(spec) else result.new_text
-        return Proposal(component=spec.name, text=str(text) if text is not None else None,
-                        changes=as_changes(result.changes))
+        return Proposal(
+            component=spec.name, text=str(text) if text is not None else None, changes=as_changes(result.changes)
+        )
 
     async def rewrites(self, spec: ComponentSpec, current: str, feedback: str, task: str, n: int) -> list[Proposal]:
         """``n`` raw proposals for one component."""

@@ -29,5 +29,14 @@ def make_acceptance(name: str, confidence: float, min_effect: float) -> Acceptan
     return acceptance
 
 
-__all__ = ["Acceptance", "Decision", "MinibatchGate", "ParentSelector", "acceptance_names", "best_of",
-           "make_acceptance", "make_parent_selector", "parent_selector_names"]
+__all__ = [
+    "Acceptance",
+    "Decision",
+    "MinibatchGate",
+    "ParentSelector",
+    "acceptance_names",
+    "best_of",
+    "make_acceptance",
+    "make_parent_selector",
+    "parent_selector_names",
+]

@@ -52,4 +52,6 @@ class PairedAcceptance:
             return Decision(accepted=accepted, reason=f"constant gain {mean_gain:+.3f} on {len(gains)} instances")
         p_value = float(stats.ttest_1samp(gains, popmean=self.min_effect, alternative="greater").pvalue)
         accepted = p_value < 1 - self.confidence
-        return Decision(accepted=accepted, reason=f"mean gain {mean_gain:+.3f} on {len(gains)} instances, p={p_value:.3f}")
+        return Decision(
+            accepted=accepted, reason=f"mean gain {mean_gain:+.3f} on {len(gains)} instances, p={p_value:.3f}"
+        )
