@@ -125,7 +125,8 @@ def run_arm(workdir: Path, seed: int, arm: str, noise: float, generations: int) 
         for path in sorted((run_dir / "generations").glob("gen_*/plan.json"))
     ]
     known = {result.seed.id: result.seed} | {c.id: c for plan in plans for c in plan.candidates}
-    accepted = [known[i] for outcome in result.history[1:] for i in outcome.accepted_ids]
+    by_generation = {(plan.generation, c.id): c for plan in plans for c in plan.candidates}
+    accepted = [by_generation[o.generation, i] for o in result.history[1:] for i in o.accepted_ids]
     needed = (
         {result.best.id, result.seed.id} | {c.id for c in accepted} | {c.parent_id for c in accepted if c.parent_id}
     )

@@ -104,6 +104,8 @@ class OuterLoop(runtime.RunBase):
     def _admit(self, candidate_ids: list[str]) -> None:
         """Add accepted candidates to the pool with their validation values (also when resuming)."""
         for candidate_id in candidate_ids:
+            if candidate_id in self.val_instances:
+                continue
             val = self.evaluator.finished(candidate_id, "val")
             assert val is not None, f"accepted candidate {candidate_id} has no validation result"
             self.pool.append(self.candidates[candidate_id])
@@ -168,7 +170,7 @@ class OuterLoop(runtime.RunBase):
         variants, stats = await propose_all(self.proposers, context, self.config.budget.candidates)
         self.tuner.begin_generation(generation)
         candidates: list[Candidate] = []
-        seen = {parent.id}
+        seen = set(self.candidates)  # a policy proposed again (an ancestor, an earlier proposal) wastes a slot
         for variant in variants:
             if not variant.prompts and not self.config.hyperparameters:
                 continue
