@@ -71,7 +71,7 @@ class DeltaProposer:
                 config=config,
             )
 
-        result, error = await self.caller.call(spec.name, run, sample)
+        result, error = await self.caller.call(spec.name, run, sample, context.generation)
         return None if error is not None else as_changes(result.edits)
 
     async def propose(self, context: ProposalContext, n: int) -> tuple[list[Variant], ProposalStats]:

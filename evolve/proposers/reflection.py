@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from memevo.evolve.proposers import ProposerSettings
 
 log = logging.getLogger(__name__)
+ROLLOUTS_PER_GENERATION = 100
 
 
 class Proposal(BaseModel):
@@ -54,10 +55,12 @@ class DSPyCaller:
         self.adapter = dspy.JSONAdapter() if adapter == "json" else dspy.ChatAdapter()
 
     async def call(
-        self, name: str, run: Callable[[dict[str, Any]], Awaitable[Any]], sample: int
+        self, name: str, run: Callable[[dict[str, Any]], Awaitable[Any]], sample: int, generation: int = 0
     ) -> tuple[Any, str | None]:
-        """``run(config)`` under this LM; samples 1.. use temperature 1 and distinct rollout ids."""
-        config = {"rollout_id": sample, "temperature": 1.0} if sample else {}
+        """``run(config)`` under this LM. Sample 0 is the LM's default (greedy) answer; samples 1.. use
+        temperature 1 and rollout ids distinct per generation, so a generation that proposes from the
+        same parent and evidence as the one before it draws new samples instead of cached repeats."""
+        config = {"rollout_id": generation * ROLLOUTS_PER_GENERATION + sample, "temperature": 1.0} if sample else {}
         try:
             with dspy.context(lm=self.lm, adapter=self.adapter):
                 return await run(config), None
@@ -78,7 +81,9 @@ class ReflectionProposer:
         self.rewrite_prompt = dspy.Predict(RewritePrompt)
         self.rewrite_types = dspy.Predict(RewriteTypes)
 
-    async def _one(self, spec: ComponentSpec, current: str, feedback: str, task: str, sample: int) -> Proposal:
+    async def _one(
+        self, spec: ComponentSpec, current: str, feedback: str, task: str, sample: int, generation: int
+    ) -> Proposal:
         if is_section(spec):
 
             async def run(config: dict[str, Any]) -> Any:
@@ -96,7 +101,7 @@ class ReflectionProposer:
                     config=config,
                 )
 
-        result, error = await self.caller.call(spec.name, run, sample)
+        result, error = await self.caller.call(spec.name, run, sample, generation)
         if error is not None:
             return Proposal(component=spec.name, error=error)
         text = result.new_types if is_section(spec) else result.new_text
@@ -104,16 +109,20 @@ class ReflectionProposer:
             component=spec.name, text=str(text) if text is not None else None, changes=as_changes(result.changes)
         )
 
-    async def rewrites(self, spec: ComponentSpec, current: str, feedback: str, task: str, n: int) -> list[Proposal]:
+    async def rewrites(
+        self, spec: ComponentSpec, current: str, feedback: str, task: str, n: int, generation: int = 0
+    ) -> list[Proposal]:
         """``n`` raw proposals for one component."""
-        return list(await asyncio.gather(*(self._one(spec, current, feedback, task, i) for i in range(n))))
+        samples = (self._one(spec, current, feedback, task, i, generation) for i in range(n))
+        return list(await asyncio.gather(*samples))
 
     async def propose(self, context: ProposalContext, n: int) -> tuple[list[Variant], ProposalStats]:
         stats = ProposalStats()
         variants = [Variant(prompts={}, proposer=self.name) for _ in range(n)]
         for spec in context.components:
             current = context.current(spec)
-            for index, proposal in enumerate(await self.rewrites(spec, current, context.evidence, context.task, n)):
+            proposals = await self.rewrites(spec, current, context.evidence, context.task, n, context.generation)
+            for index, proposal in enumerate(proposals):
                 text, repairs = checked(spec, proposal.text, current, context.bounds, stats)
                 if text is None:
                     log.info("gen %d reflection proposal %d for %s rejected", context.generation, index, spec.name)

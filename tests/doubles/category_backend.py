@@ -25,8 +25,10 @@ prose; ``drop_placeholders`` returns a whole prompt without its placeholders and
 plus an unknown ``{bogus}`` placeholder. Asked for line edits (the delta proposer's ``edits`` field)
 it returns the same change as ``ADD:``/``REMOVE n`` edits.
 
-``answer_noise`` p: with probability p an answer is a uniformly drawn option instead of the informed
-one, decided by a hash of (seed, prompt), so a rerun (or a resumed run) sees the same noise.
+``answer_noise`` p: with probability p an agent's answer is a uniformly drawn option instead of the
+informed one, decided by a hash of (seed, prompt, notes), so a rerun (or a resumed run) sees the same
+noise. Upper-bound answers stay exact: one table serves every candidate, so its noise would not be
+selection noise.
 """
 
 from __future__ import annotations
@@ -165,7 +167,7 @@ class CategoryBackend(ScriptedLLM):
         target = [known.get(key) for key in question.required_info]
         choice = next((i + 1 for i, c in enumerate(question.answer_choices) if c.state == target), 1)
         draw = _unit(f"noise|{self.seed}|{prompt}|{messages[0]['content']}")
-        if draw < self.answer_noise:
+        if block is None and draw < self.answer_noise:  # the agent's answers; the upper bound stays exact
             choice = 1 + int(_unit(f"pick|{self.seed}|{prompt}") * len(question.answer_choices))
         return f'```json\n{{"answer": {choice}}}\n```'
 
