@@ -159,7 +159,7 @@ def main() -> None:
             print(f"seed {seed} done", file=sys.stderr)
     print(
         f"{args.seeds} seeds, answer noise {args.noise}, {args.generations} generations x 3 candidates, "
-        "train/val/test users 3/3/4; means over seeds (sd)\n"
+        f"train/val/test users 3/{args.val_users}/4; means over seeds (sd)\n"
     )
     print(
         "| arm | best test memory score (noise-free) | agent calls to reach it | agent calls in all "
