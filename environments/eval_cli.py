@@ -29,23 +29,22 @@ from memevo.agents.llm.protocol import ChatClient, LLMError
 from memevo.agents.registry import build_agent
 from memevo.environments.data.io import load_items
 from memevo.environments.data.models import Item
+from memevo.environments.metrics._items import item_lookup, item_of
 from memevo.environments.metrics import (
     UPPER_BOUND_FILE,
     Scores,
     UpperBoundTable,
     UserScores,
+    compute_upper_bound,
     random_baseline,
     score_episodes,
     user_scores,
 )
-from memevo.environments.metrics._items import item_lookup, item_of
 from memevo.environments.plots import plot_periods
 from memevo.environments.records import EpisodeResult
 from memevo.environments.runner import EpisodeConfig, run_episodes
 from memevo.environments.simulators.base import UserSimulator
-from memevo.environments.simulators.factory import make_simulator
 from memevo.environments.store import RunStore, write_json_atomic
-from memevo.environments.upper_bound_cache import cached_upper_bound
 
 QUESTION_COLUMNS = ("user_id", "period", "question_index", "choice", "gold", "n_choices", "correct", "format_error",
                     "random_fallback", "random_baseline", "upper_bound", "probe_correct")
@@ -142,11 +141,7 @@ async def evaluate(
     """Run (or resume) the episodes into ``out/run``, compute the upper bound if asked, and score."""
     upper_bound = None
     if upper_bound_llm is not None:
-        with tqdm(desc="upper bound", unit="call", disable=not progress) as bar:
-            upper_bound = await cached_upper_bound(
-                upper_bound_llm, items, out / UPPER_BOUND_FILE, amemgym_compat=config.amemgym_compat,
-                constrained=config.constrained_answers, seed=config.seed, on_entry=lambda _: bar.update(1),
-            )
+        upper_bound = await _upper_bound(upper_bound_llm, items, config, out / UPPER_BOUND_FILE, progress)
     total = sum(len(item.periods) for item in items)
     with tqdm(total=total, desc="periods", unit="period", disable=not progress) as bar:
         sessions = simulator if replay_from is None else RunStore(replay_from / "run")
@@ -158,6 +153,34 @@ async def evaluate(
         user_scores=user_scores(episodes, items, upper_bound),
         upper_bound=upper_bound,
     )
+
+
+async def _upper_bound(llm: ChatClient, items: Sequence[Item], config: EpisodeConfig, path: Path,
+                       progress: bool) -> UpperBoundTable:
+    """The stored table when it covers these items under the same decoding, else a fresh one (saved for
+    the next resume)."""
+    if path.exists():
+        table = UpperBoundTable.model_validate_json(path.read_text(encoding="utf-8"))
+        covered = {item.id for item in items} <= {entry.item_id for entry in table.entries}
+        if covered and table.constrained == config.constrained_answers:
+            return table
+    with tqdm(desc="upper bound", unit="call", disable=not progress) as bar:
+        table = await compute_upper_bound(llm, items, amemgym_compat=config.amemgym_compat,
+                                          constrained=config.constrained_answers, seed=config.seed,
+                                          on_entry=lambda _: bar.update(1))
+    write_json_atomic(path, table.model_dump(mode="json"))
+    return table
+
+
+def _make_simulator(kind: SimulatorKind, llm: ChatClient, seed: int) -> UserSimulator:
+    # Imported here: only the chosen simulator's module is needed.
+    if kind is SimulatorKind.template:
+        from memevo.environments.simulators.template import TemplateUserSimulator
+
+        return TemplateUserSimulator(seed=seed)
+    from memevo.environments.simulators.llm import LLMUserSimulator
+
+    return LLMUserSimulator(llm, seed=seed)
 
 
 def _prepare_out(out: Path, resume: bool) -> None:
@@ -206,7 +229,7 @@ def eval_command(
             llm = hub.client(policy.llm)
             try:
                 outcome = await evaluate(
-                    lambda: build_agent(policy, llm), items, make_simulator(simulator.value, seed, llm), config, out,
+                    lambda: build_agent(policy, llm), items, _make_simulator(simulator, llm, seed), config, out,
                     upper_bound_llm=llm if upper_bound else None, replay_from=off_policy,
                 )
             except LLMError as error:
