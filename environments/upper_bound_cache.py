@@ -1,7 +1,8 @@
 """The upper-bound table of a run folder: read back when it still fits, computed and saved when not.
 
-``memevo eval`` and ``memevo evolve`` both go through here, so a table is computed once per folder and
-reused only for the same items under the same answer decoding.
+``memevo evolve`` goes through here, so a table is computed once per run folder and reused only for the
+same items under the same answer decoding; ``memevo eval``'s own copy (changed on main since this branch
+began: prompt digests, a no-memory table) is meant to move here when the branches meet.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The one place that builds a user simulator by name, for ``memevo eval`` and ``memevo evolve`` alike."""
+"""Builds a user simulator by name: ``memevo evolve`` uses it, and ``memevo eval``'s own copy (changed on main
+since this branch began) is meant to move here when the branches meet."""
 
 from __future__ import annotations
 
