@@ -49,6 +49,7 @@ def config(data: Path, url: str, **overrides: Any) -> Any:
         "llm": {"proposer": llm},
         "tracking": {"enabled": False},
         "upper_bound": False,
+        "objective": "accuracy",
         "optuna": {"n_startup_trials": 1},
     }
     for key, value in overrides.items():

@@ -42,8 +42,6 @@ from memevo.environments.metrics import (
     Scores,
     UpperBoundTable,
     UserScores,
-    compute_no_memory,
-    compute_upper_bound,
     random_baseline,
     score_episodes,
     user_scores,
@@ -52,7 +50,6 @@ from memevo.environments.metrics._items import item_lookup, item_of
 from memevo.environments.metrics.upper_bound import needed_states
 from memevo.environments.plots import plot_periods
 from memevo.environments.progress import configure_terminal, phase
-from memevo.environments.qa import prompts_digest
 from memevo.environments.records import EpisodeResult
 from memevo.environments.rundir import (
     INPUTS_FILE,
@@ -65,7 +62,9 @@ from memevo.environments.rundir import (
 from memevo.environments.runner import EpisodeConfig, run_episodes
 from memevo.environments.score_text import scores_line
 from memevo.environments.simulators.base import UserSimulator
+from memevo.environments.simulators.factory import make_simulator
 from memevo.environments.store import RunStore, write_json_atomic
+from memevo.environments.table_cache import cached_no_memory, cached_upper_bound
 
 QUESTION_COLUMNS = ("user_id", "period", "question_index", "choice", "gold", "n_choices", "correct", "format_error",
                     "random_fallback", "random_baseline", "upper_bound", "no_memory_correct", "probe_correct",
@@ -191,54 +190,16 @@ async def evaluate(
     )
 
 
-def _same_decoding(table: UpperBoundTable | NoMemoryTable, config: EpisodeConfig) -> bool:
-    """Whether a stored table was asked the way this run asks (schema or free, same prompt texts)."""
-    return table.constrained == config.constrained_answers and table.prompts == prompts_digest(config.question_prompts)
-
-
 async def _upper_bound(llm: ChatClient, items: Sequence[Item], config: EpisodeConfig, path: Path,
                        progress: bool) -> UpperBoundTable:
-    """The stored table when it covers these items under the same decoding, else a fresh one (saved for
-    the next resume)."""
-    if path.exists():
-        table = UpperBoundTable.model_validate_json(path.read_text(encoding="utf-8"))
-        covered = {item.id for item in items} <= {entry.item_id for entry in table.entries}
-        if covered and _same_decoding(table, config):
-            return table
     with phase("upper bound", sum(len(needed_states(item)) for item in items), "call", enabled=progress) as bar:
-        table = await compute_upper_bound(llm, items, amemgym_compat=config.amemgym_compat,
-                                          constrained=config.constrained_answers, seed=config.seed,
-                                          prompts=config.question_prompts, on_entry=lambda _: bar.advance())
-    write_json_atomic(path, table.model_dump(mode="json"))
-    return table
+        return await cached_upper_bound(llm, items, path, config, on_entry=lambda _: bar.advance())
 
 
 async def _no_memory(llm: ChatClient, items: Sequence[Item], config: EpisodeConfig, path: Path,
                      progress: bool) -> NoMemoryTable:
-    """The stored no-memory table when it covers these items under the same decoding, else a fresh one."""
-    if path.exists():
-        table = NoMemoryTable.model_validate_json(path.read_text(encoding="utf-8"))
-        if table.covers(items) and _same_decoding(table, config):
-            return table
     with phase("no-memory baseline", sum(len(item.qas) for item in items), "call", enabled=progress) as bar:
-        table = await compute_no_memory(llm, items, amemgym_compat=config.amemgym_compat,
-                                        constrained=config.constrained_answers, seed=config.seed,
-                                        prompts=config.question_prompts, on_entry=lambda _: bar.advance())
-    write_json_atomic(path, table.model_dump(mode="json"))
-    return table
-
-
-def _make_simulator(kind: SimulatorKind, llm: ChatClient, seed: int, amemgym_compat: bool,
-                    template: str | None = None) -> UserSimulator:
-    # Imported here: only the chosen simulator's module is needed.
-    if kind is SimulatorKind.template:
-        from memevo.environments.simulators.template import TemplateUserSimulator
-
-        return TemplateUserSimulator(seed=seed)
-    from memevo.environments.simulators.llm import LLMUserSimulator
-
-    return LLMUserSimulator(llm, seed=seed, current_date="period_end" if amemgym_compat else "session",
-                            template=template)
+        return await cached_no_memory(llm, items, path, config, on_entry=lambda _: bar.advance())
 
 
 def _prepare_out(out: Path, resume: bool) -> None:
@@ -316,8 +277,8 @@ def eval_command(
             hub.accounting = UsageLedger(out / LEDGER_FILE)  # before any client: every gateway counts into it
             llm = hub.client(policy.llm)
             try:
-                simulate = _make_simulator(simulator, hub.client(simulator_llm), seed, compat,
-                                           None if prompts is None else prompts.simulator)
+                simulate = make_simulator(simulator.value, seed, hub.client(simulator_llm), amemgym_compat=compat,
+                                          template=None if prompts is None else prompts.simulator)
                 outcome = await evaluate(
                     lambda: _agent(policy, llm, prompts), items, simulate, config, out,
                     upper_bound_llm=llm if upper_bound else None, no_memory_llm=llm if no_memory_baseline else None,

@@ -51,11 +51,14 @@ class FeedbackRecord(BaseModel):
     """What the proposer sees about one question."""
 
     question: str
+    question_index: int | None = None
     choices: list[str] | None = None
     """``"(A) text"`` lines; only in complete mode."""
     agent_choice: str | None = None
     """The chosen letter; ``"none (unreadable reply)"`` after a format error; only in complete mode."""
     ground_truth: str | None = None
+    correct: bool | None = None
+    """Whether the chosen letter was the ground truth; only where the ground truth is shown."""
     memory_ref: int | None = None
     """Index into ``PeriodFeedback.memories`` of the memory the agent consulted."""
 
@@ -81,12 +84,14 @@ def _chosen_letter(record: QARecord, bug: bool) -> str:
 def _record(record: QARecord, item: Item, config: FeedbackConfig, memory_ref: int) -> FeedbackRecord:
     question = item.qas[record.question_index]
     if config.mode is FeedbackMode.question_only:
-        return FeedbackRecord(question=question.query, memory_ref=memory_ref)
+        return FeedbackRecord(question=question.query, question_index=record.question_index, memory_ref=memory_ref)
     return FeedbackRecord(
         question=question.query,
+        question_index=record.question_index,
         choices=[f"({letter(i)}) {choice.answer}" for i, choice in enumerate(question.answer_choices)],
         agent_choice=_chosen_letter(record, config.amemgym_letter_bug),
         ground_truth=letter(record.gold - 1) if config.with_ground_truth else None,
+        correct=record.correct if config.with_ground_truth else None,
         memory_ref=memory_ref,
     )
 
@@ -132,12 +137,16 @@ def render_feedback(feedback: PeriodFeedback, fmt: Literal["text", "json"] = "te
     for number, text in enumerate(feedback.memories, start=1):
         lines += [f"[Memory {number}]", text or "(empty)", ""]
     for number, record in enumerate(feedback.records, start=1):
-        lines.append(f"Question {number}: {record.question}")
+        shown = number if record.question_index is None else record.question_index + 1
+        lines.append(f"Question {shown}: {record.question}")
         lines += record.choices or []
         if record.agent_choice is not None:
             lines.append(f"Assistant's answer: {record.agent_choice}")
         if record.ground_truth is not None:
-            lines.append(f"Correct answer: {record.ground_truth}")
+            outcome = (
+                "" if record.correct is None else (" (answered correctly)" if record.correct else " (answered wrongly)")
+            )
+            lines.append(f"Correct answer: {record.ground_truth}{outcome}")
         if record.memory_ref is not None:
             lines.append(f"Memory consulted: [Memory {record.memory_ref + 1}]")
         lines.append("")

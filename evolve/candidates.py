@@ -26,6 +26,8 @@ class Candidate(BaseModel):
     index: int = Field(0, description="Position within its generation.")
     changes: list[str] = Field(default_factory=list, description="The proposer's summary of what it changed.")
     trial_number: int | None = Field(None, description="Optuna trial that set its hyperparameters.")
+    proposer: str | None = Field(None, description="The proposer that wrote its prompts (None: seed or tuning).")
+    other_parent_id: str | None = Field(None, description="The second parent of a merge.")
 
     @property
     def id(self) -> str:

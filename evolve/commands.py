@@ -44,6 +44,7 @@ def evolve_command(
         result = run_evolution(settings, run_dir=folder, hub=hub, resume=resume)
     typer.echo(f"run folder: {folder}")
     typer.echo(f"stopped: {result.stop_reason}")
+    typer.echo(f"objective: {result.objective} (selection, acceptance, tuning and pruning all used it)")
     typer.echo(f"on the held-out test users (memory score: {MEMORY_SCORE_SCALE}):")
     for label, scores in ((f"seed {result.seed.id[:8]}", result.seed_scores), (f"best {result.best.id[:8]}", result.best_scores)):
         typer.echo(f"  {label}: {scores_line(scores)}, {scores.n_users} user(s)")

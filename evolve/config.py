@@ -176,6 +176,30 @@ class OptunaConfig(_Strict):
     p_threshold: float = Field(0.1, gt=0, lt=1, description="Wilcoxon pruner p-value.")
 
 
+Objective = Literal["memory_score", "accuracy"]
+
+
+class StrategyConfig(_Strict):
+    """How the loop searches: which proposers, how parents are chosen, when a candidate is accepted.
+
+    Names are looked up in the registries of ``memevo.evolve.proposers`` and ``memevo.evolve.selection``
+    when the config is parsed, so a typo fails before any run starts.
+    """
+
+    proposers: list[str] = Field(
+        default_factory=lambda: ["reflection"], min_length=1,
+        description="Proposers sharing a generation's K candidates in turn: reflection, delta, merge.",
+    )
+    parents: str = Field("elitist", description="Parent selection: elitist (best on validation) or pareto.")
+    acceptance: str = Field("mean", description="mean (beats the parent's validation mean) or paired (a test).")
+    confidence: float = Field(0.9, description="paired: one-sided confidence that the candidate is better.")
+    min_effect: float = Field(0.0, ge=0, description="paired: smallest mean gain per validation instance.")
+    minibatch: int | None = Field(
+        None, ge=1, description="Minibatch gate: train users a proposal is first scored on beside its parent; "
+        "None switches the gate off.",
+    )
+
+
 class EvolveConfig(_Strict):
     """Everything one evolution run needs; see experiments/*.yaml for examples."""
 
@@ -193,7 +217,13 @@ class EvolveConfig(_Strict):
     )
     hyperparameters: dict[Literal["update_every", "short_term", "top_k"], IntRange] = Field(default_factory=dict)
     feedback: FeedbackConfig = Field(default_factory=FeedbackConfig)
-    feedback_max_chars: int = Field(6000, ge=200, description="Feedback text sent to the proposer is cut here.")
+    evidence_max_tokens: int = Field(
+        3000, ge=100, description="Token budget of the evidence rendered for the proposer (stratified choice)."
+    )
+    objective: Objective = Field(
+        "memory_score", description="What selection, acceptance, the tuner, pruning and reports optimize."
+    )
+    strategy: StrategyConfig = Field(default_factory=StrategyConfig)
     upper_bound: bool = Field(True, description="Compute the perfect-information upper bound (memory score).")
     data: DataConfig
     split: SplitConfig = Field(default_factory=SplitConfig)
@@ -255,7 +285,40 @@ def parse_evolve_config(data: Any, *, source: Path | None = None) -> EvolveConfi
                 f"the {config.protocol} protocol needs at least 1 {SPLIT_ROLES[name]} user", source=label,
                 field=f"split.{name}",
             )
+    if config.objective == "memory_score" and not config.upper_bound:
+        raise UserInputError("objective memory_score needs the upper bound (upper_bound: true), or use "
+                             "objective: accuracy", source=label, field="objective")
+    check_strategy(config.strategy, source=label)
+    if config.split.val >= 1:
+        check_validation_users(config, int(config.split.val), source=label)
     return config
+
+
+def check_strategy(strategy: StrategyConfig, *, source: str | None) -> None:
+    """Strategy names must be registered and the paired test's confidence must lie in (0, 1)."""
+    from memevo.evolve.proposers import proposer_names
+    from memevo.evolve.selection import acceptance_names, parent_selector_names
+
+    for index, name in enumerate(strategy.proposers):
+        if name not in proposer_names():
+            raise UserInputError(f"unknown proposer '{name}' (known: {', '.join(proposer_names())})",
+                                 source=source, field=f"strategy.proposers.{index}")
+    if strategy.parents not in parent_selector_names():
+        raise UserInputError(f"unknown parent selection '{strategy.parents}' (known: "
+                             f"{', '.join(parent_selector_names())})", source=source, field="strategy.parents")
+    if strategy.acceptance not in acceptance_names():
+        raise UserInputError(f"unknown acceptance '{strategy.acceptance}' (known: {', '.join(acceptance_names())})",
+                             source=source, field="strategy.acceptance")
+    if not 0 < strategy.confidence < 1:
+        raise UserInputError(f"confidence must lie strictly between 0 and 1, not {strategy.confidence:g}",
+                             source=source, field="strategy.confidence")
+
+
+def check_validation_users(config: EvolveConfig, n_val: int, *, source: str | None) -> None:
+    """Pareto selection compares candidates per validation instance: one user gives no frontier."""
+    if config.protocol == "outer_loop" and config.strategy.parents == "pareto" and n_val < 2:
+        raise UserInputError(f"parent selection 'pareto' needs at least 2 validation users, the split gives {n_val}",
+                             source=source, field="strategy.parents")
 
 
 def load_evolve_config(path: str | Path) -> EvolveConfig:

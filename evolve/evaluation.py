@@ -1,10 +1,15 @@
-"""Evaluating a candidate on a set of users, with early stopping and on-disk results.
+"""Evaluating a candidate on a set of users: the one place that runs episodes and scores them, once.
 
 Each (candidate, split) has its own ``RunStore`` under ``<run_dir>/evals/<candidate id>/<split>/``, so a
-killed evaluation resumes per period, and a summary JSON written when it finishes, so a finished one
-is never recomputed. ``on_saved`` runs right after each of these writes (the run saves its spend
-there). Users run concurrently, but intermediate values go to the pruner in user order (prefix by
-prefix), so whether a candidate is pruned does not depend on which user finished first.
+killed evaluation resumes per period, and a summary JSON per evaluation (``<split>.json``, or another
+``label`` such as the minibatch gate's) written when it finishes, so a finished one is never recomputed.
+A minibatch on some train users shares the train store: the full train evaluation reuses its episodes.
+``on_saved`` runs right after each of these writes (the run saves its spend there). Users run
+concurrently, but intermediate values go to the pruner in user order (prefix by prefix), so whether a
+candidate is pruned does not depend on which user finished first.
+
+Every summary keeps, per user and period, both accuracy and memory score; ``objective`` picks the one
+the loop compares. Episodes and scores are kept in memory once loaded.
 """
 
 from __future__ import annotations
@@ -14,33 +19,46 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import fmean
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.policy import MemoryPolicy
 from memevo.environments.data.models import Item
+from memevo.environments.metrics import Scores, UpperBoundTable, UserScores, score_episodes, user_scores
 from memevo.environments.records import EpisodeResult
 from memevo.environments.runner import AfterPeriod, EpisodeConfig, run_episode
 from memevo.environments.simulators.base import UserSimulator
 from memevo.environments.store import RunStore, write_json_atomic
 from memevo.evolve.candidates import Candidate
-from memevo.evolve.tuner import Tuner
+from memevo.evolve.records import Instance
+
+Objective = Literal["memory_score", "accuracy"]
 
 
 class UserOutcome(BaseModel):
-    """One user's accuracy (all periods and questions) and its per-period values."""
+    """One user's accuracy and memory score, overall and per period (memory None where undefined)."""
 
     user_id: str
     accuracy: float
     period_accuracy: list[float]
+    memory_score: float | None = None
+    period_memory: list[float | None] = Field(default_factory=list)
+
+    def value(self, objective: Objective) -> float | None:
+        return self.accuracy if objective == "accuracy" else self.memory_score
+
+    def period_values(self, objective: Objective) -> list[float | None]:
+        return list(self.period_accuracy) if objective == "accuracy" else list(self.period_memory)
 
 
-def user_outcome(episode: EpisodeResult) -> UserOutcome:
-    per_period = [sum(qa.correct for qa in period.qa) / max(1, len(period.qa)) for period in episode.periods]
-    total = [qa.correct for period in episode.periods for qa in period.qa]
+def user_outcome(episode: EpisodeResult, item: Item, table: UpperBoundTable | None) -> UserOutcome:
+    (scored,) = user_scores([episode], [item], table)
     return UserOutcome(
-        user_id=episode.user_id, accuracy=sum(total) / max(1, len(total)), period_accuracy=per_period
+        user_id=episode.user_id, accuracy=scored.accuracy, period_accuracy=scored.per_period_accuracy,
+        memory_score=scored.memory_score, period_memory=scored.per_period_memory,
     )
 
 
@@ -49,29 +67,54 @@ class CandidateEval(BaseModel):
 
     candidate_id: str
     split: str
+    objective: Objective = "accuracy"
     users: list[UserOutcome] = Field(default_factory=list)
     n_users_total: int
     pruned: bool = False
 
+    def instances(self) -> dict[Instance, float]:
+        """The objective per (user, period) where it is defined: what paired tests and Pareto compare."""
+        return {
+            (user.user_id, period): value
+            for user in self.users
+            for period, value in enumerate(user.period_values(self.objective))
+            if value is not None
+        }
+
     @property
     def score(self) -> float:
-        """Mean per-user accuracy: the objective the tuner maximizes and selection compares."""
-        return sum(user.accuracy for user in self.users) / max(1, len(self.users))
+        """Mean of the objective over the defined (user, period) instances: what the loop maximizes."""
+        values = list(self.instances().values())
+        return fmean(values) if values else 0.0
+
+    def user_value(self, user: UserOutcome) -> float:
+        """One user's objective value (0 when it is undefined for every period)."""
+        value = user.value(self.objective)
+        return 0.0 if value is None else value
 
     @property
     def period_scores(self) -> list[float]:
-        """Mean over users of each period's accuracy."""
+        """Mean over users of each period's objective value (where defined)."""
         if not self.users:
             return []
         n_periods = min(len(user.period_accuracy) for user in self.users)
-        return [sum(u.period_accuracy[p] for u in self.users) / len(self.users) for p in range(n_periods)]
+        columns = [[u.period_values(self.objective)[p] for u in self.users] for p in range(n_periods)]
+        return [fmean([v for v in column if v is not None] or [0.0]) for column in columns]
+
+
+class Pruner(Protocol):
+    """What an evaluation reports its intermediate values to (the tuner)."""
+
+    def uses_per_user_values(self) -> bool: ...
+
+    def report(self, number: int, value: float, step: int) -> bool: ...
 
 
 @dataclass(frozen=True)
 class PruneHook:
     """Which Optuna trial receives this evaluation's intermediate values."""
 
-    tuner: Tuner
+    tuner: Pruner
     trial_number: int
 
 
@@ -86,6 +129,7 @@ class Evaluator:
         make_agent: Callable[[MemoryPolicy], MemoryAgent],
         simulator: UserSimulator,
         episode_config: EpisodeConfig,
+        objective: Objective = "accuracy",
         on_saved: Callable[[], None] = lambda: None,
     ) -> None:
         self.root = root
@@ -93,29 +137,53 @@ class Evaluator:
         self.make_agent = make_agent
         self.simulator = simulator
         self.episode_config = episode_config
+        self.objective = objective
         self.on_saved = on_saved
+        self.upper_bound: UpperBoundTable | None = None
+        """Set by the run before any evaluation when the memory score is wanted."""
+        self._episodes: dict[tuple[str, str, str], EpisodeResult] = {}
+        self._scores: dict[tuple[str, str, tuple[str, ...]], tuple[Scores, list[UserScores]]] = {}
 
     def store(self, candidate_id: str, split: str) -> RunStore:
         return RunStore(self.root / "evals" / candidate_id / split)
 
-    def _summary_path(self, candidate_id: str, split: str) -> Path:
-        return self.root / "evals" / candidate_id / f"{split}.json"
+    def _summary_path(self, candidate_id: str, label: str) -> Path:
+        return self.root / "evals" / candidate_id / f"{label}.json"
 
     def started(self, candidate_id: str) -> bool:
         """Whether any evaluation of this candidate began (in this or an earlier process)."""
         return (self.root / "evals" / candidate_id).exists()
 
-    def finished(self, candidate_id: str, split: str) -> CandidateEval | None:
-        path = self._summary_path(candidate_id, split)
+    def finished(self, candidate_id: str, label: str) -> CandidateEval | None:
+        path = self._summary_path(candidate_id, label)
         if not path.exists():
             return None
         return CandidateEval.model_validate_json(path.read_text(encoding="utf-8"))
 
     def episodes(self, candidate_id: str, split: str, user_ids: Sequence[str]) -> list[EpisodeResult]:
-        """The stored episodes of the given users (those that finished)."""
-        store = self.store(candidate_id, split)
-        loaded = [store.load_episode(user_id) for user_id in user_ids]
-        return [episode for episode in loaded if episode is not None]
+        """The stored episodes of the given users that finished every period (read from disk once)."""
+        out = []
+        for user_id in user_ids:
+            key = (candidate_id, split, user_id)
+            if key not in self._episodes:
+                episode = self.store(candidate_id, split).load_episode(user_id)
+                if episode is None or len(episode.periods) < len(self.items[user_id].periods):
+                    continue
+                self._episodes[key] = episode
+            out.append(self._episodes[key])
+        return out
+
+    def scores(self, candidate_id: str, split: str, user_ids: Sequence[str]) -> tuple[Scores, list[UserScores]] | None:
+        """Full scores of the finished episodes of these users (computed once), None when none finished."""
+        key = (candidate_id, split, tuple(user_ids))
+        if key not in self._scores:
+            episodes = self.episodes(candidate_id, split, user_ids)
+            if not episodes:
+                return None
+            items = [self.items[e.user_id] for e in episodes]
+            self._scores[key] = (score_episodes(episodes, items, self.upper_bound),
+                                 user_scores(episodes, items, self.upper_bound))
+        return self._scores[key]
 
     async def run_user(
         self, policy: MemoryPolicy, user_id: str, store: RunStore, *, after_period: AfterPeriod | None = None
@@ -137,11 +205,13 @@ class Evaluator:
         split: str,
         user_ids: Sequence[str],
         *,
+        label: str | None = None,
         prune: PruneHook | None = None,
         on_user: Callable[[UserOutcome], None] | None = None,
     ) -> CandidateEval:
         """Evaluate (or load) ``candidate`` on ``user_ids``; stops early when the pruner says so."""
-        done = self.finished(candidate.id, split)
+        label = label or split
+        done = self.finished(candidate.id, label)
         if done is not None:
             return done
         store = self.store(candidate.id, split)
@@ -149,29 +219,28 @@ class Evaluator:
 
         async def one(user_id: str) -> UserOutcome:
             async with semaphore:
-                return user_outcome(await self.run_user(candidate.policy, user_id, store))
+                episode = await self.run_user(candidate.policy, user_id, store)
+            self._episodes[(candidate.id, split, user_id)] = episode
+            return user_outcome(episode, self.items[user_id], self.upper_bound)
 
         tasks = [asyncio.create_task(one(user_id)) for user_id in user_ids]
-        outcomes: list[UserOutcome] = []
-        pruned = False
+        result = CandidateEval(candidate_id=candidate.id, split=split, objective=self.objective,
+                               n_users_total=len(user_ids))
         try:
             for step, task in enumerate(tasks):
-                outcomes.append(await task)
+                result.users.append(await task)
                 if on_user:
-                    on_user(outcomes[-1])
+                    on_user(result.users[-1])
                 if prune is not None and step < len(tasks) - 1:
                     per_user = prune.tuner.uses_per_user_values()
-                    value = outcomes[-1].accuracy if per_user else sum(o.accuracy for o in outcomes) / len(outcomes)
+                    value = result.user_value(result.users[-1]) if per_user else result.score
                     if prune.tuner.report(prune.trial_number, value, step):
-                        pruned = True
+                        result.pruned = True
                         break
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-        result = CandidateEval(
-            candidate_id=candidate.id, split=split, users=outcomes, n_users_total=len(user_ids), pruned=pruned
-        )
-        write_json_atomic(self._summary_path(candidate.id, split), json.loads(result.model_dump_json()))
+        write_json_atomic(self._summary_path(candidate.id, label), json.loads(result.model_dump_json()))
         self.on_saved()
         return result

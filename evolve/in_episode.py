@@ -7,6 +7,8 @@ substituted without brace escaping (I.17, I.19). Every step is saved under
 ``<run_dir>/in_episode/<user>/period_XX.json`` before the period counts as finished, so a resumed user
 continues with the prompts it had evolved; the spend is saved with each finished period. The same
 users are also run without evolution (the seed), so one run yields both rows of AMemGym's Table 3.
+The proposal takes the outer loop's path: the period's evidence, rendered to the token budget, goes to
+the configured proposers (one variant per step).
 """
 
 from __future__ import annotations
@@ -18,14 +20,16 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from memevo.agents.base import MemoryAgent
-from memevo.environments.feedback import build_feedback, render_feedback
+from memevo.environments.metrics import score_episodes, user_scores
 from memevo.environments.records import PeriodResult
 from memevo.environments.runner import bounded_gather, run_episode
 from memevo.environments.store import RunStore, write_json_atomic
 from memevo.evolve import runtime
+from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
-from memevo.evolve.loop import EvolutionResult, ProposalStats
-from memevo.evolve.validation import validate_proposal
+from memevo.evolve.evidence import evidence_from_periods, render_evidence
+from memevo.evolve.proposers import ProposalContext, propose_all
+from memevo.evolve.records import EvolutionResult, ProposalStats
 
 log = logging.getLogger("memevo.evolve")
 
@@ -55,18 +59,16 @@ class InEpisodeEvolution(runtime.RunBase):
         item = self.items[result.user_id]
         if result.period >= len(item.periods) - 1:
             return
-        feedback = render_feedback(build_feedback(result, item, self.config.feedback))
-        feedback = feedback[: self.config.feedback_max_chars]
-        stats, changes, prompts = ProposalStats(), [], {}
-        for name in self.config.components:
-            spec = agent.spec.component(name)
-            current = agent.prompt(name)
-            (proposal,) = await self.proposer.propose(spec, current, feedback, self.config.task, 1)
-            verdict = validate_proposal(spec, proposal.text, current, self.bounds)
-            stats.count(verdict)
-            if verdict.accepted and verdict.text is not None:
-                prompts[name] = verdict.text
-                changes += proposal.changes
+        evidence = render_evidence(evidence_from_periods([result], self.items, self.config.feedback),
+                                   self.config.evidence_max_tokens)
+        context = ProposalContext(
+            generation=result.period + 1, parent=Candidate(policy=agent.policy), evidence=evidence,
+            components=[agent.spec.component(name) for name in self.config.components], task=self.config.task,
+            bounds=self.bounds,
+        )
+        variants, stats = await propose_all(self.proposers, context, 1)
+        prompts = variants[0].prompts if variants else {}
+        changes = variants[0].changes if variants else []
         agent.policy = agent.policy.with_prompts(**prompts)
         step = EvolutionStep(user_id=result.user_id, period=result.period, prompts=dict(agent.policy.prompts),
                              changes=changes, stats=stats)
@@ -95,17 +97,16 @@ class InEpisodeEvolution(runtime.RunBase):
         items = [self.items[user_id] for user_id in self.user_ids]
         table = await self.upper_bound_table(items)
         await self.evaluator.evaluate(self.seed, "test", self.user_ids)
-        seed_scores, seed_users = runtime.scores(
-            self.evaluator.episodes(self.seed.id, "test", self.user_ids), items, table
-        )
+        seed_scores, seed_users = self.scores(self.seed.id, "test", self.user_ids)
         store = RunStore(self.run_dir / "in_episode" / "episodes")
         await bounded_gather(self.user_ids, lambda user_id: self._evolving_user(user_id, store),
                              self.config.episode.user_concurrency)
         episodes = [store.load_episode(user_id) for user_id in self.user_ids]
-        evolved_scores, evolved_users = runtime.scores([e for e in episodes if e is not None], items, table)
+        evolved = [e for e in episodes if e is not None]
+        evolved_scores, evolved_users = (score_episodes(evolved, items, table), user_scores(evolved, items, table))
         self.spend.save()
         result = EvolutionResult(
-            protocol="amemgym_period", seed=self.seed, best=self.seed, seed_scores=seed_scores,
+            protocol="amemgym_period", objective=self.config.objective, seed=self.seed, best=self.seed, seed_scores=seed_scores,
             best_scores=evolved_scores, seed_user_scores=seed_users, best_user_scores=evolved_users,
             stop_reason="all periods evolved", usage=self.spend.total(),
         )

@@ -1,14 +1,18 @@
-"""The evolution loop (``memevo evolve``): propose, tune, evaluate on train, select on validation, repeat.
+"""The evolution loop (``memevo evolve``): choose a parent, propose, tune, evaluate, accept, repeat.
 
-Generation 0 evaluates the seed on train and validation users. Each later generation builds feedback
-from the parent's train episodes, asks the proposer for K variants of the evolving components, lets
-Optuna set each variant's hyperparameters, evaluates the candidates on train users concurrently
-(pruning weak ones early), scores the survivors on validation users and keeps the best only if it
-beats the parent there (elitism). At the end the seed and the best are scored on test users.
+Generation 0 evaluates the seed on train and validation users; the seed starts the pool. Each later
+generation picks a parent from the pool (``strategy.parents``), renders the evidence of the parent's
+train episodes, lets the configured proposers write K variants, lets Optuna set each variant's
+hyperparameters, and evaluates the candidates concurrently: through the minibatch gate when it is on,
+then on the train users (pruning weak ones early) and on the validation users. A candidate joins the
+pool when the acceptance rule (``strategy.acceptance``) prefers it to its parent on validation. The best
+of the pool on validation is the run's best; at the end seed and best are scored on test users. Every
+comparison uses the one configured ``objective``.
 
 Everything is saved in the run folder as it finishes (the generation's plan before any evaluation,
-each candidate's results, each generation's outcome), and the spend with it, so ``resume=True``
-recomputes nothing finished and ends with the same result as an uninterrupted run.
+each evaluation, each generation's outcome and the spend at that point), so ``resume=True`` recomputes
+nothing finished and ends with the same result as an uninterrupted run: the pool is rebuilt from the
+saved outcomes and every random choice is seeded by the generation.
 
 Budgets are checked before each generation and before each candidate starts: once one is spent, the
 run stops, and a generation's candidates that had not started are left out (the stop reason says so).
@@ -17,119 +21,55 @@ run stops, and a generation's candidates that had not started are left out (the 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
 
-from pydantic import BaseModel, Field
-
-from memevo.agents.base import ComponentSpec
-from memevo.agents.llm.accounting import UsageReport
-from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import agent_spec
-from memevo.environments.data.models import Item
-from memevo.environments.feedback import build_feedback, render_feedback
-from memevo.environments.metrics import Scores, UpperBoundTable, UserScores
-from memevo.environments.records import EpisodeResult
-from memevo.environments.score_text import extra_metrics
-from memevo.environments.store import write_json_atomic
+from memevo.environments.metrics import Scores, UserScores
 from memevo.evolve import runtime
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
-from memevo.evolve.evaluation import CandidateEval, PruneHook
-from memevo.evolve.tracking import table_csv, unified_diff
+from memevo.evolve.evaluation import CandidateEval, PruneHook, UserOutcome
+from memevo.evolve.evidence import evidence_from_episodes, render_evidence
+from memevo.evolve.payloads import candidate_entry, final_metrics, generation_metrics, history_rows
+from memevo.evolve.proposers import ProposalContext, propose_all
+from memevo.evolve.records import (
+    EvolutionResult,
+    GenerationOutcome,
+    GenerationPlan,
+    Instance,
+    ProposalStats,
+    read_record,
+    write_record,
+)
+from memevo.evolve.selection import MinibatchGate, best_of, make_acceptance, make_parent_selector
+from memevo.evolve.selection.parents import mean_score
 from memevo.evolve.tuner import Tuner
-from memevo.evolve.validation import Verdict, validate_proposal
 
 log = logging.getLogger("memevo.evolve")
 
-
-class ProposalStats(BaseModel):
-    """How a generation's proposals fared in validation."""
-
-    total: int = 0
-    accepted: int = 0
-    repaired: int = 0
-    rejected: int = 0
-    reasons: list[str] = Field(default_factory=list)
-
-    def count(self, verdict: Verdict) -> None:
-        self.total += 1
-        self.repaired += bool(verdict.repairs) and verdict.accepted
-        if verdict.accepted:
-            self.accepted += 1
-        else:
-            self.rejected += 1
-            self.reasons.append(verdict.reason or "rejected")
+__all__ = ["EvolutionResult", "GenerationOutcome", "GenerationPlan", "OuterLoop", "evolve", "run_evolution"]
 
 
-class GenerationPlan(BaseModel):
-    """What a generation will evaluate, fixed before any evaluation so a resume reuses it."""
+@dataclass(frozen=True)
+class CandidateRun:
+    """What happened to one candidate in its generation."""
 
-    generation: int
-    parent_id: str
-    feedback: str
-    candidates: list[Candidate]
-    stats: ProposalStats
+    train: CandidateEval | None
+    val: CandidateEval | None = None
+    minibatch: CandidateEval | None = None
 
+    @property
+    def gated(self) -> bool:
+        return self.minibatch is not None and self.train is None
 
-class GenerationOutcome(BaseModel):
-    generation: int
-    parent_id: str
-    kept_id: str
-    accepted: bool
-    train: dict[str, float]
-    val: dict[str, float]
-    pruned: list[str]
-    parent_val: float
-    stats: ProposalStats
-    not_started: list[str] = Field(default_factory=list, description="Candidates left out: the budget was spent.")
-    stop_reason: str | None = Field(None, description="Set when the budget ran out during this generation.")
+    @property
+    def pruned(self) -> bool:
+        return self.train is not None and self.train.pruned
 
-
-class EvolutionResult(BaseModel):
-    """The outcome of a run: seed and best candidates with their test scores, history and spend."""
-
-    protocol: Literal["outer_loop", "amemgym_period"]
-    seed: Candidate
-    best: Candidate
-    seed_scores: Scores
-    best_scores: Scores
-    seed_user_scores: list[UserScores]
-    best_user_scores: list[UserScores]
-    history: list[GenerationOutcome] = Field(default_factory=list)
-    stop_reason: str
-    usage: UsageReport
-
-
-def _read(path: Path, model: type[BaseModel]) -> Any:
-    return model.model_validate_json(path.read_text(encoding="utf-8")) if path.exists() else None
-
-
-def _write(path: Path, record: BaseModel) -> None:
-    write_json_atomic(path, json.loads(record.model_dump_json()))
-
-
-def render_train_feedback(
-    config: EvolveConfig, episodes: Sequence[EpisodeResult], items: dict[str, Item]
-) -> str:
-    """The parent's train-episode feedback in the configured mode, user by user, cut to the size limit."""
-    blocks = []
-    for episode in episodes:
-        for period in episode.periods:
-            feedback = build_feedback(period, items[episode.user_id], config.feedback)
-            if feedback.records:
-                blocks.append(f"## User {episode.user_id}, period {period.period}\n" + render_feedback(feedback))
-    if not blocks:
-        return "No feedback."
-    text = ""
-    for block in blocks:
-        if len(text) + len(block) > config.feedback_max_chars:
-            break
-        text += block + "\n"
-    return text or blocks[0][: config.feedback_max_chars]
+    def evals(self) -> dict[str, CandidateEval | None]:
+        return {"minibatch": self.minibatch, "train": self.train, "val": self.val}
 
 
 class OuterLoop(runtime.RunBase):
@@ -144,83 +84,114 @@ class OuterLoop(runtime.RunBase):
             storage=config.optuna.storage or f"sqlite:///{(run_dir / 'optuna.db').resolve()}",
             study_name=config.name,
             first_trial={name: getattr(self.seed.policy, name) for name in config.hyperparameters},
+            metric=config.objective,
         )
+        strategy = config.strategy
+        self.parents = make_parent_selector(strategy.parents, seed=config.split.seed)
+        self.acceptance = make_acceptance(strategy.acceptance, strategy.confidence, strategy.min_effect)
+        self.gate = MinibatchGate(strategy.minibatch, config.split.seed) if strategy.minibatch else None
         self.candidates: dict[str, Candidate] = {self.seed.id: self.seed}
-        self.upper_bound: UpperBoundTable | None = None
+        self.pool: list[Candidate] = []
+        self.val_instances: dict[str, dict[Instance, float]] = {}
 
     def _gen_dir(self, generation: int) -> Path:
         return self.run_dir / "generations" / f"gen_{generation:03d}"
 
+    @property
+    def _users(self) -> dict[str, list[str]]:
+        return {"train": self.split.train, "val": self.split.val}
+
+    def _admit(self, candidate_ids: list[str]) -> None:
+        """Add accepted candidates to the pool with their validation values (also when resuming)."""
+        for candidate_id in candidate_ids:
+            if candidate_id in self.val_instances:
+                continue
+            val = self.evaluator.finished(candidate_id, "val")
+            assert val is not None, f"accepted candidate {candidate_id} has no validation result"
+            self.pool.append(self.candidates[candidate_id])
+            self.val_instances[candidate_id] = val.instances()
+
     # ----- evaluation ---------------------------------------------------------------------------
 
-    async def _evaluate(self, candidate: Candidate, split: str, *, trial: int | None) -> CandidateEval:
-        user_ids = getattr(self.split, split)
-        prune = PruneHook(self.tuner, trial) if trial is not None and split == "train" else None
+    async def _evaluate(self, candidate: Candidate, split: str, user_ids: list[str], *, trial: int | None = None,
+                        label: str | None = None) -> CandidateEval:
+        prune = PruneHook(self.tuner, trial) if trial is not None else None
+        name = label or split
 
-        def progress(outcome: Any) -> None:
-            log.info("gen %d %s %s user %s: accuracy %.3f", candidate.generation, candidate.label, split,
+        def progress(outcome: UserOutcome) -> None:
+            log.info("gen %d %s %s user %s: accuracy %.3f", candidate.generation, candidate.label, name,
                      outcome.user_id, outcome.accuracy)
 
-        result = await self.evaluator.evaluate(candidate, split, user_ids, prune=prune, on_user=progress)
-        log.info("gen %d %s %s: score %.3f%s (spend so far: %d calls)", candidate.generation, candidate.label, split,
-                 result.score, " PRUNED" if result.pruned else "", self.spend.total().total().calls)
+        result = await self.evaluator.evaluate(candidate, split, user_ids, label=label, prune=prune, on_user=progress)
+        log.info("gen %d %s %s: %s %.3f%s (spend so far: %d calls)", candidate.generation, candidate.label, name,
+                 self.config.objective, result.score, " PRUNED" if result.pruned else "",
+                 self.spend.total().total().calls)
         return result
 
-    async def _train_then_val(self, candidate: Candidate) -> tuple[CandidateEval, CandidateEval | None]:
-        """Train users (reporting to the candidate's trial, so it can be pruned), then validation users."""
-        train = await self._evaluate(candidate, "train", trial=candidate.trial_number)
+    async def _minibatch(self, candidate: Candidate, parent: Candidate | None) -> CandidateEval | None:
+        """The gate's evaluation, or None when the candidate passed it (or there is no gate or parent)."""
+        if self.gate is None or parent is None:
+            return None
+        users = self.gate.sample(self.split.train, candidate.generation)
+        result = await self._evaluate(candidate, "train", users, label="minibatch")
+        parent_train = self.evaluator.finished(parent.id, "train")
+        assert parent_train is not None
+        parent_values = {key: value for key, value in parent_train.instances().items() if key[0] in users}
+        if self.gate.passes(result.instances(), parent_values):
+            return None
+        log.info("gen %d %s: stopped by the minibatch gate", candidate.generation, candidate.label)
+        return result
+
+    async def _run_candidate(self, candidate: Candidate, parent: Candidate | None) -> CandidateRun:
+        """Gate, then train users (reporting to the candidate's trial, so it can be pruned), then validation."""
+        gated = await self._minibatch(candidate, parent)
+        if gated is not None:
+            return CandidateRun(train=None, minibatch=gated)
+        train = await self._evaluate(candidate, "train", self.split.train, trial=candidate.trial_number)
         if train.pruned:
-            return train, None
-        return train, await self._evaluate(candidate, "val", trial=None)
+            return CandidateRun(train=train)
+        return CandidateRun(train=train, val=await self._evaluate(candidate, "val", self.split.val))
 
     # ----- proposals ----------------------------------------------------------------------------
 
-    def _component(self, name: str) -> ComponentSpec:
-        return self.spec.component(name)
-
     async def _plan(self, generation: int, parent: Candidate) -> GenerationPlan:
         path = self._gen_dir(generation) / "plan.json"
-        stored = _read(path, GenerationPlan)
+        stored = read_record(path, GenerationPlan)
         if stored is not None:
             return stored
         episodes = self.evaluator.episodes(parent.id, "train", self.split.train)
-        feedback = render_train_feedback(self.config, episodes, self.items)
-        k = self.config.budget.candidates
-        stats = ProposalStats()
-        variants: list[dict[str, str]] = [{} for _ in range(k)]
-        changes: list[list[str]] = [[] for _ in range(k)]
-        for name in self.config.components:
-            spec = self._component(name)
-            current = parent.policy.prompts.get(name, spec.default)
-            proposals = await self.proposer.propose(spec, current, feedback, self.config.task, k)
-            for index, proposal in enumerate(proposals):
-                verdict = validate_proposal(spec, proposal.text, current, self.bounds)
-                stats.count(verdict)
-                if verdict.accepted and verdict.text is not None:
-                    variants[index][name] = verdict.text
-                    changes[index] += [f"{name}: {change}" for change in proposal.changes] + verdict.repairs
-                else:
-                    log.info("gen %d proposal %d for %s rejected: %s", generation, index, name,
-                             verdict.reason or proposal.error)
+        evidence = render_evidence(evidence_from_episodes(episodes, self.items, self.config.feedback),
+                                   self.config.evidence_max_tokens)
+        context = ProposalContext(
+            generation=generation, parent=parent, evidence=evidence, task=self.config.task, bounds=self.bounds,
+            components=[self.spec.component(name) for name in self.config.components], pool=tuple(self.pool),
+            val_instances=self.val_instances, lineage=self.candidates,
+        )
+        variants, stats = await propose_all(self.proposers, context, self.config.budget.candidates)
         self.tuner.begin_generation(generation)
         candidates: list[Candidate] = []
-        seen = {parent.id}
-        for index, prompts in enumerate(variants):
-            if not prompts and not self.config.hyperparameters:
+        seen = set(self.candidates)  # a policy proposed again (an ancestor, an earlier proposal) wastes a slot
+        for variant in variants:
+            if not variant.prompts and not self.config.hyperparameters:
                 continue
             number, params = self.tuner.ask()
-            policy: MemoryPolicy = parent.policy.with_prompts(**prompts).with_hyperparameters(**params)
+            policy = parent.policy.with_prompts(**variant.prompts).with_hyperparameters(**params)
             if policy.policy_id in seen:
                 self.tuner.tell(number, None, pruned=True)
                 continue
             seen.add(policy.policy_id)
-            candidates.append(Candidate(
+            changed = bool(variant.prompts)
+            candidate = Candidate(
                 policy=policy, parent_id=parent.id, generation=generation, index=len(candidates),
-                origin="proposal" if prompts else "tuning", changes=changes[index], trial_number=number,
-            ))
-        plan = GenerationPlan(generation=generation, parent_id=parent.id, feedback=feedback,
+                origin="proposal" if changed else "tuning", changes=variant.changes, trial_number=number,
+                proposer=variant.proposer if changed else None,
+                other_parent_id=variant.other_parent_id if changed else None,
+            )
+            self.tuner.annotate(number, candidate_id=candidate.id)
+            candidates.append(candidate)
+        plan = GenerationPlan(generation=generation, parent_id=parent.id, feedback=evidence,
                               candidates=candidates, stats=stats)
-        _write(path, plan)
+        write_record(path, plan)
         self.spend.save()
         return plan
 
@@ -228,179 +199,115 @@ class OuterLoop(runtime.RunBase):
 
     async def _generation_zero(self) -> GenerationOutcome:
         path = self._gen_dir(0) / "outcome.json"
-        stored = _read(path, GenerationOutcome)
+        stored = read_record(path, GenerationOutcome)
         if stored is not None:
             return stored
         number = self.tuner.seed_trial()
         seed = self.seed.model_copy(update={"trial_number": number})
         self.tuner.fail_orphans([number])
-        train, val = await self._train_then_val(seed)
-        self.tuner.tell(number, train.score)
+        run = await self._run_candidate(seed, None)
+        assert run.train is not None and run.val is not None  # the seed is never pruned: no trial is complete yet
+        self.tuner.annotate(number, candidate_id=seed.id, **{f"val_{self.config.objective}": run.val.score})
+        self.tuner.tell(number, run.train.score)
         outcome = GenerationOutcome(
-            generation=0, parent_id=seed.id, kept_id=seed.id, accepted=True,
-            train={seed.id: train.score}, val={seed.id: val.score if val else train.score}, pruned=[],
-            parent_val=val.score if val else train.score, stats=ProposalStats(),
+            generation=0, parent_id=seed.id, kept_id=seed.id, accepted=True, accepted_ids=[seed.id],
+            train={seed.id: run.train.score}, val={seed.id: run.val.score}, pruned=[],
+            parent_val=run.val.score, stats=ProposalStats(),
         )
-        await self._log_generation(outcome, [seed], {seed.id: (train, val)}, feedback="")
-        _write(path, outcome)
-        self.spend.save()
+        self._log_generation(outcome, [seed], {seed.id: run}, feedback="")
+        write_record(path, outcome)
+        self.spend.save(self._gen_dir(0) / "spend.json")
         return outcome
 
-    async def _generation(self, generation: int, parent: Candidate, parent_val: float) -> GenerationOutcome:
+    async def _generation(self, generation: int, parent: Candidate) -> GenerationOutcome:
         path = self._gen_dir(generation) / "outcome.json"
-        stored = _read(path, GenerationOutcome)
+        stored = read_record(path, GenerationOutcome)
         if stored is not None:
             return stored
         plan = await self._plan(generation, parent)
-        self.tuner.fail_orphans(
-            [c.trial_number for c in plan.candidates if c.trial_number is not None]
-        )
-        log.info("generation %d: %d candidate(s) from %d proposal(s) (%d rejected, %d repaired)", generation,
-                 len(plan.candidates), plan.stats.total, plan.stats.rejected, plan.stats.repaired)
+        self.tuner.fail_orphans([c.trial_number for c in plan.candidates if c.trial_number is not None])
+        log.info("generation %d: parent %s, %d candidate(s) from %d proposal(s) (%d rejected, %d repaired)",
+                 generation, parent.label, len(plan.candidates), plan.stats.total, plan.stats.rejected,
+                 plan.stats.repaired)
         semaphore = asyncio.Semaphore(self.config.episode.candidate_concurrency)
         budget_stop: list[str] = []
 
-        async def run(candidate: Candidate) -> tuple[CandidateEval, CandidateEval | None] | None:
+        async def run(candidate: Candidate) -> CandidateRun | None:
             async with semaphore:
                 # A candidate started by a killed process was allowed to start: it continues.
                 exceeded = None if self.evaluator.started(candidate.id) else self.spend.exceeded(self.config)
                 if exceeded:
                     budget_stop.append(exceeded)
                     return None
-                return await self._train_then_val(candidate)
+                return await self._run_candidate(candidate, parent)
 
         gathered = await asyncio.gather(*(run(candidate) for candidate in plan.candidates))
         not_started = [c for c, result in zip(plan.candidates, gathered, strict=True) if result is None]
-        for candidate in not_started:
-            assert candidate.trial_number is not None
-            self.tuner.tell(candidate.trial_number, None, pruned=True)
         ran = [(c, result) for c, result in zip(plan.candidates, gathered, strict=True) if result is not None]
-        evals = {c.id: result for c, result in ran}
-        for candidate, (train, _) in ran:
-            assert candidate.trial_number is not None
-            self.tuner.tell(candidate.trial_number, train.score, pruned=train.pruned)
-        survivors = [(c, train, val) for c, (train, val) in ran if not train.pruned]
-        kept, accepted, kept_val = parent, False, parent_val
-        if survivors:
-            best, best_train, best_val = max(
-                survivors, key=lambda row: ((row[2] or row[1]).score, row[1].score, -row[0].index)
-            )
-            score = (best_val or best_train).score
-            if score > parent_val:
-                kept, accepted, kept_val = best, True, score
+        self._tell(not_started, ran)
+        accepted = [c for c, result in ran if self._accepts(c, result, parent)]
+        scores = {**self.val_instances, **{c.id: r.val.instances() for c, r in ran if r.val is not None}}
+        kept = best_of([*self.pool, *accepted], scores)
         stop = None
         if not_started:
             stop = (f"{budget_stop[0]}: {len(not_started)} of {len(plan.candidates)} candidate(s) of "
                     f"generation {generation} not started")
         outcome = GenerationOutcome(
-            generation=generation, parent_id=parent.id, kept_id=kept.id, accepted=accepted,
-            train={c.id: t.score for c, (t, _) in ran},
-            val={c.id: v.score for c, (_, v) in ran if v is not None},
-            pruned=[c.id for c, (t, _) in ran if t.pruned],
-            parent_val=kept_val, stats=plan.stats, not_started=[c.id for c in not_started], stop_reason=stop,
+            generation=generation, parent_id=parent.id, kept_id=kept.id, accepted=bool(accepted),
+            accepted_ids=[c.id for c in accepted],
+            train={c.id: r.train.score for c, r in ran if r.train is not None},
+            val={c.id: r.val.score for c, r in ran if r.val is not None},
+            pruned=[c.id for c, r in ran if r.pruned], gated=[c.id for c, r in ran if r.gated],
+            parent_val=mean_score(scores, kept), stats=plan.stats, not_started=[c.id for c in not_started],
+            stop_reason=stop,
         )
-        await self._log_generation(outcome, [c for c, _ in ran], evals, feedback=plan.feedback)
-        _write(path, outcome)
-        self.spend.save()
-        log.info("generation %d: %s (kept %s, validation %.3f)", generation,
-                 "improved" if accepted else "no improvement", kept.id[:8], kept_val)
+        self._log_generation(outcome, [c for c, _ in ran], {c.id: r for c, r in ran}, feedback=plan.feedback)
+        write_record(path, outcome)
+        self.spend.save(self._gen_dir(generation) / "spend.json")
+        log.info("generation %d: %d accepted (best %s, validation %s %.3f)", generation, len(accepted),
+                 kept.label, self.config.objective, outcome.parent_val)
         return outcome
+
+    def _tell(self, not_started: list[Candidate], ran: list[tuple[Candidate, CandidateRun]]) -> None:
+        """Close the generation's trials: train value of the objective, or pruned (gate, pruner, budget)."""
+        for candidate in not_started:
+            assert candidate.trial_number is not None
+            self.tuner.tell(candidate.trial_number, None, pruned=True)
+        for candidate, result in ran:
+            assert candidate.trial_number is not None
+            if result.val is not None:
+                self.tuner.annotate(candidate.trial_number, **{f"val_{self.config.objective}": result.val.score})
+            if result.train is None or result.train.pruned:
+                self.tuner.tell(candidate.trial_number, None, pruned=True)
+            else:
+                self.tuner.tell(candidate.trial_number, result.train.score)
+
+    def _accepts(self, candidate: Candidate, result: CandidateRun, parent: Candidate) -> bool:
+        if result.val is None:
+            return False
+        decision = self.acceptance.decide(result.val.instances(), self.val_instances[parent.id])
+        log.info("gen %d %s: %s (%s)", candidate.generation, candidate.label,
+                 "accepted" if decision.accepted else "not accepted", decision.reason)
+        return decision.accepted
 
     # ----- tracking -----------------------------------------------------------------------------
 
-    async def _scores(self, candidate_id: str, split: str) -> tuple[Scores, list[UserScores]] | None:
-        user_ids = getattr(self.split, split)
-        episodes = self.evaluator.episodes(candidate_id, split, user_ids)
-        finished = [e for e in episodes if len(e.periods) == len(self.items[e.user_id].periods)]
-        if not finished:
-            return None
-        return runtime.scores(finished, [self.items[e.user_id] for e in finished], await self._upper_bound())
-
-    async def _upper_bound(self) -> UpperBoundTable | None:
-        if self.upper_bound is None and self.config.upper_bound:  # None also means "not asked for"
-            self.upper_bound = await self.upper_bound_table(self.users)
-        return self.upper_bound
-
-    async def _candidate_metrics(self, candidate: Candidate, train: CandidateEval,
-                                 val: CandidateEval | None) -> dict[str, float]:
-        metrics: dict[str, float] = {"pruned": float(train.pruned), "train_users_evaluated": len(train.users)}
-        for split, result in (("train", train), ("val", val)):
-            if result is None:
-                continue
-            metrics[f"{split}_objective"] = result.score
-            scored = await self._scores(candidate.id, split)
-            if scored is None:
-                continue
-            summary, _ = scored
-            metrics[f"{split}_accuracy"] = summary.accuracy
-            if summary.memory_score is not None:
-                metrics[f"{split}_memory_score"] = summary.memory_score
-            for period in summary.per_period:
-                metrics[f"{split}_accuracy_p{period.period:02d}"] = period.accuracy
-                if period.memory_score is not None:
-                    metrics[f"{split}_memory_score_p{period.period:02d}"] = period.memory_score
-            metrics |= {f"{split}_{name}": value for name, value in extra_metrics(summary).items()}
-            if summary.failure is not None:
-                metrics[f"{split}_write_failure"] = summary.failure.write
-                metrics[f"{split}_read_failure"] = summary.failure.read
-                metrics[f"{split}_utilization_failure"] = summary.failure.utilization
-        return metrics
-
-    def _qa_table(self, candidate_id: str) -> str:
-        rows = []
-        for split in ("train", "val"):
-            for episode in self.evaluator.episodes(candidate_id, split, getattr(self.split, split)):
-                for period in episode.periods:
-                    for qa in period.qa:
-                        rows.append({"split": split, "user_id": qa.user_id, "period": qa.period,
-                                     "question": qa.question_index, "choice": qa.choice, "gold": qa.gold,
-                                     "correct": int(qa.correct), "format_error": int(qa.format_error)})
-        return table_csv(rows)
-
-    async def _log_generation(self, outcome: GenerationOutcome, candidates: list[Candidate],
-                              evals: dict[str, tuple[CandidateEval, CandidateEval | None]], feedback: str) -> None:
+    def _log_generation(self, outcome: GenerationOutcome, candidates: list[Candidate],
+                        runs: dict[str, CandidateRun], feedback: str) -> None:
         if self.tracker is None or self.tracker.generation_logged(outcome.generation):
             return
         self._start_tracking()
-        entries = []
-        for candidate in candidates:
-            parent = self.candidates.get(candidate.parent_id or "", candidate)
-            train, val = evals[candidate.id]
-            artifacts = {f"prompts/{c.name}.txt": candidate.policy.prompts.get(c.name, c.default)
-                         for c in self.spec.components}
-            artifacts["diff.patch"] = unified_diff(parent.policy.prompts, candidate.policy.prompts)
-            artifacts["feedback.txt"] = feedback or "(seed: no feedback)"
-            artifacts["changes.txt"] = "\n".join(candidate.changes) or "(none)"
-            artifacts["results.csv"] = self._qa_table(candidate.id)
-            artifacts["policy.json"] = candidate.policy.model_dump_json(indent=2)
-            entries.append({
-                "label": candidate.label,
-                "metrics": await self._candidate_metrics(candidate, train, val),
-                "params": {"candidate_id": candidate.id, "parent_id": candidate.parent_id, "origin": candidate.origin,
-                           "trial_number": candidate.trial_number, "update_every": candidate.policy.update_every,
-                           "short_term": candidate.policy.short_term, "top_k": candidate.policy.top_k},
-                "artifacts": artifacts,
-            })
-        usage = self.spend.total()
-        metrics: dict[str, float] = {
-            "best_train_score": max(outcome.train.values(), default=0.0),
-            "parent_val_score": outcome.parent_val,
-            "accepted": float(outcome.accepted),
-            "n_candidates": len(candidates),
-            "n_pruned": len(outcome.pruned),
-            "proposals_rejected": outcome.stats.rejected,
-            "proposals_repaired": outcome.stats.repaired,
-        }
-        if outcome.val:
-            metrics["best_val_score"] = max(outcome.val.values())
-        for role, spent in usage.by_role.items():
-            metrics[f"calls_{role}"] = spent.calls
-            metrics[f"tokens_{role}"] = spent.prompt_tokens + spent.completion_tokens
-            metrics[f"dollars_{role}"] = spent.dollars
-        self.tracker.log_generation(outcome.generation, metrics, entries)
+        entries = [
+            candidate_entry(self.evaluator, self._users, self.spec, candidate,
+                            self.candidates.get(candidate.parent_id or "", candidate), runs[candidate.id].evals(),
+                            feedback)
+            for candidate in candidates
+        ]
+        self.tracker.log_generation(outcome.generation, generation_metrics(outcome, len(candidates), self.spend),
+                                    entries)
         if outcome.accepted and self.config.tracking.register_prompts:
             kept = self.candidates[outcome.kept_id]
-            prompts = {name: kept.policy.prompts.get(name, self._component(name).default)
+            prompts = {name: kept.policy.prompts.get(name, self.spec.component(name).default)
                        for name in self.config.components}
             self.tracker.register_prompts(self.config.name, kept.id, prompts, best=True)
 
@@ -411,11 +318,12 @@ class OuterLoop(runtime.RunBase):
     # ----- the run ------------------------------------------------------------------------------
 
     async def run(self) -> EvolutionResult:
+        await self.upper_bound_table(self.users)
         history = [await self._generation_zero()]
-        parent, parent_val = self.seed, history[0].parent_val
+        self._admit(history[0].accepted_ids)
         stale, stop = 0, "max generations"
         for generation in range(1, self.config.budget.generations + 1):
-            stored = _read(self._gen_dir(generation) / "outcome.json", GenerationOutcome)
+            stored = read_record(self._gen_dir(generation) / "outcome.json", GenerationOutcome)
             if stored is None:
                 exceeded = self.spend.exceeded(self.config)
                 if exceeded:
@@ -424,49 +332,40 @@ class OuterLoop(runtime.RunBase):
                 if self.config.budget.patience is not None and stale >= self.config.budget.patience:
                     stop = f"patience ({self.config.budget.patience})"
                     break
+            parent = self.parents.select(self.pool, self.val_instances, generation)
             plan = await self._plan(generation, parent)
             for candidate in plan.candidates:
                 self.candidates[candidate.id] = candidate
-            outcome = stored or await self._generation(generation, parent, parent_val)
+            outcome = stored or await self._generation(generation, parent)
             history.append(outcome)
-            if outcome.accepted:
-                parent, parent_val, stale = self.candidates[outcome.kept_id], outcome.parent_val, 0
-            else:
-                stale += 1
+            self._admit(outcome.accepted_ids)
+            stale = 0 if outcome.accepted else stale + 1
             if outcome.stop_reason:
                 stop = outcome.stop_reason
                 break
-        return await self._finish(parent, history, stop)
+        return await self._finish(best_of(self.pool, self.val_instances), history, stop)
 
     async def _test_scores(self, candidate: Candidate) -> tuple[Scores, list[UserScores]]:
         """Scores on the test users (never empty: the split guarantees at least one)."""
         await self.evaluator.evaluate(candidate, "test", self.split.test)
-        scored = await self._scores(candidate.id, "test")
-        assert scored is not None
-        return scored
+        return self.scores(candidate.id, "test", self.split.test)
 
     async def _finish(self, best: Candidate, history: list[GenerationOutcome], stop: str) -> EvolutionResult:
         seed_scores, seed_users = await self._test_scores(self.seed)
         best_scores, best_users = await self._test_scores(best)
         self.spend.save()
         result = EvolutionResult(
-            protocol="outer_loop", seed=self.seed, best=best, seed_scores=seed_scores, best_scores=best_scores,
-            seed_user_scores=seed_users, best_user_scores=best_users, history=history, stop_reason=stop,
-            usage=self.spend.total(),
+            protocol="outer_loop", objective=self.config.objective, seed=self.seed, best=best,
+            seed_scores=seed_scores, best_scores=best_scores, seed_user_scores=seed_users,
+            best_user_scores=best_users, history=history, stop_reason=stop, usage=self.spend.total(),
         )
-        _write(self.run_dir / "result.json", result)
+        write_record(self.run_dir / "result.json", result)
         log.info("stopped: %s. test accuracy seed %.3f -> best %.3f", stop, seed_scores.accuracy, best_scores.accuracy)
         if self.tracker is not None:
             self._start_tracking()
-            metrics = {"test_seed_accuracy": seed_scores.accuracy, "test_best_accuracy": best_scores.accuracy}
-            if seed_scores.memory_score is not None and best_scores.memory_score is not None:
-                metrics |= {"test_seed_memory_score": seed_scores.memory_score,
-                            "test_best_memory_score": best_scores.memory_score}
-            plot_rows = [{"generation": o.generation, "best_train_score": max(o.train.values(), default=None),
-                          "best_val_score": max(o.val.values(), default=None), "parent_val_score": o.parent_val}
-                         for o in history]
-            self.tracker.finish(metrics, plot_rows, {"result.json": result.model_dump_json(indent=2),
-                                                     "best_policy.json": best.policy.model_dump_json(indent=2)})
+            self.tracker.finish(final_metrics(result), history_rows(history),
+                                {"result.json": result.model_dump_json(indent=2),
+                                 "best_policy.json": best.policy.model_dump_json(indent=2)})
         return result
 
 

@@ -9,7 +9,6 @@ across ``--resume``.
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,7 +18,6 @@ from pydantic import BaseModel
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.errors import UserInputError, nested_in
-from memevo.agents.llm.accounting import RoleUsage, UsageReport
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.llm.protocol import ChatClient, Role
 from memevo.agents.policy import MemoryPolicy
@@ -31,19 +29,17 @@ from memevo.environments.metrics import (
     Scores,
     UpperBoundTable,
     UserScores,
-    compute_upper_bound,
-    score_episodes,
-    user_scores,
 )
-from memevo.environments.records import EpisodeResult
 from memevo.environments.rundir import check_inputs, item_fingerprints
 from memevo.environments.runner import EpisodeConfig
-from memevo.environments.simulators.base import UserSimulator
+from memevo.environments.simulators.factory import make_simulator
 from memevo.environments.store import write_json_atomic
+from memevo.environments.table_cache import cached_upper_bound
 from memevo.evolve.candidates import Candidate
-from memevo.evolve.config import EvolveConfig
+from memevo.evolve.config import EvolveConfig, check_validation_users
 from memevo.evolve.evaluation import Evaluator
-from memevo.evolve.proposer import Proposer
+from memevo.evolve.proposers import ProposerSettings, make_proposer
+from memevo.evolve.spend import Spend
 from memevo.evolve.tracking import Tracker, git_commit
 from memevo.evolve.validation import LengthBounds
 
@@ -112,6 +108,7 @@ def make_split(items: Sequence[Item], config: EvolveConfig) -> Split:
         raise UserInputError("item ids must be unique", field="data")
     source = str(config.source) if config.source else None
     n_train, n_val, n_test = config.split.counts(len(ids), config.required_splits, source=source)
+    check_validation_users(config, n_val, source=source)
     order = sorted(ids)
     random.Random(config.split.seed).shuffle(order)
     return Split(
@@ -178,18 +175,6 @@ def seed_policy(config: EvolveConfig) -> MemoryPolicy:
     return policy
 
 
-def make_simulator(config: EvolveConfig, client: Callable[[LLMConfig], ChatClient]) -> UserSimulator:
-    if config.episode.simulator == "llm":
-        from memevo.environments.simulators.llm import LLMUserSimulator
-
-        assert config.llm.simulator is not None
-        compat = config.seed.policy is not None and config.seed.policy.amemgym_compat
-        return LLMUserSimulator(client(config.llm.simulator), current_date="period_end" if compat else "session")
-    from memevo.environments.simulators.template import TemplateUserSimulator
-
-    return TemplateUserSimulator()
-
-
 def agent_factory(client: Callable[[LLMConfig], ChatClient]) -> Callable[[MemoryPolicy], MemoryAgent]:
     def make(policy: MemoryPolicy) -> MemoryAgent:
         return build_agent(policy, client(policy.llm))
@@ -209,76 +194,6 @@ def episode_config(config: EvolveConfig, policy: MemoryPolicy) -> EpisodeConfig:
     )
 
 
-async def upper_bound(config: EvolveConfig, client: Callable[[LLMConfig], ChatClient], policy: MemoryPolicy, items: Sequence[Item],
-                      run_dir: Path) -> UpperBoundTable | None:
-    """The perfect-information upper bound of the agent's LLM on these users, computed once per run."""
-    if not config.upper_bound:
-        return None
-    path = run_dir / UPPER_BOUND_FILE
-    if path.exists():
-        return UpperBoundTable.model_validate_json(path.read_text(encoding="utf-8"))
-    table = await compute_upper_bound(
-        client(policy.llm), items, model=policy.llm.model, amemgym_compat=policy.amemgym_compat,
-        constrained=episode_config(config, policy).constrained_answers, seed=config.split.seed,
-    )
-    write_json_atomic(path, json.loads(table.model_dump_json()))
-    return table
-
-
-def scores(episodes: Sequence[EpisodeResult], items: Sequence[Item],
-           table: UpperBoundTable | None) -> tuple[Scores, list[UserScores]]:
-    return score_episodes(episodes, items, table), user_scores(episodes, items, table)
-
-
-def add_usage(first: UsageReport, second: UsageReport) -> UsageReport:
-    roles = set(first.by_role) | set(second.by_role)
-    return UsageReport(
-        by_role={
-            role: first.by_role.get(role, RoleUsage()).plus(second.by_role.get(role, RoleUsage())) for role in roles
-        }
-    )
-
-
-class Spend:
-    """Usage of this run across processes: what earlier processes recorded plus this one's delta.
-
-    The run saves it at every checkpoint, right after a result is written (each finished period,
-    evaluation, plan, upper-bound table, generation) with no await in between, so every call behind a
-    saved result is in ``spend.json``. A killed process loses only the calls made since its last
-    checkpoint, and those belong to unsaved work that the resumed process redoes and counts again. So
-    with one user and one candidate at a time and no response cache, a killed-and-resumed run reports
-    exactly the usage of an uninterrupted one. With concurrency it may report more (work in flight at a
-    checkpoint is counted when saved and again when redone: money really spent), never fewer calls;
-    with the response cache, redone calls are cache hits, which cost no dollars.
-    """
-
-    def __init__(self, run_dir: Path, hub: Hub) -> None:
-        self.path = run_dir / "spend.json"
-        self.before = (
-            UsageReport.model_validate_json(self.path.read_text(encoding="utf-8")) if self.path.exists() else UsageReport()
-        )
-        self.hub = hub
-        self.start = hub.accounting.report()
-
-    def total(self) -> UsageReport:
-        return add_usage(self.before, self.hub.accounting.report().minus(self.start))
-
-    def save(self) -> None:
-        write_json_atomic(self.path, json.loads(self.total().model_dump_json()))
-
-    def exceeded(self, config: EvolveConfig) -> str | None:
-        """Which budget is spent, if any (calls count requests that reached an endpoint)."""
-        total = self.total().total()
-        budget = config.budget
-        if budget.max_calls is not None and total.calls - total.cache_hits >= budget.max_calls:
-            return f"call budget ({budget.max_calls})"
-        if budget.max_tokens is not None and total.prompt_tokens + total.completion_tokens >= budget.max_tokens:
-            return f"token budget ({budget.max_tokens})"
-        if budget.max_dollars is not None and total.dollars >= budget.max_dollars:
-            return f"dollar budget ({budget.max_dollars})"
-        return None
-
-
 class RunBase:
     """What every protocol builds first: users, recorded split, seed, evaluator, proposer, spend.
 
@@ -296,11 +211,14 @@ class RunBase:
         self.seed = Candidate(policy=seed_policy(config), origin="seed")
         self.clients: dict[LLMConfig, ChatClient] = {}
         self.client(self.seed.policy.llm)
-        simulator = make_simulator(config, self.client)
+        simulator_llm = self.client(config.llm.simulator) if config.llm.simulator and config.episode.simulator == "llm" else None
+        simulator = make_simulator(config.episode.simulator, config.split.seed, simulator_llm,
+                                   amemgym_compat=self.seed.policy.amemgym_compat)
         proposer_lm = hub.dspy_lm(config.llm.proposer, role="proposer")
         if hasattr(proposer_lm, "gateway"):
             self.clients[config.llm.proposer] = proposer_lm.gateway
-        self.proposer = Proposer(proposer_lm, adapter=config.proposer_adapter)
+        settings = ProposerSettings(lm=proposer_lm, adapter=config.proposer_adapter)
+        self.proposers = [make_proposer(name, settings) for name in config.strategy.proposers]
         self.bounds = LengthBounds(min_ratio=config.min_length_ratio, max_ratio=config.max_length_ratio)
 
         inputs = {"config": config.hash_payload(), "data": item_fingerprints(self.users),
@@ -314,6 +232,7 @@ class RunBase:
             make_agent=agent_factory(self.client),
             simulator=simulator,
             episode_config=episode_config(config, self.seed.policy),
+            objective=config.objective,
             on_saved=self.spend.save,
         )
         self.tracker = (
@@ -323,10 +242,24 @@ class RunBase:
         )
 
     async def upper_bound_table(self, items: Sequence[Item]) -> UpperBoundTable | None:
-        """The upper-bound table on ``items`` (computed once per run; a spend checkpoint of its own)."""
-        table = await upper_bound(self.config, self.client, self.seed.policy, items, self.run_dir)
+        """The upper-bound table on ``items`` (computed once per run folder; a spend checkpoint of its own),
+        None when the config switches it off. The evaluator scores memory against it from now on."""
+        if not self.config.upper_bound:
+            return None
+        policy = self.seed.policy
+        table = await cached_upper_bound(
+            self.client(policy.llm), items, self.run_dir / UPPER_BOUND_FILE, self.evaluator.episode_config,
+            model=policy.llm.model,
+        )
         self.spend.save()
+        self.evaluator.upper_bound = table
         return table
+
+    def scores(self, candidate_id: str, split: str, user_ids: Sequence[str]) -> tuple[Scores, list[UserScores]]:
+        """Scores of finished episodes that must exist (a finished evaluation of these users)."""
+        scored = self.evaluator.scores(candidate_id, split, user_ids)
+        assert scored is not None, f"{candidate_id} has no finished {split} episodes"
+        return scored
 
     def client(self, config: LLMConfig) -> ChatClient:
         """The hub's client for ``config``, remembered so ``close_clients`` can release it."""
@@ -347,6 +280,9 @@ class RunBase:
             "name": self.config.name, "protocol": self.config.protocol, "seed_policy_id": self.seed.id,
             "agent_kind": self.seed.policy.kind, "agent_model": self.seed.policy.llm.model,
             "proposer_model": self.config.llm.proposer.model, "feedback_mode": self.config.feedback.mode.value,
+            "objective": self.config.objective, "proposers": ",".join(self.config.strategy.proposers),
+            "parents": self.config.strategy.parents, "acceptance": self.config.strategy.acceptance,
+            "minibatch": self.config.strategy.minibatch or 0,
             "components": ",".join(self.config.components), "split_seed": self.config.split.seed,
             "optuna_seed": self.config.optuna.seed, "data_hash": data_hash(self.users),
             "n_train": len(self.split.train), "n_val": len(self.split.val), "n_test": len(self.split.test),

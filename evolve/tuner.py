@@ -5,10 +5,15 @@ generation's trials are all asked before any is told, so a resumed run asks the 
 same order as an uninterrupted one. Trials are told at the end of their generation, so a pruning
 decision only compares against earlier generations and does not depend on which candidate finished
 first.
+
+The study's one value is the run's objective (``accuracy`` or ``memory_score``, named as the study's
+metric) on the train users; each trial also carries its candidate id and, when it reached validation,
+``val_<objective>``, the value memevo's selection used, so Optuna's view and memevo's agree on names.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -48,8 +53,10 @@ class Tuner:
         storage: str,
         study_name: str,
         first_trial: dict[str, int],
+        metric: str = "objective",
     ) -> None:
         self.config = config
+        self.metric = metric
         self.space = space
         self.storage = storage
         self.study_name = study_name
@@ -59,7 +66,7 @@ class Tuner:
             self.study.enqueue_trial(enqueued, skip_if_exists=True)
 
     def _load(self, generation: int) -> optuna.Study:
-        return optuna.create_study(
+        study = optuna.create_study(
             study_name=self.study_name,
             storage=self.storage,
             direction="maximize",
@@ -67,6 +74,11 @@ class Tuner:
             pruner=make_pruner(self.config),
             load_if_exists=True,
         )
+        if study.metric_names != [self.metric]:
+            with warnings.catch_warnings():  # experimental since Optuna 3.2, stable in use since
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                study.set_metric_names([self.metric])  # the run's objective, named in dashboards and exports
+        return study
 
     def begin_generation(self, generation: int) -> None:
         """Re-seed the sampler for this generation (see the module docstring)."""
@@ -103,6 +115,14 @@ class Tuner:
         trial = self._trial(number)
         trial.report(value, step)
         return trial.should_prune()
+
+    def annotate(self, number: int, **attributes: str | float) -> None:
+        """User attributes on a trial still running (a resumed run may find it finished: then nothing)."""
+        if self.study.trials[number].state != TrialState.RUNNING:
+            return
+        trial = self._trial(number)
+        for key, value in attributes.items():
+            trial.set_user_attr(key, value)
 
     def tell(self, number: int, value: float | None, *, pruned: bool = False) -> None:
         """Finish a trial (idempotent, so a resumed generation can re-tell safely)."""

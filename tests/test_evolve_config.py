@@ -20,6 +20,10 @@ def write(tmp_path: Path, data: dict) -> Path:
 def test_minimal_config_takes_defaults(tmp_path: Path) -> None:
     config = load_evolve_config(write(tmp_path, MINIMAL))
     assert config.components == ["memory_types"]
+    assert config.objective == "memory_score" and config.strategy.proposers == ["reflection"]
+    assert (config.strategy.parents, config.strategy.acceptance, config.strategy.minibatch) == ("elitist", "mean", None)
+    accuracy = load_evolve_config(write(tmp_path, {**MINIMAL, "upper_bound": False, "objective": "accuracy"}))
+    assert accuracy.objective == "accuracy"
     assert config.feedback.mode.value == "complete"
     assert config.optuna.sampler == "tpe" and config.optuna.pruner == "median"
     assert config.resolve_path("data.json") == tmp_path.resolve() / "data.json"
@@ -55,6 +59,16 @@ def test_full_config(tmp_path: Path) -> None:
         ({"seed": {}}, "seed"),
         ({"unknown_key": 1}, "unknown_key"),
         ({"llm": {"proposer": {"temperature": 9}}}, "llm.proposer.temperature"),
+        ({"strategy": {"proposers": ["reflection", "genetic"]}}, "strategy.proposers.1"),
+        ({"strategy": {"parents": "tournament"}}, "strategy.parents"),
+        ({"strategy": {"acceptance": "bayes"}}, "strategy.acceptance"),
+        ({"strategy": {"acceptance": "paired", "confidence": 1.0}}, "strategy.confidence"),
+        ({"strategy": {"confidence": 0}}, "strategy.confidence"),
+        ({"strategy": {"minibatch": 0}}, "strategy.minibatch"),
+        ({"strategy": {"parents": "pareto"}, "split": {"train": 2, "val": 1, "test": 1}}, "strategy.parents"),
+        ({"upper_bound": False}, "objective"),
+        ({"objective": "f1"}, "objective"),
+        ({"feedback_max_chars": 6000}, "feedback_max_chars"),
     ],
 )
 def test_bad_field_is_named(tmp_path: Path, patch: dict, field: str) -> None:

@@ -35,6 +35,7 @@ def test_short_evolution_on_the_local_model(tmp_path: Path, monkeypatch: pytest.
         "episode": {"rounds_init": 1, "rounds_update": 1, "max_periods": 2, "max_questions": 2},
         "llm": {"proposer": {**llm, "max_tokens": 160}},
         "upper_bound": False,
+        "objective": "accuracy",
     }
     path = tmp_path / "evolve.yaml"
     path.write_text(yaml.safe_dump(config))

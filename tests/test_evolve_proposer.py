@@ -2,20 +2,22 @@
 
 from memevo.agents.llm.dspy_lm import GatewayLM
 from memevo.agents.prompts.awi import MEMORY_TYPES_COMPONENT, WRITE_COMPONENT
-from memevo.evolve.proposer import Proposer
+from memevo.evolve.proposers import ProposerSettings
+from memevo.evolve.proposers.reflection import ReflectionProposer
 from tests.doubles.category_backend import CategoryBackend, category_world
 
 FEEDBACK = "Question 1: Which option should I pick for plan number 2?\n(A) Something for a instrument of piano\n"
 
 
-def proposer(mode: str, adapter: str = "chat") -> tuple[Proposer, CategoryBackend]:
+def proposer(mode: str, adapter: str = "chat") -> tuple[ReflectionProposer, CategoryBackend]:
     backend = CategoryBackend(category_world(1, 1), proposer_mode=mode)
-    return Proposer(GatewayLM(backend, role="proposer"), adapter=adapter), backend  # type: ignore[arg-type]
+    settings = ProposerSettings(lm=GatewayLM(backend, role="proposer"), adapter=adapter)  # type: ignore[arg-type]
+    return ReflectionProposer(settings), backend
 
 
 async def test_types_proposal_adds_categories_from_feedback() -> None:
     prop, backend = proposer("categories")
-    (proposal,) = await prop.propose(MEMORY_TYPES_COMPONENT, "- commute", FEEDBACK, "task", 1)
+    (proposal,) = await prop.rewrites(MEMORY_TYPES_COMPONENT, "- commute", FEEDBACK, "task", 1)
     assert proposal.error is None
     assert proposal.text == "- commute\n- instrument"
     assert proposal.changes == ["added a category"]
@@ -24,19 +26,19 @@ async def test_types_proposal_adds_categories_from_feedback() -> None:
 
 async def test_json_adapter_works_too() -> None:
     prop, _ = proposer("categories", adapter="json")
-    (proposal,) = await prop.propose(MEMORY_TYPES_COMPONENT, "- commute", FEEDBACK, "task", 1)
+    (proposal,) = await prop.rewrites(MEMORY_TYPES_COMPONENT, "- commute", FEEDBACK, "task", 1)
     assert proposal.text == "- commute\n- instrument"
 
 
 async def test_whole_prompt_signature_is_used_for_components_with_placeholders() -> None:
     prop, backend = proposer("categories")
-    (proposal,) = await prop.propose(WRITE_COMPONENT, WRITE_COMPONENT.default, FEEDBACK, "task", 1)
+    (proposal,) = await prop.rewrites(WRITE_COMPONENT, WRITE_COMPONENT.default, FEEDBACK, "task", 1)
     assert proposal.text is not None and proposal.text.endswith("- instrument")
     assert "new_text" in backend.calls_for("proposer")[0]["messages"][0]["content"]
 
 
 async def test_unparsable_reply_is_an_error_not_an_exception() -> None:
     prop, _ = proposer("garbage")
-    proposals = await prop.propose(MEMORY_TYPES_COMPONENT, "- commute", FEEDBACK, "task", 3)
+    proposals = await prop.rewrites(MEMORY_TYPES_COMPONENT, "- commute", FEEDBACK, "task", 3)
     assert len(proposals) == 3
     assert all(p.text is None and p.error for p in proposals)

@@ -27,7 +27,7 @@ def test_an_explicit_model_wins_over_memevo_model(monkeypatch):
 
 def test_importing_the_proposer_keeps_litellm_offline():
     """Without the default, importing DSPy tries to download litellm's price list (stalls offline)."""
-    code = "import memevo.evolve.proposer, os; print(os.environ.get('LITELLM_LOCAL_MODEL_COST_MAP'))"
+    code = "import memevo.evolve.proposers.reflection, os; print(os.environ.get('LITELLM_LOCAL_MODEL_COST_MAP'))"
     env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "True"

@@ -18,13 +18,23 @@ As the **proposer** (role proposer, DSPy chat or JSON format) it behaves per ``p
 current text (complete feedback shows choices, so it reveals categories; question-only feedback
 does not); ``forget`` replaces the text with a list naming no category (a dominated candidate);
 ``mixed`` acts as ``categories`` for the first (temperature 0) sample and as ``forget`` for the
-others; ``garbage`` replies with unparsable prose; ``drop_placeholders`` returns a whole prompt
-without its placeholders and output-format clause plus an unknown ``{bogus}`` placeholder.
+others; ``step`` makes one small change per sample, drawn from a hash of the request, the sample
+index and ``seed``: add one category seen in the feedback, or (on later samples, one time in two)
+drop one the text names, so some proposals help and some hurt; ``garbage`` replies with unparsable
+prose; ``drop_placeholders`` returns a whole prompt without its placeholders and output-format clause
+plus an unknown ``{bogus}`` placeholder. Asked for line edits (the delta proposer's ``edits`` field)
+it returns the same change as ``ADD:``/``REMOVE n`` edits.
+
+``answer_noise`` p: with probability p an agent's answer is a uniformly drawn option instead of the
+informed one, decided by a hash of (seed, prompt, notes), so a rerun (or a resumed run) sees the same
+noise. Upper-bound answers stay exact: one table serves every candidate, so its noise would not be
+selection noise.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import random
 import re
@@ -48,6 +58,13 @@ ANNOUNCE = re.compile(r"my (\w+) is now (\w+)")
 FIELD = re.compile(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## |\Z)", re.DOTALL)
 NOTE = re.compile(r"^- (\w+): (\w+)\s*$", re.MULTILINE)
 STATE_BLOCK = re.compile(r"situation are:\n(\{.*?\})\n", re.DOTALL)
+FIELD_NAMES = re.compile(r"`(\w+)` \(")
+NUMBERED = re.compile(r"^\d+\. ")
+
+
+def _unit(key: str) -> float:
+    """A number in [0, 1) fixed by ``key`` (stable across processes, unlike ``hash``)."""
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
 
 
 def _profile(user: int) -> UserProfile:
@@ -115,8 +132,10 @@ class CategoryBackend(ScriptedLLM):
     """
 
     def __init__(self, items: list[Item], *, proposer_mode: str = "categories", latency_s: float = 0.0,
-                 accounting: Accounting | None = None) -> None:
+                 accounting: Accounting | None = None, answer_noise: float = 0.0, seed: int = 0) -> None:
         super().__init__(self._reply)
+        self.answer_noise = answer_noise
+        self.seed = seed
         self.questions = {q.query: q for item in items for q in item.qas}
         self.proposer_mode = proposer_mode
         self.latency_s = latency_s
@@ -147,35 +166,66 @@ class CategoryBackend(ScriptedLLM):
         known = json.loads(block.group(1)) if block else dict(NOTE.findall(messages[0]["content"]))
         target = [known.get(key) for key in question.required_info]
         choice = next((i + 1 for i, c in enumerate(question.answer_choices) if c.state == target), 1)
+        draw = _unit(f"noise|{self.seed}|{prompt}|{messages[0]['content']}")
+        if block is None and draw < self.answer_noise:  # the agent's answers; the upper bound stays exact
+            choice = 1 + int(_unit(f"pick|{self.seed}|{prompt}") * len(question.answer_choices))
         return f'```json\n{{"answer": {choice}}}\n```'
 
-    def _propose(self, messages: list[Message], wants_json: bool, creative: bool) -> str:
+    def _step(self, current: str, feedback: str, key: str, sample: int) -> tuple[str, list[str]]:
+        """One small change (see the module docstring): the new text and its line edits."""
+        lines = current.splitlines()
+        named = [i for i, line in enumerate(lines) if any(re.search(rf"\b{c}\b", line) for c in CATEGORIES)]
+        missing = [c for c in CATEGORIES if re.search(rf"\b{c}\b", feedback) and not re.search(rf"\b{c}\b", current.lower())]
+        if named and sample and (not missing or _unit(f"drop|{key}") < 0.5):
+            drop = named[int(_unit(f"which|{key}") * len(named))]
+            return "\n".join(line for i, line in enumerate(lines) if i != drop), [f"REMOVE {drop + 1}"]
+        if not missing:
+            return current, []
+        add = missing[int(_unit(f"add|{key}") * len(missing))]
+        return current + f"\n- {add}", [f"ADD: - {add}"]
+
+    def _propose(self, messages: list[Message], wants_json: bool, creative: bool, sample: int) -> str:
         mode = self.proposer_mode
         if mode == "mixed":
             mode = "forget" if creative else "categories"
         if mode == "garbage":
             return "Sorry, I am not sure what you want me to do here."
         fields = dict(FIELD.findall(messages[-1]["content"]))
-        types_mode = "new_types" in messages[0]["content"]
-        current = fields.get("current_types" if types_mode else "current_text", "").strip()
+        system = messages[0]["content"]
+        delta_mode = "edits" in FIELD_NAMES.findall(system)
+        types_mode = "new_types" in system
+        source = "numbered_lines" if delta_mode else "current_types" if types_mode else "current_text"
+        current = fields.get(source, "").strip()
+        if delta_mode:
+            current = "\n".join(NUMBERED.sub("", line) for line in current.splitlines())
+        feedback = fields.get("feedback", "").lower()
+        edits: list[str] = []
         if mode == "drop_placeholders":
             new = "Write down useful facts about the user, like {bogus}, as plain sentences."
         elif mode == "forget":
             new = "- the weather today (small talk only)"
+            edits = [f"REWRITE {i + 1}: - the weather today" for i in range(len(current.splitlines()))]
+        elif mode == "step":
+            new, edits = self._step(current, feedback, f"{self.seed}|{sample}|{messages[-1]['content']}", sample)
         else:
-            feedback = fields.get("feedback", "").lower()
             missing = [c for c in CATEGORIES if re.search(rf"\b{c}\b", feedback) and not re.search(rf"\b{c}\b", current.lower())]
             new = current + "".join(f"\n- {c}" for c in missing)
-        out_name = "new_types" if types_mode else "new_text"
-        changes = ["added a category"] if new != current else []
+            edits = [f"ADD: - {c}" for c in missing]
+        if delta_mode:
+            out: dict[str, Any] = {"edits": edits}
+        else:
+            out = {"new_types" if types_mode else "new_text": new,
+                   "changes": ["added a category"] if new != current else []}
         if wants_json:
-            return json.dumps({out_name: new, "changes": changes})
-        return f"[[ ## {out_name} ## ]]\n{new}\n\n[[ ## changes ## ]]\n{json.dumps(changes)}\n\n[[ ## completed ## ]]"
+            return json.dumps(out)
+        parts = [f"[[ ## {name} ## ]]\n{value if isinstance(value, str) else json.dumps(value)}" for name, value in out.items()]
+        return "\n\n".join(parts) + "\n\n[[ ## completed ## ]]"
 
-    def _reply(self, messages: list[Message], role: Role, wants_json: bool, creative: bool = False) -> str:
+    def _reply(self, messages: list[Message], role: Role, wants_json: bool, creative: bool = False,
+               sample: int = 0) -> str:
         if role == "proposer":
             wants_json = wants_json or "Respond with a JSON object" in messages[-1]["content"]
-            return self._propose(messages, wants_json, creative)
+            return self._propose(messages, wants_json, creative, sample)
         prompt = messages[-1]["content"]
         if wants_json and '[{"role"' in prompt and "Options:" not in prompt:
             return self._write(prompt)
@@ -188,7 +238,7 @@ class CategoryBackend(ScriptedLLM):
                    sample_index: int = 0) -> ChatReply:
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
-        text = self._reply(messages, role, json_mode or json_schema is not None, bool(temperature))
+        text = self._reply(messages, role, json_mode or json_schema is not None, bool(temperature), sample_index)
         prompt_tokens = sum(len(m["content"].split()) for m in messages)
         self.calls.append({"role": role, "messages": messages, "reply": text})
         self.accounting.record_call(role, model="category-double", prompt_tokens=prompt_tokens,

@@ -39,3 +39,19 @@ class RewriteTypes(dspy.Signature):
     feedback: str = dspy.InputField(desc="evidence from the environment about what was missed")
     new_types: str = dspy.OutputField(desc="the complete revised list of information types")
     changes: list[str] = dspy.OutputField(desc="one short line per change")
+
+
+class EditRules(dspy.Signature):
+    """You improve a text that instructs an assistant keeping a long-term memory about its user, by small edits.
+
+    The text is given as numbered lines. Read the task, the lines and the feedback from conversations
+    where the text was used, and return a few edits, one per entry, each in one of these forms:
+    "ADD: <new line>", "REWRITE <number>: <new line>", "REMOVE <number>". Edit only what the feedback
+    shows is missing or wrong; keep every {placeholder} and the instructions about the output format.
+    """
+
+    task: str = dspy.InputField(desc="what the memory agent has to achieve")
+    component: str = dspy.InputField(desc="which text this is and what it does")
+    numbered_lines: str = dspy.InputField(desc="the text as it is now, one numbered line each")
+    feedback: str = dspy.InputField(desc="evidence from the environment about how the text performed")
+    edits: list[str] = dspy.OutputField(desc="ADD: ..., REWRITE n: ..., or REMOVE n; one edit per entry")

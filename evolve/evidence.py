@@ -1,0 +1,137 @@
+"""The proposer's evidence: a structured reflective dataset from a candidate's episodes, rendered to a budget.
+
+The dataset holds, per (user, period, question), what the feedback mode allows (``environments.feedback``):
+the question, and in complete mode the choices, the chosen letter, with ground truth the gold letter and
+the outcome, and the memory the agent consulted; with ``with_exposed_states`` the period's state updates.
+Every prompt component reads the same dataset: in a memory agent every answer depends on what each
+component wrote or retrieved, so there is no per-component slice of the traces to take.
+
+Rendering never cuts a blind prefix. It fills a token budget by a stratified choice: round by round, each
+(user, period) in turn adds its next question, failures first where the outcome is shown (in
+question-only mode the order stays the question order, so the choice reveals nothing the mode hides);
+a consulted memory appears once per (user, period), clipped to its share of the budget. What did not
+fit is stated at the end. Tokens are estimated at four characters each (no tokenizer of the proposer's
+model is at hand for every endpoint); the estimate errs on the safe side for English text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from pydantic import BaseModel, Field
+
+from memevo.environments.data.models import Item
+from memevo.environments.feedback import FeedbackConfig, FeedbackRecord, PeriodFeedback, build_feedback, render_feedback
+from memevo.environments.records import EpisodeResult, PeriodResult
+
+CHARS_PER_TOKEN = 4
+MIN_MEMORY_TOKENS = 40
+MAX_USERS_NAMED = 10
+NOTE_TOKENS = 40 + 8 * MAX_USERS_NAMED
+"""Room kept for the header and the closing note."""
+
+
+def approx_tokens(text: str) -> int:
+    """Estimated tokens of ``text`` (see the module docstring)."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+class Evidence(BaseModel):
+    """The reflective dataset of one candidate: one ``PeriodFeedback`` per (user, period) with questions."""
+
+    periods: list[PeriodFeedback] = Field(default_factory=list)
+
+    @property
+    def n_questions(self) -> int:
+        return sum(len(period.records) for period in self.periods)
+
+
+def evidence_from_episodes(
+    episodes: Sequence[EpisodeResult], items: dict[str, Item], config: FeedbackConfig
+) -> Evidence:
+    """Every period of every episode, in the configured feedback mode."""
+    return evidence_from_periods([p for episode in episodes for p in episode.periods], items, config)
+
+
+def evidence_from_periods(periods: Sequence[PeriodResult], items: dict[str, Item], config: FeedbackConfig) -> Evidence:
+    built = [build_feedback(period, items[period.user_id], config) for period in periods]
+    return Evidence(periods=[feedback for feedback in built if feedback.records])
+
+
+def _priority(feedback: PeriodFeedback) -> list[int]:
+    """Record positions in the order they are offered: failures first when the outcome is shown."""
+    order = list(range(len(feedback.records)))
+    return sorted(order, key=lambda i: feedback.records[i].correct is not False)
+
+
+def _clip(text: str, max_tokens: int) -> str:
+    limit = max_tokens * CHARS_PER_TOKEN
+    return text if len(text) <= limit else text[:limit].rstrip() + " … (memory cut for the budget)"
+
+
+def _subset(feedback: PeriodFeedback, chosen: Sequence[int], memory_tokens: int) -> PeriodFeedback:
+    """The period's feedback with only the chosen records (in question order) and their memories."""
+    records: list[FeedbackRecord] = []
+    memories: list[str] = []
+    for index in sorted(chosen):
+        record = feedback.records[index]
+        ref = None
+        if record.memory_ref is not None:
+            text = _clip(feedback.memories[record.memory_ref], memory_tokens)
+            if text not in memories:
+                memories.append(text)
+            ref = memories.index(text)
+        records.append(record.model_copy(update={"memory_ref": ref}))
+    return feedback.model_copy(update={"records": records, "memories": memories})
+
+
+def _block(feedback: PeriodFeedback) -> str:
+    return f"## User {feedback.user_id}, period {feedback.period}\n" + render_feedback(feedback)
+
+
+def render_evidence(evidence: Evidence, max_tokens: int, count: Callable[[str], int] = approx_tokens) -> str:
+    """The evidence as the proposer reads it, within ``max_tokens`` (see the module docstring)."""
+    if not evidence.periods:
+        return "No feedback."
+    strata = evidence.periods
+    memory_tokens = max(MIN_MEMORY_TOKENS, max_tokens // (2 * len(strata)))
+    queues = [_priority(feedback) for feedback in strata]
+    chosen: list[list[int]] = [[] for _ in strata]
+    costs = [0] * len(strata)
+    budget = max_tokens - NOTE_TOKENS
+    for round_index in range(max(len(queue) for queue in queues)):
+        for s, feedback in enumerate(strata):
+            if round_index >= len(queues[s]):
+                continue
+            trial = chosen[s] + [queues[s][round_index]]
+            cost = count(_block(_subset(feedback, trial, memory_tokens)))
+            if sum(costs) - costs[s] + cost <= budget:
+                chosen[s], costs[s] = trial, cost
+    shown = sum(len(c) for c in chosen)
+    users = sorted({feedback.user_id for feedback in strata})
+    header = (
+        f"Evidence from {len(users)} user(s), {len(strata)} (user, period) pair(s): "
+        f"{shown} of {evidence.n_questions} questions shown.\n\n"
+    )
+    blocks = [_block(_subset(feedback, c, memory_tokens)) for feedback, c in zip(strata, chosen, strict=True) if c]
+    return header + "\n".join(blocks) + _omission_note(evidence, chosen, max_tokens)
+
+
+def _omission_note(evidence: Evidence, chosen: list[list[int]], max_tokens: int) -> str:
+    """What the budget left out, in a size that does not grow with the number of periods."""
+    left = evidence.n_questions - sum(len(c) for c in chosen)
+    if not left:
+        return ""
+    empty = sum(1 for c in chosen if not c)
+    per_user: dict[str, int] = {}
+    for feedback, c in zip(evidence.periods, chosen, strict=True):
+        per_user[feedback.user_id] = per_user.get(feedback.user_id, 0) + len(feedback.records) - len(c)
+    counts = ", ".join(f"{user} {n}" for user, n in list(per_user.items())[:MAX_USERS_NAMED])
+    more = f" and {len(per_user) - MAX_USERS_NAMED} more user(s)" if len(per_user) > MAX_USERS_NAMED else ""
+    outcome_known = any(r.correct is not None for feedback in evidence.periods for r in feedback.records)
+    order = "failures first, " if outcome_known else ""
+    return (
+        f"\nLeft out for the token budget ({max_tokens} tokens; chosen {order}every user and period in turn): "
+        f"{left} question(s) (per user: {counts}{more}); (user, period) pairs with none shown: {empty}.\n"
+    )

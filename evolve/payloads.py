@@ -1,0 +1,157 @@
+"""What the outer loop logs to MLflow: per-candidate metrics, params and artifacts, per-generation metrics.
+
+The payloads are built here from the run's records and the evaluator's scores; ``tracking.Tracker``
+writes them. Metric names keep the split and the objective in them (``val_objective`` is the value the
+loop compared; ``val_accuracy`` and ``val_memory_score`` are always both logged when defined).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memevo.agents.base import AgentSpec
+from memevo.environments.metrics import Scores
+from memevo.environments.score_text import extra_metrics
+from memevo.evolve.candidates import Candidate
+from memevo.evolve.evaluation import CandidateEval, Evaluator
+from memevo.evolve.records import EvolutionResult, GenerationOutcome
+from memevo.evolve.spend import Spend
+from memevo.evolve.tracking import table_csv, unified_diff
+
+SPLITS = ("train", "val")
+"""The splits whose episodes are logged; a minibatch's episodes are part of the train split's."""
+
+
+def score_metrics(prefix: str, summary: Scores) -> dict[str, float]:
+    """Accuracy, memory score, their per-period values, the failure split and the figures behind the memory
+    score (cells, pooled score, memory gain, probe coverage, write failures) of one split's scores."""
+    metrics: dict[str, float] = {f"{prefix}_accuracy": summary.accuracy}
+    if summary.memory_score is not None:
+        metrics[f"{prefix}_memory_score"] = summary.memory_score
+    for period in summary.per_period:
+        metrics[f"{prefix}_accuracy_p{period.period:02d}"] = period.accuracy
+        if period.memory_score is not None:
+            metrics[f"{prefix}_memory_score_p{period.period:02d}"] = period.memory_score
+    if summary.failure is not None:
+        metrics[f"{prefix}_write_failure"] = summary.failure.write
+        metrics[f"{prefix}_read_failure"] = summary.failure.read
+        metrics[f"{prefix}_utilization_failure"] = summary.failure.utilization
+    metrics |= {f"{prefix}_{name}": value for name, value in extra_metrics(summary).items()}
+    return metrics
+
+
+def candidate_metrics(
+    evaluator: Evaluator, users: dict[str, list[str]], candidate: Candidate, evals: dict[str, CandidateEval | None]
+) -> dict[str, float]:
+    train = evals.get("train")
+    metrics: dict[str, float] = {
+        "pruned": float(bool(train and train.pruned)),
+        "gated": float(train is None and evals.get("minibatch") is not None),
+        "train_users_evaluated": len(train.users) if train else 0,
+    }
+    for label, result in evals.items():
+        if result is not None:
+            metrics[f"{label}_objective"] = result.score
+    for split in SPLITS:
+        scored = evaluator.scores(candidate.id, split, users[split]) if evals.get(split) is not None else None
+        if scored is not None:
+            metrics |= score_metrics(split, scored[0])
+    return metrics
+
+
+def qa_table(evaluator: Evaluator, users: dict[str, list[str]], candidate_id: str) -> str:
+    rows = []
+    for split in SPLITS:
+        for episode in evaluator.episodes(candidate_id, split, users[split]):
+            for period in episode.periods:
+                for qa in period.qa:
+                    rows.append(
+                        {
+                            "split": split,
+                            "user_id": qa.user_id,
+                            "period": qa.period,
+                            "question": qa.question_index,
+                            "choice": qa.choice,
+                            "gold": qa.gold,
+                            "correct": int(qa.correct),
+                            "format_error": int(qa.format_error),
+                        }
+                    )
+    return table_csv(rows)
+
+
+def candidate_entry(
+    evaluator: Evaluator,
+    users: dict[str, list[str]],
+    spec: AgentSpec,
+    candidate: Candidate,
+    parent: Candidate,
+    evals: dict[str, CandidateEval | None],
+    feedback: str,
+) -> dict[str, Any]:
+    artifacts = {f"prompts/{c.name}.txt": candidate.policy.prompts.get(c.name, c.default) for c in spec.components}
+    artifacts["diff.patch"] = unified_diff(parent.policy.prompts, candidate.policy.prompts)
+    artifacts["feedback.txt"] = feedback or "(seed: no feedback)"
+    artifacts["changes.txt"] = "\n".join(candidate.changes) or "(none)"
+    artifacts["results.csv"] = qa_table(evaluator, users, candidate.id)
+    artifacts["policy.json"] = candidate.policy.model_dump_json(indent=2)
+    return {
+        "label": candidate.label,
+        "metrics": candidate_metrics(evaluator, users, candidate, evals),
+        "params": {
+            "candidate_id": candidate.id,
+            "parent_id": candidate.parent_id,
+            "origin": candidate.origin,
+            "proposer": candidate.proposer,
+            "other_parent_id": candidate.other_parent_id,
+            "trial_number": candidate.trial_number,
+            "update_every": candidate.policy.update_every,
+            "short_term": candidate.policy.short_term,
+            "top_k": candidate.policy.top_k,
+        },
+        "artifacts": artifacts,
+    }
+
+
+def generation_metrics(outcome: GenerationOutcome, n_candidates: int, spend: Spend) -> dict[str, float]:
+    metrics: dict[str, float] = {
+        "best_train_score": max(outcome.train.values(), default=0.0),
+        "parent_val_score": outcome.parent_val,
+        "accepted": float(outcome.accepted),
+        "n_accepted": len(outcome.accepted_ids),
+        "n_candidates": n_candidates,
+        "n_pruned": len(outcome.pruned),
+        "n_gated": len(outcome.gated),
+        "proposals_rejected": outcome.stats.rejected,
+        "proposals_repaired": outcome.stats.repaired,
+    }
+    if outcome.val:
+        metrics["best_val_score"] = max(outcome.val.values())
+    for role, spent in spend.total().by_role.items():
+        metrics[f"calls_{role}"] = spent.calls
+        metrics[f"tokens_{role}"] = spent.prompt_tokens + spent.completion_tokens
+        metrics[f"dollars_{role}"] = spent.dollars
+    return metrics
+
+
+def final_metrics(result: EvolutionResult) -> dict[str, float]:
+    metrics = {"test_seed_accuracy": result.seed_scores.accuracy, "test_best_accuracy": result.best_scores.accuracy}
+    if result.seed_scores.memory_score is not None and result.best_scores.memory_score is not None:
+        metrics |= {
+            "test_seed_memory_score": result.seed_scores.memory_score,
+            "test_best_memory_score": result.best_scores.memory_score,
+        }
+    return metrics
+
+
+def history_rows(history: list[GenerationOutcome]) -> list[dict[str, Any]]:
+    """The score-per-generation plot's rows."""
+    return [
+        {
+            "generation": o.generation,
+            "best_train_score": max(o.train.values(), default=None),
+            "best_val_score": max(o.val.values(), default=None),
+            "parent_val_score": o.parent_val,
+        }
+        for o in history
+    ]

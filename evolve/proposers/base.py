@@ -1,0 +1,84 @@
+"""The proposer protocol: from a parent, its evidence and the pool, propose new component texts.
+
+A proposer returns validated ``Variant``s (only the components it changed) and counts every proposal it
+made, accepted or not, in ``ProposalStats``. It never raises on bad model output: a bad proposal is data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from pydantic import BaseModel, Field
+
+from memevo.agents.base import ComponentSpec
+from memevo.evolve.candidates import Candidate
+from memevo.evolve.records import Instance, ProposalStats
+from memevo.evolve.validation import LengthBounds, validate_proposal
+
+
+class Variant(BaseModel):
+    """One proposed set of changed component texts (already validated)."""
+
+    prompts: dict[str, str]
+    changes: list[str] = Field(default_factory=list)
+    proposer: str
+    other_parent_id: str | None = Field(None, description="The second parent of a merge.")
+
+
+@dataclass(frozen=True)
+class ProposalContext:
+    """Everything a proposer may read for one generation."""
+
+    generation: int
+    parent: Candidate
+    evidence: str
+    components: Sequence[ComponentSpec]
+    task: str
+    bounds: LengthBounds
+    pool: Sequence[Candidate] = ()
+    """Accepted candidates so far (the seed first), for proposers that combine candidates."""
+    val_instances: Mapping[str, Mapping[Instance, float]] = field(default_factory=dict)
+    """Per pool candidate id, its objective per validation (user, period)."""
+    lineage: Mapping[str, Candidate] = field(default_factory=dict)
+    """Every known candidate by id, to walk parent links."""
+
+    def current(self, spec: ComponentSpec, candidate: Candidate | None = None) -> str:
+        return (candidate or self.parent).policy.prompts.get(spec.name, spec.default)
+
+
+class Proposer(Protocol):
+    """Proposes up to ``n`` variants of the context's parent."""
+
+    name: str
+
+    async def propose(self, context: ProposalContext, n: int) -> tuple[list[Variant], ProposalStats]: ...
+
+
+def checked(
+    spec: ComponentSpec, text: str | None, current: str, bounds: LengthBounds, stats: ProposalStats
+) -> tuple[str | None, list[str]]:
+    """The validated (possibly repaired) text, or None; the verdict is counted in ``stats``."""
+    verdict = validate_proposal(spec, text, current, bounds)
+    stats.count(verdict)
+    return (verdict.text if verdict.accepted else None), verdict.repairs
+
+
+def shares(k: int, n: int) -> list[int]:
+    """K variants dealt to ``n`` proposers in turn."""
+    return [k // n + (index < k % n) for index in range(n)]
+
+
+async def propose_all(
+    proposers: Sequence[Proposer], context: ProposalContext, k: int
+) -> tuple[list[Variant], ProposalStats]:
+    """Up to ``k`` variants from the proposers in turn, and the counts of all their proposals."""
+    stats = ProposalStats()
+    variants: list[Variant] = []
+    for proposer, share in zip(proposers, shares(k, len(proposers)), strict=True):
+        if share:
+            made, made_stats = await proposer.propose(context, share)
+            variants += made
+            stats.add(made_stats)
+    return variants, stats

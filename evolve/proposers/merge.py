@@ -1,0 +1,78 @@
+"""The merge proposer: one candidate from the components of two pool candidates, without an LM call.
+
+The second parent is the pool candidate that beats the parent on the most validation instances (the
+one whose strengths the parent lacks). Per component, a side that kept the common ancestor's text gives
+way to the side that changed it (GEPA's merge rule); where both changed it, the parent's lines come
+first and the other's new lines are appended, which suits list-like components such as memory types.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from memevo.evolve.candidates import Candidate
+from memevo.evolve.proposers.base import ProposalContext, Variant, checked
+from memevo.evolve.records import ProposalStats
+
+if TYPE_CHECKING:
+    from memevo.evolve.proposers import ProposerSettings
+
+
+def ancestors(candidate: Candidate, lineage: dict[str, Candidate]) -> list[str]:
+    """Ids from the candidate up to the seed."""
+    chain = [candidate.id]
+    while candidate.parent_id is not None and candidate.parent_id in lineage:
+        candidate = lineage[candidate.parent_id]
+        chain.append(candidate.id)
+    return chain
+
+
+def merge_text(parent: str, other: str, ancestor: str) -> str:
+    if other in (ancestor, parent):
+        return parent
+    if parent == ancestor:
+        return other
+    lines = parent.splitlines()
+    return "\n".join(lines + [line for line in other.splitlines() if line.strip() and line not in lines])
+
+
+class MergeProposer:
+    """Proposes at most one merge per call, and none while the pool holds a single candidate."""
+
+    name = "merge"
+
+    def __init__(self, settings: ProposerSettings) -> None:
+        del settings  # a merge needs no LM
+
+    def _partner(self, context: ProposalContext) -> Candidate | None:
+        mine = context.val_instances.get(context.parent.id, {})
+        best: tuple[int, Candidate] | None = None
+        for candidate in context.pool:
+            if candidate.id == context.parent.id:
+                continue
+            theirs = context.val_instances.get(candidate.id, {})
+            wins = sum(1 for key, value in theirs.items() if key in mine and value > mine[key])
+            if wins and (best is None or wins > best[0]):
+                best = (wins, candidate)
+        return best[1] if best else None
+
+    async def propose(self, context: ProposalContext, n: int) -> tuple[list[Variant], ProposalStats]:
+        stats = ProposalStats()
+        partner = self._partner(context)
+        if partner is None or n < 1:
+            return [], stats
+        lineage = dict(context.lineage)
+        theirs = set(ancestors(partner, lineage))
+        common = next((i for i in ancestors(context.parent, lineage) if i in theirs), None)
+        ancestor = lineage.get(common or "", context.parent)
+        variant = Variant(prompts={}, proposer=self.name, other_parent_id=partner.id)
+        for spec in context.components:
+            current = context.current(spec)
+            merged = merge_text(current, context.current(spec, partner), context.current(spec, ancestor))
+            if merged == current:
+                continue
+            text, repairs = checked(spec, merged, current, context.bounds, stats)
+            if text is not None:
+                variant.prompts[spec.name] = text
+                variant.changes += [f"{spec.name}: merged with {partner.label}"] + repairs
+        return ([variant] if variant.prompts else []), stats

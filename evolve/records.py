@@ -1,0 +1,100 @@
+"""The loop's records: what a generation plans, what it decides, what a run returns.
+
+Plain pydantic models without behaviour beyond counting, saved in the run folder as they are made so a
+resumed run reads its decisions back instead of making them again.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, Field
+
+from memevo.agents.llm.accounting import UsageReport
+from memevo.environments.metrics import Scores, UserScores
+from memevo.environments.store import write_json_atomic
+from memevo.evolve.candidates import Candidate
+from memevo.evolve.validation import Verdict
+
+Record = TypeVar("Record", bound=BaseModel)
+Instance = tuple[str, int]
+"""A validation instance: (user id, period)."""
+
+
+class ProposalStats(BaseModel):
+    """How a generation's proposals fared in validation."""
+
+    total: int = 0
+    accepted: int = 0
+    repaired: int = 0
+    rejected: int = 0
+    reasons: list[str] = Field(default_factory=list)
+
+    def count(self, verdict: Verdict) -> None:
+        self.total += 1
+        self.repaired += bool(verdict.repairs) and verdict.accepted
+        if verdict.accepted:
+            self.accepted += 1
+        else:
+            self.rejected += 1
+            self.reasons.append(verdict.reason or "rejected")
+
+    def add(self, other: ProposalStats) -> None:
+        self.total += other.total
+        self.accepted += other.accepted
+        self.repaired += other.repaired
+        self.rejected += other.rejected
+        self.reasons += other.reasons
+
+
+class GenerationPlan(BaseModel):
+    """What a generation will evaluate, fixed before any evaluation so a resume reuses it."""
+
+    generation: int
+    parent_id: str
+    feedback: str = Field(description="The evidence as rendered for the proposers.")
+    candidates: list[Candidate]
+    stats: ProposalStats
+
+
+class GenerationOutcome(BaseModel):
+    generation: int
+    parent_id: str
+    kept_id: str = Field(description="The best accepted candidate so far (on validation).")
+    accepted: bool = Field(description="Whether this generation added at least one candidate to the pool.")
+    accepted_ids: list[str] = Field(default_factory=list, description="Candidates this generation accepted.")
+    train: dict[str, float]
+    val: dict[str, float]
+    pruned: list[str]
+    gated: list[str] = Field(default_factory=list, description="Stopped by the minibatch gate.")
+    parent_val: float = Field(description="Validation score of ``kept_id``.")
+    stats: ProposalStats
+    not_started: list[str] = Field(default_factory=list, description="Candidates left out: the budget was spent.")
+    stop_reason: str | None = Field(None, description="Set when the budget ran out during this generation.")
+
+
+class EvolutionResult(BaseModel):
+    """The outcome of a run: seed and best candidates with their test scores, history and spend."""
+
+    protocol: Literal["outer_loop", "amemgym_period"]
+    objective: Literal["memory_score", "accuracy"] = "memory_score"
+    seed: Candidate
+    best: Candidate
+    seed_scores: Scores
+    best_scores: Scores
+    seed_user_scores: list[UserScores]
+    best_user_scores: list[UserScores]
+    history: list[GenerationOutcome] = Field(default_factory=list)
+    stop_reason: str
+    usage: UsageReport
+
+
+def read_record(path: Path, model: type[Record]) -> Record | None:
+    """The record saved at ``path``, or None when it was never written."""
+    return model.model_validate_json(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def write_record(path: Path, record: BaseModel) -> None:
+    write_json_atomic(path, json.loads(record.model_dump_json()))

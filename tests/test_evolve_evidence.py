@@ -1,0 +1,99 @@
+"""The proposer's evidence: every user and period represented within the token budget, failures first,
+the omission stated, and the feedback mode's guarantees kept."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from memevo.environments.data.models import Item
+from memevo.environments.feedback import FeedbackConfig, FeedbackMode
+from memevo.environments.records import EpisodeResult, PeriodResult, QARecord
+from memevo.evolve.evidence import approx_tokens, evidence_from_episodes, render_evidence
+from tests.doubles.category_backend import category_world
+
+ITEMS = category_world(3, 11)
+BY_ID = {item.id: item for item in ITEMS}
+COMPLETE_GT = FeedbackConfig(mode=FeedbackMode.complete, with_ground_truth=True)
+
+
+def episode(item: Item, wrong: set[tuple[int, int]]) -> EpisodeResult:
+    """Answers right except at the (period, question) pairs in ``wrong``; a long memory per period."""
+    periods = []
+    for p, period in enumerate(item.periods):
+        records = []
+        for q, question in enumerate(item.qas):
+            gold = question.gold_index(period.state) + 1
+            choice = gold % len(question.answer_choices) + 1 if (p, q) in wrong else gold
+            records.append(
+                QARecord(
+                    user_id=item.id,
+                    period=p,
+                    question_index=q,
+                    prompt="p",
+                    raw_reply="r",
+                    choice=choice,
+                    gold=gold,
+                    n_choices=len(question.answer_choices),
+                    correct=choice == gold,
+                    consulted_memory=f"notes of {item.id} p{p}: " + "x" * 400,
+                )
+            )
+        periods.append(PeriodResult(user_id=item.id, period=p, qa=records))
+    return EpisodeResult(user_id=item.id, policy_id="seed", periods=periods)
+
+
+def shown(text: str) -> list[tuple[str, int]]:
+    return [(user, int(period)) for user, period in re.findall(r"## User (\S+), period (\d+)", text)]
+
+
+def test_every_user_and_period_is_represented_within_the_budget() -> None:
+    episodes = [episode(item, wrong={(p, 3) for p in range(11)}) for item in ITEMS]
+    evidence = evidence_from_episodes(episodes, BY_ID, COMPLETE_GT)
+    assert evidence.n_questions == 3 * 11 * 4
+    text = render_evidence(evidence, max_tokens=6000)
+    assert approx_tokens(text) <= 6000
+    assert sorted(shown(text)) == sorted((item.id, p) for item in ITEMS for p in range(11))
+    # Failures first: with room for one or two questions per (user, period), the wrong one (plan 4) is there.
+    blocks = text.split("## User ")[1:]
+    assert all("plan number 4" in block and "(answered wrongly)" in block for block in blocks)
+    assert "Left out for the token budget" in text and "failures first" in text
+    left = int(re.search(r"turn\): (\d+) question\(s\)", text).group(1))  # type: ignore[union-attr]
+    assert left == evidence.n_questions - int(re.search(r"(\d+) of 132 questions shown", text).group(1))  # type: ignore[union-attr]
+    assert left > 0
+
+
+def test_a_large_budget_shows_everything_and_says_so() -> None:
+    evidence = evidence_from_episodes([episode(ITEMS[0], set())], BY_ID, COMPLETE_GT)
+    text = render_evidence(evidence, max_tokens=100_000)
+    assert "44 of 44 questions shown" in text and "Left out" not in text
+    assert text.count("notes of user-0 p3") == 1  # each memory once per (user, period)
+
+
+def test_question_only_evidence_carries_no_choices_letters_states_or_outcomes() -> None:
+    items = category_world(2, 3)
+    by_id = {item.id: item for item in items}
+    config = FeedbackConfig(mode=FeedbackMode.question_only, with_exposed_states=False)
+    episodes = [episode(item, wrong={(0, 0), (1, 2)}) for item in items]
+    text = render_evidence(evidence_from_episodes(episodes, by_id, config), max_tokens=800)
+    assert shown(text)
+    for leak in ("Something for a", "(A)", "Correct answer", "Assistant's answer", "answered", "failures first"):
+        assert leak not in text
+    # Without the outcome the order is the question order: the first question of each period comes first.
+    for block in text.split("## User ")[1:]:
+        numbers = [int(n) for n in re.findall(r"Question (\d+):", block)]
+        assert numbers == sorted(numbers) and numbers[0] == 1
+
+
+@pytest.mark.parametrize("budget", [300, 1500])
+def test_the_budget_holds_for_any_size(budget: int) -> None:
+    episodes = [episode(item, wrong={(p, p % 4) for p in range(11)}) for item in ITEMS]
+    text = render_evidence(evidence_from_episodes(episodes, BY_ID, COMPLETE_GT), max_tokens=budget)
+    assert approx_tokens(text) <= budget
+    assert "Left out for the token budget" in text
+
+
+def test_no_questions_is_no_feedback() -> None:
+    config = FeedbackConfig(mode=FeedbackMode.none)
+    assert render_evidence(evidence_from_episodes([episode(ITEMS[0], set())], BY_ID, config), 1000) == "No feedback."

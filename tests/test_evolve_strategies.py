@@ -1,0 +1,161 @@
+"""Strategies in the loop on the category double: the objective, the minibatch gate, Pareto parents,
+paired acceptance, merge and delta proposers, each resuming after a kill to the identical result."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+
+from memevo.agents.errors import UserInputError
+from memevo.agents.policy import MemoryPolicy
+from memevo.agents.prompts.awi import MEMORY_TYPES_COMPONENT
+from memevo.evolve.candidates import Candidate
+from memevo.evolve.evaluation import CandidateEval
+from memevo.evolve.proposers import ProposalContext, ProposerSettings, make_proposer
+from memevo.evolve.records import GenerationPlan
+from memevo.evolve.validation import LengthBounds
+from tests.doubles.category_backend import CategoryBackend, category_world
+from tests.test_evolve_loop import SEED_TYPES, CrashingBackend, Killed, _comparable, evolve
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
+
+ALL_STRATEGIES = {
+    "strategy": {
+        "proposers": ["reflection", "delta", "merge"],
+        "parents": "pareto",
+        "acceptance": "paired",
+        "confidence": 0.6,
+        "minibatch": 1,
+    },
+    "episode": {"rounds_init": 1, "rounds_update": 1, "user_concurrency": 1, "candidate_concurrency": 1},
+    "budget": {"generations": 3, "candidates": 3},
+}
+
+
+def test_one_objective_reaches_selection_tuner_and_result(tmp_path: Path) -> None:
+    result, _ = evolve(tmp_path, "memory", budget={"generations": 1})
+    assert result.objective == "memory_score"
+    seed_val = CandidateEval.model_validate_json(
+        (tmp_path / "memory" / "evals" / result.seed.id / "val.json").read_text()
+    )
+    assert seed_val.objective == "memory_score"
+    cells = [m for user in seed_val.users for m in user.period_memory if m is not None]
+    assert result.history[0].val[result.seed.id] == pytest.approx(sum(cells) / len(cells))
+    study = optuna.load_study(study_name="test-evolution", storage=f"sqlite:///{tmp_path / 'memory' / 'optuna.db'}")
+    assert study.metric_names == ["memory_score"]
+    seed_trial = study.trials[0]
+    assert seed_trial.user_attrs["candidate_id"] == result.seed.id
+    assert seed_trial.user_attrs["val_memory_score"] == pytest.approx(result.history[0].val[result.seed.id])
+    accuracy, _ = evolve(tmp_path, "accuracy", budget={"generations": 1}, objective="accuracy")
+    assert accuracy.objective == "accuracy"
+    val = CandidateEval.model_validate_json(
+        (tmp_path / "accuracy" / "evals" / accuracy.seed.id / "val.json").read_text()
+    )
+    assert accuracy.history[0].val[accuracy.seed.id] == pytest.approx(sum(u.accuracy for u in val.users) / 2)
+
+
+def test_minibatch_gate_stops_a_dominated_proposal_before_its_full_evaluation(tmp_path: Path) -> None:
+    world = category_world(6, 3)
+    options: dict[str, Any] = {
+        "budget": {"generations": 1, "candidates": 2},
+        "split": {"train": 3, "val": 1, "test": 2},
+    }
+    gated, gated_backend = evolve(
+        tmp_path, "gated", CategoryBackend(world, proposer_mode="forget"), strategy={"minibatch": 1}, **options
+    )
+    open_, open_backend = evolve(
+        tmp_path, "open", CategoryBackend(world, proposer_mode="forget"), optuna={"pruner": "none"}, **options
+    )
+    generation = gated.history[1]
+    assert generation.gated and set(generation.gated) == set(generation.train) | set(generation.gated)
+    for candidate_id in generation.gated:
+        evals = tmp_path / "gated" / "evals" / candidate_id
+        assert (evals / "minibatch.json").exists()
+        assert not (evals / "train.json").exists() and not (evals / "val.json").exists()
+    assert not open_.history[1].gated and open_.history[1].val
+    assert len(gated_backend.calls_for("agent")) < len(open_backend.calls_for("agent"))
+    assert gated.best.id == gated.seed.id
+
+
+def test_merge_combines_two_pool_candidates() -> None:
+    seed = Candidate(policy=MemoryPolicy(kind="awi", prompts={"memory_types": SEED_TYPES}))
+    one = Candidate(
+        policy=seed.policy.with_prompts(memory_types=SEED_TYPES + "\n- instrument"), parent_id=seed.id, generation=1
+    )
+    two = Candidate(
+        policy=seed.policy.with_prompts(memory_types=SEED_TYPES + "\n- genre"), parent_id=seed.id, generation=1, index=1
+    )
+    val = {
+        seed.id: {("u", 0): 0.0, ("u", 1): 0.0},
+        one.id: {("u", 0): 1.0, ("u", 1): 0.0},
+        two.id: {("u", 0): 0.0, ("u", 1): 1.0},
+    }
+
+    def context(parent: Candidate, pool: tuple[Candidate, ...]) -> ProposalContext:
+        return ProposalContext(
+            generation=2,
+            parent=parent,
+            evidence="",
+            components=[MEMORY_TYPES_COMPONENT],
+            task="t",
+            bounds=LengthBounds(),
+            pool=pool,
+            val_instances=val,
+            lineage={c.id: c for c in (seed, one, two)},
+        )
+
+    merge = make_proposer("merge", ProposerSettings(lm=None))
+    (variant,), stats = _run(merge.propose(context(one, (seed, one, two)), 2))
+    assert variant.prompts["memory_types"] == SEED_TYPES + "\n- instrument\n- genre"
+    assert variant.other_parent_id == two.id and stats.accepted == 1
+    alone = context(seed, (seed,))
+    assert _run(merge.propose(alone, 1))[0] == []
+
+
+def _run(coroutine: Any) -> Any:
+    import asyncio
+
+    return asyncio.run(coroutine)
+
+
+def test_all_strategies_together_improve_and_record_their_origin(tmp_path: Path) -> None:
+    world = category_world(6, 3)
+    result, _ = evolve(tmp_path, "all", CategoryBackend(world, proposer_mode="step"), **ALL_STRATEGIES)
+    assert result.best_scores.accuracy > result.seed_scores.accuracy
+    plans = [
+        GenerationPlan.model_validate_json(path.read_text())
+        for path in sorted((tmp_path / "all" / "generations").glob("gen_*/plan.json"))
+    ]
+    proposers = {c.proposer for plan in plans for c in plan.candidates}
+    assert {"reflection", "delta"} <= proposers
+    merges = [c for plan in plans for c in plan.candidates if c.proposer == "merge"]
+    assert all(c.other_parent_id is not None for c in merges)
+    assert all(set(o.accepted_ids) <= set(o.val) for o in result.history[1:])
+
+
+@pytest.mark.parametrize("fraction", [0.35, 0.8])
+def test_every_strategy_resumes_after_a_kill_to_the_identical_result(tmp_path: Path, fraction: float) -> None:
+    world = category_world(6, 3)
+    whole, full_backend = evolve(tmp_path, "whole", CategoryBackend(world, proposer_mode="step"), **ALL_STRATEGIES)
+    crash_at = int(len(full_backend.calls) * fraction)
+    with pytest.raises(Killed):
+        evolve(tmp_path, "killed", CrashingBackend(world, proposer_mode="step", crash_after=crash_at), **ALL_STRATEGIES)
+    resumed, _ = evolve(tmp_path, "killed", CategoryBackend(world, proposer_mode="step"), resume=True, **ALL_STRATEGIES)
+    assert _comparable(resumed) == _comparable(whole)
+    assert resumed.usage == whole.usage  # one user and one candidate at a time: the same spend too
+    for generation in range(len(whole.history)):
+        spend = tmp_path / "killed" / "generations" / f"gen_{generation:03d}" / "spend.json"
+        assert json.loads(spend.read_text()) == json.loads(
+            (tmp_path / "whole" / "generations" / f"gen_{generation:03d}" / "spend.json").read_text()
+        )
+
+
+def test_pareto_with_one_validation_user_from_a_fraction_fails_before_the_run_folder(tmp_path: Path) -> None:
+    with pytest.raises(UserInputError, match="at least 2 validation users") as caught:
+        evolve(tmp_path, "pareto", strategy={"parents": "pareto"}, split={"train": 0.34, "val": 0.17, "test": 0.34})
+    assert caught.value.field == "strategy.parents"
+    assert not (tmp_path / "pareto").exists()
