@@ -20,8 +20,9 @@ LLAMA_VERSION := $(shell sed -n 's/^llama[-_]cpp[-_]python==//p' $(CONSTRAINTS))
 $(STAMP): pyproject.toml setup.py $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) pip
-	$(BIN)/python agents/llm/llama_build.py install --version $(LLAMA_VERSION)
-	$(BIN)/python -m pip install -c $(CONSTRAINTS) -e '.[local,test]'
+	$(BIN)/python agents/llm/llama_build.py wheel --version $(LLAMA_VERSION) > $(VENV)/llama-wheel-folder
+	$(BIN)/python -m pip install -c $(CONSTRAINTS) --find-links "$$(cat $(VENV)/llama-wheel-folder)" \
+		--only-binary llama-cpp-python -e '.[local,test]'
 	$(BIN)/python agents/llm/llama_build.py check
 	touch $(STAMP)
 

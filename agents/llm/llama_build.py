@@ -9,7 +9,10 @@ folder of its own keyed by version and flags, never through pip's wheel cache (w
 build of the same version).
 
 Run as a script with only the standard library, before memevo itself is installed (the Makefile does):
-``python agents/llm/llama_build.py install --version 0.3.36`` and ``python agents/llm/llama_build.py check``.
+``python agents/llm/llama_build.py wheel --version 0.3.36`` builds (once) and prints the wheel folder, which
+pip then takes with ``--find-links FOLDER --only-binary llama-cpp-python`` (so no source build, and no
+wheel from pip's cache, can stand in for it); ``install`` force-reinstalls that wheel into a working
+environment (the repair); ``check`` fails if the installed build has AVX-512/AMX code paths.
 """
 
 from __future__ import annotations
@@ -77,12 +80,13 @@ def build_wheel(version: str, wheelhouse: Path, flags: frozenset[str]) -> Path:
     if found:
         return found[0]
     folder.mkdir(parents=True, exist_ok=True)
-    print(f"building llama-cpp-python {version} with CMAKE_ARGS={cmake_args!r} (a few minutes)", flush=True)
+    print(f"building llama-cpp-python {version} with CMAKE_ARGS={cmake_args!r} (a few minutes)", file=sys.stderr)
     command = [sys.executable, "-m", "pip", "wheel", "--no-cache-dir", "--no-deps", "--no-binary", "llama-cpp-python"]
-    subprocess.run(
+    subprocess.run(  # pip's own output goes to stderr: stdout carries only the folder for the Makefile
         [*command, "-w", str(folder), f"llama-cpp-python=={version}"],
         check=True,
         env={**os.environ, "CMAKE_ARGS": cmake_args, "FORCE_CMAKE": "1"},
+        stdout=sys.stderr,
     )
     found = sorted(folder.glob(f"llama_cpp_python-{version}-*.whl"))
     if not found:
@@ -113,12 +117,17 @@ def _check() -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    install = commands.add_parser("install", help="build (once) and install a portable llama-cpp-python wheel")
-    install.add_argument("--version", required=True)
-    install.add_argument("--wheelhouse", type=Path, default=Path.home() / ".cache" / "memevo" / "wheels")
+    for name, purpose in (("wheel", "build (once) a portable wheel and print its folder"),
+                          ("install", "build (once) and force-reinstall the portable wheel (the repair)")):
+        command = commands.add_parser(name, help=purpose)
+        command.add_argument("--version", required=True)
+        command.add_argument("--wheelhouse", type=Path, default=Path.home() / ".cache" / "memevo" / "wheels")
     commands.add_parser("check", help="exit 1 if the installed llama-cpp-python has AVX-512/AMX code paths")
     commands.add_parser("cmake-args", help="print the portable CMAKE_ARGS for this CPU")
     args = parser.parse_args(argv)
+    if args.command == "wheel":
+        print(build_wheel(args.version, args.wheelhouse, cpu_flags()).parent)
+        return 0
     if args.command == "install":
         return _install(args.version, args.wheelhouse)
     if args.command == "check":
