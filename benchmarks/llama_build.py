@@ -23,13 +23,11 @@ PROMPT_WORDS = 300
 GENERATED_TOKENS = 48
 
 
-def measure(threads: int) -> dict[str, float | str]:
+def measure(model_path: str, threads: int) -> dict[str, float | str]:
     """Prompt and generation tokens per second of the installed llama-cpp-python, on one fresh context."""
     import llama_cpp
 
-    from memevo.agents.llm.local_server import local_model_path
-
-    model = llama_cpp.Llama(str(local_model_path()), n_ctx=2048, n_threads=threads, n_threads_batch=threads,
+    model = llama_cpp.Llama(model_path, n_ctx=2048, n_threads=threads, n_threads_batch=threads,
                             verbose=False)  # fmt: skip
     prompt = " ".join(["The quick brown fox jumps over the lazy dog near the river bank."] * (PROMPT_WORDS // 12))
     prompt_tokens = len(model.tokenize(prompt.encode()))
@@ -53,8 +51,9 @@ def measure(threads: int) -> dict[str, float | str]:
     }
 
 
-def _measure_in(python: str, threads: int) -> dict[str, float | str]:
-    command = [python, str(Path(__file__).resolve()), "--measure", "--threads", str(threads)]
+def _measure_in(python: str, model_path: str, threads: int) -> dict[str, float | str]:
+    """Measured in a fresh interpreter (the other build needs no memevo, only llama-cpp-python)."""
+    command = [python, str(Path(__file__).resolve()), "--measure", model_path, "--threads", str(threads)]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -64,18 +63,21 @@ def main() -> None:
     parser.add_argument("--other-python", help="an interpreter whose llama-cpp-python is a native build")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--measure", metavar="MODEL", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
-        print(json.dumps(measure(args.threads)))
+        print(json.dumps(measure(args.measure, args.threads)))
         return
     if not args.other_python:
         parser.error("--other-python is required")
+    from memevo.agents.llm.local_server import local_model_path
+
+    model_path = str(local_model_path())
     builds = {"portable": sys.executable, "native": args.other_python}
     best: dict[str, dict[str, float | str]] = {}
     for _ in range(args.rounds):
         for name, python in builds.items():
-            result = _measure_in(python, args.threads)
+            result = _measure_in(python, model_path, args.threads)
             kept = best.setdefault(name, result)
             for key in ("prompt_tok_s", "generation_tok_s"):
                 kept[key] = max(float(kept[key]), float(result[key]))
