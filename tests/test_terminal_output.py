@@ -106,8 +106,8 @@ def test_evolution_phases_size_their_bars_in_the_units_the_loop_reports(monkeypa
             return None
 
     monkeypatch.setattr(progress, "tqdm", Recorder)
-    with candidates_phase(2, total=3), evaluation_phase("g2c0-a2b3211f", "train", users=3, periods=4), \
-            test_phase(candidates=2, users=5, periods=4):
+    with candidates_phase(2, total=3), evaluation_phase("g2c0-a2b3211f", "train", periods=12), \
+            test_phase(periods=40):
         pass
     assert opened == [("generation 2", 3, "candidate", True), ("g2c0-a2b3211f train", 12, "period", False),
                       ("test scoring", 40, "period", True)]
