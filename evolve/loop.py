@@ -341,10 +341,9 @@ class OuterLoop(runtime.RunBase):
         improved = self._improved(outcome)
         (point,) = generation_points([outcome])
         self.tracker.log_generation(
-            outcome.generation, generation_counts(outcome, len(candidates), self.spend), entries,
-            run_name=generation_run_name(outcome.generation, kept_label=kept.label, improved=improved),
+            outcome.generation, generation_counts(outcome, len(candidates), self.spend) | generation_metrics(point),
+            entries, run_name=generation_run_name(outcome.generation, kept_label=kept.label, improved=improved),
             tags=generation_tags(kept_id=kept.id, kept_label=kept.label, improved=improved),
-            parent_metrics=generation_metrics(point),
         )
         if outcome.accepted and self.config.tracking.register_prompts:
             prompts = {name: kept.policy.prompts.get(name, self.spec.component(name).default)

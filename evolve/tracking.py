@@ -123,23 +123,22 @@ class Tracker:
         metrics: dict[str, float],
         candidates: list[dict[str, Any]],
         *,
-        run_name: str,
-        tags: dict[str, str],
-        parent_metrics: dict[str, float],
+        run_name: str | None = None,
+        tags: dict[str, str] | None = None,
     ) -> None:
         """One child run for the generation and one nested run per candidate, all at step=generation.
 
-        Each candidate entry: ``label``, ``metrics`` (name -> value), ``params``, ``tags``, ``artifacts``
-        (artifact path -> text). ``metrics`` go on the generation run, ``parent_metrics`` on it and the parent.
+        Each candidate entry: ``label``, ``metrics`` (name -> value), ``params``, ``artifacts`` (artifact
+        path -> text) and optionally ``tags``. ``metrics`` go on the generation run and the parent.
         """
         key = f"gen{generation}"
-        gen_run, done = self._run(key, run_name, self.parent_id, tags)
+        gen_run, done = self._run(key, run_name or f"generation-{generation}", self.parent_id, tags)
         if done:
             return
         upper_bound = self._upper_bound_metrics()
         for entry in candidates:
             cand_key = f"{key}/{entry['label']}"
-            cand_run, cand_done = self._run(cand_key, entry["label"], gen_run, entry["tags"])
+            cand_run, cand_done = self._run(cand_key, entry["label"], gen_run, entry.get("tags"))
             if cand_done:
                 continue
             self._log_metrics(cand_run, entry["metrics"] | upper_bound, generation)
@@ -148,8 +147,8 @@ class Tracker:
             for path, text in entry["artifacts"].items():
                 self.client.log_text(cand_run, text, path)
             self._finish(cand_key)
-        self._log_metrics(gen_run, metrics | parent_metrics, generation)
-        self._log_metrics(self.parent_id, parent_metrics, generation)
+        self._log_metrics(gen_run, metrics, generation)
+        self._log_metrics(self.parent_id, metrics, generation)
         self._finish(key)
 
     def log_metrics(self, metrics: dict[str, float], *, step: int) -> None:
