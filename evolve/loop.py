@@ -403,7 +403,7 @@ class OuterLoop(runtime.RunBase):
         points = generation_points(history)
         plot = plot_score_per_generation(
             points, self.run_dir, title=f"{self.config.name}: score per generation (training and validation users)",
-            random_baseline=seed_scores.random_baseline, upper_bound=seed_scores.upper_bound,
+            objective=self.config.objective, random_baseline=seed_scores.random_baseline, upper_bound=seed_scores.upper_bound,
             reference_users="test users")
         if self.tracker is not None:
             self.start_tracking()

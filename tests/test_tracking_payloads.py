@@ -152,3 +152,18 @@ def test_trial_attributes_and_objective_name_are_read_back_from_optuna(tmp_path:
         ("g1c0-aaaa", 1.0, "run-g1c0-aaaa")]
     with pytest.raises(optuna.exceptions.UpdateFinishedTrialError):  # so the tracker must set them before tell
         again._storage.set_trial_user_attr(again.trials[0]._trial_id, "late", 1)
+
+
+def test_score_plot_of_a_memory_score_run_is_on_the_memory_score_scale(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from memevo.evolve import generation_plot
+
+    saved = {}
+    monkeypatch.setattr(generation_plot, "save_figure", lambda figure, folder, name: saved.setdefault("f", figure))
+    generation_plot.plot_score_per_generation(generation_points(HISTORY), tmp_path, title="t", objective="memory_score",
+                                              random_baseline=0.33, upper_bound=0.9, reference_users="test users")
+    (axis,) = saved["f"].axes
+    assert axis.get_ylabel().startswith("memory score (0 = random")
+    references = {line.get_label(): line.get_ydata()[0] for line in axis.get_lines() if line.get_label() in
+                  ("random", "upper bound")}
+    assert references == {"random": 0.0, "upper bound": 1.0}  # not the accuracy references passed in
