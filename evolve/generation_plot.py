@@ -8,7 +8,6 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from memevo.environments.plots import fit_y, integer_x, legend_outside, reference_line, save_figure
-from memevo.environments.score_text import MEMORY_SCORE_SCALE
 from memevo.evolve.tracking_payloads import GenerationPoint
 
 SCORE_PLOT = "score_per_generation.png"
@@ -41,7 +40,7 @@ def plot_score_per_generation(points: Sequence[GenerationPoint], folder: Path, *
     if upper_bound is not None:
         reference_line(axis, upper_bound, "upper bound", f"upper bound{where}")
     fit_y(axis, [*kept, *(v for _, v in val), *(v for _, v in train)])
-    ylabel = f"memory score ({MEMORY_SCORE_SCALE})" if objective == "memory_score" else \
+    ylabel = "memory score (0 = random, 1 = upper bound)" if objective == "memory_score" else \
         "accuracy (share of questions right)"
     axis.set(xlabel="generation (0 = seed)", ylabel=ylabel, title=title)
     integer_x(axis)
