@@ -186,8 +186,14 @@ class Evaluator:
         return self._scores[key]
 
     async def run_user(
-        self, policy: MemoryPolicy, user_id: str, store: RunStore, *, after_period: AfterPeriod | None = None
+        self, policy: MemoryPolicy, user_id: str, store: RunStore, *, after_period: AfterPeriod | None = None,
+        on_period: Callable[[], None] | None = None,
     ) -> EpisodeResult:
+        def saved(_: object) -> None:
+            self.on_saved()
+            if on_period:
+                on_period()
+
         return await run_episode(
             self.make_agent(policy),
             self.items[user_id],
@@ -196,7 +202,7 @@ class Evaluator:
             store=store,
             user_id=user_id,
             after_period=after_period,
-            on_period=lambda _: self.on_saved(),
+            on_period=saved,
         )
 
     async def evaluate(
@@ -208,8 +214,10 @@ class Evaluator:
         label: str | None = None,
         prune: PruneHook | None = None,
         on_user: Callable[[UserOutcome], None] | None = None,
+        on_period: Callable[[], None] | None = None,
     ) -> CandidateEval:
-        """Evaluate (or load) ``candidate`` on ``user_ids``; stops early when the pruner says so."""
+        """Evaluate (or load) ``candidate`` on ``user_ids``; stops early when the pruner says so.
+        ``on_period`` is called after each user's period is played (for a progress bar)."""
         label = label or split
         done = self.finished(candidate.id, label)
         if done is not None:
@@ -219,7 +227,7 @@ class Evaluator:
 
         async def one(user_id: str) -> UserOutcome:
             async with semaphore:
-                episode = await self.run_user(candidate.policy, user_id, store)
+                episode = await self.run_user(candidate.policy, user_id, store, on_period=on_period)
             self._episodes[(candidate.id, split, user_id)] = episode
             return user_outcome(episode, self.items[user_id], self.upper_bound)
 

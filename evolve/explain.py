@@ -51,7 +51,10 @@ def proposals_line(generation: int, *, prompt_candidates: int, tuning_candidates
 def generation_line(generation: int, *, candidates: int, pruned: int, generation_best: float | None, kept: str,
                     improved: bool, kept_objective: float, usage: RoleUsage) -> str:
     """The one line a generation leaves in the terminal: its best validation score against the kept one."""
-    best = "n/a (every candidate pruned)" if generation_best is None else f"{generation_best:.3f}"
+    if generation_best is not None:
+        best = f"{generation_best:.3f}"
+    else:
+        best = "n/a (no candidate)" if candidates == 0 else "n/a (no candidate reached validation)"
     verdict = "improved" if improved else "no improvement"
     return (f"generation {generation}: {candidates} candidate(s), {pruned} pruned, best validation {best}; "
             f"{verdict}, kept {kept} (validation {kept_objective:.3f}); spend so far {spend_line(usage)}")

@@ -14,11 +14,17 @@ SCORE_PLOT = "score_per_generation.png"
 
 
 def plot_score_per_generation(points: Sequence[GenerationPoint], folder: Path, *, title: str,
-                              random_baseline: float | None = None, upper_bound: float | None = None,
-                              reference_users: str = "", filename: str = SCORE_PLOT) -> Path:
+                              objective: str = "accuracy", random_baseline: float | None = None,
+                              upper_bound: float | None = None, reference_users: str = "",
+                              filename: str = SCORE_PLOT) -> Path:
     """The kept candidate's validation score (the running best) as a step line, each generation's best
     train and validation scores as markers, and the accuracy of random guessing and of the upper bound
-    (measured on ``reference_users``, named in the legend, when they are not the validation users)."""
+    (measured on ``reference_users``, named in the legend, when they are not the validation users).
+
+    The scores are the run's ``objective``; for the memory score the two references are 0 and 1 by
+    its definition, on every split, so the accuracy references given are not used."""
+    if objective == "memory_score":
+        random_baseline, upper_bound, reference_users = 0.0, 1.0, ""
     figure, axis = plt.subplots(figsize=(8, 4))
     generations = [p.generation for p in points]
     kept = [p.kept_val for p in points]
@@ -34,7 +40,9 @@ def plot_score_per_generation(points: Sequence[GenerationPoint], folder: Path, *
     if upper_bound is not None:
         reference_line(axis, upper_bound, "upper bound", f"upper bound{where}")
     fit_y(axis, [*kept, *(v for _, v in val), *(v for _, v in train)])
-    axis.set(xlabel="generation (0 = seed)", ylabel="accuracy (share of questions right)", title=title)
+    ylabel = "memory score (0 = random, 1 = upper bound)" if objective == "memory_score" else \
+        "accuracy (share of questions right)"
+    axis.set(xlabel="generation (0 = seed)", ylabel=ylabel, title=title)
     integer_x(axis)
     axis.grid(alpha=0.3)
     legend_outside(axis)

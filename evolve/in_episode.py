@@ -120,7 +120,7 @@ class InEpisodeEvolution(runtime.RunBase):
         """Parent run: per-period accuracy/memory score of both arms (step = period), steps as artifacts."""
         if self.tracker is None:
             return
-        self.tracker.start(self.config.name, self.tracking_params(), self.config.hash_payload())
+        self.start_tracking()
         for label, scores in (("seed", result.seed_scores), ("evolved", result.best_scores)):
             for period in scores.per_period:
                 values = {f"{label}_accuracy": period.accuracy}
@@ -131,4 +131,4 @@ class InEpisodeEvolution(runtime.RunBase):
         artifacts = {f"steps/{path.parent.name}/{path.name}": path.read_text(encoding="utf-8") for path in steps}
         artifacts["result.json"] = result.model_dump_json(indent=2)
         final = {"test_seed_accuracy": result.seed_scores.accuracy, "test_best_accuracy": result.best_scores.accuracy}
-        self.tracker.finish(final, [], artifacts)
+        self.tracker.finish(final, artifacts, step=0, tags={}, best_run_id=None)

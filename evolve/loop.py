@@ -27,12 +27,16 @@ from pathlib import Path
 
 from memevo.agents.registry import agent_spec
 from memevo.environments.metrics import Scores, UserScores
+from memevo.environments.progress import Phase
 from memevo.evolve import runtime
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
 from memevo.evolve.evaluation import CandidateEval, PruneHook, UserOutcome
 from memevo.evolve.evidence import evidence_from_episodes, render_evidence
-from memevo.evolve.payloads import candidate_entry, final_metrics, generation_metrics, history_rows
+from memevo.evolve.explain import generation_line, proposals_line
+from memevo.evolve.generation_plot import plot_score_per_generation
+from memevo.evolve.payloads import candidate_entry, final_metrics, generation_counts
+from memevo.evolve.progress import candidates_phase, evaluation_phase, test_phase
 from memevo.evolve.proposers import ProposalContext, propose_all
 from memevo.evolve.records import (
     EvolutionResult,
@@ -45,6 +49,16 @@ from memevo.evolve.records import (
 )
 from memevo.evolve.selection import MinibatchGate, best_of, make_acceptance, make_parent_selector
 from memevo.evolve.selection.parents import mean_score
+from memevo.evolve.tracking_payloads import (
+    generation_metrics,
+    generation_points,
+    generation_run_name,
+    generation_tags,
+    objective_summary,
+    parent_tags,
+    prompt_version_tags,
+    trial_attributes,
+)
 from memevo.evolve.tuner import Tuner
 
 log = logging.getLogger("memevo.evolve")
@@ -122,7 +136,10 @@ class OuterLoop(runtime.RunBase):
             log.info("gen %d %s %s user %s: accuracy %.3f", candidate.generation, candidate.label, name,
                      outcome.user_id, outcome.accuracy)
 
-        result = await self.evaluator.evaluate(candidate, split, user_ids, label=label, prune=prune, on_user=progress)
+        periods = sum(len(self.items[user].periods) for user in user_ids)
+        with evaluation_phase(candidate.label, name, periods) as bar:
+            result = await self.evaluator.evaluate(candidate, split, user_ids, label=label, prune=prune,
+                                                   on_user=progress, on_period=bar.advance)
         log.info("gen %d %s %s: %s %.3f%s (spend so far: %d calls)", candidate.generation, candidate.label, name,
                  self.config.objective, result.score, " PRUNED" if result.pruned else "",
                  self.spend.total().total().calls)
@@ -207,14 +224,13 @@ class OuterLoop(runtime.RunBase):
         self.tuner.fail_orphans([number])
         run = await self._run_candidate(seed, None)
         assert run.train is not None and run.val is not None  # the seed is never pruned: no trial is complete yet
-        self.tuner.annotate(number, candidate_id=seed.id, **{f"val_{self.config.objective}": run.val.score})
-        self.tuner.tell(number, run.train.score)
         outcome = GenerationOutcome(
             generation=0, parent_id=seed.id, kept_id=seed.id, accepted=True, accepted_ids=[seed.id],
             train={seed.id: run.train.score}, val={seed.id: run.val.score}, pruned=[],
             parent_val=run.val.score, stats=ProposalStats(),
         )
         self._log_generation(outcome, [seed], {seed.id: run}, feedback="")
+        self._tell([], [(seed, run)], outcome)  # after logging: the trial names the candidate's MLflow run
         write_record(path, outcome)
         self.spend.save(self._gen_dir(0) / "spend.json")
         return outcome
@@ -226,25 +242,29 @@ class OuterLoop(runtime.RunBase):
             return stored
         plan = await self._plan(generation, parent)
         self.tuner.fail_orphans([c.trial_number for c in plan.candidates if c.trial_number is not None])
-        log.info("generation %d: parent %s, %d candidate(s) from %d proposal(s) (%d rejected, %d repaired)",
-                 generation, parent.label, len(plan.candidates), plan.stats.total, plan.stats.rejected,
-                 plan.stats.repaired)
+        tuning = sum(candidate.origin == "tuning" for candidate in plan.candidates)
+        log.info("%s; parent %s", proposals_line(generation, prompt_candidates=len(plan.candidates) - tuning,
+                                                 tuning_candidates=tuning, proposals=plan.stats.total,
+                                                 rejected=plan.stats.rejected, repaired=plan.stats.repaired),
+                 parent.label)
         semaphore = asyncio.Semaphore(self.config.episode.candidate_concurrency)
         budget_stop: list[str] = []
 
-        async def run(candidate: Candidate) -> CandidateRun | None:
+        async def run(candidate: Candidate, bar: Phase) -> CandidateRun | None:
             async with semaphore:
                 # A candidate started by a killed process was allowed to start: it continues.
                 exceeded = None if self.evaluator.started(candidate.id) else self.spend.exceeded(self.config)
                 if exceeded:
                     budget_stop.append(exceeded)
                     return None
-                return await self._run_candidate(candidate, parent)
+                result = await self._run_candidate(candidate, parent)
+                bar.advance()
+                return result
 
-        gathered = await asyncio.gather(*(run(candidate) for candidate in plan.candidates))
+        with candidates_phase(generation, len(plan.candidates)) as bar:
+            gathered = await asyncio.gather(*(run(candidate, bar) for candidate in plan.candidates))
         not_started = [c for c, result in zip(plan.candidates, gathered, strict=True) if result is None]
         ran = [(c, result) for c, result in zip(plan.candidates, gathered, strict=True) if result is not None]
-        self._tell(not_started, ran)
         accepted = [c for c, result in ran if self._accepts(c, result, parent)]
         scores = {**self.val_instances, **{c.id: r.val.instances() for c, r in ran if r.val is not None}}
         kept = best_of([*self.pool, *accepted], scores)
@@ -262,21 +282,35 @@ class OuterLoop(runtime.RunBase):
             stop_reason=stop,
         )
         self._log_generation(outcome, [c for c, _ in ran], {c.id: r for c, r in ran}, feedback=plan.feedback)
+        self._tell(not_started, ran, outcome)  # after logging: each trial names its candidate's MLflow run
         write_record(path, outcome)
         self.spend.save(self._gen_dir(generation) / "spend.json")
-        log.info("generation %d: %d accepted (best %s, validation %s %.3f)", generation, len(accepted),
-                 kept.label, self.config.objective, outcome.parent_val)
+        log.info(generation_line(generation, candidates=len(plan.candidates),
+                                 pruned=len(outcome.pruned) + len(outcome.gated),
+                                 generation_best=max(outcome.val.values(), default=None), kept=kept.label,
+                                 improved=self._improved(outcome), kept_objective=outcome.parent_val,
+                                 usage=self.spend.total().total()))
         return outcome
 
-    def _tell(self, not_started: list[Candidate], ran: list[tuple[Candidate, CandidateRun]]) -> None:
-        """Close the generation's trials: train value of the objective, or pruned (gate, pruner, budget)."""
+    @staticmethod
+    def _improved(outcome: GenerationOutcome) -> bool:
+        """The generation changed the running best: it kept one of its own candidates."""
+        return outcome.generation > 0 and outcome.kept_id in outcome.accepted_ids
+
+    def _tell(self, not_started: list[Candidate], ran: list[tuple[Candidate, CandidateRun]],
+              outcome: GenerationOutcome) -> None:
+        """Close the generation's trials: train value of the objective, or pruned (gate, pruner, budget).
+        Each trial first gets its attributes (Optuna refuses to change a finished trial)."""
         for candidate in not_started:
             assert candidate.trial_number is not None
             self.tuner.tell(candidate.trial_number, None, pruned=True)
         for candidate, result in ran:
             assert candidate.trial_number is not None
-            if result.val is not None:
-                self.tuner.annotate(candidate.trial_number, **{f"val_{self.config.objective}": result.val.score})
+            run_id = self.tracker.candidate_run_id(candidate.generation, candidate.label) if self.tracker else None
+            self.tuner.annotate(candidate.trial_number, **trial_attributes(
+                candidate_id=candidate.id, label=candidate.label, generation=candidate.generation,
+                objective=self.config.objective, val_score=result.val.score if result.val is not None else None,
+                run_id=run_id, kept=candidate.id == outcome.kept_id))
             if result.train is None or result.train.pruned:
                 self.tuner.tell(candidate.trial_number, None, pruned=True)
             else:
@@ -296,24 +330,28 @@ class OuterLoop(runtime.RunBase):
                         runs: dict[str, CandidateRun], feedback: str) -> None:
         if self.tracker is None or self.tracker.generation_logged(outcome.generation):
             return
-        self._start_tracking()
+        self.start_tracking()
         entries = [
             candidate_entry(self.evaluator, self._users, self.spec, candidate,
                             self.candidates.get(candidate.parent_id or "", candidate), runs[candidate.id].evals(),
-                            feedback)
+                            feedback, kept_id=outcome.kept_id)
             for candidate in candidates
         ]
-        self.tracker.log_generation(outcome.generation, generation_metrics(outcome, len(candidates), self.spend),
-                                    entries)
+        kept = self.candidates[outcome.kept_id]
+        improved = self._improved(outcome)
+        (point,) = generation_points([outcome])
+        self.tracker.log_generation(
+            outcome.generation, generation_counts(outcome, len(candidates), self.spend) | generation_metrics(point),
+            entries, run_name=generation_run_name(outcome.generation, kept_label=kept.label, improved=improved),
+            tags=generation_tags(kept_id=kept.id, kept_label=kept.label, improved=improved),
+        )
         if outcome.accepted and self.config.tracking.register_prompts:
-            kept = self.candidates[outcome.kept_id]
             prompts = {name: kept.policy.prompts.get(name, self.spec.component(name).default)
                        for name in self.config.components}
-            self.tracker.register_prompts(self.config.name, kept.id, prompts, best=True)
-
-    def _start_tracking(self) -> None:
-        assert self.tracker is not None
-        self.tracker.start(self.config.name, self.tracking_params(), self.config.hash_payload())
+            run_id = self.tracker.candidate_run_id(kept.generation, kept.label)
+            tags = prompt_version_tags(candidate_id=kept.id, generation=kept.generation,
+                                       scores={f"val_{self.config.objective}": outcome.parent_val}, run_id=run_id)
+            self.tracker.register_prompts(self.config.name, kept.id, prompts, best=True, tags=tags, run_id=run_id)
 
     # ----- the run ------------------------------------------------------------------------------
 
@@ -345,14 +383,15 @@ class OuterLoop(runtime.RunBase):
                 break
         return await self._finish(best_of(self.pool, self.val_instances), history, stop)
 
-    async def _test_scores(self, candidate: Candidate) -> tuple[Scores, list[UserScores]]:
+    async def _test_scores(self, candidate: Candidate, bar: Phase) -> tuple[Scores, list[UserScores]]:
         """Scores on the test users (never empty: the split guarantees at least one)."""
-        await self.evaluator.evaluate(candidate, "test", self.split.test)
+        await self.evaluator.evaluate(candidate, "test", self.split.test, on_period=bar.advance)
         return self.scores(candidate.id, "test", self.split.test)
 
     async def _finish(self, best: Candidate, history: list[GenerationOutcome], stop: str) -> EvolutionResult:
-        seed_scores, seed_users = await self._test_scores(self.seed)
-        best_scores, best_users = await self._test_scores(best)
+        with test_phase(2 * sum(len(self.items[user].periods) for user in self.split.test)) as bar:
+            seed_scores, seed_users = await self._test_scores(self.seed, bar)
+            best_scores, best_users = await self._test_scores(best, bar)
         self.spend.save()
         result = EvolutionResult(
             protocol="outer_loop", objective=self.config.objective, seed=self.seed, best=best,
@@ -361,11 +400,19 @@ class OuterLoop(runtime.RunBase):
         )
         write_record(self.run_dir / "result.json", result)
         log.info("stopped: %s. test accuracy seed %.3f -> best %.3f", stop, seed_scores.accuracy, best_scores.accuracy)
+        points = generation_points(history)
+        plot = plot_score_per_generation(
+            points, self.run_dir, title=f"{self.config.name}: score per generation (training and validation users)",
+            objective=self.config.objective, random_baseline=seed_scores.random_baseline, upper_bound=seed_scores.upper_bound,
+            reference_users="test users")
         if self.tracker is not None:
-            self._start_tracking()
-            self.tracker.finish(final_metrics(result), history_rows(history),
+            self.start_tracking()
+            self.tracker.finish(final_metrics(result) | objective_summary(points),
                                 {"result.json": result.model_dump_json(indent=2),
-                                 "best_policy.json": best.policy.model_dump_json(indent=2)})
+                                 "best_policy.json": best.policy.model_dump_json(indent=2)},
+                                step=len(history), tags=parent_tags(best_id=best.id, best_label=best.label),
+                                best_run_id=self.tracker.candidate_run_id(best.generation, best.label),
+                                figures=(plot,))
         return result
 
 

@@ -16,7 +16,8 @@ from memevo.evolve.candidates import Candidate
 from memevo.evolve.evaluation import CandidateEval, Evaluator
 from memevo.evolve.records import EvolutionResult, GenerationOutcome
 from memevo.evolve.spend import Spend
-from memevo.evolve.tracking import table_csv, unified_diff
+from memevo.evolve.tracking import table_csv
+from memevo.evolve.tracking_payloads import DIFF_ARTIFACT, candidate_diff, candidate_tags
 
 SPLITS = ("train", "val")
 """The splits whose episodes are logged; a minibatch's episodes are part of the train split's."""
@@ -88,9 +89,12 @@ def candidate_entry(
     parent: Candidate,
     evals: dict[str, CandidateEval | None],
     feedback: str,
+    *,
+    kept_id: str,
 ) -> dict[str, Any]:
     artifacts = {f"prompts/{c.name}.txt": candidate.policy.prompts.get(c.name, c.default) for c in spec.components}
-    artifacts["diff.patch"] = unified_diff(parent.policy.prompts, candidate.policy.prompts)
+    artifacts[DIFF_ARTIFACT] = candidate_diff(parent.policy, candidate.policy, spec.components,
+                                              before_name=parent.label, after_name=candidate.label)
     artifacts["feedback.txt"] = feedback or "(seed: no feedback)"
     artifacts["changes.txt"] = "\n".join(candidate.changes) or "(none)"
     artifacts["results.csv"] = qa_table(evaluator, users, candidate.id)
@@ -98,6 +102,7 @@ def candidate_entry(
     return {
         "label": candidate.label,
         "metrics": candidate_metrics(evaluator, users, candidate, evals),
+        "tags": candidate_tags(candidate.id, kept_id=kept_id, generation=candidate.generation, origin=candidate.origin),
         "params": {
             "candidate_id": candidate.id,
             "parent_id": candidate.parent_id,
@@ -113,10 +118,9 @@ def candidate_entry(
     }
 
 
-def generation_metrics(outcome: GenerationOutcome, n_candidates: int, spend: Spend) -> dict[str, float]:
+def generation_counts(outcome: GenerationOutcome, n_candidates: int, spend: Spend) -> dict[str, float]:
+    """The generation's counts and the spend so far (its scores: ``tracking_payloads.generation_metrics``)."""
     metrics: dict[str, float] = {
-        "best_train_score": max(outcome.train.values(), default=0.0),
-        "parent_val_score": outcome.parent_val,
         "accepted": float(outcome.accepted),
         "n_accepted": len(outcome.accepted_ids),
         "n_candidates": n_candidates,
@@ -125,8 +129,6 @@ def generation_metrics(outcome: GenerationOutcome, n_candidates: int, spend: Spe
         "proposals_rejected": outcome.stats.rejected,
         "proposals_repaired": outcome.stats.repaired,
     }
-    if outcome.val:
-        metrics["best_val_score"] = max(outcome.val.values())
     for role, spent in spend.total().by_role.items():
         metrics[f"calls_{role}"] = spent.calls
         metrics[f"tokens_{role}"] = spent.prompt_tokens + spent.completion_tokens
@@ -142,16 +144,3 @@ def final_metrics(result: EvolutionResult) -> dict[str, float]:
             "test_best_memory_score": result.best_scores.memory_score,
         }
     return metrics
-
-
-def history_rows(history: list[GenerationOutcome]) -> list[dict[str, Any]]:
-    """The score-per-generation plot's rows."""
-    return [
-        {
-            "generation": o.generation,
-            "best_train_score": max(o.train.values(), default=None),
-            "best_val_score": max(o.val.values(), default=None),
-            "parent_val_score": o.parent_val,
-        }
-        for o in history
-    ]

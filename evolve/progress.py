@@ -22,11 +22,12 @@ def candidates_phase(generation: int, total: int) -> AbstractContextManager[Phas
     return phase(f"generation {generation}", total, "candidate")
 
 
-def evaluation_phase(label: str, split: str, users: int, periods: int) -> AbstractContextManager[Phase]:
-    """One candidate on one split; a unit is one user's period (so the ETA moves within a user)."""
-    return phase(f"{label} {split}", users * periods, "period", nested=True)
+def evaluation_phase(label: str, split: str, periods: int) -> AbstractContextManager[Phase]:
+    """One candidate on one split; a unit is one user's period (so the ETA moves within a user), ``periods``
+    the sum over the split's users."""
+    return phase(f"{label} {split}", periods, "period", nested=True)
 
 
-def test_phase(candidates: int, users: int, periods: int) -> AbstractContextManager[Phase]:
-    """Seed and best on the test users at the end of the run."""
-    return phase("test scoring", candidates * users * periods, "period")
+def test_phase(periods: int) -> AbstractContextManager[Phase]:
+    """Seed and best on the test users at the end of the run (``periods``: over both and every test user)."""
+    return phase("test scoring", periods, "period")

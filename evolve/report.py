@@ -180,7 +180,7 @@ def _evolution_plots(result: EvolutionResult, history: list[GenerationOutcome], 
     if history:
         plots.append(plot_score_per_generation(
             generation_points(history), out_dir, title="Score per generation (training and validation users)",
-            random_baseline=result.seed_scores.random_baseline, upper_bound=result.seed_scores.upper_bound,
+            objective=result.objective, random_baseline=result.seed_scores.random_baseline, upper_bound=result.seed_scores.upper_bound,
             reference_users="test users",
         ))
     return plots

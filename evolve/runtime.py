@@ -41,6 +41,7 @@ from memevo.evolve.evaluation import Evaluator
 from memevo.evolve.proposers import ProposerSettings, make_proposer
 from memevo.evolve.spend import Spend
 from memevo.evolve.tracking import Tracker, git_commit
+from memevo.evolve.tracking_payloads import experiment_tags, split_dataset_input
 from memevo.evolve.validation import LengthBounds
 
 
@@ -236,7 +237,10 @@ class RunBase:
             on_saved=self.spend.save,
         )
         self.tracker = (
-            Tracker(run_dir=run_dir, uri=config.tracking.uri, experiment=config.tracking.experiment or config.name)
+            Tracker(run_dir=run_dir, uri=config.tracking.uri, experiment=config.tracking.experiment or config.name,
+                    experiment_tags=experiment_tags(name=config.name, protocol=config.protocol,
+                                                    components=config.components,
+                                                    feedback_mode=config.feedback.mode.value))
             if config.tracking.enabled
             else None
         )
@@ -273,6 +277,14 @@ class RunBase:
             close = getattr(client, "aclose", None)
             if close is not None:
                 await close()
+
+    def start_tracking(self) -> None:
+        """Open (or reopen) the parent run with this evolution's params, config and user split as its input."""
+        assert self.tracker is not None
+        source = self.config.data.path or "synth"
+        dataset = split_dataset_input(self.split.model_dump(include={"train", "val", "test"}),
+                                      name=f"{self.config.name}-users", source=source, digest=data_hash(self.users))
+        self.tracker.start(self.config.name, self.tracking_params(), self.config.hash_payload(), dataset)
 
     def tracking_params(self) -> dict[str, Any]:
         """The parent run's params: what defines this evolution."""

@@ -8,7 +8,6 @@ ids (no global active run), which stays correct while candidates are evaluated c
 
 from __future__ import annotations
 
-import difflib
 import io
 import json
 import re
@@ -19,11 +18,12 @@ from typing import Any
 
 import mlflow
 from mlflow import MlflowClient
-from mlflow.entities import Metric, Param
+from mlflow.entities import DatasetInput, Metric, Param
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
 from memevo.environments.metrics import UPPER_BOUND_FILE, UpperBoundTable
 from memevo.environments.store import write_json_atomic
+from memevo.evolve.tracking_payloads import BEST_TAG
 
 PARENT_TAG = MLFLOW_PARENT_RUN_ID
 MLFLOW_IDS_FILE = "mlflow_ids.json"
@@ -44,23 +44,6 @@ def git_commit(cwd: Path) -> str | None:
     return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
-def unified_diff(parent: dict[str, str], child: dict[str, str]) -> str:
-    """A unified diff of every prompt component between parent and child."""
-    parts = []
-    for name in sorted(set(parent) | set(child)):
-        before, after = parent.get(name, ""), child.get(name, "")
-        if before != after:
-            parts.extend(
-                difflib.unified_diff(
-                    before.splitlines(keepends=True),
-                    after.splitlines(keepends=True),
-                    fromfile=f"parent/{name}",
-                    tofile=f"candidate/{name}",
-                )
-            )
-    return "".join(parts) or "(no prompt change)\n"
-
-
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -68,7 +51,8 @@ def _now_ms() -> int:
 class Tracker:
     """Writes one evolution to an MLflow store (default: SQLite next to the run)."""
 
-    def __init__(self, *, run_dir: Path, uri: str | None, experiment: str) -> None:
+    def __init__(self, *, run_dir: Path, uri: str | None, experiment: str,
+                 experiment_tags: dict[str, str] | None = None) -> None:
         self.run_dir = run_dir
         self.uri = uri or default_tracking_uri(run_dir)
         self.ids_path = run_dir / MLFLOW_IDS_FILE
@@ -80,12 +64,16 @@ class Tracker:
             self.experiment_id = found.experiment_id
         else:
             location = (run_dir / "mlartifacts").resolve().as_uri() if self.uri.startswith("sqlite") else None
-            self.experiment_id = self.client.create_experiment(experiment, artifact_location=location)
+            self.experiment_id = self.client.create_experiment(experiment, artifact_location=location,
+                                                               tags=experiment_tags)
+        # registered prompt versions are linked to the active experiment: this one, not "Default"
+        mlflow.set_experiment(experiment_id=self.experiment_id)
 
     def _save_ids(self) -> None:
         write_json_atomic(self.ids_path, self.ids)
 
-    def _run(self, key: str, name: str, parent: str | None) -> tuple[str, bool]:
+    def _run(self, key: str, name: str, parent: str | None,
+             tags: dict[str, str] | None = None) -> tuple[str, bool]:
         """The run for ``key``: (id, already finished). A half-logged run from a crash is replaced."""
         entry = self.ids.get(key)
         if entry and entry.get("done"):
@@ -94,8 +82,8 @@ class Tracker:
             self.client.delete_run(entry["id"])
         elif entry:
             return entry["id"], False
-        tags = {PARENT_TAG: parent} if parent else {}
-        run = self.client.create_run(self.experiment_id, run_name=name, tags=tags)
+        run_tags = (tags or {}) | ({PARENT_TAG: parent} if parent else {})
+        run = self.client.create_run(self.experiment_id, run_name=name, tags=run_tags)
         self.ids[key] = {"id": run.info.run_id, "done": False}
         self._save_ids()
         return run.info.run_id, False
@@ -109,38 +97,48 @@ class Tracker:
     def parent_id(self) -> str:
         return self.ids["parent"]["id"]
 
-    def start(self, name: str, params: dict[str, Any], config_payload: dict[str, Any]) -> None:
-        """Open (or reopen) the parent run and record what defines this evolution."""
+    def start(self, name: str, params: dict[str, Any], config_payload: dict[str, Any],
+              dataset: DatasetInput | None = None) -> None:
+        """Open (or reopen) the parent run and record what defines this evolution (``dataset``: its user split)."""
         run_id, _ = self._run("parent", name, None)
         if not self.ids["parent"].get("params_logged"):
             flat = {key: str(value)[:500] for key, value in params.items()}
             self.client.log_batch(run_id, params=[Param(k, v) for k, v in sorted(flat.items())])
             self.client.log_dict(run_id, config_payload, "config.json")
+            if dataset is not None:
+                self.client.log_inputs(run_id, [dataset])
             self.ids["parent"]["params_logged"] = True
             self._save_ids()
 
     def generation_logged(self, generation: int) -> bool:
         return bool(self.ids.get(f"gen{generation}", {}).get("done"))
 
+    def candidate_run_id(self, generation: int, label: str) -> str | None:
+        """The MLflow run of a candidate whose generation has been logged (None before that)."""
+        return self.ids.get(f"gen{generation}/{label}", {}).get("id")
+
     def log_generation(
         self,
         generation: int,
         metrics: dict[str, float],
         candidates: list[dict[str, Any]],
+        *,
+        run_name: str | None = None,
+        tags: dict[str, str] | None = None,
     ) -> None:
         """One child run for the generation and one nested run per candidate, all at step=generation.
 
-        Each candidate entry: ``label``, ``metrics`` (name -> value), ``params``, ``artifacts``
-        (artifact path -> text).
+        Each candidate entry: ``label``, ``metrics`` (name -> value), ``params``, ``artifacts`` (artifact
+        path -> text) and optionally ``tags``. ``metrics`` go on the generation run and the parent.
         """
         key = f"gen{generation}"
-        gen_run, done = self._run(key, f"generation-{generation}", self.parent_id)
+        gen_run, done = self._run(key, run_name or f"generation-{generation}", self.parent_id, tags)
         if done:
             return
         upper_bound = self._upper_bound_metrics()
         for entry in candidates:
             cand_key = f"{key}/{entry['label']}"
-            cand_run, cand_done = self._run(cand_key, entry["label"], gen_run)
+            cand_run, cand_done = self._run(cand_key, entry["label"], gen_run, entry.get("tags"))
             if cand_done:
                 continue
             self._log_metrics(cand_run, entry["metrics"] | upper_bound, generation)
@@ -174,31 +172,40 @@ class Tracker:
         for start in range(0, len(batch), 500):
             self.client.log_batch(run_id, metrics=batch[start : start + 500])
 
-    def register_prompts(self, prefix: str, candidate_id: str, prompts: dict[str, str], *, best: bool) -> None:
-        """Put an accepted candidate's prompts in the Prompt Registry (once), alias 'best' if it is."""
+    def register_prompts(self, prefix: str, candidate_id: str, prompts: dict[str, str], *, best: bool,
+                         tags: dict[str, str], run_id: str | None) -> None:
+        """Put an accepted candidate's prompts in the Prompt Registry (once, with ``tags``), linked to the
+        candidate's run; alias 'best' if it is."""
         registered = self.ids.setdefault("prompts", {})
         for component, text in sorted(prompts.items()):
             name = _prompt_name(f"{prefix}-{component}")
             key = f"{name}@{candidate_id}"
             if key not in registered:
                 version = mlflow.genai.register_prompt(
-                    name=name, template=text, commit_message=f"candidate {candidate_id}",
-                    tags={"candidate_id": candidate_id},
+                    name=name, template=text, commit_message=f"candidate {candidate_id}", tags=tags,
                 )
+                if run_id is not None:
+                    self.client.link_prompt_version_to_run(run_id, f"prompts:/{name}/{version.version}")
                 registered[key] = int(version.version)
                 self._save_ids()
             if best:
                 mlflow.genai.set_prompt_alias(name, alias="best", version=registered[key])
 
-    def finish(self, metrics: dict[str, float], history: list[dict[str, float]], artifacts: dict[str, str]) -> None:
-        """Final test metrics, the score-per-generation plot and closing artifacts on the parent run."""
+    def finish(self, metrics: dict[str, float], artifacts: dict[str, str], *, step: int, tags: dict[str, str],
+               best_run_id: str | None, figures: tuple[Path, ...] = ()) -> None:
+        """Final metrics, tags and closing artifacts (texts, and figure files) on the parent run; the best
+        candidate's run is tagged ``BEST_TAG``."""
         if self.ids["parent"].get("done"):
             return
-        self._log_metrics(self.parent_id, metrics | self._upper_bound_metrics(), step=len(history))
+        self._log_metrics(self.parent_id, metrics | self._upper_bound_metrics(), step=step)
+        for key, value in tags.items():
+            self.client.set_tag(self.parent_id, key, value)
+        if best_run_id is not None:
+            self.client.set_tag(best_run_id, BEST_TAG, "true")
         for path, text in artifacts.items():
             self.client.log_text(self.parent_id, text, path)
-        if history:
-            self.client.log_figure(self.parent_id, _score_plot(history), "score_per_generation.png")
+        for figure in figures:
+            self.client.log_artifact(self.parent_id, str(figure))
         self._finish("parent")
 
 
@@ -208,27 +215,6 @@ def _metric_key(name: str) -> str:
 
 def _prompt_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_\-.]", "-", name)
-
-
-def _score_plot(history: list[dict[str, float]]) -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(6, 3.5))
-    generations = [int(row["generation"]) for row in history]
-    for key, label in (("best_train_score", "best train"), ("best_val_score", "best val"),
-                       ("parent_val_score", "kept (val)")):
-        values = [row.get(key) for row in history]
-        if any(value is not None for value in values):
-            axis.plot(generations, [v if v is not None else float("nan") for v in values], marker="o", label=label)
-    axis.set_xlabel("generation")
-    axis.set_ylabel("accuracy")
-    axis.legend()
-    figure.tight_layout()
-    plt.close(figure)
-    return figure
 
 
 def table_csv(rows: list[dict[str, Any]]) -> str:

@@ -15,6 +15,7 @@ Pure functions only (no store is opened here), so each payload is testable on it
 from __future__ import annotations
 
 import difflib
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -31,8 +32,6 @@ BEST_TAG = "memevo.best"
 ROLE_TAG = "memevo.role"
 """On every run: "evolution", "generation" or "candidate", so a filter can separate them."""
 DIFF_ARTIFACT = "diff.md"
-OBJECTIVE_NAME = "train accuracy"
-"""What the Optuna study maximizes: mean per-user accuracy on the training users (see ``trial_attributes``)."""
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 EXPERIMENT_NOTE_TAG = "mlflow.note.content"
 HYPERPARAMETERS = ("update_every", "short_term", "top_k")
@@ -151,18 +150,19 @@ def prompt_version_tags(*, candidate_id: str, generation: int, scores: Mapping[s
     return tags
 
 
-def trial_attributes(*, candidate_id: str, label: str, generation: int, val_score: float | None,
+def trial_attributes(*, candidate_id: str, label: str, generation: int, objective: str, val_score: float | None,
                      run_id: str | None, kept: bool) -> dict[str, Any]:
     """Optuna user attributes of a candidate's trial.
 
-    The trial's value is the *training* accuracy (every trial has one, pruned ones too, and the
-    pruner needs it); memevo selects on *validation*. So Optuna's "best trial" can differ from
-    memevo's best: ``kept`` and ``val_score`` say which trial memevo kept.
+    The trial's value is the ``objective`` on the *training* users (the study's metric is named after
+    it; every trial has one, pruned ones too, and the pruner needs it); memevo selects on *validation*.
+    So Optuna's "best trial" can differ from memevo's best: ``kept`` and ``val_<objective>`` say which
+    trial memevo kept.
     """
     attrs: dict[str, Any] = {"candidate_id": candidate_id, "candidate": label, "generation": generation,
                              "kept": kept}
     if val_score is not None:
-        attrs["val_score"] = val_score
+        attrs[f"val_{objective}"] = val_score
     if run_id:
         attrs["mlflow_run_id"] = run_id
     return attrs
@@ -199,6 +199,8 @@ def split_dataset_input(split: Mapping[str, Sequence[str]], *, name: str, source
     from mlflow.entities import DatasetInput, InputTag
     from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
-    dataset = mlflow.data.from_pandas(split_table(split), source=source, name=name, digest=digest)
+    with warnings.catch_warnings():  # a local path matches two equivalent source types; MLflow picks one
+        warnings.filterwarnings("ignore", message=".*can be interpreted in multiple ways")
+        dataset = mlflow.data.from_pandas(split_table(split), source=source, name=name, digest=digest)
     # the conversion MLflow's own mlflow.log_input performs; the client API takes the entity
     return DatasetInput(dataset=dataset._to_mlflow_entity(), tags=[InputTag(MLFLOW_DATASET_CONTEXT, "split")])

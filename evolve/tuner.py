@@ -116,7 +116,7 @@ class Tuner:
         trial.report(value, step)
         return trial.should_prune()
 
-    def annotate(self, number: int, **attributes: str | float) -> None:
+    def annotate(self, number: int, **attributes: Any) -> None:
         """User attributes on a trial still running (a resumed run may find it finished: then nothing)."""
         if self.study.trials[number].state != TrialState.RUNNING:
             return

@@ -6,8 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import mlflow
+import optuna
 import pytest
 from mlflow import MlflowClient
+from optuna.trial import TrialState
 
 from memevo.agents.errors import UserInputError
 from memevo.environments.data.io import save_items
@@ -149,10 +152,16 @@ def test_killed_run_resumes_to_the_same_result(tmp_path: Path) -> None:
     client = MlflowClient(f"sqlite:///{tmp_path / 'killed' / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("test-evolution").experiment_id])
     names = sorted(run.info.run_name for run in runs)
-    assert names.count("generation-1") == 1 and names.count("generation-2") == 1
+    for generation in (1, 2):
+        assert sum(name.startswith(f"generation-{generation} ") for name in names) == 1
     assert len(names) == len(set(names))
     parent = next(run for run in runs if run.info.run_name == "test-evolution")
-    assert len(client.get_metric_history(parent.info.run_id, "parent_val_score")) == 3
+    assert len(client.get_metric_history(parent.info.run_id, "running_best_val_score")) == 3
+    assert len(client.get_run(parent.info.run_id).inputs.dataset_inputs) == 1
+    candidate_runs = {run.info.run_id for run in runs if run.data.tags.get("memevo.role") == "candidate"}
+    study = optuna.load_study(study_name="test-evolution", storage=f"sqlite:///{tmp_path / 'killed' / 'optuna.db'}")
+    told = [trial for trial in study.trials if trial.state == TrialState.COMPLETE]
+    assert told and all(trial.user_attrs.get("mlflow_run_id") in candidate_runs for trial in told)
 
 
 def test_resume_needs_the_flag_and_the_same_config(tmp_path: Path) -> None:
@@ -187,10 +196,29 @@ def test_mlflow_store_holds_runs_metrics_and_artifacts(tmp_path: Path) -> None:
     assert parent.data.metrics["test_best_accuracy"] == pytest.approx(result.best_scores.accuracy)
     parent_artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
     assert {"score_per_generation.png", "config.json", "result.json"} <= parent_artifacts
-    generation = runs["generation-1"]
+    assert (tmp_path / "tracked" / "score_per_generation.png").exists()
+    best_label = f"g1c0-{result.best.id[:8]}"
+    assert result.best.label == best_label
+    generation = runs[f"generation-1 (kept {best_label})"]
     assert generation.data.tags["mlflow.parentRunId"] == parent.info.run_id
-    candidate = runs[f"g1c0-{result.best.id[:8]}"]
+    assert generation.data.tags["memevo.kept_candidate"] == best_label
+    candidate = runs[best_label]
     assert candidate.data.tags["mlflow.parentRunId"] == generation.info.run_id
+    # who won: tags, the running best at every generation, initial and final objective
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    assert "test-evolution" in experiment.tags["mlflow.note.content"]
+    kept = client.search_runs([experiment.experiment_id], "tags.`memevo.kept` = 'true'")
+    assert sorted(run.info.run_name for run in kept) == sorted([f"g0c0-{result.seed.id[:8]}", best_label])
+    (best_run,) = client.search_runs([experiment.experiment_id], "tags.`memevo.best` = 'true'")
+    assert best_run.info.run_id == candidate.info.run_id
+    assert parent.data.tags["memevo.best_candidate"] == best_label
+    running = client.get_metric_history(parent.info.run_id, "running_best_val_score")
+    assert [(m.step, m.value) for m in running] == [(o.generation, o.parent_val) for o in result.history]
+    assert parent.data.metrics["final_val_score"] == result.history[-1].parent_val
+    assert parent.data.metrics["initial_val_score"] == result.history[0].parent_val
+    # the data as the parent run's input
+    (dataset,) = client.get_run(parent.info.run_id).inputs.dataset_inputs
+    assert dataset.dataset.name == "test-evolution-users" and dataset.dataset.digest == parent.data.params["data_hash"]
     metrics = candidate.data.metrics
     for name in ("train_accuracy", "val_accuracy", "train_memory_score", "val_memory_score", "pruned",
                  "train_accuracy_p00", "val_accuracy_p02"):
@@ -199,14 +227,25 @@ def test_mlflow_store_holds_runs_metrics_and_artifacts(tmp_path: Path) -> None:
     history = client.get_metric_history(candidate.info.run_id, "val_accuracy")
     assert [m.step for m in history] == [1]
     artifacts = {a.path for a in client.list_artifacts(candidate.info.run_id)}
-    assert {"diff.patch", "feedback.txt", "results.csv", "changes.txt", "policy.json", "prompts"} <= artifacts
-    diff = client.download_artifacts(candidate.info.run_id, "diff.patch", str(tmp_path))
-    assert "+- instrument" in Path(diff).read_text()
-    import mlflow.genai
-
+    assert {"diff.md", "feedback.txt", "results.csv", "changes.txt", "policy.json", "prompts"} <= artifacts
+    diff = Path(client.download_artifacts(candidate.info.run_id, "diff.md", str(tmp_path))).read_text()
+    assert "+- instrument" in diff and f"\n {SEED_TYPES}\n" in diff  # against the seed's actual text
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'tracked' / 'mlflow.db'}")
     best = mlflow.genai.load_prompt("prompts:/test-evolution-memory_types@best")
     assert best.template == result.best.policy.prompts["memory_types"] and best.version == 2
+    assert best.tags["candidate_id"] == result.best.id and best.tags["mlflow_run_id"] == candidate.info.run_id
+    assert best.tags[f"val_{result.objective}"] == f"{result.history[-1].parent_val:.4f}"
+    linked = json.loads(client.get_run(candidate.info.run_id).data.tags["mlflow.linkedPrompts"])
+    assert {"name": "test-evolution-memory_types", "version": "2"} in linked
+    # Optuna: the study's metric is the objective; each trial names its candidate and its MLflow run
+    study = optuna.load_study(study_name="test-evolution", storage=f"sqlite:///{tmp_path / 'tracked' / 'optuna.db'}")
+    assert study.metric_names == [result.objective]
+    # (a trial whose suggestion repeated a known policy is closed pruned before it has a candidate)
+    by_candidate = {trial.user_attrs["candidate_id"]: trial for trial in study.trials if trial.user_attrs}
+    best_trial = by_candidate[result.best.id]
+    assert best_trial.user_attrs["kept"] is True and best_trial.user_attrs["mlflow_run_id"] == candidate.info.run_id
+    assert best_trial.user_attrs[f"val_{result.objective}"] == result.history[-1].parent_val
+    assert best_trial.user_attrs["generation"] == 1 and best_trial.user_attrs["candidate"] == best_label
 
 
 def test_budget_stops_the_run(tmp_path: Path) -> None:

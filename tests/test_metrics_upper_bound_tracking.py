@@ -27,7 +27,7 @@ def test_candidates_and_final_metrics_carry_the_upper_bound_format_errors(tmp_pa
     tracker = Tracker(run_dir=tmp_path, uri=None, experiment="ub")
     tracker.start("ub", {}, {})
     tracker.log_generation(0, {"accepted": 1.0}, [_candidate("seed")])
-    tracker.finish({"test_best_memory_score": 0.4}, [], {})
+    tracker.finish({"test_best_memory_score": 0.4}, {}, step=1, tags={}, best_run_id=None)
     for run_name in ("seed", "ub"):
         metrics = _metrics(tracker, run_name)
         assert metrics["upper_bound_format_errors"] == 1.0

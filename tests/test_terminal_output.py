@@ -85,8 +85,12 @@ def test_generation_lines_name_hyperparameter_only_candidates_and_the_kept_one()
     assert "3 candidate(s) (1 with a new prompt, 2 hyperparameter-only) from 3 prompt proposal(s)" in line
     summary = generation_line(2, candidates=3, pruned=3, generation_best=None, kept="g1c0-a2b3211f", improved=False,
                               kept_objective=1.0, usage=RoleUsage(calls=10, unpriced_calls=10))
-    assert "best validation n/a (every candidate pruned)" in summary and "kept g1c0-a2b3211f (validation 1.000)" in summary
+    assert "best validation n/a (no candidate reached validation)" in summary
+    assert "kept g1c0-a2b3211f (validation 1.000)" in summary
     assert summary.endswith("unpriced (the model is not in memevo's price table)")
+    empty = generation_line(2, candidates=0, pruned=0, generation_best=None, kept="g1c0-a2b3211f", improved=False,
+                            kept_objective=1.0, usage=RoleUsage())
+    assert "best validation n/a (no candidate);" in empty
 
 
 def test_evolution_phases_size_their_bars_in_the_units_the_loop_reports(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -106,8 +110,8 @@ def test_evolution_phases_size_their_bars_in_the_units_the_loop_reports(monkeypa
             return None
 
     monkeypatch.setattr(progress, "tqdm", Recorder)
-    with candidates_phase(2, total=3), evaluation_phase("g2c0-a2b3211f", "train", users=3, periods=4), \
-            test_phase(candidates=2, users=5, periods=4):
+    with candidates_phase(2, total=3), evaluation_phase("g2c0-a2b3211f", "train", periods=12), \
+            test_phase(periods=40):
         pass
     assert opened == [("generation 2", 3, "candidate", True), ("g2c0-a2b3211f train", 12, "period", False),
                       ("test scoring", 40, "period", True)]

@@ -20,7 +20,6 @@ from memevo.evolve.tracking_payloads import (
     EXPERIMENT_KIND_TAG,
     EXPERIMENT_NOTE_TAG,
     KEPT_TAG,
-    OBJECTIVE_NAME,
     candidate_diff,
     candidate_tags,
     experiment_tags,
@@ -138,18 +137,33 @@ def test_payloads_are_accepted_by_mlflow_and_found_through_its_api(tmp_path: Pat
 def test_trial_attributes_and_objective_name_are_read_back_from_optuna(tmp_path: Path) -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(storage=f"sqlite:///{tmp_path / 'optuna.db'}", study_name="demo", direction="maximize")
-    study.set_metric_names([OBJECTIVE_NAME])
+    study.set_metric_names(["accuracy"])
     for label, train, val, kept in (("g0c0-seed", 0.5, 0.458, False), ("g1c0-aaaa", 0.9, 1.0, True)):
         trial = study.ask()
         # attributes go on before tell: Optuna refuses to change a finished trial
         for key, value in trial_attributes(candidate_id=label[-4:], label=label, generation=int(label[1]),
-                                           val_score=val, run_id=f"run-{label}", kept=kept).items():
+                                           objective="accuracy", val_score=val, run_id=f"run-{label}", kept=kept).items():
             trial.set_user_attr(key, value)
         study.tell(trial, train)
     again = optuna.load_study(study_name="demo", storage=f"sqlite:///{tmp_path / 'optuna.db'}")
-    assert again.metric_names == [OBJECTIVE_NAME]
+    assert again.metric_names == ["accuracy"]
     kept = [t for t in again.trials if t.user_attrs["kept"]]
-    assert [(t.user_attrs["candidate"], t.user_attrs["val_score"], t.user_attrs["mlflow_run_id"]) for t in kept] == [
+    assert [(t.user_attrs["candidate"], t.user_attrs["val_accuracy"], t.user_attrs["mlflow_run_id"]) for t in kept] == [
         ("g1c0-aaaa", 1.0, "run-g1c0-aaaa")]
     with pytest.raises(optuna.exceptions.UpdateFinishedTrialError):  # so the tracker must set them before tell
         again._storage.set_trial_user_attr(again.trials[0]._trial_id, "late", 1)
+
+
+def test_score_plot_of_a_memory_score_run_is_on_the_memory_score_scale(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from memevo.evolve import generation_plot
+
+    saved = {}
+    monkeypatch.setattr(generation_plot, "save_figure", lambda figure, folder, name: saved.setdefault("f", figure))
+    generation_plot.plot_score_per_generation(generation_points(HISTORY), tmp_path, title="t", objective="memory_score",
+                                              random_baseline=0.33, upper_bound=0.9, reference_users="test users")
+    (axis,) = saved["f"].axes
+    assert axis.get_ylabel().startswith("memory score (0 = random")
+    references = {line.get_label(): line.get_ydata()[0] for line in axis.get_lines() if line.get_label() in
+                  ("random", "upper bound")}
+    assert references == {"random": 0.0, "upper bound": 1.0}  # not the accuracy references passed in

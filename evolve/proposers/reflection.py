@@ -16,6 +16,7 @@ import dspy
 from pydantic import BaseModel, Field
 
 from memevo.agents.base import ComponentSpec
+from memevo.evolve.explain import proposal_error_line
 from memevo.evolve.proposers.base import ProposalContext, Variant, checked
 from memevo.evolve.proposers.signatures import RewritePrompt, RewriteTypes
 from memevo.evolve.records import ProposalStats
@@ -67,7 +68,7 @@ class DSPyCaller:
         except asyncio.CancelledError:
             raise
         except Exception as error:  # noqa: BLE001 - any model or parse failure is a rejected proposal
-            log.info("proposal for %s failed: %s", name, error)
+            log.info("proposal for %s failed: %s", name, proposal_error_line(error))
             return None, f"{type(error).__name__}: {str(error)[:300]}"
 
 
