@@ -24,6 +24,7 @@ from memevo.agents.base import MemoryAgent
 from memevo.agents.config_file import load_policy
 from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.llm.accounting import UsageReport
+from memevo.agents.llm.config import CONCURRENCY_HELP
 from memevo.agents.llm.hub import LLMHub
 from memevo.agents.llm.protocol import ChatClient, LLMError
 from memevo.agents.registry import build_agent
@@ -213,7 +214,9 @@ def eval_command(
                                                     "eval folder instead of live conversations.")] = None,
     rounds_init: Annotated[int, typer.Option(min=1, help="Rounds per session in period 0.")] = 1,
     rounds_update: Annotated[int, typer.Option(min=1, help="Rounds per session in later periods.")] = 2,
-    max_concurrent_users: Annotated[int, typer.Option(min=1, help="Users run at the same time.")] = 4,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help=CONCURRENCY_HELP)] = None,
+    max_concurrent_users: Annotated[int | None, typer.Option(
+        min=1, help="Users run at the same time (default: as many as the concurrency).")] = None,
     seed: Annotated[int, typer.Option(help="Seed for the simulator and the compat fallback.")] = 0,
 ) -> None:
     """Evaluate an agent on-policy (AMemGym protocol) and write records, summary and a per-period plot."""
@@ -221,21 +224,24 @@ def eval_command(
     items = load_items(env)[:users]
     config = EpisodeConfig(rounds_init=rounds_init, rounds_update=rounds_update, diagnose=diagnose,
                            amemgym_compat=amemgym_compat, constrained_answers=constrained_answers,
-                           max_concurrent_users=max_concurrent_users, seed=seed)
+                           max_concurrent_users=max_concurrent_users or 1, seed=seed)
+    policy.llm.concurrency(embedded=False, override=concurrency)  # a bad $MEMEVO_CONCURRENCY stops us here
     _prepare_out(out, resume)
 
     async def main() -> None:
-        async with LLMHub(use_cache=not no_cache) as hub:
+        async with LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub:
             llm = hub.client(policy.llm)
+            width = max_concurrent_users or llm.limit.limit  # users wait on the LLM, so as many as can be served
+            run_config = config.model_copy(update={"max_concurrent_users": width})
             try:
                 outcome = await evaluate(
-                    lambda: build_agent(policy, llm), items, _make_simulator(simulator, llm, seed), config, out,
+                    lambda: build_agent(policy, llm), items, _make_simulator(simulator, llm, seed), run_config, out,
                     upper_bound_llm=llm if upper_bound else None, replay_from=off_policy,
                 )
             except LLMError as error:
                 raise RunFailedError(f"{error}; finished periods are saved, rerun with --resume") from error
             meta = {"agent": policy.kind, "policy_id": policy.policy_id, "model": policy.llm.model, "env": env,
-                    "n_items": len(items), "config": config.model_dump()}
+                    "n_items": len(items), "config": run_config.model_dump()}
             write_outputs(out, outcome, items, hub.accounting.report(), meta)
             typer.echo(_headline(outcome.scores, out))
 

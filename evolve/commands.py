@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from memevo.agents.errors import UserInputError
+from memevo.agents.llm.config import CONCURRENCY_HELP
 from memevo.evolve.config import load_evolve_config
 from memevo.evolve.progress import show_progress
 from memevo.evolve.tracking import default_tracking_uri
@@ -29,6 +30,7 @@ def evolve_command(
         help="Continue the run in the run folder (a folder without a run starts one, so this is safe to always pass)."
     )] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the LLM response cache.")] = False,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help=CONCURRENCY_HELP)] = None,
 ) -> None:
     """Evolve a memory agent's prompts and settings; prints seed vs best on the test users."""
     from memevo.agents.llm.hub import LLMHub
@@ -37,7 +39,7 @@ def evolve_command(
     settings = load_evolve_config(config)
     folder = run_dir or _default_run_dir(config)
     show_progress()
-    with LLMHub(use_cache=not no_cache) as hub:
+    with LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub:
         result = run_evolution(settings, run_dir=folder, hub=hub, resume=resume)
     typer.echo(f"run folder: {folder}")
     typer.echo(f"stopped: {result.stop_reason}")

@@ -85,8 +85,7 @@ class LLMGateway:
         self.health_check = health_check
         self.cache = cache
         self.accounting = accounting
-        self.limit = limit or ConcurrencyLimit(config.max_concurrency)
-        self.limit.lower_to(config.max_concurrency)
+        self.limit = limit or ConcurrencyLimit(config.concurrency(embedded=False))
         self.backoff_base_s = backoff_base_s
         self.backoff_cap_s = backoff_cap_s
         self.sleep = sleep  # the wait between retries; tests pass a recorder instead of waiting
