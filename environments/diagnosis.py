@@ -14,7 +14,7 @@ from typing import Any
 from memevo.agents.base import MemoryAgent
 from memevo.environments.data.models import Item
 from memevo.environments.qa import extract_json_object
-from memevo.environments.records import ProbeRecord
+from memevo.environments.records import ProbeRecord, remember
 
 
 def build_probe_prompt(sub_schema: dict[str, list[str]]) -> str:
@@ -52,8 +52,9 @@ def parse_probe(text: str, keys: list[str]) -> dict[str, str | None] | None:
 
 
 async def run_probe(agent: MemoryAgent, item: Item, period: int, question_index: int, *, user_id: str,
-                    now: datetime, constrained: bool = True) -> ProbeRecord:
-    """Probe one question's required states at the end of one period (``constrained``: with its schema)."""
+                    now: datetime, constrained: bool = True, memories: dict[str, str] | None = None) -> ProbeRecord:
+    """Probe one question's required states at the end of one period (``constrained``: with its schema); the
+    consulted memory goes into ``memories`` (see ``records.remember``)."""
     keys = item.qas[question_index].required_info
     sub_schema = {key: item.state_schema[key] for key in keys}
     prompt = build_probe_prompt(sub_schema)
@@ -75,5 +76,5 @@ async def run_probe(agent: MemoryAgent, item: Item, period: int, question_index:
         truth=truth,
         correct={key: values[key] == truth[key] for key in keys},
         format_error=predicted is None or any(value is None for value in values.values()),
-        consulted_memory=reply.consulted_memory,
+        memory_id=remember({} if memories is None else memories, reply.consulted_memory),
     )

@@ -1,11 +1,26 @@
 """Plain records an episode produces, saved as they are made so a killed run can resume.
 
 Choice numbers are 1-based everywhere, as shown to the agent; ``None`` means the reply did not parse.
+The memory an agent consulted is kept once per period in ``PeriodResult.memories`` and referenced by
+its key from every question and probe that consulted it: a native agent consults its whole history for
+each question, and repeating it per record made output grow with periods x questions x history.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+import hashlib
+from typing import Any
+
+from pydantic import BaseModel, Field, model_validator
+
+
+def remember(memories: dict[str, str], text: str) -> str:
+    """Store ``text`` in ``memories`` under its content key (once) and return the key; '' for no memory."""
+    if not text:
+        return ""
+    key = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    memories.setdefault(key, text)
+    return key
 
 
 class QARecord(BaseModel):
@@ -23,7 +38,7 @@ class QARecord(BaseModel):
     correct: bool
     format_error: bool = False
     random_fallback: bool = Field(False, description="amemgym_compat: choice drawn at random after a parse failure.")
-    consulted_memory: str = ""
+    memory_id: str = Field("", description="Key of the consulted memory in the period's ``memories``; '' for none.")
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -38,7 +53,7 @@ class ProbeRecord(BaseModel):
     truth: dict[str, str]
     correct: dict[str, bool]
     format_error: bool = False
-    consulted_memory: str = ""
+    memory_id: str = Field("", description="Key of the consulted memory in the period's ``memories``; '' for none.")
 
 
 class PeriodResult(BaseModel):
@@ -49,6 +64,33 @@ class PeriodResult(BaseModel):
     transcripts: list[list[dict[str, str]]] = Field(default_factory=list)
     qa: list[QARecord] = Field(default_factory=list)
     probes: list[ProbeRecord] = Field(default_factory=list)
+    memories: dict[str, str] = Field(default_factory=dict, description="Consulted memories by key (see ``remember``).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reference_inline_memories(cls, data: Any) -> Any:
+        """Read records written before memories were referenced (each with its own ``consulted_memory``)."""
+        if not isinstance(data, dict):
+            return data
+        memories = dict(data.get("memories") or {})
+        moved = {}
+        for field in ("qa", "probes"):
+            records = data.get(field) or []
+            if any(isinstance(record, dict) and "consulted_memory" in record for record in records):
+                moved[field] = [_referenced(record, memories) for record in records]
+        return {**data, **moved, "memories": memories} if moved else data
+
+    def consulted_memory(self, record: QARecord | ProbeRecord) -> str:
+        """The memory ``record`` consulted ('' when none)."""
+        return self.memories.get(record.memory_id, "")
+
+
+def _referenced(record: Any, memories: dict[str, str]) -> Any:
+    if not isinstance(record, dict) or "consulted_memory" not in record:
+        return record
+    text = record["consulted_memory"]
+    rest = {key: value for key, value in record.items() if key != "consulted_memory"}
+    return {**rest, "memory_id": remember(memories, text)}
 
 
 class EpisodeResult(BaseModel):

@@ -242,3 +242,26 @@ async def test_resume_refuses_a_different_protocol(tmp_path: Path) -> None:
     with pytest.raises(UserInputError, match="protocol"):
         await run_episode(OracleAgent(item), item, ScriptedSimulator(), EpisodeConfig(diagnose=True), store=store)
     await run_episode(OracleAgent(item), item, ScriptedSimulator(), EpisodeConfig(max_concurrent_users=1), store=store)
+
+
+async def test_consulted_memories_are_stored_once_per_period_and_referenced(tmp_path: Path) -> None:
+    item = make_item(n_periods=2)
+    store = RunStore(tmp_path)
+    episode = await run_episode(KeywordMemoryAgent(item), item, ScriptedSimulator(), CONFIG, store=store)
+    result = episode.periods[1]
+    assert {record.memory_id for record in [*result.qa, *result.probes]} == set(result.memories)
+    # a question and its probe consult the same beliefs: one stored text, two references
+    assert [qa.memory_id for qa in result.qa] == [probe.memory_id for probe in result.probes]
+    assert len(result.memories) <= len(result.qa)
+    assert result.consulted_memory(result.qa[0]) == result.memories[result.qa[0].memory_id] != ""
+    saved = json.loads((store.user_dir(item.id) / "period_01.json").read_text(encoding="utf-8"))
+    assert all("consulted_memory" not in record for record in saved["qa"])
+    assert store.load_period(item.id, 1) == result
+
+
+def test_records_written_with_inline_memories_still_load() -> None:
+    record = {"user_id": "u", "period": 0, "question_index": 0, "prompt": "p", "raw_reply": "r", "choice": 1,
+              "gold": 1, "n_choices": 2, "correct": True, "consulted_memory": "user: I live in Oslo"}
+    result = PeriodResult.model_validate({"user_id": "u", "period": 0, "qa": [record, {**record, "question_index": 1}]})
+    assert len(result.memories) == 1
+    assert [result.consulted_memory(r) for r in result.qa] == ["user: I live in Oslo"] * 2
