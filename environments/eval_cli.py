@@ -25,7 +25,6 @@ from memevo.agents.config_file import load_policy
 from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.llm.config import CONCURRENCY_HELP
-from memevo.agents.llm.hub import LLMHub
 from memevo.agents.llm.protocol import ChatClient, LLMError
 from memevo.agents.registry import build_agent
 from memevo.environments.data.io import load_items
@@ -41,7 +40,6 @@ from memevo.environments.metrics import (
     user_scores,
 )
 from memevo.environments.metrics._items import item_lookup, item_of
-from memevo.environments.plots import plot_periods
 from memevo.environments.records import EpisodeResult
 from memevo.environments.runner import EpisodeConfig, run_episodes
 from memevo.environments.simulators.base import UserSimulator
@@ -125,6 +123,8 @@ def write_outputs(out: Path, outcome: EvalOutcome, items: Sequence[Item], usage:
     _write_csv(out / "summary.csv", list(summary[0]), summary)
     usage_rows = [{"role": role, **u.model_dump()} for role, u in {**usage.by_role, "total": usage.total()}.items()]
     _write_csv(out / "usage.csv", ["role", *usage.total().model_dump()], usage_rows)
+    from memevo.environments.plots import plot_periods  # matplotlib: only once there is something to plot
+
     plot_periods(outcome.scores, out / "periods.png", title=str(meta.get("agent", "")))
 
 
@@ -229,6 +229,8 @@ def eval_command(
     _prepare_out(out, resume)
 
     async def main() -> None:
+        from memevo.agents.llm.hub import LLMHub  # the HTTP client stack loads only when a run starts
+
         async with LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub:
             llm = hub.client(policy.llm)
             width = max_concurrent_users or llm.limit.limit  # users wait on the LLM, so as many as can be served

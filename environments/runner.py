@@ -237,7 +237,7 @@ async def _run_periods(
         if after_period:
             await after_period(agent, result)
         if store is not None:
-            store.save_period(result, agent.state())
+            await store.save_period_async(result, agent.state())
         periods.append(result)
         if on_period:
             on_period(result)

@@ -16,7 +16,6 @@ from memevo.agents.errors import UserInputError
 from memevo.agents.llm.config import CONCURRENCY_HELP
 from memevo.evolve.config import load_evolve_config
 from memevo.evolve.progress import show_progress
-from memevo.evolve.tracking import default_tracking_uri
 
 
 def _default_run_dir(config_path: Path) -> Path:
@@ -62,6 +61,8 @@ def _tracking_uri(run_dir: Path | None, tracking_uri: str | None) -> str:
     if not ids.exists():
         raise UserInputError("no evolution run in this folder", source=str(run_dir), field="--run-dir")
     configured = json.loads(ids.read_text(encoding="utf-8")).get("tracking", {}).get("uri")
+    from memevo.evolve.tracking import default_tracking_uri  # mlflow: only for the UI
+
     return configured or default_tracking_uri(run_dir)
 
 

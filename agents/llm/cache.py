@@ -5,13 +5,17 @@ endpoint identity), model, messages, temperature, max_tokens, response format an
 (distinct samples at temperature > 0). The endpoint identity is the base URL for a remote server, and
 the GGUF file's content hash for the embedded model, whose port changes on every start: a reply from
 one server is never served as another's, and the embedded model's replies survive restarts.
-Stored with diskcache (SQLite underneath), which is safe across threads and processes.
+Stored with diskcache (SQLite underneath), which is safe across threads and processes. Writes go to one
+background thread that commits whatever has queued up in one transaction, so a reply's caller does not
+wait for SQLite; reads see queued writes at once. A write lost to a crash only costs a request again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import queue
+import threading
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -63,16 +67,56 @@ class ResponseCache:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self._store = diskcache.Cache(str(self.directory))
+        self._pending: dict[str, str] = {}  # queued for the writer, not yet committed
+        self._lock = threading.Lock()
+        self._queue: queue.Queue[tuple[str, str] | None] = queue.Queue()
+        self._writer = threading.Thread(target=self._write_batches, name="memevo-cache-writer", daemon=True)
+        self._writer.start()
 
     def get(self, request: CacheRequest) -> CachedReply | None:
-        raw = self._store.get(request.key)
+        with self._lock:
+            raw = self._pending.get(request.key)
+        if raw is None:
+            raw = self._store.get(request.key)
         return None if raw is None else CachedReply.model_validate_json(raw)
 
     def put(self, request: CacheRequest, reply: CachedReply) -> None:
-        self._store.set(request.key, reply.model_dump_json())
+        raw = reply.model_dump_json()
+        with self._lock:
+            self._pending[request.key] = raw
+        self._queue.put((request.key, raw))
+
+    def flush(self) -> None:
+        """Wait until every queued write is committed."""
+        self._queue.join()
+
+    def _write_batches(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            while not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            entries = [entry for entry in batch if entry is not None]
+            try:
+                with self._store.transact():
+                    for key, raw in entries:
+                        self._store.set(key, raw)
+                with self._lock:
+                    for key, raw in entries:
+                        if self._pending.get(key) is raw:
+                            del self._pending[key]
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
+            if len(entries) < len(batch):  # the stop signal from close()
+                return
 
     def __len__(self) -> int:
+        self.flush()
         return len(self._store)
 
     def close(self) -> None:
+        """Commit what is queued, stop the writer and close the store."""
+        if self._writer.is_alive():
+            self._queue.put(None)
+            self._writer.join()
         self._store.close()

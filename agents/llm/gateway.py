@@ -241,8 +241,12 @@ class LLMGateway:
         return min(self.backoff_cap_s, max(delay, retry_after or 0.0))
 
     async def aclose(self) -> None:
-        """Close the running loop's HTTP session; sessions of other loops go with their loop."""
+        """Close the HTTP session (a later request opens a new one)."""
         await self.transport.aclose()
+
+    def close(self) -> None:
+        """``aclose`` for synchronous callers."""
+        self.transport.close()
 
 
 def _chat_payload(request: CacheRequest) -> dict[str, Any]:

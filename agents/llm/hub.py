@@ -107,6 +107,8 @@ class LLMHub:
     def close(self) -> None:
         """Stop the local server if this hub started it, and close the cache."""
         with self._lock:
+            for gateway in self._gateways.values():
+                gateway.close()
             self._gateways.clear()
             if self._server is not None:
                 self._server.stop()

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-import weakref
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
 import aiohttp
 
+from memevo.agents.llm.sync_bridge import bridge_loop, run_sync
+
 RETRYABLE_STATUS = frozenset({408, 429})
+T = TypeVar("T")
 
 
 class TransientHTTPError(Exception):
@@ -42,29 +43,23 @@ class RefusedHTTPError(Exception):
 
 
 class JSONTransport:
-    """POSTs JSON to ``<base_url>/<path>`` with a bearer key read from ``api_key`` when a loop's session opens."""
+    """POSTs JSON to ``<base_url>/<path>`` with a bearer key read from ``api_key`` when the session opens.
+
+    The one aiohttp session lives on the sync bridge's loop, whichever loop the caller runs on: an aiohttp
+    session belongs to the loop it was made on, and one per caller loop could not be closed once that
+    loop was gone (aiohttp then reports it unclosed at exit).
+    """
 
     def __init__(self, base_url: str, *, api_key: Callable[[], str], timeout_s: float) -> None:
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
         self.timeout_s = timeout_s
-        self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._lock = threading.Lock()
+        self._session: aiohttp.ClientSession | None = None  # touched only on the bridge loop
 
     async def post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
         """The decoded JSON reply, or ``TransientHTTPError`` / ``RefusedHTTPError``."""
         data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-        try:
-            async with self._session().post(f"{self.base_url}/{path}", data=data) as response:
-                body = await response.read()
-                status = response.status
-                retry_after = response.headers.get("retry-after")
-        except TimeoutError as error:
-            raise TransientHTTPError(f"request timed out after {self.timeout_s:g} s ({type(error).__name__})") from error
-        except aiohttp.ClientError as error:
-            raise TransientHTTPError(f"connection error: {type(error).__name__}: {error}", connection=True) from error
+        status, body, retry_after = await self._on_bridge(self._exchange(f"{self.base_url}/{path}", data))
         if status >= 400:
             detail = _error_detail(body, status)
             if status >= 500 or status in RETRYABLE_STATUS:
@@ -78,25 +73,39 @@ class JSONTransport:
             raise TransientHTTPError(f"reply is not a JSON object: {body[:200]!r}")
         return decoded
 
-    def _session(self) -> aiohttp.ClientSession:
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            session = self._sessions.get(loop)
-            if session is None or session.closed:
-                session = aiohttp.ClientSession(
-                    headers={"Authorization": f"Bearer {self.api_key()}", "Content-Type": "application/json"},
-                    timeout=aiohttp.ClientTimeout(total=self.timeout_s),
-                    connector=aiohttp.TCPConnector(limit=0),  # the gateway's limiter bounds what is in flight
-                )
-                self._sessions[loop] = session
-            return session
+    async def _exchange(self, url: str, data: bytes) -> tuple[int, bytes, str | None]:
+        """Runs on the bridge loop: status, body and Retry-After of one POST."""
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                headers={"Authorization": f"Bearer {self.api_key()}", "Content-Type": "application/json"},
+                timeout=aiohttp.ClientTimeout(total=self.timeout_s),
+                connector=aiohttp.TCPConnector(limit=0),  # the gateway's limiter bounds what is in flight
+            )
+        try:
+            async with self._session.post(url, data=data) as response:
+                return response.status, await response.read(), response.headers.get("retry-after")
+        except TimeoutError as error:
+            raise TransientHTTPError(f"request timed out after {self.timeout_s:g} s") from error
+        except aiohttp.ClientError as error:
+            raise TransientHTTPError(f"connection error: {type(error).__name__}: {error}", connection=True) from error
+
+    @staticmethod
+    async def _on_bridge(coroutine: Coroutine[Any, Any, T]) -> T:
+        """Await ``coroutine`` on the bridge loop from any loop (cancelling this cancels it there)."""
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, bridge_loop()))
+
+    async def _close_session(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     async def aclose(self) -> None:
-        """Close the running loop's session; sessions of other loops go with their loop."""
-        with self._lock:
-            session = self._sessions.pop(asyncio.get_running_loop(), None)
-        if session is not None:
-            await session.close()
+        await self._on_bridge(self._close_session())
+
+    def close(self) -> None:
+        """Close the session from synchronous code (the hub's ``close``)."""
+        if self._session is not None:
+            run_sync(self._close_session())
 
 
 def _error_detail(body: bytes, status: int) -> str:
