@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import importlib
 import json
+import threading
 from collections.abc import Callable, Sequence
 from enum import Enum
 from pathlib import Path
@@ -231,6 +233,8 @@ def eval_command(
     async def main() -> None:
         from memevo.agents.llm.hub import LLMHub  # the HTTP client stack loads only when a run starts
 
+        # The plotting stack takes a second to import; do it while the run waits on the endpoint, not after.
+        threading.Thread(target=importlib.import_module, args=("memevo.environments.plots",), daemon=True).start()
         async with LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub:
             llm = hub.client(policy.llm)
             width = max_concurrent_users or llm.limit.limit  # users wait on the LLM, so as many as can be served

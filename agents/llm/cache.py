@@ -43,11 +43,32 @@ class CacheRequest(BaseModel):
     sample_index: int
 
     @cached_property
+    def messages_json(self) -> str:
+        """The messages as canonical JSON: hashed into the key and sent in the request body as they are."""
+        return canonical_json(self.messages)
+
+    @cached_property
     def key(self) -> str:
-        """Computed once per request, however often the cache is consulted."""
-        payload = {"v": KEY_VERSION, **self.model_dump()}
-        canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        """SHA-256 of the canonical JSON of ``{"v": KEY_VERSION, **fields}``, computed once per request.
+
+        The text is assembled around ``messages_json`` (keys in sorted order), so the messages, nearly
+        all of a request, are encoded once per call and not again for the body.
+        """
+        fields = {
+            "endpoint": self.endpoint, "max_tokens": self.max_tokens, "messages": None, "model": self.model,
+            "response_format": self.response_format, "sample_index": self.sample_index,
+            "temperature": self.temperature, "v": KEY_VERSION,
+        }  # fmt: skip
+        canonical = ",".join(
+            f'"{name}":{self.messages_json if name == "messages" else canonical_json(value)}'
+            for name, value in fields.items()
+        )
+        return hashlib.sha256(("{" + canonical + "}").encode("utf-8")).hexdigest()
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no spaces, UTF-8 as is: one text per value."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 class CachedReply(BaseModel):

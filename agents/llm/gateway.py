@@ -22,7 +22,7 @@ import json_repair
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import Accounting
-from memevo.agents.llm.cache import CachedReply, CacheRequest, ResponseCache
+from memevo.agents.llm.cache import CachedReply, CacheRequest, ResponseCache, canonical_json
 from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
 from memevo.agents.llm.limiter import ConcurrencyLimit
 from memevo.agents.llm.protocol import ChatReply, LLMError, LLMJSONError, LLMRequestError, Message, Role
@@ -187,9 +187,8 @@ class LLMGateway:
         sent_tokens = 0
         if missing:
             try:
-                response = await self._send(
-                    role, model, "embeddings", {"model": model, "input": missing, "encoding_format": "float"}
-                )
+                body = canonical_json({"model": model, "input": missing, "encoding_format": "float"})
+                response = await self._send(role, model, "embeddings", body)
                 fresh = _stored_embeddings(response, missing, model)
             except LLMError:
                 self.accounting.record_error(role, wall_s=time.monotonic() - started)
@@ -210,7 +209,7 @@ class LLMGateway:
         )
         return [json.loads(found[text].text) for text in texts]
 
-    async def _send(self, role: Role, model: str, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+    async def _send(self, role: Role, model: str, path: str, payload: str) -> dict[str, Any]:
         """One logical request: retried on transient failures, refused at once on the others.
 
         A connection failure is first checked against the server's health: retrying a dead process
@@ -249,16 +248,13 @@ class LLMGateway:
         self.transport.close()
 
 
-def _chat_payload(request: CacheRequest) -> dict[str, Any]:
-    payload: dict[str, Any] = {
-        "model": request.model,
-        "messages": request.messages,
-        "temperature": request.temperature,
-        "max_tokens": request.max_tokens,
-    }
+def _chat_payload(request: CacheRequest) -> str:
+    """The request body as JSON text, around the messages' JSON the cache key already made."""
+    fields = {"model": request.model, "temperature": request.temperature, "max_tokens": request.max_tokens}
     if request.response_format is not None:
-        payload["response_format"] = request.response_format
-    return payload
+        fields["response_format"] = request.response_format
+    rest = "".join(f',"{name}":{canonical_json(value)}' for name, value in fields.items())
+    return f'{{"messages":{request.messages_json}{rest}}}'
 
 
 def _stored_reply(completion: dict[str, Any], model: str) -> CachedReply:

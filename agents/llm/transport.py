@@ -56,9 +56,9 @@ class JSONTransport:
         self.timeout_s = timeout_s
         self._session: aiohttp.ClientSession | None = None  # touched only on the bridge loop
 
-    async def post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
-        """The decoded JSON reply, or ``TransientHTTPError`` / ``RefusedHTTPError``."""
-        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    async def post(self, path: str, payload: str) -> dict[str, Any]:
+        """POST ``payload`` (JSON text); the decoded JSON reply, or ``TransientHTTPError`` / ``RefusedHTTPError``."""
+        data = payload.encode("utf-8")
         status, body, retry_after = await self._on_bridge(self._exchange(f"{self.base_url}/{path}", data))
         if status >= 400:
             detail = _error_detail(body, status)
