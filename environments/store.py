@@ -1,12 +1,15 @@
 """On-disk record of a run: per user and period, the results and the agent state, written atomically.
 
-A period counts as finished only when both its state file and its result file exist; the result is
-written last, so a run killed at any instant leaves either a finished period or nothing for it. Resuming
-loads the last finished period's state into a fresh agent and continues from the next period (the
-reference re-wrote its whole results matrix after every question instead; I.22).
+A period counts as finished only when its result file exists and so do those of all earlier periods;
+its state is written before its result, so a run killed at any instant leaves either a finished period or
+nothing for it. Resuming loads the last finished period's state into a fresh agent and continues from the
+next period (the reference re-wrote its whole results matrix after every question instead; I.22). Only
+the newest state is kept: resuming needs no other, and a native agent's state is its whole history, so
+keeping one per period made a run's output grow with the square of its length.
 
-Layout: ``<root>/users/<user>/meta.json``, ``period_XX.state.json``, ``period_XX.json``. Period files are
-compact JSON: the indenting encoder is pure Python and was the largest CPU cost of saving a period.
+Layout: ``<root>/users/<user>/meta.json``, ``period_XX.json`` per period, ``period_XX.state.json`` for the
+last one. Period files are compact JSON: the indenting encoder is pure Python and was the largest CPU cost
+of saving a period.
 """
 
 from __future__ import annotations
@@ -87,9 +90,12 @@ class RunStore:
         write_json_atomic(path, meta)
 
     def save_period(self, result: PeriodResult, state: dict[str, Any]) -> None:
-        """Persist one finished period: state first, result last (the result marks completion)."""
+        """Persist one finished period: state first, result next (the result marks completion), then drop
+        the previous period's state, which nothing needs any more."""
         write_text_atomic(self._state_path(result.user_id, result.period), _compact_json(state))
         write_text_atomic(self._result_path(result.user_id, result.period), result.model_dump_json())
+        if result.period > 0:
+            self._state_path(result.user_id, result.period - 1).unlink(missing_ok=True)
 
     async def save_period_async(self, result: PeriodResult, state: dict[str, Any]) -> None:
         """``save_period`` on a worker thread: the event loop keeps serving other users while this one's
@@ -97,10 +103,12 @@ class RunStore:
         await asyncio.to_thread(self.save_period, result, state)
 
     def finished_periods(self, user_id: str) -> int:
-        """How many periods, counted from period 0 without gaps, are finished."""
+        """How many periods, counted from period 0 without gaps, are finished (with the last one's state)."""
         count = 0
-        while self._result_path(user_id, count).exists() and self._state_path(user_id, count).exists():
+        while self._result_path(user_id, count).exists():
             count += 1
+        while count and not self._state_path(user_id, count - 1).exists():  # only if files were removed by hand
+            count -= 1
         return count
 
     def load_period(self, user_id: str, period: int) -> PeriodResult:

@@ -143,8 +143,8 @@ async def test_store_writes_each_period_atomically_and_refuses_another_policy(tm
     await run_episode(OracleAgent(item), item, ScriptedSimulator(), CONFIG, store=store,
                       on_period=lambda r: seen.append(r.period))
     folder = store.user_dir(item.id)
-    assert sorted(p.name for p in folder.iterdir()) == [
-        "meta.json", "period_00.json", "period_00.state.json", "period_01.json", "period_01.state.json"]
+    assert sorted(p.name for p in folder.iterdir()) == [  # only the newest state is kept
+        "meta.json", "period_00.json", "period_01.json", "period_01.state.json"]
     assert seen == [0, 1]
     assert json.loads((folder / "period_01.state.json").read_text())["ended_sessions"]
     other = OracleAgent(item, policy=OracleAgent(item).policy.with_prompts(x="y"))
