@@ -103,7 +103,7 @@ def folder_mb(path: Path) -> float:
 def last_period_times(run_dir: Path) -> list[float]:
     """When each user's last period file was written (monotonic clock), in order."""
     offset = time.monotonic() - time.time()
-    ends = [max(p.stat().st_mtime for p in user.glob("period_*[0-9].json")) for user in (run_dir / "users").iterdir()]
+    ends = [max(p.stat().st_mtime for p in user.glob("period_*[0-9].json.gz")) for user in (run_dir / "users").iterdir()]
     return sorted(end + offset for end in ends)
 
 
