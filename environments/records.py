@@ -8,18 +8,24 @@ each question, and repeating it per record made output grow with periods x quest
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
 
 def remember(memories: dict[str, str], text: str) -> str:
-    """Store ``text`` in ``memories`` under its content key (once) and return the key; '' for no memory."""
+    """Store ``text`` in ``memories`` (once) and return its key, ``m<n>`` in order of first use; '' for no memory.
+
+    Texts are compared, not hashed: the same text is usually the same object (an agent's rendering of
+    its frozen state), so the comparison is an identity check.
+    """
     if not text:
         return ""
-    key = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-    memories.setdefault(key, text)
+    for key, stored in memories.items():
+        if stored is text or stored == text:
+            return key
+    key = next(f"m{n}" for n in range(len(memories), 2 * len(memories) + 1) if f"m{n}" not in memories)
+    memories[key] = text
     return key
 
 
