@@ -329,8 +329,13 @@ async def test_embed_on_the_embedded_local_server_is_a_clear_error(server, monke
 def test_cache_key_is_the_hash_of_the_whole_canonical_request(response_format):
     """Assembling the key around the messages' JSON must give the same key as encoding the request in one go
     (the stored caches stay readable)."""
-    request = CacheRequest(endpoint="http://h/v1", model="m", messages=[{"role": "user", "content": "héllo \"x\""}],
+    long = "ünïcode, \"quotes\", \\ and\nnewlines " * 40  # long enough to be encoded once and reused
+    messages = [{"role": "user", "content": "héllo \"x\""}, {"role": "assistant", "content": long}]
+    request = CacheRequest(endpoint="http://h/v1", model="m", messages=messages,
                            temperature=0.5, max_tokens=64, response_format=response_format, sample_index=2)
     whole = json.dumps({"v": KEY_VERSION, **request.model_dump()}, sort_keys=True, separators=(",", ":"),
                        ensure_ascii=False)
     assert request.key == hashlib.sha256(whole.encode("utf-8")).hexdigest()
+    again = CacheRequest(**{**request.model_dump(), "messages": [*messages, {"role": "user", "content": long}]})
+    assert again.messages_json == json.dumps(again.messages, sort_keys=True, separators=(",", ":"),
+                                             ensure_ascii=False).encode("utf-8")

@@ -16,6 +16,7 @@ import hashlib
 import json
 import queue
 import threading
+from collections import OrderedDict
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -43,32 +44,74 @@ class CacheRequest(BaseModel):
     sample_index: int
 
     @cached_property
-    def messages_json(self) -> str:
-        """The messages as canonical JSON: hashed into the key and sent in the request body as they are."""
-        return canonical_json(self.messages)
+    def messages_json(self) -> bytes:
+        """The messages as canonical JSON (UTF-8): hashed into the key and sent in the request body as they are."""
+        return b"[" + b",".join(_message_json(message) for message in self.messages) + b"]"
 
     @cached_property
     def key(self) -> str:
         """SHA-256 of the canonical JSON of ``{"v": KEY_VERSION, **fields}``, computed once per request.
 
-        The text is assembled around ``messages_json`` (keys in sorted order), so the messages, nearly
-        all of a request, are encoded once per call and not again for the body.
+        The text is hashed in pieces around ``messages_json`` (keys in sorted order), so the messages,
+        nearly all of a request, are encoded once per call and not again for the body.
         """
         fields = {
             "endpoint": self.endpoint, "max_tokens": self.max_tokens, "messages": None, "model": self.model,
             "response_format": self.response_format, "sample_index": self.sample_index,
             "temperature": self.temperature, "v": KEY_VERSION,
         }  # fmt: skip
-        canonical = ",".join(
-            f'"{name}":{self.messages_json if name == "messages" else canonical_json(value)}'
-            for name, value in fields.items()
-        )
-        return hashlib.sha256(("{" + canonical + "}").encode("utf-8")).hexdigest()
+        digest = hashlib.sha256(b"{")
+        for position, (name, value) in enumerate(fields.items()):
+            digest.update(f'{"," if position else ""}"{name}":'.encode())
+            digest.update(self.messages_json if name == "messages" else canonical_json(value).encode("utf-8"))
+        digest.update(b"}")
+        return digest.hexdigest()
 
 
 def canonical_json(value: Any) -> str:
     """Sorted keys, no spaces, UTF-8 as is: one text per value."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _message_json(message: Message) -> bytes:
+    """``canonical_json(message)`` as UTF-8, with long contents encoded once per string object."""
+    return b"{" + b",".join(
+        canonical_json(name).encode("utf-8") + b":" + _STRINGS.encoded(value) for name, value in sorted(message.items())
+    ) + b"}"
+
+
+class _EncodedStrings:
+    """The JSON encoding of recently seen long strings, by object identity, within a byte budget.
+
+    A native agent resends its whole history on every call as the very same string objects, so encoding
+    each message once (instead of the whole history per call) removes most of the per-call CPU on long runs.
+    An entry holds its string, so its id cannot be reused while the entry lives.
+    """
+
+    def __init__(self, budget_bytes: int, shortest: int = 256) -> None:
+        self.budget_bytes = budget_bytes
+        self.shortest = shortest
+        self._entries: OrderedDict[int, tuple[str, bytes]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def encoded(self, text: str) -> bytes:
+        if not isinstance(text, str) or len(text) < self.shortest:
+            return canonical_json(text).encode("utf-8")
+        with self._lock:
+            entry = self._entries.get(id(text))
+            if entry is not None and entry[0] is text:
+                return entry[1]
+        encoded = canonical_json(text).encode("utf-8")
+        with self._lock:
+            self._entries[id(text)] = (text, encoded)
+            self._bytes += len(encoded)
+            while self._bytes > self.budget_bytes and self._entries:
+                self._bytes -= len(self._entries.popitem(last=False)[1][1])
+        return encoded
+
+
+_STRINGS = _EncodedStrings(budget_bytes=64 * 1024 * 1024)
 
 
 class CachedReply(BaseModel):

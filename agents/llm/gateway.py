@@ -187,7 +187,7 @@ class LLMGateway:
         sent_tokens = 0
         if missing:
             try:
-                body = canonical_json({"model": model, "input": missing, "encoding_format": "float"})
+                body = canonical_json({"model": model, "input": missing, "encoding_format": "float"}).encode("utf-8")
                 response = await self._send(role, model, "embeddings", body)
                 fresh = _stored_embeddings(response, missing, model)
             except LLMError:
@@ -209,7 +209,7 @@ class LLMGateway:
         )
         return [json.loads(found[text].text) for text in texts]
 
-    async def _send(self, role: Role, model: str, path: str, payload: str) -> dict[str, Any]:
+    async def _send(self, role: Role, model: str, path: str, payload: bytes) -> dict[str, Any]:
         """One logical request: retried on transient failures, refused at once on the others.
 
         A connection failure is first checked against the server's health: retrying a dead process
@@ -248,13 +248,13 @@ class LLMGateway:
         self.transport.close()
 
 
-def _chat_payload(request: CacheRequest) -> str:
-    """The request body as JSON text, around the messages' JSON the cache key already made."""
+def _chat_payload(request: CacheRequest) -> bytes:
+    """The request body as JSON (UTF-8), around the messages' JSON the cache key already made."""
     fields = {"model": request.model, "temperature": request.temperature, "max_tokens": request.max_tokens}
     if request.response_format is not None:
         fields["response_format"] = request.response_format
     rest = "".join(f',"{name}":{canonical_json(value)}' for name, value in fields.items())
-    return f'{{"messages":{request.messages_json}{rest}}}'
+    return b'{"messages":' + request.messages_json + rest.encode("utf-8") + b"}"
 
 
 def _stored_reply(completion: dict[str, Any], model: str) -> CachedReply:

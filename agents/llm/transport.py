@@ -56,10 +56,9 @@ class JSONTransport:
         self.timeout_s = timeout_s
         self._session: aiohttp.ClientSession | None = None  # touched only on the bridge loop
 
-    async def post(self, path: str, payload: str) -> dict[str, Any]:
-        """POST ``payload`` (JSON text); the decoded JSON reply, or ``TransientHTTPError`` / ``RefusedHTTPError``."""
-        data = payload.encode("utf-8")
-        status, body, retry_after = await self._on_bridge(self._exchange(f"{self.base_url}/{path}", data))
+    async def post(self, path: str, payload: bytes) -> dict[str, Any]:
+        """POST ``payload`` (UTF-8 JSON); the decoded JSON reply, or ``TransientHTTPError`` / ``RefusedHTTPError``."""
+        status, body, retry_after = await self._on_bridge(self._exchange(f"{self.base_url}/{path}", payload))
         if status >= 400:
             detail = _error_detail(body, status)
             if status >= 500 or status in RETRYABLE_STATUS:
