@@ -337,5 +337,7 @@ def test_cache_key_is_the_hash_of_the_whole_canonical_request(response_format):
                        ensure_ascii=False)
     assert request.key == hashlib.sha256(whole.encode("utf-8")).hexdigest()
     again = CacheRequest(**{**request.model_dump(), "messages": [*messages, {"role": "user", "content": long}]})
-    assert again.messages_json == json.dumps(again.messages, sort_keys=True, separators=(",", ":"),
+    assert json.loads(again.chat_body) == {"messages": again.messages, "model": "m", "temperature": 0.5, "max_tokens": 64,
+                                           **({} if response_format is None else {"response_format": response_format})}
+    assert bytes(again.messages_json) == json.dumps(again.messages, sort_keys=True, separators=(",", ":"),
                                              ensure_ascii=False).encode("utf-8")

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 from memevo.agents.llm.protocol import Message
 
 KEY_VERSION = 2
+_BODY_HEAD = b'{"messages":'
 """Bump when the key layout changes, so stale entries are never read back (1 had no endpoint identity)."""
 
 
@@ -44,9 +45,23 @@ class CacheRequest(BaseModel):
     sample_index: int
 
     @cached_property
-    def messages_json(self) -> bytes:
-        """The messages as canonical JSON (UTF-8): hashed into the key and sent in the request body as they are."""
-        return b"[" + b",".join(_message_json(message) for message in self.messages) + b"]"
+    def chat_body(self) -> bytes:
+        """The chat completion request body (UTF-8 JSON) with the messages in canonical form, built in one piece:
+        the key hashes the messages straight out of it, so a long history is copied once per call."""
+        messages = b",".join(map(_message_json, self.messages))
+        return b"".join([_BODY_HEAD, b"[", messages, b"]", self._body_tail])
+
+    @property
+    def messages_json(self) -> memoryview:
+        """The messages' canonical JSON: a view into ``chat_body``, not a copy."""
+        return memoryview(self.chat_body)[len(_BODY_HEAD) : len(self.chat_body) - len(self._body_tail)]
+
+    @cached_property
+    def _body_tail(self) -> bytes:
+        fields = {"model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens}
+        if self.response_format is not None:
+            fields["response_format"] = self.response_format
+        return ("".join(f',"{name}":{canonical_json(value)}' for name, value in fields.items()) + "}").encode()
 
     @cached_property
     def key(self) -> str:

@@ -115,7 +115,7 @@ class LLMGateway:
         stored = self.cache.get(request) if self.cache is not None else None
         if stored is None:
             try:
-                completion = await self._send(role, request.model, "chat/completions", _chat_payload(request))
+                completion = await self._send(role, request.model, "chat/completions", request.chat_body)
                 stored = _stored_reply(completion, request.model)
             except LLMError:
                 self.accounting.record_error(role, wall_s=time.monotonic() - started)
@@ -246,15 +246,6 @@ class LLMGateway:
     def close(self) -> None:
         """``aclose`` for synchronous callers."""
         self.transport.close()
-
-
-def _chat_payload(request: CacheRequest) -> bytes:
-    """The request body as JSON (UTF-8), around the messages' JSON the cache key already made."""
-    fields = {"model": request.model, "temperature": request.temperature, "max_tokens": request.max_tokens}
-    if request.response_format is not None:
-        fields["response_format"] = request.response_format
-    rest = "".join(f',"{name}":{canonical_json(value)}' for name, value in fields.items())
-    return b'{"messages":' + request.messages_json + rest.encode("utf-8") + b"}"
 
 
 def _stored_reply(completion: dict[str, Any], model: str) -> CachedReply:
