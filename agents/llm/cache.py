@@ -27,8 +27,8 @@ from pydantic import BaseModel, ConfigDict
 from memevo.agents.llm.protocol import Message
 
 KEY_VERSION = 2
-_BODY_HEAD = b'{"messages":'
 """Bump when the key layout changes, so stale entries are never read back (1 had no endpoint identity)."""
+_BODY_HEAD = b'{"messages":'
 
 
 class CacheRequest(BaseModel):
