@@ -8,23 +8,26 @@ each question, and repeating it per record made output grow with periods x quest
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
 
 def remember(memories: dict[str, str], text: str) -> str:
-    """Store ``text`` in ``memories`` (once) and return its key, ``m<n>`` in order of first use; '' for no memory.
+    """Store ``text`` in ``memories`` (once) and return its key, the CRC-32 of its content; '' for no memory.
 
-    Texts are compared, not hashed: the same text is usually the same object (an agent's rendering of
-    its frozen state), so the comparison is an identity check.
+    Stored texts are compared first: the same text is usually the same object (an agent's rendering of
+    its frozen state), so a repeat costs an identity check, and only a new text is checksummed.
     """
     if not text:
         return ""
     for key, stored in memories.items():
         if stored is text or stored == text:
             return key
-    key = next(f"m{n}" for n in range(len(memories), 2 * len(memories) + 1) if f"m{n}" not in memories)
+    key = f"{zlib.crc32(text.encode('utf-8')):08x}"
+    while key in memories:  # two different texts with one checksum
+        key += "+"
     memories[key] = text
     return key
 

@@ -89,14 +89,20 @@ def canonical_json(value: Any) -> str:
 
 
 def _message_json(message: Message) -> bytes:
-    """``canonical_json(message)`` as UTF-8, with long contents encoded once per string object."""
-    return b"{" + b",".join(
-        canonical_json(name).encode("utf-8") + b":" + _STRINGS.encoded(value) for name, value in sorted(message.items())
-    ) + b"}"
+    """``canonical_json(message)`` as UTF-8; a ``{"role", "content"}`` message with a long content is encoded once
+    per content string object."""
+    if len(message) == 2 and "role" in message and "content" in message:
+        return _STRINGS.message(message["role"], message["content"])
+    return _encode_message(message)
+
+
+def _encode_message(message: Message) -> bytes:
+    return canonical_json(message).encode("utf-8")
 
 
 class _EncodedStrings:
-    """The JSON encoding of recently seen long strings, by object identity, within a byte budget.
+    """The JSON encoding of recently seen messages with long contents, by content object identity, within a
+    byte budget.
 
     A native agent resends its whole history on every call as the very same string objects, so encoding
     each message once (instead of the whole history per call) removes most of the per-call CPU on long runs.
@@ -106,23 +112,23 @@ class _EncodedStrings:
     def __init__(self, budget_bytes: int, shortest: int = 256) -> None:
         self.budget_bytes = budget_bytes
         self.shortest = shortest
-        self._entries: OrderedDict[int, tuple[str, bytes]] = OrderedDict()
+        self._entries: OrderedDict[int, tuple[str, str, bytes]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def encoded(self, text: str) -> bytes:
-        if not isinstance(text, str) or len(text) < self.shortest:
-            return canonical_json(text).encode("utf-8")
+    def message(self, role: str, content: str) -> bytes:
+        """The canonical JSON of ``{"role": role, "content": content}``."""
+        if not isinstance(content, str) or len(content) < self.shortest:
+            return _encode_message({"role": role, "content": content})
+        entry = self._entries.get(id(content))  # a racing eviction only costs an encoding
+        if entry is not None and entry[0] is content and entry[1] == role:
+            return entry[2]
+        encoded = _encode_message({"role": role, "content": content})
         with self._lock:
-            entry = self._entries.get(id(text))
-            if entry is not None and entry[0] is text:
-                return entry[1]
-        encoded = canonical_json(text).encode("utf-8")
-        with self._lock:
-            self._entries[id(text)] = (text, encoded)
+            self._entries[id(content)] = (content, role, encoded)
             self._bytes += len(encoded)
             while self._bytes > self.budget_bytes and self._entries:
-                self._bytes -= len(self._entries.popitem(last=False)[1][1])
+                self._bytes -= len(self._entries.popitem(last=False)[1][2])
         return encoded
 
 
