@@ -37,6 +37,9 @@ class NativeAgent(MemoryAgent):
     def __init__(self, policy: MemoryPolicy, llm: ChatClient) -> None:
         super().__init__(policy, llm)
         self.history: list[Message] = []
+        # The consulted memory of the last answer, keyed by (history length, kept length): every question of a
+        # period consults the same history, so it is rendered once, not once per question (it can be megabytes).
+        self._rendered: tuple[tuple[int, int], str] | None = None
 
     def _context(self, message: str) -> tuple[list[Message], list[Message]]:
         """(messages to send, the part of the history they include)."""
@@ -63,7 +66,14 @@ class NativeAgent(MemoryAgent):
     ) -> AgentAnswer:
         messages, kept = self._context(prompt)
         reply = (await self.llm.chat(messages, role=role, json_schema=json_schema)).text
-        return AgentAnswer(text=reply, consulted_memory="\n".join(f"{m['role']}: {m['content']}" for m in kept))
+        return AgentAnswer(text=reply, consulted_memory=self._consulted(kept))
+
+    def _consulted(self, kept: list[Message]) -> str:
+        """``kept`` (a suffix of the history) as text, reused while the history and the suffix stay the same."""
+        key = (len(self.history), len(kept))
+        if self._rendered is None or self._rendered[0] != key:
+            self._rendered = (key, "\n".join(f"{m['role']}: {m['content']}" for m in kept))
+        return self._rendered[1]
 
     async def ingest(self, user_message: str, assistant_message: str, now: datetime) -> None:
         self.history.append({"role": "user", "content": user_message})
@@ -77,3 +87,4 @@ class NativeAgent(MemoryAgent):
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.history = [{"role": m["role"], "content": m["content"]} for m in state["history"]]
+        self._rendered = None

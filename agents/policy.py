@@ -43,7 +43,9 @@ class MemoryPolicy(BaseModel):
 
     def canonical_json(self) -> str:
         """Key-sorted JSON: the form that is hashed and stored."""
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        # How many requests run at once changes how fast results come, never what they are.
+        dumped = self.model_dump(mode="json", exclude={"llm": {"max_concurrency"}})
+        return json.dumps(dumped, sort_keys=True, ensure_ascii=False)
 
     @property
     def policy_id(self) -> str:

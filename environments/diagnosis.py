@@ -18,7 +18,7 @@ from memevo.agents.base import MemoryAgent
 from memevo.agents.templates import render
 from memevo.environments.data.models import Item
 from memevo.environments.qa import PROBE_PLACEHOLDERS, QuestionPrompts, extract_json_object, reference_json_object
-from memevo.environments.records import ProbeRecord
+from memevo.environments.records import ProbeRecord, remember
 
 
 def build_probe_prompt(sub_schema: dict[str, list[str]], prompts: QuestionPrompts | None = None) -> str:
@@ -62,8 +62,9 @@ def parse_probe(text: str, keys: list[str], *, amemgym_compat: bool = False) -> 
 
 async def run_probe(agent: MemoryAgent, item: Item, period: int, question_index: int, *, user_id: str,
                     now: datetime, constrained: bool = True, amemgym_compat: bool = False,
-                    prompts: QuestionPrompts | None = None) -> ProbeRecord:
-    """Probe one question's required states at the end of one period (``constrained``: with its schema)."""
+                    prompts: QuestionPrompts | None = None, memories: dict[str, str] | None = None) -> ProbeRecord:
+    """Probe one question's required states at the end of one period (``constrained``: with its schema); the
+    consulted memory goes into ``memories`` (see ``records.remember``)."""
     keys = item.qas[question_index].required_info
     sub_schema = {key: item.state_schema[key] for key in keys}
     prompt = build_probe_prompt(sub_schema, prompts)
@@ -88,5 +89,5 @@ async def run_probe(agent: MemoryAgent, item: Item, period: int, question_index:
         correct={key: values[key] == truth[key] for key in keys},
         format_error=bool(unread),
         unread=unread,
-        consulted_memory=reply.consulted_memory,
+        memory_id=remember({} if memories is None else memories, reply.consulted_memory),
     )

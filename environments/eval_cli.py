@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import importlib
 import json
+import threading
 from collections.abc import Callable, Sequence
 from enum import Enum
 from pathlib import Path
@@ -25,7 +27,7 @@ from memevo.agents.base import MemoryAgent
 from memevo.agents.config_file import load_policy
 from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.llm.accounting import UsageReport
-from memevo.agents.llm.hub import LLMHub
+from memevo.agents.llm.config import CONCURRENCY_HELP
 from memevo.agents.llm.protocol import ChatClient, LLMError
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import agent_class, build_agent
@@ -48,7 +50,6 @@ from memevo.environments.metrics import (
 )
 from memevo.environments.metrics._items import item_lookup, item_of
 from memevo.environments.metrics.upper_bound import needed_states
-from memevo.environments.plots import plot_periods
 from memevo.environments.progress import configure_terminal, phase
 from memevo.environments.records import EpisodeResult
 from memevo.environments.rundir import (
@@ -152,6 +153,8 @@ def write_outputs(out: Path, outcome: EvalOutcome, items: Sequence[Item], usage:
     _write_csv(out / "summary.csv", list(summary[0]), summary)
     usage_rows = [{"role": role, **u.model_dump()} for role, u in {**usage.by_role, "total": usage.total()}.items()]
     _write_csv(out / "usage.csv", ["role", *usage.total().model_dump()], usage_rows)
+    from memevo.environments.plots import plot_periods  # matplotlib: only once there is something to plot
+
     plot_periods(outcome.scores, out, title=f"{meta.get('agent', '')} on {meta.get('env', '')}: scores per period")
 
 
@@ -249,7 +252,9 @@ def eval_command(
                                                     "eval folder instead of live conversations.")] = None,
     rounds_init: Annotated[int, typer.Option(min=1, help="Rounds per session in period 0.")] = 1,
     rounds_update: Annotated[int, typer.Option(min=1, help="Rounds per session in later periods.")] = 2,
-    max_concurrent_users: Annotated[int, typer.Option(min=1, help="Users run at the same time.")] = 4,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help=CONCURRENCY_HELP)] = None,
+    max_concurrent_users: Annotated[int | None, typer.Option(
+        min=1, help="Users run at the same time (default: as many as the concurrency).")] = None,
     seed: Annotated[int, typer.Option(help="Seed for the simulator and the compat fallback.")] = 0,
 ) -> None:
     """Evaluate an agent on-policy (AMemGym protocol) and write records, summary and a per-period plot."""
@@ -263,8 +268,9 @@ def eval_command(
     check_runnable(items, source=env)
     config = EpisodeConfig(rounds_init=rounds_init, rounds_update=rounds_update, diagnose=diagnose,
                            amemgym_compat=compat, constrained_answers=constrained_answers,
-                           max_concurrent_users=max_concurrent_users, seed=seed,
+                           max_concurrent_users=max_concurrent_users or 1, seed=seed,
                            question_prompts=None if prompts is None else prompts.questions)
+    policy.llm.concurrency(embedded=False, override=concurrency)  # a bad $MEMEVO_CONCURRENCY stops us here
     simulator_llm = policy.llm if simulator_model is None else policy.llm.model_copy(update={"model": simulator_model})
     inputs = {"data": item_fingerprints(items), "policy": policy.model_dump(mode="json"),
               "episode": config.protocol(), "simulator": simulator.value,
@@ -273,14 +279,20 @@ def eval_command(
     configure_terminal()
 
     async def main() -> None:
-        async with LLMHub(use_cache=not no_cache) as hub:
+        from memevo.agents.llm.hub import LLMHub  # the HTTP client stack loads only when a run starts
+
+        # The plotting stack takes a second to import; do it while the run waits on the endpoint, not after.
+        threading.Thread(target=importlib.import_module, args=("memevo.environments.plots",), daemon=True).start()
+        async with LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub:
             hub.accounting = UsageLedger(out / LEDGER_FILE)  # before any client: every gateway counts into it
             llm = hub.client(policy.llm)
+            width = max_concurrent_users or llm.limit.limit  # users wait on the LLM, so as many as can be served
+            run_config = config.model_copy(update={"max_concurrent_users": width})
             try:
                 simulate = make_simulator(simulator.value, seed, hub.client(simulator_llm), amemgym_compat=compat,
                                           template=None if prompts is None else prompts.simulator)
                 outcome = await evaluate(
-                    lambda: _agent(policy, llm, prompts), items, simulate, config, out,
+                    lambda: _agent(policy, llm, prompts), items, simulate, run_config, out,
                     upper_bound_llm=llm if upper_bound else None, no_memory_llm=llm if no_memory_baseline else None,
                     min_probe_coverage=min_probe_coverage, replay_from=off_policy,
                 )
@@ -289,7 +301,7 @@ def eval_command(
             meta = {"agent": policy.kind, "policy_id": policy.policy_id, "model": policy.llm.model, "env": env,
                     "simulator_model": simulator_llm.model if simulator is SimulatorKind.llm else None,
                     "prompts": "memevo" if prompts is None else f"amemgym:{amemgym_source}",
-                    "n_items": len(items), "config": config.model_dump()}
+                    "n_items": len(items), "config": run_config.model_dump()}
             write_outputs(out, outcome, items, hub.accounting.report(), meta)
             notes = _protocol_notes(compat, prompts is not None)
             notes += [] if prompts is None else prompts.notes(policy.kind)

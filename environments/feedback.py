@@ -110,9 +110,10 @@ def build_feedback(period_result: PeriodResult, item: Item, config: FeedbackConf
     records = []
     if config.mode is not FeedbackMode.none:
         for qa in sorted(period_result.qa, key=lambda r: r.question_index):
-            if qa.consulted_memory not in memories:
-                memories.append(qa.consulted_memory)
-            records.append(_record(qa, item, config, memories.index(qa.consulted_memory)))
+            memory = period_result.consulted_memory(qa)
+            if memory not in memories:
+                memories.append(memory)
+            records.append(_record(qa, item, config, memories.index(memory)))
     return PeriodFeedback(
         user_id=period_result.user_id,
         period=period_result.period,

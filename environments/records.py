@@ -1,13 +1,38 @@
 """Plain records an episode produces, saved as they are made so a killed run can resume.
 
 Choice numbers are 1-based everywhere, as shown to the agent; ``None`` means the reply did not parse.
+The memory an agent consulted is kept once per period in ``PeriodResult.memories`` and referenced by
+its key from every question and probe that consulted it: a native agent consults its whole history for
+each question, and repeating it per record made output grow with periods x questions x history.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+import zlib
+from typing import Any
+
+from pydantic import BaseModel, Field, model_validator
 
 from memevo.agents.buffered import WriteCounters
+
+
+def remember(memories: dict[str, str], text: str) -> str:
+    """Store ``text`` in ``memories`` (once) and return its key, the CRC-32 of its content; '' for no memory.
+
+    Stored texts are compared first: the same text is usually the same object (an agent's rendering of
+    its frozen state), so a repeat costs an identity check, and only a new text is checksummed.
+    """
+    if not text:
+        return ""
+    for key, stored in memories.items():
+        if stored is text or stored == text:
+            return key
+    key = f"{zlib.crc32(text.encode('utf-8')):08x}"
+    while key in memories:  # two different texts with one checksum
+        key += "+"
+    memories[key] = text
+    return key
+
 
 
 class QARecord(BaseModel):
@@ -25,7 +50,7 @@ class QARecord(BaseModel):
     correct: bool
     format_error: bool = False
     random_fallback: bool = Field(False, description="amemgym_compat: choice drawn at random after a parse failure.")
-    consulted_memory: str = ""
+    memory_id: str = Field("", description="Key of the consulted memory in the period's ``memories``; '' for none.")
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -40,7 +65,7 @@ class ProbeRecord(BaseModel):
     truth: dict[str, str]
     correct: dict[str, bool]
     format_error: bool = False
-    consulted_memory: str = ""
+    memory_id: str = Field("", description="Key of the consulted memory in the period's ``memories``; '' for none.")
     unread: list[str] | None = Field(
         None, description="Keys whose value could not be read (no JSON object, or the key missing); a key "
         "present with a non-string value was read, and is wrong. None in records made before this field: "
@@ -64,6 +89,33 @@ class PeriodResult(BaseModel):
     memory_writes: WriteCounters | None = Field(
         None, description="The agent's memory-write requests, retries and failures during this period "
         "(None for agents without a write path).")
+    memories: dict[str, str] = Field(default_factory=dict, description="Consulted memories by key (see ``remember``).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reference_inline_memories(cls, data: Any) -> Any:
+        """Read records written before memories were referenced (each with its own ``consulted_memory``)."""
+        if not isinstance(data, dict):
+            return data
+        memories = dict(data.get("memories") or {})
+        moved = {}
+        for field in ("qa", "probes"):
+            records = data.get(field) or []
+            if any(isinstance(record, dict) and "consulted_memory" in record for record in records):
+                moved[field] = [_referenced(record, memories) for record in records]
+        return {**data, **moved, "memories": memories} if moved else data
+
+    def consulted_memory(self, record: QARecord | ProbeRecord) -> str:
+        """The memory ``record`` consulted ('' when none)."""
+        return self.memories.get(record.memory_id, "")
+
+
+def _referenced(record: Any, memories: dict[str, str]) -> Any:
+    if not isinstance(record, dict) or "consulted_memory" not in record:
+        return record
+    text = record["consulted_memory"]
+    rest = {key: value for key, value in record.items() if key != "consulted_memory"}
+    return {**rest, "memory_id": remember(memories, text)}
 
 
 class EpisodeResult(BaseModel):

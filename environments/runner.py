@@ -24,7 +24,7 @@ from memevo.agents.llm.protocol import Message
 from memevo.environments.data.models import Item, Session
 from memevo.environments.diagnosis import run_probe
 from memevo.environments.qa import QuestionPrompts, answer_schema, ask_choice, build_qa_prompt
-from memevo.environments.records import EpisodeResult, PeriodResult, QARecord
+from memevo.environments.records import EpisodeResult, PeriodResult, QARecord, remember
 from memevo.environments.simulators.base import UserSimulator, opening_message
 from memevo.environments.store import RunStore
 
@@ -110,9 +110,10 @@ def _gold(item: Item, period: int, question_index: int) -> int:
 
 
 async def ask_questions(
-    agent: MemoryAgent, item: Item, period: int, config: EpisodeConfig, user_id: str
+    agent: MemoryAgent, item: Item, period: int, config: EpisodeConfig, user_id: str, memories: dict[str, str]
 ) -> list[QARecord]:
-    """Every question of the item at the end of ``period``, concurrently against the frozen state."""
+    """Every question of the item at the end of ``period``, concurrently against the frozen state; the memories
+    they consulted go into ``memories`` (see ``records.remember``)."""
     now = period_end_time(item, period)
 
     async def one(index: int) -> QARecord:
@@ -136,7 +137,8 @@ async def ask_questions(
             correct=outcome.choice == gold,
             gold=gold,
             n_choices=n_choices,
-            **outcome.model_dump(),
+            memory_id=remember(memories, outcome.consulted_memory),
+            **outcome.model_dump(exclude={"consulted_memory"}),
         )
 
     return list(await asyncio.gather(*(one(index) for index in range(len(item.qas)))))
@@ -213,13 +215,14 @@ async def _examine(agent: MemoryAgent, item: Item, period: int, config: EpisodeC
                    transcripts: list[Transcript]) -> PeriodResult:
     """Questions (and probes) at the end of a period, checking that they left the state untouched."""
     frozen = agent.state() if config.check_frozen_state else None
-    qa = await ask_questions(agent, item, period, config, user_id)
+    memories: dict[str, str] = {}
+    qa = await ask_questions(agent, item, period, config, user_id, memories)
     probes = []
     if config.diagnose:
         now = period_end_time(item, period)
         probes = list(await asyncio.gather(*(
             run_probe(agent, item, period, index, user_id=user_id, now=now, constrained=config.constrained_answers,
-                      amemgym_compat=config.amemgym_compat, prompts=config.question_prompts)
+                      amemgym_compat=config.amemgym_compat, prompts=config.question_prompts, memories=memories)
             for index in range(len(item.qas))
         )))
     if frozen is not None and agent.state() != frozen:
@@ -227,7 +230,8 @@ async def _examine(agent: MemoryAgent, item: Item, period: int, config: EpisodeC
             f"agent kind '{agent.policy.kind}' changed its state while answering questions "
             f"(user {user_id}, period {period}); answer() must not change state"
         )
-    return PeriodResult(user_id=user_id, period=period, transcripts=transcripts, qa=qa, probes=probes)
+    return PeriodResult(user_id=user_id, period=period, transcripts=transcripts, qa=qa, probes=probes,
+                        memories=memories)
 
 
 async def _run_periods(
@@ -254,7 +258,7 @@ async def _run_periods(
         if after_period:
             await after_period(agent, result)
         if store is not None:
-            store.save_period(result, agent.state())
+            await store.save_period_async(result, agent.state())
         periods.append(result)
         if on_period:
             on_period(result)

@@ -1,15 +1,22 @@
 """On-disk record of a run: per user and period, the results and the agent state, written atomically.
 
-A period counts as finished only when both its state file and its result file exist; the result is
-written last, so a run killed at any instant leaves either a finished period or nothing for it. Resuming
-loads the last finished period's state into a fresh agent and continues from the next period (the
-reference re-wrote its whole results matrix after every question instead; I.22).
+A period counts as finished only when its result file exists and so do those of all earlier periods;
+its state is written before its result, so a run killed at any instant leaves either a finished period or
+nothing for it. Resuming loads the last finished period's state into a fresh agent and continues from the
+next period (the reference re-wrote its whole results matrix after every question instead; I.22). Only
+the newest state is kept: resuming needs no other, and a native agent's state is its whole history, so
+keeping one per period made a run's output grow with the square of its length.
 
-Layout: ``<root>/users/<user>/meta.json``, ``period_XX.state.json``, ``period_XX.json``.
+Layout: ``<root>/users/<user>/meta.json``, ``period_XX.json.gz`` per period, ``period_XX.state.json.gz``
+for the last one (``zcat`` shows them). Period files are compact, gzipped JSON: the indenting encoder is
+pure Python and was the largest CPU cost of saving a period, and histories compress several-fold. Folders
+written before (plain ``.json``) still load and resume.
 """
 
 from __future__ import annotations
 
+import asyncio
+import gzip
 import json
 import os
 import re
@@ -29,11 +36,16 @@ def write_json_atomic(path: Path, data: Any) -> None:
 def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` to a temporary file in the same folder, then rename it over ``path``: a kill
     mid-write leaves the old file or the new one, never half of one."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """``write_text_atomic`` for bytes."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
             file.flush()
             os.fsync(file.fileno())
         os.replace(tmp, path)
@@ -42,10 +54,20 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise
 
 
+def _gzipped(text: str) -> bytes:
+    """Fastest gzip level: most of the size for little CPU; ``mtime=0`` keeps equal records byte-identical."""
+    return gzip.compress(text.encode("utf-8"), compresslevel=1, mtime=0)
+
+
+def _compact_json(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
+        raw = path.read_bytes()
+        return json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
+    except (OSError, EOFError, gzip.BadGzipFile, json.JSONDecodeError) as error:
         raise UserInputError(f"cannot read run record: {error}", source=str(path)) from error
 
 
@@ -64,10 +86,10 @@ class RunStore:
         return self.root / "users" / folder_name(user_id)
 
     def _result_path(self, user_id: str, period: int) -> Path:
-        return self.user_dir(user_id) / f"period_{period:02d}.json"
+        return self.user_dir(user_id) / f"period_{period:02d}.json.gz"
 
     def _state_path(self, user_id: str, period: int) -> Path:
-        return self.user_dir(user_id) / f"period_{period:02d}.state.json"
+        return self.user_dir(user_id) / f"period_{period:02d}.state.json.gz"
 
     def bind(self, user_id: str, *, policy_id: str, item_id: str, protocol: dict[str, Any] | None = None) -> None:
         """Record which policy, item and protocol a user's folder belongs to; refuse to resume another."""
@@ -86,26 +108,37 @@ class RunStore:
         write_json_atomic(path, meta)
 
     def save_period(self, result: PeriodResult, state: dict[str, Any]) -> None:
-        """Persist one finished period: state first, result last (the result marks completion)."""
-        write_json_atomic(self._state_path(result.user_id, result.period), state)
-        write_json_atomic(self._result_path(result.user_id, result.period), result.model_dump(mode="json"))
+        """Persist one finished period: state first, result next (the result marks completion), then drop
+        the previous period's state, which nothing needs any more."""
+        write_bytes_atomic(self._state_path(result.user_id, result.period), _gzipped(_compact_json(state)))
+        write_bytes_atomic(self._result_path(result.user_id, result.period), _gzipped(result.model_dump_json()))
+        if result.period > 0:
+            for path in _both_forms(self._state_path(result.user_id, result.period - 1)):
+                path.unlink(missing_ok=True)
+
+    async def save_period_async(self, result: PeriodResult, state: dict[str, Any]) -> None:
+        """``save_period`` on a worker thread: the event loop keeps serving other users while this one's
+        files are written and synced (the caller still waits, so a period is on disk before the next starts)."""
+        await asyncio.to_thread(self.save_period, result, state)
 
     def finished_periods(self, user_id: str) -> int:
-        """How many periods, counted from period 0 without gaps, are finished."""
+        """How many periods, counted from period 0 without gaps, are finished (with the last one's state)."""
         count = 0
-        while self._result_path(user_id, count).exists() and self._state_path(user_id, count).exists():
+        while _existing(self._result_path(user_id, count)) is not None:
             count += 1
+        while count and _existing(self._state_path(user_id, count - 1)) is None:  # only if files were removed by hand
+            count -= 1
         return count
 
     def load_period(self, user_id: str, period: int) -> PeriodResult:
-        path = self._result_path(user_id, period)
+        path = _existing(self._result_path(user_id, period)) or self._result_path(user_id, period)
         try:
             return PeriodResult.model_validate(_read_json(path))
         except ValueError as error:
             raise UserInputError(f"invalid period record: {error}", source=str(path)) from error
 
     def load_state(self, user_id: str, period: int) -> dict[str, Any]:
-        return _read_json(self._state_path(user_id, period))
+        return _read_json(_existing(self._state_path(user_id, period)) or self._state_path(user_id, period))
 
     def load_episode(self, user_id: str) -> EpisodeResult | None:
         """The finished periods of one user, or None if the user has no folder yet."""
@@ -115,3 +148,13 @@ class RunStore:
         meta = _read_json(meta_path)
         periods = [self.load_period(user_id, p) for p in range(self.finished_periods(user_id))]
         return EpisodeResult(user_id=user_id, policy_id=meta["policy_id"], periods=periods)
+
+
+def _both_forms(path: Path) -> tuple[Path, Path]:
+    """A period file as written now (gzipped) and as written before (plain ``.json``)."""
+    return path, path.with_suffix("")
+
+
+def _existing(path: Path) -> Path | None:
+    """The form of a period file that exists, gzipped first; None when neither does."""
+    return next((form for form in _both_forms(path) if form.exists()), None)

@@ -13,12 +13,12 @@ from typing import Annotated
 import typer
 
 from memevo.agents.errors import RunFailedError, UserInputError
+from memevo.agents.llm.config import CONCURRENCY_HELP
 from memevo.environments.rundir import claim_run_folder
 from memevo.environments.score_text import MEMORY_SCORE_SCALE, scores_line
 from memevo.evolve.config import load_evolve_config
 from memevo.evolve.explain import spend_line
 from memevo.evolve.progress import show_progress
-from memevo.evolve.tracking import default_tracking_uri
 
 
 def _default_run_dir(config_path: Path) -> Path:
@@ -32,6 +32,7 @@ def evolve_command(
         help="Continue the run in the run folder (a folder without a run starts one, so this is safe to always pass)."
     )] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the LLM response cache.")] = False,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help=CONCURRENCY_HELP)] = None,
 ) -> None:
     """Evolve a memory agent's prompts and settings; prints seed vs best on the test users."""
     from memevo.agents.llm.hub import LLMHub
@@ -40,7 +41,7 @@ def evolve_command(
     settings = load_evolve_config(config)
     folder = run_dir or _default_run_dir(config)
     show_progress()
-    with claim_run_folder(folder, flag="--run-dir"), LLMHub(use_cache=not no_cache) as hub:
+    with claim_run_folder(folder, flag="--run-dir"), LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub:
         result = run_evolution(settings, run_dir=folder, hub=hub, resume=resume)
     typer.echo(f"run folder: {folder}")
     typer.echo(f"stopped: {result.stop_reason}")
@@ -72,6 +73,8 @@ def _store(run_dir: Path | None, tracking_uri: str | None) -> tuple[str, str | N
                              source=str(run_dir), field="--run-dir")
     config = json.loads(ids.read_text(encoding="utf-8"))
     tracking = config.get("tracking", {})
+    from memevo.evolve.tracking import default_tracking_uri  # mlflow: only for the UI
+
     return tracking.get("uri") or default_tracking_uri(run_dir), tracking.get("experiment") or config.get("name")
 
 

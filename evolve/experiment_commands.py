@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from memevo.agents.llm.config import CONCURRENCY_HELP
 from memevo.environments.rundir import claim_run_folder
 from memevo.evolve.progress import show_progress
 
@@ -16,6 +17,7 @@ def ablate_command(
     run_dir: Annotated[Path | None, typer.Option("--run-dir", help="Output folder; default runs/<ablation name>.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted ablation in --run-dir.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the LLM response cache.")] = False,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help=CONCURRENCY_HELP)] = None,
 ) -> None:
     """Run every arm over every seed on the same users; print per-arm intervals and paired tests."""
     from memevo.agents.llm.hub import LLMHub  # heavy imports only when the command runs
@@ -26,7 +28,7 @@ def ablate_command(
     ablation = load_ablation_config(config)
     folder = run_dir or Path("runs") / ablation.name
     show_progress()
-    with claim_run_folder(folder, flag="--run-dir"), LLMHub(use_cache=not no_cache) as hub:
+    with claim_run_folder(folder, flag="--run-dir"), LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub:
         outcome = run_ablation(ablation, run_dir=folder, hub=hub, resume=resume, progress=typer.echo)
     typer.echo(outcome.outputs["markdown"].read_text(encoding="utf-8"))
     typer.echo(f"Tables and plots: {folder}")

@@ -122,15 +122,17 @@ async def test_embeddings_go_through_the_gateway_with_cache_and_accounting(tmp_p
         server.plan(Fault(status=500))  # the first request (a chat reply) fails once and is retried
 
         async def run() -> tuple[str, Accounting]:
-            accounting = Accounting()
+            accounting, cache = Accounting(), ResponseCache(tmp_path)
             gateway = LLMGateway(
                 LLMConfig(model="test-chat", max_retries=2), base_url=server.url,
-                cache=ResponseCache(tmp_path), accounting=accounting, backoff_base_s=0.001,
+                cache=cache, accounting=accounting, backoff_base_s=0.001,
             )
             agent = build_agent(EMBEDDING_POLICY, gateway)
             for i, fact in enumerate(FACTS):
                 await agent.respond(fact, day(i))
-            return (await agent.answer("q", query="which tea?", now=day(9))).consulted_memory, accounting
+            memory = (await agent.answer("q", query="which tea?", now=day(9))).consulted_memory
+            cache.close()  # as the hub does at the end of a run: queued writes are committed
+            return memory, accounting
 
         memory, accounting = await run()
         assert memory == "- USER INPUT: My favourite tea is oolong"

@@ -140,10 +140,10 @@ KILL_PLANS: dict[str, list[list[Trigger]]] = {
     # each inner list is one process: it is killed at its triggers in turn (none: it must finish)
     "during the upper bound": [[at_request(3)], []],
     "right after the upper bound is saved": [[after_file("upper_bound.json")], []],
-    "mid-period of the first user": [[after_file(f"run/users/{FIRST_USER}/period_00.json")], []],
+    "mid-period of the first user": [[after_file(f"run/users/{FIRST_USER}/period_00.json.gz")], []],
     "at a request row, twice in a row": [[at_request(20)], [at_request(7)], []],
     "after the first user, then mid-way again": [
-        [after_file(f"run/users/{FIRST_USER}/period_02.json")],
+        [after_file(f"run/users/{FIRST_USER}/period_02.json.gz")],
         [at_request(5)],
         [],
     ],

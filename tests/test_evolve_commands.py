@@ -40,9 +40,9 @@ def test_bad_config_raises_user_input_error(tmp_path: Path) -> None:
 
 
 class _CategoryHubContext(CategoryHub):
-    """TEST DOUBLE for ``LLMHub(use_cache=...)`` as ``evolve_command`` opens it: a context manager."""
+    """TEST DOUBLE for ``LLMHub(use_cache=..., concurrency=...)`` as ``evolve_command`` opens it: a context manager."""
 
-    def __init__(self, use_cache: bool = True) -> None:
+    def __init__(self, use_cache: bool = True, concurrency: int | None = None) -> None:
         super().__init__(CategoryBackend(category_world(6, 2)))
 
     def __enter__(self) -> "_CategoryHubContext":

@@ -9,7 +9,7 @@ import pytest
 
 from memevo.environments.data.models import Item
 from memevo.environments.feedback import FeedbackConfig, FeedbackMode
-from memevo.environments.records import EpisodeResult, PeriodResult, QARecord
+from memevo.environments.records import EpisodeResult, PeriodResult, QARecord, remember
 from memevo.evolve.evidence import approx_tokens, evidence_from_episodes, render_evidence
 from tests.doubles.category_backend import category_world
 
@@ -23,6 +23,8 @@ def episode(item: Item, wrong: set[tuple[int, int]]) -> EpisodeResult:
     periods = []
     for p, period in enumerate(item.periods):
         records = []
+        memories: dict[str, str] = {}
+        notes = remember(memories, f"notes of {item.id} p{p}: " + "x" * 400)
         for q, question in enumerate(item.qas):
             gold = question.gold_index(period.state) + 1
             choice = gold % len(question.answer_choices) + 1 if (p, q) in wrong else gold
@@ -37,10 +39,10 @@ def episode(item: Item, wrong: set[tuple[int, int]]) -> EpisodeResult:
                     gold=gold,
                     n_choices=len(question.answer_choices),
                     correct=choice == gold,
-                    consulted_memory=f"notes of {item.id} p{p}: " + "x" * 400,
+                    memory_id=notes,
                 )
             )
-        periods.append(PeriodResult(user_id=item.id, period=p, qa=records))
+        periods.append(PeriodResult(user_id=item.id, period=p, qa=records, memories=memories))
     return EpisodeResult(user_id=item.id, policy_id="seed", periods=periods)
 
 

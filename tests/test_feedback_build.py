@@ -8,20 +8,20 @@ import pytest
 from pydantic import ValidationError
 
 from memevo.environments.feedback import FeedbackConfig, FeedbackMode, build_feedback, letter, render_feedback
-from memevo.environments.records import PeriodResult, QARecord
+from memevo.environments.records import PeriodResult, QARecord, remember
 from tests.doubles.scripted_agents import make_item
 
 ITEM = make_item(n_periods=2)
 
 
 def period_result(choices: list[int | None], memory: str = "remembered: likes tea") -> PeriodResult:
-    records = []
+    records, memories = [], {}
     for index, choice in enumerate(choices):
         gold = ITEM.qas[index].gold_index(ITEM.periods[1].state) + 1
         records.append(QARecord(user_id=ITEM.id, period=1, question_index=index, prompt="p", raw_reply="r",
                                 choice=choice, gold=gold, n_choices=4, correct=choice == gold,
-                                format_error=choice is None, consulted_memory=memory))
-    return PeriodResult(user_id=ITEM.id, period=1, qa=records)
+                                format_error=choice is None, memory_id=remember(memories, memory)))
+    return PeriodResult(user_id=ITEM.id, period=1, qa=records, memories=memories)
 
 
 def test_letters() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import threading
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import Accounting, price_of
-from memevo.agents.llm.cache import ResponseCache
+from memevo.agents.llm.cache import KEY_VERSION, CacheRequest, ResponseCache
 from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
 from memevo.agents.llm.gateway import LLMGateway, response_format_for
 from memevo.agents.llm.protocol import ChatClient, EmbeddingClient, LLMError, LLMJSONError, LLMRequestError
@@ -322,3 +323,21 @@ async def test_embed_on_the_embedded_local_server_is_a_clear_error(server, monke
     with pytest.raises(UserInputError, match="serves no embeddings.*retrieval 'bm25'"):
         await gateway.embed(["blue sky"], role="agent", model="test-embed")
     assert server.requests == []
+
+
+@pytest.mark.parametrize("response_format", [None, {"type": "json_object", "schema": {"type": "object"}}])
+def test_cache_key_is_the_hash_of_the_whole_canonical_request(response_format):
+    """Assembling the key around the messages' JSON must give the same key as encoding the request in one go
+    (the stored caches stay readable)."""
+    long = "ünïcode, \"quotes\", \\ and\nnewlines " * 40  # long enough to be encoded once and reused
+    messages = [{"role": "user", "content": "héllo \"x\""}, {"role": "assistant", "content": long}]
+    request = CacheRequest(endpoint="http://h/v1", model="m", messages=messages,
+                           temperature=0.5, max_tokens=64, response_format=response_format, sample_index=2)
+    whole = json.dumps({"v": KEY_VERSION, **request.model_dump()}, sort_keys=True, separators=(",", ":"),
+                       ensure_ascii=False)
+    assert request.key == hashlib.sha256(whole.encode("utf-8")).hexdigest()
+    again = CacheRequest(**{**request.model_dump(), "messages": [*messages, {"role": "user", "content": long}]})
+    assert json.loads(again.chat_body) == {"messages": again.messages, "model": "m", "temperature": 0.5, "max_tokens": 64,
+                                           **({} if response_format is None else {"response_format": response_format})}
+    assert bytes(again.messages_json) == json.dumps(again.messages, sort_keys=True, separators=(",", ":"),
+                                             ensure_ascii=False).encode("utf-8")

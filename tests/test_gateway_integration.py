@@ -111,7 +111,7 @@ def test_killing_the_embedded_server_ends_the_run_at_once_and_keeps_finished_per
         env={**env, "MEMEVO_CACHE_DIR": str(tmp_path / "cache")}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True,
     )  # fmt: skip
-    finished = out / "run" / "users" / "user-1" / "period_00.json"
+    finished = out / "run" / "users" / "user-1" / "period_00.json.gz"
     deadline = time.monotonic() + 400
     while not finished.exists() and run.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)

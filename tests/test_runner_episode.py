@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -143,10 +144,10 @@ async def test_store_writes_each_period_atomically_and_refuses_another_policy(tm
     await run_episode(OracleAgent(item), item, ScriptedSimulator(), CONFIG, store=store,
                       on_period=lambda r: seen.append(r.period))
     folder = store.user_dir(item.id)
-    assert sorted(p.name for p in folder.iterdir()) == [
-        "meta.json", "period_00.json", "period_00.state.json", "period_01.json", "period_01.state.json"]
+    assert sorted(p.name for p in folder.iterdir()) == [  # only the newest state is kept
+        "meta.json", "period_00.json.gz", "period_01.json.gz", "period_01.state.json.gz"]
     assert seen == [0, 1]
-    assert json.loads((folder / "period_01.state.json").read_text())["ended_sessions"]
+    assert json.loads(gzip.decompress((folder / "period_01.state.json.gz").read_bytes()))["ended_sessions"]
     other = OracleAgent(item, policy=OracleAgent(item).policy.with_prompts(x="y"))
     with pytest.raises(UserInputError, match="policy_id"):
         await run_episode(other, item, ScriptedSimulator(), CONFIG, store=store)
@@ -263,3 +264,42 @@ async def test_each_period_records_the_memory_writes_it_made() -> None:
     assert sum(w.requests for w in writes) == agent.counters.requests > 0  # type: ignore[union-attr]
     assert sum(w.failures for w in writes) == agent.counters.failures == agent.counters.requests
     assert score_episodes([episode], [item]).write_failure_rate == 1.0
+
+
+async def test_consulted_memories_are_stored_once_per_period_and_referenced(tmp_path: Path) -> None:
+    item = make_item(n_periods=2)
+    store = RunStore(tmp_path)
+    episode = await run_episode(KeywordMemoryAgent(item), item, ScriptedSimulator(), CONFIG, store=store)
+    result = episode.periods[1]
+    assert {record.memory_id for record in [*result.qa, *result.probes]} == set(result.memories)
+    # a question and its probe consult the same beliefs: one stored text, two references
+    assert [qa.memory_id for qa in result.qa] == [probe.memory_id for probe in result.probes]
+    assert len(result.memories) <= len(result.qa)
+    assert result.consulted_memory(result.qa[0]) == result.memories[result.qa[0].memory_id] != ""
+    saved = json.loads(gzip.decompress((store.user_dir(item.id) / "period_01.json.gz").read_bytes()))
+    assert all("consulted_memory" not in record for record in saved["qa"])
+    assert store.load_period(item.id, 1) == result
+
+
+def test_records_written_with_inline_memories_still_load() -> None:
+    record = {"user_id": "u", "period": 0, "question_index": 0, "prompt": "p", "raw_reply": "r", "choice": 1,
+              "gold": 1, "n_choices": 2, "correct": True, "consulted_memory": "user: I live in Oslo"}
+    result = PeriodResult.model_validate({"user_id": "u", "period": 0, "qa": [record, {**record, "question_index": 1}]})
+    assert len(result.memories) == 1
+    assert [result.consulted_memory(r) for r in result.qa] == ["user: I live in Oslo"] * 2
+
+
+async def test_a_run_folder_written_before_gzip_and_with_every_state_still_resumes(tmp_path: Path) -> None:
+    item = make_item(n_periods=3)
+    store = RunStore(tmp_path)
+    with pytest.raises(RuntimeError):
+        await run_episode(CrashingAgent(item, crash_at=7), item, ScriptedSimulator(), CONFIG, store=store)
+    folder = store.user_dir(item.id)
+    for packed in folder.glob("*.gz"):  # rewrite as the old layout: plain JSON files
+        packed.with_suffix("").write_bytes(gzip.decompress(packed.read_bytes()))
+        packed.unlink()
+    assert store.finished_periods(item.id) == 1
+    episode = await run_episode(OracleAgent(item), item, ScriptedSimulator(), CONFIG, store=store)
+    assert [p.period for p in episode.periods] == [0, 1, 2]
+    assert not (folder / "period_00.state.json").exists()  # the old state went once a newer one was saved
+    assert store.load_episode(item.id) == episode

@@ -208,3 +208,24 @@ async def test_headline_has_no_note_when_the_upper_bound_parsed(tmp_path: Path) 
     assert "upper-bound format errors 0.0%" in headline and "unparsed" not in headline
     without = _headline(score_episodes(outcome.episodes, items), tmp_path)
     assert "upper-bound format errors" not in without and "memory score n/a (no upper bound" in without
+
+
+@pytest.mark.parametrize("flag", [["--concurrency", "3"], []])
+def test_eval_concurrency_flag_or_environment_sets_the_limit_and_the_users_in_flight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flag: list[str]
+) -> None:
+    from tests.doubles.fault_server import FaultServer
+
+    monkeypatch.setenv("MEMEVO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("MEMEVO_CONCURRENCY", "5" if flag else "3")  # the flag wins over the environment
+    with FaultServer(latency_s=0.02) as server:
+        config = tmp_path / "agent.yaml"
+        config.write_text(f"kind: native\nllm:\n  model: m\n  base_url: {server.url}\n  max_concurrency: 1\n")
+        app = typer.Typer()
+        app.command()(eval_command)
+        out = tmp_path / "out"
+        args = ["--agent", str(config), "--env", str(FIXTURE), "--out", str(out), "--simulator", "template", *flag]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output + repr(result.exception)
+        assert server.peak_in_flight == 3  # questions of one period are asked at once, so the limit is reached
+    assert json.loads((out / "summary.json").read_text())["config"]["max_concurrent_users"] == 3

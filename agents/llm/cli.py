@@ -7,16 +7,18 @@ import json
 import signal
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import ValidationError
 
 from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
-from memevo.agents.llm.hub import LLMHub
 from memevo.agents.llm.local_server import DEFAULT_N_CTX, LocalModelServer
 from memevo.agents.llm.protocol import ChatReply, LLMError
+
+if TYPE_CHECKING:
+    from memevo.agents.llm.hub import LLMHub
 
 app = typer.Typer(help="Serve the embedded local model and check LLM endpoints.", no_args_is_help=True)
 
@@ -67,6 +69,8 @@ def check(
     except ValidationError as error:
         first = error.errors()[0]
         raise UserInputError(first["msg"], source="command line", field=".".join(map(str, first["loc"]))) from None
+    from memevo.agents.llm.hub import LLMHub  # the HTTP client stack loads only when a command runs
+
     with LLMHub(cache_dir=cache_dir, use_cache=not no_cache) as hub:
         try:
             asyncio.run(_check(hub, config))

@@ -14,6 +14,15 @@ LOCAL_MODEL_NAME = "smollm2-135m-instruct"
 MODEL_ENV = "MEMEVO_MODEL"
 BASE_URL_ENV = "OPENAI_BASE_URL"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+CONCURRENCY_ENV = "MEMEVO_CONCURRENCY"
+REMOTE_CONCURRENCY = 16
+"""Requests in flight per remote endpoint by default: hosted APIs serve many at once, and memevo's work is waiting."""
+EMBEDDED_CONCURRENCY = 2
+"""The embedded llama.cpp server decodes one request at a time; one more queued keeps it busy without a pile-up."""
+CONCURRENCY_HELP = (
+    f"LLM requests in flight per endpoint (default: ${CONCURRENCY_ENV}, else the config's llm.max_concurrency, "
+    f"else {REMOTE_CONCURRENCY} for a remote endpoint and {EMBEDDED_CONCURRENCY} for the embedded model)."
+)
 
 _served_models: dict[str, str] = {}
 """The model each remote endpoint was found to serve, asked once per process."""
@@ -81,7 +90,12 @@ class LLMConfig(BaseModel):
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(512, gt=0)
     timeout_s: float = Field(120.0, gt=0)
-    max_concurrency: int = Field(4, ge=1)
+    max_concurrency: int | None = Field(
+        None,
+        ge=1,
+        description=f"Requests in flight at this endpoint; unset: ${CONCURRENCY_ENV}, else {REMOTE_CONCURRENCY} "
+        f"for a remote endpoint and {EMBEDDED_CONCURRENCY} for the embedded model.",
+    )
     max_retries: int = Field(5, ge=0)
 
     @model_validator(mode="before")
@@ -97,6 +111,23 @@ class LLMConfig(BaseModel):
         """The endpoint to call: the explicit one, else ``OPENAI_BASE_URL``, else None (local model)."""
         return self.base_url or os.environ.get("OPENAI_BASE_URL") or None
 
+    def concurrency(self, *, embedded: bool, override: int | None = None) -> int:
+        """Requests in flight at this endpoint: ``override`` (a ``--concurrency`` flag), else ``$MEMEVO_CONCURRENCY``,
+        else ``max_concurrency``, else the default for a remote endpoint or the embedded model."""
+        if override is not None:
+            return override
+        return env_concurrency() or self.max_concurrency or (EMBEDDED_CONCURRENCY if embedded else REMOTE_CONCURRENCY)
+
     def api_key(self) -> str:
         """The key read from the environment at call time; local servers accept any placeholder."""
         return os.environ.get(self.api_key_env) or "sk-no-key-needed"
+
+
+def env_concurrency() -> int | None:
+    """``$MEMEVO_CONCURRENCY`` as a positive integer, None when unset; anything else is a ``UserInputError``."""
+    raw = os.environ.get(CONCURRENCY_ENV, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise UserInputError(f"must be a positive whole number, got {raw!r}", field=CONCURRENCY_ENV)
+    return int(raw)

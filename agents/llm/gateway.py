@@ -4,7 +4,8 @@ It adds what the raw SDK call lacks for long evaluation runs: a concurrency limi
 event loops, retries with exponential backoff and jitter for transient failures only (429, 408,
 5xx, timeouts, connection errors), a persistent response cache, lenient JSON parsing and per-role
 accounting. Embedding requests (``embed``) share all of it, so retrieval is no side door around the
-limits or the bill. The SDK's own retries are switched off so there is exactly one retry policy.
+limits or the bill. Requests go out through ``transport.JSONTransport`` (a thin aiohttp client rather than
+the openai SDK, whose request transform dominated the CPU cost per call), so there is one retry policy.
 """
 
 from __future__ import annotations
@@ -12,30 +13,25 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import threading
 import time
-import weakref
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlparse
 
 import json_repair
-import openai
-from openai import AsyncOpenAI
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import Accounting
-from memevo.agents.llm.cache import CachedReply, CacheRequest, ResponseCache
+from memevo.agents.llm.cache import CachedReply, CacheRequest, ResponseCache, canonical_json
 from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
 from memevo.agents.llm.limiter import ConcurrencyLimit
 from memevo.agents.llm.protocol import ChatReply, LLMError, LLMJSONError, LLMRequestError, Message, Role
+from memevo.agents.llm.transport import JSONTransport, RefusedHTTPError, TransientHTTPError
 
-RETRYABLE_STATUS = frozenset({408, 429})
 OPENAI_HOST_SUFFIXES = ("openai.com", "openai.azure.com")
 EMBEDDING_FORMAT: dict[str, Any] = {"type": "embedding"}
 """The ``response_format`` of an embedding cache entry: no chat request has it, so the two never collide."""
 
-T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
 
 
@@ -89,14 +85,11 @@ class LLMGateway:
         self.health_check = health_check
         self.cache = cache
         self.accounting = accounting
-        self.limit = limit or ConcurrencyLimit(config.max_concurrency)
-        self.limit.lower_to(config.max_concurrency)
+        self.limit = limit or ConcurrencyLimit(config.concurrency(embedded=False))
         self.backoff_base_s = backoff_base_s
         self.backoff_cap_s = backoff_cap_s
         self.sleep = sleep  # the wait between retries; tests pass a recorder instead of waiting
-        # httpx connection pools belong to one event loop, so each loop gets its own SDK client.
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncOpenAI] = weakref.WeakKeyDictionary()
-        self._clients_lock = threading.Lock()
+        self.transport = JSONTransport(self.base_url, api_key=config.api_key, timeout_s=config.timeout_s)
 
     async def chat(
         self,
@@ -122,9 +115,7 @@ class LLMGateway:
         stored = self.cache.get(request) if self.cache is not None else None
         if stored is None:
             try:
-                completion = await self._send(
-                    role, request.model, lambda client: client.chat.completions.create(**self._payload(request))
-                )
+                completion = await self._send(role, request.model, "chat/completions", request.chat_body)
                 stored = _stored_reply(completion, request.model)
             except LLMError:
                 self.accounting.record_error(role, wall_s=time.monotonic() - started)
@@ -196,11 +187,8 @@ class LLMGateway:
         sent_tokens = 0
         if missing:
             try:
-                response = await self._send(
-                    role,
-                    model,
-                    lambda client: client.embeddings.create(model=model, input=missing, encoding_format="float"),
-                )
+                body = canonical_json({"model": model, "input": missing, "encoding_format": "float"}).encode("utf-8")
+                response = await self._send(role, model, "embeddings", body)
                 fresh = _stored_embeddings(response, missing, model)
             except LLMError:
                 self.accounting.record_error(role, wall_s=time.monotonic() - started)
@@ -221,7 +209,7 @@ class LLMGateway:
         )
         return [json.loads(found[text].text) for text in texts]
 
-    async def _send(self, role: Role, model: str, call: Callable[[AsyncOpenAI], Awaitable[T]]) -> T:
+    async def _send(self, role: Role, model: str, path: str, payload: bytes) -> dict[str, Any]:
         """One logical request: retried on transient failures, refused at once on the others.
 
         A connection failure is first checked against the server's health: retrying a dead process
@@ -233,33 +221,17 @@ class LLMGateway:
                 async with self.limit.slot():
                     if self.health_check is not None:
                         self.health_check()
-                    return await call(self._client())
-            except (openai.APITimeoutError, openai.APIConnectionError) as error:
-                if self.health_check is not None:
+                    return await self.transport.post(path, payload)
+            except RefusedHTTPError as error:
+                raise LLMRequestError(f"{model} at {self.base_url} refused the request: {error}") from error
+            except TransientHTTPError as error:
+                if error.connection and self.health_check is not None:
                     self.health_check()
-                failure, retry_after = f"{type(error).__name__}: {error}", None
-            except openai.APIStatusError as error:
-                status = error.status_code
-                if status < 500 and status not in RETRYABLE_STATUS:
-                    raise LLMRequestError(
-                        f"{model} at {self.base_url} refused the request: HTTP {status}: {_detail(error)}"
-                    ) from error
-                failure, retry_after = f"HTTP {status}: {_detail(error)}", _retry_after_s(error)
+                failure, retry_after = error.failure, error.retry_after_s
             if attempt + 1 < attempts:
                 self.accounting.record_retry(role)
                 await self.sleep(self._delay(attempt, retry_after))
         raise LLMError(f"{model} at {self.base_url} failed after {attempts} attempt(s): {failure}")
-
-    def _payload(self, request: CacheRequest) -> dict[str, Any]:
-        payload: dict[str, Any] = {
-            "model": request.model,
-            "messages": request.messages,
-            "temperature": request.temperature,
-            "max_tokens": request.max_tokens,
-        }
-        if request.response_format is not None:
-            payload["response_format"] = request.response_format
-        return payload
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         """Exponential backoff with jitter (50-100 % of the step), at least what the server asked for."""
@@ -267,56 +239,32 @@ class LLMGateway:
         delay = step * random.uniform(0.5, 1.0)
         return min(self.backoff_cap_s, max(delay, retry_after or 0.0))
 
-    def _client(self) -> AsyncOpenAI:
-        loop = asyncio.get_running_loop()
-        with self._clients_lock:
-            client = self._clients.get(loop)
-            if client is None:
-                client = AsyncOpenAI(
-                    base_url=self.base_url,
-                    api_key=self.config.api_key(),
-                    timeout=self.config.timeout_s,
-                    max_retries=0,
-                )
-                self._clients[loop] = client
-            return client
-
     async def aclose(self) -> None:
-        """Close the SDK client of the running loop; clients of other loops go with their loop."""
-        with self._clients_lock:
-            client = self._clients.pop(asyncio.get_running_loop(), None)
-        if client is not None:
-            await client.close()
+        """Close the HTTP session (a later request opens a new one)."""
+        await self.transport.aclose()
+
+    def close(self) -> None:
+        """``aclose`` for synchronous callers."""
+        self.transport.close()
 
 
-def _detail(error: openai.APIStatusError) -> str:
-    """The server's own error message when it sent one, else the SDK's summary."""
-    body = error.body
-    if isinstance(body, dict) and isinstance(body.get("message"), str):
-        return body["message"]
-    return error.message
-
-
-def _retry_after_s(error: openai.APIStatusError) -> float | None:
-    value = error.response.headers.get("retry-after")
+def _stored_reply(completion: dict[str, Any], model: str) -> CachedReply:
+    """The parts of an OpenAI-format chat completion worth keeping; a malformed one is an ``LLMError``."""
     try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
-
-
-def _stored_reply(completion: Any, model: str) -> CachedReply:
-    if not completion.choices:
-        raise LLMError(f"{model}: the endpoint returned no choices")
-    choice = completion.choices[0]
-    usage = completion.usage
-    return CachedReply(
-        text=choice.message.content or "",
-        model=completion.model or model,
-        prompt_tokens=usage.prompt_tokens if usage else 0,
-        completion_tokens=usage.completion_tokens if usage else 0,
-        finish_reason=choice.finish_reason,
-    )
+        choices = completion.get("choices") or []
+        if not choices:
+            raise LLMError(f"{model}: the endpoint returned no choices")
+        choice = choices[0]
+        usage = completion.get("usage") or {}
+        return CachedReply(
+            text=(choice.get("message") or {}).get("content") or "",
+            model=completion.get("model") or model,
+            prompt_tokens=usage.get("prompt_tokens") or 0,
+            completion_tokens=usage.get("completion_tokens") or 0,
+            finish_reason=choice.get("finish_reason"),
+        )
+    except (AttributeError, TypeError, ValueError) as error:
+        raise LLMError(f"{model}: malformed chat completion from the endpoint ({error})") from error
 
 
 def _embedding_request(endpoint: str, model: str, text: str) -> CacheRequest:
@@ -332,20 +280,24 @@ def _embedding_request(endpoint: str, model: str, text: str) -> CacheRequest:
     )
 
 
-def _stored_embeddings(response: Any, texts: list[str], model: str) -> dict[str, CachedReply]:
+def _stored_embeddings(response: dict[str, Any], texts: list[str], model: str) -> dict[str, CachedReply]:
     """One cache entry per text (the vector as JSON text), matched to the inputs by ``index``."""
-    data = sorted(response.data, key=lambda item: item.index)
-    if len(data) != len(texts):
-        raise LLMError(f"{model}: the endpoint returned {len(data)} embeddings for {len(texts)} texts")
-    total = response.usage.prompt_tokens if response.usage else 0
+    try:
+        data = sorted(response["data"], key=lambda item: item["index"])
+        total = (response.get("usage") or {}).get("prompt_tokens") or 0
+        vectors = [item["embedding"] for item in data]
+    except (KeyError, TypeError, AttributeError) as error:
+        raise LLMError(f"{model}: malformed embeddings reply from the endpoint ({error!r})") from error
+    if len(vectors) != len(texts):
+        raise LLMError(f"{model}: the endpoint returned {len(vectors)} embeddings for {len(texts)} texts")
     share, extra = divmod(total, len(texts))
     return {
         text: CachedReply(
-            text=json.dumps(item.embedding),
-            model=response.model or model,
+            text=json.dumps(vector),
+            model=response.get("model") or model,
             prompt_tokens=share + (position < extra),
             completion_tokens=0,
             finish_reason=None,
         )
-        for position, (text, item) in enumerate(zip(texts, data, strict=True))
+        for position, (text, vector) in enumerate(zip(texts, vectors, strict=True))
     }

@@ -5,8 +5,10 @@ the end, which also stops the embedded local model server if the hub had to star
 
 Gateways are keyed by the whole config (so two roles on the same model with different temperatures
 keep their own defaults), while the concurrency limit is shared per resolved endpoint: every
-config on that endpoint gets at most its own ``max_concurrency`` in flight, all loops and threads
-together.
+config on that endpoint gets at most its own concurrency in flight, all loops and threads together.
+A hub made with ``concurrency`` (the ``--concurrency`` flag) uses that for every endpoint; otherwise
+``LLMConfig.concurrency`` decides (``$MEMEVO_CONCURRENCY``, the config, then a default that is lower
+for the embedded model).
 """
 
 from __future__ import annotations
@@ -14,16 +16,19 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import Accounting
 from memevo.agents.llm.cache import ResponseCache
 from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
-from memevo.agents.llm.dspy_lm import GatewayLM
 from memevo.agents.llm.gateway import LLMGateway
 from memevo.agents.llm.limiter import ConcurrencyLimit
 from memevo.agents.llm.local_server import LocalModelServer
 from memevo.agents.llm.protocol import Role
+
+if TYPE_CHECKING:
+    from memevo.agents.llm.dspy_lm import GatewayLM
 
 
 def default_cache_dir() -> Path:
@@ -35,9 +40,12 @@ def default_cache_dir() -> Path:
 class LLMHub:
     """Context manager (``with`` or ``async with``) handing out gateways that share cache and accounting."""
 
-    def __init__(self, cache_dir: Path | None = None, use_cache: bool = True) -> None:
+    def __init__(self, cache_dir: Path | None = None, use_cache: bool = True, concurrency: int | None = None) -> None:
+        if concurrency is not None and concurrency < 1:
+            raise UserInputError(f"must be at least 1, got {concurrency}", field="--concurrency")
         self.cache_dir = cache_dir or default_cache_dir()
         self.use_cache = use_cache
+        self.concurrency = concurrency
         self.accounting = Accounting()
         self._cache: ResponseCache | None = None
         self._server: LocalModelServer | None = None
@@ -51,8 +59,10 @@ class LLMHub:
             base_url = self._endpoint_for(config)
             gateway = self._gateways.get((base_url, config))
             if gateway is None:
-                limit = self._limits.setdefault(base_url, ConcurrencyLimit(config.max_concurrency))
                 embedded = self._server if self._server is not None and base_url == self._server.url else None
+                wanted = config.concurrency(embedded=embedded is not None, override=self.concurrency)
+                limit = self._limits.setdefault(base_url, ConcurrencyLimit(wanted))
+                limit.lower_to(wanted)  # the tightest setting on one endpoint wins
                 gateway = LLMGateway(
                     config,
                     base_url=base_url,
@@ -67,6 +77,8 @@ class LLMHub:
 
     def dspy_lm(self, config: LLMConfig, role: Role = "proposer") -> GatewayLM:
         """A ``dspy.LM`` (engine-based, so no deprecation warning) whose calls go through this hub's gateway."""
+        from memevo.agents.llm.dspy_lm import GatewayLM  # dspy is heavy: only runs that propose load it
+
         return GatewayLM(self.client(config), role=role)
 
     @property
@@ -95,6 +107,8 @@ class LLMHub:
     def close(self) -> None:
         """Stop the local server if this hub started it, and close the cache."""
         with self._lock:
+            for gateway in self._gateways.values():
+                gateway.close()
             self._gateways.clear()
             if self._server is not None:
                 self._server.stop()

@@ -30,8 +30,6 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
-
 from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.llm.config import LOCAL_MODEL_NAME
 from memevo.agents.llm.llama_build import reinstall_command
@@ -212,6 +210,8 @@ class LocalModelServer:
         ]  # fmt: skip
 
     def _wait_until_ready(self) -> None:
+        import httpx  # here, not at the top: `memevo --help` must not pay for an HTTP client
+
         assert self._process is not None
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
@@ -229,6 +229,8 @@ class LocalModelServer:
 
     def _prove_it_answers(self) -> None:
         """One real multi-token chat must succeed before anyone is handed this server."""
+        import httpx
+
         request = {
             "model": LOCAL_MODEL_NAME,
             "messages": [{"role": "user", "content": PROOF_PROMPT}],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -12,8 +12,10 @@ from memevo.agents.errors import RunFailedError
 from memevo.agents.llm.protocol import ChatClient
 from memevo.environments.data.validate import has_errors, validate_items
 from memevo.environments.generation.config import GenerationConfig, load_generation_config, parse_generation_config
-from memevo.environments.generation.pipeline import GenerationResult, UserFailure, run_generation
 from memevo.environments.store import write_json_atomic
+
+if TYPE_CHECKING:
+    from memevo.environments.generation.pipeline import GenerationResult, UserFailure
 
 
 def resolve_config(config_path: Path | None, overrides: dict[str, Any], llm_overrides: dict[str, Any]) -> GenerationConfig:
@@ -35,6 +37,8 @@ async def generate_dataset(
     """
     def report(uuid: str, failure: UserFailure | None) -> None:
         typer.echo(f"user {uuid}: " + (f"FAILED at stage {failure.stage}: {failure.error}" if failure else "ok"), err=True)
+
+    from memevo.environments.generation.pipeline import run_generation  # pandas: only when generating
 
     result = await run_generation(llm, config, out_dir, reuse=reuse, on_user_done=report)
     failed = "; ".join(f"user {f.uuid} failed at stage '{f.stage}': {f.error}" for f in result.failures)

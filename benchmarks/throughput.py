@@ -1,0 +1,194 @@
+"""Throughput of ``memevo eval`` against its floor: the endpoint.
+
+memevo's work is LLM calls, so an evaluation cannot beat max(calls x latency / concurrency, the longest
+chain of calls one user must make in order x latency). This runs the real ``memevo eval`` command as a
+child process (start-up included) against the fault-server DOUBLE (tests/doubles/fault_server.py),
+served from this process with a fixed latency per request, on synthetic data made by ``memevo env synth``:
+
+- ``small``: 8 users x 5 update periods x 5 questions;
+- ``amemgym``: AMemGym-sized, 16 users x 10 update periods x 10 questions, 3 changes per period and 150
+  filler sentences per query;
+
+for the native and the AWI agent (AMemGym's released agent configs in tests/fixtures/amemgym_agent).
+Every (data, agent) is run at concurrency 1 and at the chosen concurrencies, plus once with users one at a
+time and unlimited concurrency to measure each user's longest chain: the server counts a request's
+depth as one more than the deepest request that finished before it arrived, restarting at each user
+(users are told apart by the time their last period file was written).
+
+Columns: wall seconds (start-up included), seconds from start to the first request, calls (requests the
+server answered), peak requests in flight, floor seconds, wall / floor, speed-up over concurrency 1, CPU
+ms per call (the child's user + system CPU time minus the CPU of importing what it loads, / calls), peak
+RSS of the child and the size of its output folder.
+
+    python benchmarks/throughput.py [--data small amemgym] [--agents native awi] [--concurrency 16 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.doubles when run as a script
+
+from tests.doubles.fault_server import Fault, FaultServer  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+AGENTS = {name: ROOT / "tests" / "fixtures" / "amemgym_agent" / f"{name}.json" for name in ("native", "awi")}
+DATA = {
+    "small": ["--users", "8", "--periods", "5", "--questions", "5"],
+    "amemgym": ["--users", "16", "--periods", "10", "--questions", "10", "--changes-per-period", "3",
+                "--filler-sentences", "150"],
+}
+CHAIN_CONCURRENCY = 4096  # "unlimited": nothing waits on the limiter, so depth is the protocol's alone
+
+
+class TimingServer(FaultServer):
+    """BENCHMARK DOUBLE: the fault server without the request log (native bodies reach megabytes), keeping
+    only each request's arrival and finish time."""
+
+    def __init__(self, latency_s: float) -> None:
+        super().__init__(latency_s=latency_s)
+        self.spans: list[tuple[float, float]] = []
+        self._started: dict[int, float] = {}
+
+    def _begin(self, body: dict[str, Any], headers: dict[str, str], path: str = "") -> Fault | None:
+        with self._lock:
+            self._in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
+            self._started[threading.get_ident()] = time.monotonic()
+        return None
+
+    def _end(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+            self.spans.append((self._started.pop(threading.get_ident()), time.monotonic()))
+
+    def reset(self) -> None:
+        with self._lock:
+            self.spans, self.peak_in_flight = [], 0
+
+
+@dataclass
+class Run:
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float
+    calls: int
+    peak_in_flight: int
+    output_mb: float
+    user_ends: list[float]
+    first_request_s: float
+
+
+def synthesize(folder: Path, name: str) -> Path:
+    path = folder / f"{name}.json"
+    if not path.exists():
+        subprocess.run([sys.executable, "-m", "memevo.evolve.cli", "env", "synth", *DATA[name], "--out", str(path)],
+                       check=True, stdout=subprocess.DEVNULL)
+    return path
+
+
+def folder_mb(path: Path) -> float:
+    return sum(file.stat().st_size for file in path.rglob("*") if file.is_file()) / 1e6
+
+
+def last_period_times(run_dir: Path) -> list[float]:
+    """When each user's last period file was written (monotonic clock), in order."""
+    offset = time.monotonic() - time.time()
+    ends = [max(p.stat().st_mtime for p in user.glob("period_*[0-9].json.gz")) for user in (run_dir / "users").iterdir()]
+    return sorted(end + offset for end in ends)
+
+
+def evaluate(server: TimingServer, data: Path, agent: str, concurrency: int, users_at_once: int | None,
+             work: Path) -> Run:
+    """One ``memevo eval`` in a child process with a fresh cache; CPU and peak RSS from ``wait4``."""
+    out = Path(tempfile.mkdtemp(dir=work, prefix=f"{agent}-c{concurrency}-"))
+    env = {**os.environ, "OPENAI_BASE_URL": server.url, "MEMEVO_CACHE_DIR": str(out / "cache"),
+           "MEMEVO_MODEL": "", "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1"}
+    command = [sys.executable, "-m", "memevo.evolve.cli", "eval", "--agent", str(AGENTS[agent]), "--env", str(data),
+               "--out", str(out / "eval"), "--simulator", "template", "--concurrency", str(concurrency)]
+    if users_at_once is not None:
+        command += ["--max-concurrent-users", str(users_at_once)]
+    server.reset()
+    started = time.monotonic()
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.monotonic() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"memevo eval failed: {' '.join(command)}\n{process.stderr.read().decode()[-2000:]}")
+    return Run(wall_s=wall, cpu_s=usage.ru_utime + usage.ru_stime, peak_rss_mb=usage.ru_maxrss / 1024,
+               calls=len(server.spans), peak_in_flight=server.peak_in_flight,
+               output_mb=folder_mb(out / "eval"), user_ends=last_period_times(out / "eval" / "run"),
+               first_request_s=min(start for start, _ in server.spans) - started)
+
+
+def startup_cpu_s() -> float:
+    """CPU time of a child that only imports what a ``memevo eval`` run loads (the command line, the
+    gateway, the agents and the plots): subtracted from a run's CPU to get the cost per call."""
+    modules = "memevo.evolve.cli, memevo.agents.llm.hub, memevo.agents.registry, memevo.environments.plots"
+    process = subprocess.Popen([sys.executable, "-c", f"import {modules}"])
+    _, _, usage = os.wait4(process.pid, 0)
+    return usage.ru_utime + usage.ru_stime
+
+
+def longest_chain(spans: list[tuple[float, float]], user_ends: list[float]) -> int:
+    """Depth of the deepest request, users run one at a time: 1 + the depth of the deepest request that finished
+    before it arrived, counted afresh for each user (a user ends when its last period file is written)."""
+    longest = 0
+    spans = sorted(spans)
+    for user_start, user_end in zip([0.0, *user_ends], user_ends, strict=False):
+        mine = [(start, end) for start, end in spans if user_start <= start <= user_end]
+        finished: list[tuple[float, int]] = []  # (finish time, depth)
+        for start, end in mine:
+            depth = 1 + max((d for done, d in finished if done <= start), default=0)
+            finished.append((end, depth))
+            longest = max(longest, depth)
+    return longest
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", nargs="+", choices=sorted(DATA), default=["small", "amemgym"])
+    parser.add_argument("--agents", nargs="+", choices=sorted(AGENTS), default=["native", "awi"])
+    parser.add_argument("--concurrency", nargs="+", type=int, default=[16])
+    parser.add_argument("--latency-ms", type=float, default=50.0)
+    parser.add_argument("--skip-sequential", action="store_true", help="No concurrency-1 run (no speed-up column).")
+    args = parser.parse_args()
+    latency = args.latency_ms / 1000
+    print(f"load average before: {os.getloadavg()}", flush=True)
+    startup = min(startup_cpu_s() for _ in range(3))
+    print(f"start-up CPU (imports only, best of 3): {startup:.2f} s")
+    print("| data | agent | concurrency | wall s | first request s | calls | peak in flight | floor s | wall/floor "
+          "| speed-up vs c=1 | CPU ms/call | peak RSS MB | output MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="memevo-throughput-") as folder, TimingServer(latency) as server:
+        work = Path(folder)
+        for data_name in args.data:
+            data = synthesize(work, data_name)
+            for agent in args.agents:
+                chain_run = evaluate(server, data, agent, CHAIN_CONCURRENCY, 1, work)
+                chain = longest_chain(server.spans, chain_run.user_ends)
+                levels = ([] if args.skip_sequential else [1]) + args.concurrency
+                sequential: Run | None = None
+                for concurrency in levels:
+                    run = evaluate(server, data, agent, concurrency, None, work)
+                    sequential = run if concurrency == 1 else sequential
+                    floor = max(run.calls * latency / concurrency, chain * latency)
+                    speedup = f"{sequential.wall_s / run.wall_s:.1f}x" if sequential is not None else "n/a"
+                    print(f"| {data_name} | {agent} | {concurrency} | {run.wall_s:.2f} | {run.first_request_s:.2f} | "
+                          f"{run.calls} | {run.peak_in_flight} | {floor:.2f} (chain {chain}) | "
+                          f"{run.wall_s / floor:.2f} | {speedup} | {1000 * (run.cpu_s - startup) / run.calls:.2f} | "
+                          f"{run.peak_rss_mb:.0f} | {run.output_mb:.1f} |", flush=True)
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
