@@ -65,7 +65,7 @@ from memevo.environments.score_text import scores_line
 from memevo.environments.simulators.base import UserSimulator
 from memevo.environments.simulators.factory import make_simulator
 from memevo.environments.store import RunStore, write_json_atomic
-from memevo.environments.table_cache import cached_no_memory, cached_upper_bound
+from memevo.environments.table_cache import cached_table
 
 QUESTION_COLUMNS = ("user_id", "period", "question_index", "choice", "gold", "n_choices", "correct", "format_error",
                     "random_fallback", "random_baseline", "upper_bound", "no_memory_correct", "probe_correct",
@@ -196,13 +196,13 @@ async def evaluate(
 async def _upper_bound(llm: ChatClient, items: Sequence[Item], config: EpisodeConfig, path: Path,
                        progress: bool) -> UpperBoundTable:
     with phase("upper bound", sum(len(needed_states(item)) for item in items), "call", enabled=progress) as bar:
-        return await cached_upper_bound(llm, items, path, config, on_entry=lambda _: bar.advance())
+        return await cached_table(UpperBoundTable, llm, items, path, config, on_entry=lambda _: bar.advance())
 
 
 async def _no_memory(llm: ChatClient, items: Sequence[Item], config: EpisodeConfig, path: Path,
                      progress: bool) -> NoMemoryTable:
     with phase("no-memory baseline", sum(len(item.qas) for item in items), "call", enabled=progress) as bar:
-        return await cached_no_memory(llm, items, path, config, on_entry=lambda _: bar.advance())
+        return await cached_table(NoMemoryTable, llm, items, path, config, on_entry=lambda _: bar.advance())
 
 
 def _prepare_out(out: Path, resume: bool) -> None:

@@ -34,7 +34,7 @@ from memevo.environments.rundir import check_inputs, item_fingerprints
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.simulators.factory import make_simulator
 from memevo.environments.store import write_json_atomic
-from memevo.environments.table_cache import cached_upper_bound
+from memevo.environments.table_cache import cached_table
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig, check_validation_users
 from memevo.evolve.evaluation import Evaluator
@@ -251,9 +251,9 @@ class RunBase:
         if not self.config.upper_bound:
             return None
         policy = self.seed.policy
-        table = await cached_upper_bound(
-            self.client(policy.llm), items, self.run_dir / UPPER_BOUND_FILE, self.evaluator.episode_config,
-            model=policy.llm.model,
+        table = await cached_table(
+            UpperBoundTable, self.client(policy.llm), items, self.run_dir / UPPER_BOUND_FILE,
+            self.evaluator.episode_config, model=policy.llm.model,
         )
         self.spend.save()
         self.evaluator.upper_bound = table

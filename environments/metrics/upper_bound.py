@@ -49,14 +49,18 @@ class UpperBoundTable(BaseModel):
 
     model: str = ""
     constrained: bool = False
+    """Whether the answers were asked with their JSON schema (a stored table is reused only if this matches)."""
     prompts: str = ""
     """Digest of the question prompts asked (empty: memevo's wording); a stored table is reused only if equal."""
-    """Whether the answers were asked with their JSON schema (a stored table is reused only if this matches)."""
     entries: list[UpperBoundEntry] = []
     _index: dict[UpperBoundKey, UpperBoundEntry] = PrivateAttr(default_factory=dict)
 
     def model_post_init(self, __context: object) -> None:
         self._index = {e.key: e for e in self.entries}
+
+    def covers(self, items: Sequence[Item]) -> bool:
+        """Whether every (question, state) these items need has an entry."""
+        return all((item.id, q, tuple(state)) in self._index for item in items for q, state in needed_states(item))
 
     def entry(self, item: Item, period: int, question_index: int) -> UpperBoundEntry:
         """The bare LLM's reply to this question given this period's true state."""
