@@ -283,8 +283,8 @@ def eval_command(
 
         # The plotting stack takes a second to import; do it while the run waits on the endpoint, not after.
         threading.Thread(target=importlib.import_module, args=("memevo.environments.plots",), daemon=True).start()
-        async with LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub:
-            hub.accounting = UsageLedger(out / LEDGER_FILE)  # before any client: every gateway counts into it
+        async with LLMHub(use_cache=not no_cache, concurrency=concurrency,
+                          accounting=UsageLedger(out / LEDGER_FILE)) as hub:
             llm = hub.client(policy.llm)
             width = max_concurrent_users or llm.limit.limit  # users wait on the LLM, so as many as can be served
             run_config = config.model_copy(update={"max_concurrent_users": width})

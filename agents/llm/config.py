@@ -86,7 +86,7 @@ class LLMConfig(BaseModel):
 
     model: str
     base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
+    api_key_env: str = DEFAULT_KEY_ENV
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(512, gt=0)
     timeout_s: float = Field(120.0, gt=0)

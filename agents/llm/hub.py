@@ -40,13 +40,20 @@ def default_cache_dir() -> Path:
 class LLMHub:
     """Context manager (``with`` or ``async with``) handing out gateways that share cache and accounting."""
 
-    def __init__(self, cache_dir: Path | None = None, use_cache: bool = True, concurrency: int | None = None) -> None:
+    def __init__(
+        self,
+        cache_dir: Path | None = None,
+        use_cache: bool = True,
+        concurrency: int | None = None,
+        accounting: Accounting | None = None,
+    ) -> None:
+        """``accounting`` replaces the in-memory one, e.g. a ledger that persists every call of the run."""
         if concurrency is not None and concurrency < 1:
             raise UserInputError(f"must be at least 1, got {concurrency}", field="--concurrency")
         self.cache_dir = cache_dir or default_cache_dir()
         self.use_cache = use_cache
         self.concurrency = concurrency
-        self.accounting = Accounting()
+        self.accounting = accounting if accounting is not None else Accounting()
         self._cache: ResponseCache | None = None
         self._server: LocalModelServer | None = None
         self._gateways: dict[tuple[str, LLMConfig], LLMGateway] = {}
