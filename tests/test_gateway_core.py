@@ -41,6 +41,12 @@ def make_gateway(
     )
 
 
+def reopen_on_the_same_folder(server: FaultServer, first: LLMGateway, folder: Path) -> LLMGateway:
+    """A second gateway with its own cache object, after the first run's queued writes are committed."""
+    first.cache.close()
+    return make_gateway(server, cache=ResponseCache(folder))
+
+
 def test_gateway_satisfies_the_chat_and_embedding_protocols(server):
     assert isinstance(make_gateway(server), ChatClient)
     assert isinstance(make_gateway(server), EmbeddingClient)
@@ -106,7 +112,7 @@ async def test_cache_hit_returns_identical_reply_without_a_request(server, tmp_p
     first = make_gateway(server, cache=ResponseCache(tmp_path))
     original = await first.chat(HELLO, role="agent")
     # A fresh gateway and cache object on the same folder: the hit must come from disk.
-    second = make_gateway(server, cache=ResponseCache(tmp_path))
+    second = reopen_on_the_same_folder(server, first, tmp_path)
     again = await second.chat(HELLO, role="agent")
     assert len(server.requests) == 1
     assert again.cached and not original.cached
@@ -265,7 +271,7 @@ async def test_embed_returns_one_vector_per_text_in_order_and_is_accounted(serve
 async def test_embed_cache_hit_sends_no_request_and_a_partial_hit_sends_only_the_new_text(server, tmp_path: Path):
     first = make_gateway(server, cache=ResponseCache(tmp_path))
     original = await first.embed(["red apple pie", "blue sky"], role="agent", model="test-embed")
-    second = make_gateway(server, cache=ResponseCache(tmp_path))
+    second = reopen_on_the_same_folder(server, first, tmp_path)
     assert await second.embed(["blue sky", "red apple pie"], role="agent", model="test-embed") == original[::-1]
     assert len(server.requests) == 1
     usage = second.accounting.report().by_role["agent"]
@@ -284,7 +290,7 @@ async def test_a_partial_embedding_cache_hit_prices_only_the_texts_sent(server, 
     first = make_gateway(server, cache=ResponseCache(tmp_path))
     await first.embed(["red apple pie"], role="agent", model=model)
     cached_tokens = first.accounting.report().by_role["agent"].prompt_tokens
-    second = make_gateway(server, cache=ResponseCache(tmp_path))
+    second = reopen_on_the_same_folder(server, first, tmp_path)
     await second.embed(["red apple pie", "blue sky"], role="agent", model=model)
     usage = second.accounting.report().by_role["agent"]
     sent_tokens = usage.prompt_tokens - cached_tokens
