@@ -26,19 +26,21 @@ RSS of the child and the size of its output folder.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.doubles when run as a script
 
-from tests.doubles.fault_server import Fault, FaultServer  # noqa: E402
+from tests.doubles.fault_server import Fault, FaultServer, echo_reply  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENTS = {name: ROOT / "tests" / "fixtures" / "amemgym_agent" / f"{name}.json" for name in ("native", "awi")}
@@ -48,14 +50,31 @@ DATA = {
                 "--filler-sentences", "150"],
 }
 CHAIN_CONCURRENCY = 4096  # "unlimited": nothing waits on the limiter, so depth is the protocol's alone
+NOTE_LABELS = 20
+
+
+def valid_reply(body: dict[str, Any]) -> str:
+    """What an endpoint with constrained decoding sends: JSON when JSON was asked for (the first choice of an
+    answer schema; else one note whose label is one of NOTE_LABELS, so an AWI memory grows to a realistic
+    size), otherwise the last message echoed. An echo to a JSON request made every answer and memory write
+    a format error, doubled those calls with retries, and spent the client's CPU repairing long non-JSON."""
+    form = body.get("response_format")
+    if form is None:
+        return echo_reply(body)
+    schema = form.get("schema") or (form.get("json_schema") or {}).get("schema") or {}
+    answer = (schema.get("properties") or {}).get("answer")
+    if answer is not None:
+        return json.dumps({"answer": answer["enum"][0]})
+    last = body["messages"][-1]["content"]
+    return json.dumps({f"note {zlib.crc32(last.encode()) % NOTE_LABELS}": last[-80:]})
 
 
 class TimingServer(FaultServer):
     """BENCHMARK DOUBLE: the fault server without the request log (native bodies reach megabytes), keeping
-    only each request's arrival and finish time."""
+    only each request's arrival and finish time, and with cheap token counts."""
 
-    def __init__(self, latency_s: float) -> None:
-        super().__init__(latency_s=latency_s)
+    def __init__(self, latency_s: float, *, json_replies: bool = True) -> None:
+        super().__init__(valid_reply if json_replies else echo_reply, latency_s=latency_s)
         self.spans: list[tuple[float, float]] = []
         self._started: dict[int, float] = {}
 
@@ -74,6 +93,16 @@ class TimingServer(FaultServer):
     def reset(self) -> None:
         with self._lock:
             self.spans, self.peak_in_flight = [], 0
+
+    def completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The fault server's reply with prompt tokens estimated from characters: counting the words of a
+        native agent's history (up to ~800 KB per request) cost the server ~10 ms of CPU per call, more than
+        the client it measures, and made the server the bottleneck."""
+        text = self.reply(body)
+        prompt_tokens = sum(len(message["content"]) for message in body["messages"]) // 4
+        return {"model": body["model"], "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                                     "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text) // 4}}
 
 
 @dataclass
@@ -160,6 +189,8 @@ def main() -> None:
     parser.add_argument("--agents", nargs="+", choices=sorted(AGENTS), default=["native", "awi"])
     parser.add_argument("--concurrency", nargs="+", type=int, default=[16])
     parser.add_argument("--latency-ms", type=float, default=50.0)
+    parser.add_argument("--echo-replies", action="store_true",
+                        help="Echo the last message even to JSON requests (the double's behaviour before).")
     parser.add_argument("--skip-sequential", action="store_true", help="No concurrency-1 run (no speed-up column).")
     args = parser.parse_args()
     latency = args.latency_ms / 1000
@@ -169,7 +200,7 @@ def main() -> None:
     print("| data | agent | concurrency | wall s | first request s | calls | peak in flight | floor s | wall/floor "
           "| speed-up vs c=1 | CPU ms/call | peak RSS MB | output MB |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    with tempfile.TemporaryDirectory(prefix="memevo-throughput-") as folder, TimingServer(latency) as server:
+    with tempfile.TemporaryDirectory(prefix="memevo-throughput-") as folder, TimingServer(latency, json_replies=not args.echo_replies) as server:
         work = Path(folder)
         for data_name in args.data:
             data = synthesize(work, data_name)
