@@ -47,10 +47,9 @@ class CacheRequest(BaseModel):
     response_format: dict[str, Any] | None
     sample_index: int
 
-    @cached_property
-    def chat_body(self) -> bytes:
-        """The chat completion request body (UTF-8 JSON) with the messages in canonical form, in one copy; built
-        only for a request that is sent."""
+    def chat_body(self) -> list[bytes]:
+        """The chat completion request body (UTF-8 JSON, the messages in canonical form) as parts to send in order:
+        a long history's messages are their cached encodings, not copied into one buffer per call."""
         parts = [_BODY_HEAD]
         for position, message in enumerate(self.messages):
             if position:
@@ -61,7 +60,7 @@ class CacheRequest(BaseModel):
             fields["response_format"] = self.response_format
         parts.append(("]" + "".join(f',"{name}":{canonical_json(value)}' for name, value in fields.items()) + "}")
                      .encode())
-        return b"".join(parts)
+        return parts
 
     @cached_property
     def key(self) -> str:
@@ -86,17 +85,15 @@ def _encode_message(message: Message) -> bytes:
 
 
 class _EncodedStrings:
-    """The JSON encoding and its SHA-256 of recently seen messages with long contents, by content object identity,
-    within a byte budget.
+    """The JSON encoding and its SHA-256 of recently seen messages, by content object identity, within a byte budget.
 
     A native agent resends its whole history on every call as the very same string objects, so encoding and
     hashing each message once (instead of the whole history per call) removes most of the per-call CPU on long
     runs. An entry holds its string, so its id cannot be reused while the entry lives.
     """
 
-    def __init__(self, budget_bytes: int, shortest: int = 256) -> None:
+    def __init__(self, budget_bytes: int) -> None:
         self.budget_bytes = budget_bytes
-        self.shortest = shortest
         self._entries: OrderedDict[int, _Encoded] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -114,7 +111,7 @@ class _EncodedStrings:
 
     def _entry(self, message: Message) -> _Encoded:
         content = message.get("content")
-        if len(message) != 2 or "role" not in message or not isinstance(content, str) or len(content) < self.shortest:
+        if len(message) != 2 or "role" not in message or not isinstance(content, str):
             return _Encoded(content, message.get("role"), _encode_message(message))
         role = message["role"]
         entry = self._entries.get(id(content))  # a racing eviction only costs an encoding
@@ -123,9 +120,9 @@ class _EncodedStrings:
         entry = _Encoded(content, role, _encode_message(message))
         with self._lock:
             self._entries[id(content)] = entry
-            self._bytes += len(entry.json)
+            self._bytes += len(entry.json) + _ENTRY_OVERHEAD
             while self._bytes > self.budget_bytes and self._entries:
-                self._bytes -= len(self._entries.popitem(last=False)[1].json)
+                self._bytes -= len(self._entries.popitem(last=False)[1].json) + _ENTRY_OVERHEAD
         return entry
 
 
@@ -137,6 +134,8 @@ class _Encoded:
     digest: str | None = None
 
 
+_ENTRY_OVERHEAD = 200
+"""Bytes an entry takes besides its JSON (entry, digest, dictionary slot), counted against the budget."""
 _STRINGS = _EncodedStrings(budget_bytes=64 * 1024 * 1024)
 
 
