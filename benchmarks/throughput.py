@@ -159,11 +159,12 @@ def evaluate(server: TimingServer, data: Path, agent: str, concurrency: int, use
                first_request_s=min(start for start, _ in server.spans) - started)
 
 
-def startup_cpu_s() -> float:
-    """CPU time of a child that only imports what a ``memevo eval`` run loads (the command line, the
-    gateway, the agents and the plots): subtracted from a run's CPU to get the cost per call."""
-    modules = "memevo.evolve.cli, memevo.agents.llm.hub, memevo.agents.registry, memevo.environments.plots"
-    process = subprocess.Popen([sys.executable, "-c", f"import {modules}"])
+def startup_cpu_s(agent: str) -> float:
+    """CPU time of a child that only imports what a ``memevo eval`` run of ``agent`` loads (the command line,
+    the gateway, the agent's kind and the plots): subtracted from a run's CPU to get the cost per call."""
+    code = ("import memevo.evolve.cli, memevo.agents.llm.hub, memevo.environments.plots\n"
+            f"from memevo.agents.registry import agent_class\nagent_class({agent!r})")
+    process = subprocess.Popen([sys.executable, "-c", code])
     _, _, usage = os.wait4(process.pid, 0)
     return usage.ru_utime + usage.ru_stime
 
@@ -195,8 +196,8 @@ def main() -> None:
     args = parser.parse_args()
     latency = args.latency_ms / 1000
     print(f"load average before: {os.getloadavg()}", flush=True)
-    startup = min(startup_cpu_s() for _ in range(3))
-    print(f"start-up CPU (imports only, best of 3): {startup:.2f} s")
+    startup = {agent: min(startup_cpu_s(agent) for _ in range(3)) for agent in args.agents}
+    print("start-up CPU (imports only, best of 3): " + ", ".join(f"{a} {s:.2f} s" for a, s in startup.items()))
     print("| data | agent | concurrency | wall s | first request s | calls | peak in flight | floor s | wall/floor "
           "| speed-up vs c=1 | CPU ms/call | peak RSS MB | output MB |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -216,7 +217,7 @@ def main() -> None:
                     speedup = f"{sequential.wall_s / run.wall_s:.1f}x" if sequential is not None else "n/a"
                     print(f"| {data_name} | {agent} | {concurrency} | {run.wall_s:.2f} | {run.first_request_s:.2f} | "
                           f"{run.calls} | {run.peak_in_flight} | {floor:.2f} (chain {chain}) | "
-                          f"{run.wall_s / floor:.2f} | {speedup} | {1000 * (run.cpu_s - startup) / run.calls:.2f} | "
+                          f"{run.wall_s / floor:.2f} | {speedup} | {1000 * (run.cpu_s - startup[agent]) / run.calls:.2f} | "
                           f"{run.peak_rss_mb:.0f} | {run.output_mb:.1f} |", flush=True)
     print(f"load average after: {os.getloadavg()}")
 
