@@ -15,10 +15,13 @@ time and unlimited concurrency to measure each user's longest chain: the server 
 depth as one more than the deepest request that finished before it arrived, restarting at each user
 (users are told apart by the time their last period file was written).
 
-Columns: wall seconds (start-up included), seconds from start to the first request, calls (requests the
+Columns: wall seconds (start-up included), seconds from start to the first request, seconds from the last
+reply to the end (scoring and writing the outputs), calls (requests the
 server answered), peak requests in flight, floor seconds, wall / floor, speed-up over concurrency 1, CPU
 ms per call (the child's user + system CPU time minus the CPU of importing what it loads, / calls), peak
-RSS of the child and the size of its output folder.
+RSS of the child, the size of its output folder, and the machine's 1-minute load average after the run
+(the figures are only comparable on an otherwise idle machine). The server double answers JSON requests
+with valid JSON (``--echo-replies``: echo everything, as before).
 
     python benchmarks/throughput.py [--data small amemgym] [--agents native awi] [--concurrency 16 64]
 """
@@ -115,6 +118,7 @@ class Run:
     output_mb: float
     user_ends: list[float]
     first_request_s: float
+    after_last_reply_s: float
 
 
 def synthesize(folder: Path, name: str) -> Path:
@@ -156,7 +160,8 @@ def evaluate(server: TimingServer, data: Path, agent: str, concurrency: int, use
     return Run(wall_s=wall, cpu_s=usage.ru_utime + usage.ru_stime, peak_rss_mb=usage.ru_maxrss / 1024,
                calls=len(server.spans), peak_in_flight=server.peak_in_flight,
                output_mb=folder_mb(out / "eval"), user_ends=last_period_times(out / "eval" / "run"),
-               first_request_s=min(start for start, _ in server.spans) - started)
+               first_request_s=min(start for start, _ in server.spans) - started,
+               after_last_reply_s=started + wall - max(end for _, end in server.spans))
 
 
 def startup_cpu_s(agent: str) -> float:
@@ -198,9 +203,10 @@ def main() -> None:
     print(f"load average before: {os.getloadavg()}", flush=True)
     startup = {agent: min(startup_cpu_s(agent) for _ in range(3)) for agent in args.agents}
     print("start-up CPU (imports only, best of 3): " + ", ".join(f"{a} {s:.2f} s" for a, s in startup.items()))
-    print("| data | agent | concurrency | wall s | first request s | calls | peak in flight | floor s | wall/floor "
-          "| speed-up vs c=1 | CPU ms/call | peak RSS MB | output MB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| data | agent | concurrency | wall s | first request s | after last reply s | calls | peak in flight "
+          "| floor s | wall/floor "
+          "| speed-up vs c=1 | CPU ms/call | peak RSS MB | output MB | load (1 min) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="memevo-throughput-") as folder, TimingServer(latency, json_replies=not args.echo_replies) as server:
         work = Path(folder)
         for data_name in args.data:
@@ -216,9 +222,10 @@ def main() -> None:
                     floor = max(run.calls * latency / concurrency, chain * latency)
                     speedup = f"{sequential.wall_s / run.wall_s:.1f}x" if sequential is not None else "n/a"
                     print(f"| {data_name} | {agent} | {concurrency} | {run.wall_s:.2f} | {run.first_request_s:.2f} | "
+                          f"{run.after_last_reply_s:.2f} | "
                           f"{run.calls} | {run.peak_in_flight} | {floor:.2f} (chain {chain}) | "
                           f"{run.wall_s / floor:.2f} | {speedup} | {1000 * (run.cpu_s - startup[agent]) / run.calls:.2f} | "
-                          f"{run.peak_rss_mb:.0f} | {run.output_mb:.1f} |", flush=True)
+                          f"{run.peak_rss_mb:.0f} | {run.output_mb:.1f} | {os.getloadavg()[0]:.1f} |", flush=True)
     print(f"load average after: {os.getloadavg()}")
 
 
