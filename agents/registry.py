@@ -61,8 +61,14 @@ def available_kinds() -> list[str]:
 
 
 def agent_class(kind: str) -> AgentClass:
-    """The class registered for ``kind``; unknown kinds raise ``UserInputError`` listing the known ones."""
-    _discover()
+    """The class registered for ``kind``; unknown kinds raise ``UserInputError`` listing the known ones.
+
+    A built-in kind imports only its own module (each module is named after its kind): the others pull in
+    retrieval libraries that take most of a second to import."""
+    if kind not in _registry and kind in _BUILTIN_MODULES:
+        importlib.import_module(f"memevo.agents.{kind}")
+    if kind not in _registry:
+        _discover()
     try:
         return _registry[kind]
     except KeyError:

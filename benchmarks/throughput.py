@@ -15,10 +15,13 @@ time and unlimited concurrency to measure each user's longest chain: the server 
 depth as one more than the deepest request that finished before it arrived, restarting at each user
 (users are told apart by the time their last period file was written).
 
-Columns: wall seconds (start-up included), seconds from start to the first request, calls (requests the
+Columns: wall seconds (start-up included), seconds from start to the first request, seconds from the last
+reply to the end (scoring and writing the outputs), calls (requests the
 server answered), peak requests in flight, floor seconds, wall / floor, speed-up over concurrency 1, CPU
 ms per call (the child's user + system CPU time minus the CPU of importing what it loads, / calls), peak
-RSS of the child and the size of its output folder.
+RSS of the child, the size of its output folder, and the machine's 1-minute load average after the run
+(the figures are only comparable on an otherwise idle machine). The server double answers JSON requests
+with valid JSON (``--echo-replies``: echo everything, as before).
 
     python benchmarks/throughput.py [--data small amemgym] [--agents native awi] [--concurrency 16 64]
 """
@@ -26,19 +29,21 @@ RSS of the child and the size of its output folder.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.doubles when run as a script
 
-from tests.doubles.fault_server import Fault, FaultServer  # noqa: E402
+from tests.doubles.fault_server import Fault, FaultServer, echo_reply  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENTS = {name: ROOT / "tests" / "fixtures" / "amemgym_agent" / f"{name}.json" for name in ("native", "awi")}
@@ -48,14 +53,31 @@ DATA = {
                 "--filler-sentences", "150"],
 }
 CHAIN_CONCURRENCY = 4096  # "unlimited": nothing waits on the limiter, so depth is the protocol's alone
+NOTE_LABELS = 20
+
+
+def valid_reply(body: dict[str, Any]) -> str:
+    """What an endpoint with constrained decoding sends: JSON when JSON was asked for (the first choice of an
+    answer schema; else one note whose label is one of NOTE_LABELS, so an AWI memory grows to a realistic
+    size), otherwise the last message echoed. An echo to a JSON request made every answer and memory write
+    a format error, doubled those calls with retries, and spent the client's CPU repairing long non-JSON."""
+    form = body.get("response_format")
+    if form is None:
+        return echo_reply(body)
+    schema = form.get("schema") or (form.get("json_schema") or {}).get("schema") or {}
+    answer = (schema.get("properties") or {}).get("answer")
+    if answer is not None:
+        return json.dumps({"answer": answer["enum"][0]})
+    last = body["messages"][-1]["content"]
+    return json.dumps({f"note {zlib.crc32(last.encode()) % NOTE_LABELS}": last[-80:]})
 
 
 class TimingServer(FaultServer):
     """BENCHMARK DOUBLE: the fault server without the request log (native bodies reach megabytes), keeping
-    only each request's arrival and finish time."""
+    only each request's arrival and finish time, and with cheap token counts."""
 
-    def __init__(self, latency_s: float) -> None:
-        super().__init__(latency_s=latency_s)
+    def __init__(self, latency_s: float, *, json_replies: bool = True) -> None:
+        super().__init__(valid_reply if json_replies else echo_reply, latency_s=latency_s)
         self.spans: list[tuple[float, float]] = []
         self._started: dict[int, float] = {}
 
@@ -75,6 +97,16 @@ class TimingServer(FaultServer):
         with self._lock:
             self.spans, self.peak_in_flight = [], 0
 
+    def completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The fault server's reply with prompt tokens estimated from characters: counting the words of a
+        native agent's history (up to ~800 KB per request) cost the server ~10 ms of CPU per call, more than
+        the client it measures, and made the server the bottleneck."""
+        text = self.reply(body)
+        prompt_tokens = sum(len(message["content"]) for message in body["messages"]) // 4
+        return {"model": body["model"], "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                                     "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text) // 4}}
+
 
 @dataclass
 class Run:
@@ -86,6 +118,7 @@ class Run:
     output_mb: float
     user_ends: list[float]
     first_request_s: float
+    after_last_reply_s: float
 
 
 def synthesize(folder: Path, name: str) -> Path:
@@ -127,14 +160,16 @@ def evaluate(server: TimingServer, data: Path, agent: str, concurrency: int, use
     return Run(wall_s=wall, cpu_s=usage.ru_utime + usage.ru_stime, peak_rss_mb=usage.ru_maxrss / 1024,
                calls=len(server.spans), peak_in_flight=server.peak_in_flight,
                output_mb=folder_mb(out / "eval"), user_ends=last_period_times(out / "eval" / "run"),
-               first_request_s=min(start for start, _ in server.spans) - started)
+               first_request_s=min(start for start, _ in server.spans) - started,
+               after_last_reply_s=started + wall - max(end for _, end in server.spans))
 
 
-def startup_cpu_s() -> float:
-    """CPU time of a child that only imports what a ``memevo eval`` run loads (the command line, the
-    gateway, the agents and the plots): subtracted from a run's CPU to get the cost per call."""
-    modules = "memevo.evolve.cli, memevo.agents.llm.hub, memevo.agents.registry, memevo.environments.plots"
-    process = subprocess.Popen([sys.executable, "-c", f"import {modules}"])
+def startup_cpu_s(agent: str) -> float:
+    """CPU time of a child that only imports what a ``memevo eval`` run of ``agent`` loads (the command line,
+    the gateway, the agent's kind and the plots): subtracted from a run's CPU to get the cost per call."""
+    code = ("import memevo.evolve.cli, memevo.agents.llm.hub, memevo.environments.plots\n"
+            f"from memevo.agents.registry import agent_class\nagent_class({agent!r})")
+    process = subprocess.Popen([sys.executable, "-c", code])
     _, _, usage = os.wait4(process.pid, 0)
     return usage.ru_utime + usage.ru_stime
 
@@ -160,16 +195,19 @@ def main() -> None:
     parser.add_argument("--agents", nargs="+", choices=sorted(AGENTS), default=["native", "awi"])
     parser.add_argument("--concurrency", nargs="+", type=int, default=[16])
     parser.add_argument("--latency-ms", type=float, default=50.0)
+    parser.add_argument("--echo-replies", action="store_true",
+                        help="Echo the last message even to JSON requests (the double's behaviour before).")
     parser.add_argument("--skip-sequential", action="store_true", help="No concurrency-1 run (no speed-up column).")
     args = parser.parse_args()
     latency = args.latency_ms / 1000
     print(f"load average before: {os.getloadavg()}", flush=True)
-    startup = min(startup_cpu_s() for _ in range(3))
-    print(f"start-up CPU (imports only, best of 3): {startup:.2f} s")
-    print("| data | agent | concurrency | wall s | first request s | calls | peak in flight | floor s | wall/floor "
-          "| speed-up vs c=1 | CPU ms/call | peak RSS MB | output MB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    with tempfile.TemporaryDirectory(prefix="memevo-throughput-") as folder, TimingServer(latency) as server:
+    startup = {agent: min(startup_cpu_s(agent) for _ in range(3)) for agent in args.agents}
+    print("start-up CPU (imports only, best of 3): " + ", ".join(f"{a} {s:.2f} s" for a, s in startup.items()))
+    print("| data | agent | concurrency | wall s | first request s | after last reply s | calls | peak in flight "
+          "| floor s | wall/floor "
+          "| speed-up vs c=1 | CPU ms/call | peak RSS MB | output MB | load (1 min) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="memevo-throughput-") as folder, TimingServer(latency, json_replies=not args.echo_replies) as server:
         work = Path(folder)
         for data_name in args.data:
             data = synthesize(work, data_name)
@@ -184,9 +222,10 @@ def main() -> None:
                     floor = max(run.calls * latency / concurrency, chain * latency)
                     speedup = f"{sequential.wall_s / run.wall_s:.1f}x" if sequential is not None else "n/a"
                     print(f"| {data_name} | {agent} | {concurrency} | {run.wall_s:.2f} | {run.first_request_s:.2f} | "
+                          f"{run.after_last_reply_s:.2f} | "
                           f"{run.calls} | {run.peak_in_flight} | {floor:.2f} (chain {chain}) | "
-                          f"{run.wall_s / floor:.2f} | {speedup} | {1000 * (run.cpu_s - startup) / run.calls:.2f} | "
-                          f"{run.peak_rss_mb:.0f} | {run.output_mb:.1f} |", flush=True)
+                          f"{run.wall_s / floor:.2f} | {speedup} | {1000 * (run.cpu_s - startup[agent]) / run.calls:.2f} | "
+                          f"{run.peak_rss_mb:.0f} | {run.output_mb:.1f} | {os.getloadavg()[0]:.1f} |", flush=True)
     print(f"load average after: {os.getloadavg()}")
 
 

@@ -181,8 +181,10 @@ async def evaluate(
     total = sum(len(item.periods) for item in items)
     with phase("users x periods", total, "period", enabled=progress) as bar:
         sessions = simulator if replay_from is None else RunStore(replay_from / "run")
+        # Transcripts and consulted memories are on disk and not needed for scoring: memory stays bounded by
+        # the users in flight, not by all users.
         episodes = await run_episodes(make_agent, items, sessions, config, RunStore(out / "run"),
-                                      on_period=lambda _: bar.advance())
+                                      on_period=lambda _: bar.advance(), traces=False)
     return EvalOutcome(
         episodes=episodes,
         scores=score_episodes(episodes, items, upper_bound, no_memory=no_memory,

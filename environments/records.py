@@ -109,6 +109,11 @@ class PeriodResult(BaseModel):
         """The memory ``record`` consulted ('' when none)."""
         return self.memories.get(record.memory_id, "")
 
+    def without_traces(self) -> PeriodResult:
+        """This period without its transcripts and consulted memories (both are on disk): all that scoring
+        needs, a small part of a native agent's period (whose memory is its whole history)."""
+        return self.model_copy(update={"transcripts": [], "memories": {}})
+
 
 def _referenced(record: Any, memories: dict[str, str]) -> Any:
     if not isinstance(record, dict) or "consulted_memory" not in record:
@@ -124,3 +129,7 @@ class EpisodeResult(BaseModel):
     user_id: str
     policy_id: str
     periods: list[PeriodResult] = Field(default_factory=list)
+
+    def without_traces(self) -> EpisodeResult:
+        """Every period ``without_traces``."""
+        return self.model_copy(update={"periods": [period.without_traces() for period in self.periods]})

@@ -244,12 +244,15 @@ async def _run_periods(
     user_id: str,
     after_period: AfterPeriod | None,
     on_period: OnPeriod | None,
+    traces: bool,
 ) -> EpisodeResult:
     policy_id = agent.policy.policy_id
     periods = _restore(agent, item, config, store, user_id) if store is not None else []
     for result in periods:
         if on_period:
             on_period(result)
+    if not traces:
+        periods = [result.without_traces() for result in periods]
     for period in range(len(periods), len(item.periods)):
         writes_before = _write_counters(agent)
         transcripts = await play(period)
@@ -259,7 +262,7 @@ async def _run_periods(
             await after_period(agent, result)
         if store is not None:
             await store.save_period_async(result, agent.state())
-        periods.append(result)
+        periods.append(result if traces else result.without_traces())
         if on_period:
             on_period(result)
     return EpisodeResult(user_id=user_id, policy_id=policy_id, periods=periods)
@@ -289,9 +292,11 @@ async def run_episode(
     user_id: str | None = None,
     after_period: AfterPeriod | None = None,
     on_period: OnPeriod | None = None,
+    traces: bool = True,
 ) -> EpisodeResult:
     """One agent through one item, live with a simulator or replayed from a recorded run (``SessionSource``);
-    with a store, finished periods are skipped and restored."""
+    with a store, finished periods are skipped and restored. ``traces=False`` returns the periods
+    ``without_traces`` (the callbacks still get them whole), so a caller that only scores holds little per user."""
     user_id = user_id or item.id
     if isinstance(sessions, UserSimulator):
         simulator = sessions
@@ -304,9 +309,8 @@ async def run_episode(
         async def play(period: int) -> list[Transcript]:
             return await replay_recorded(agent, item, period, recorded.periods[period].transcripts, config)
 
-    return await _run_periods(
-        agent, item, play, config, store=store, user_id=user_id, after_period=after_period, on_period=on_period
-    )
+    return await _run_periods(agent, item, play, config, store=store, user_id=user_id, after_period=after_period,
+                              on_period=on_period, traces=traces)
 
 
 async def bounded_gather(values: Sequence[T], work: Callable[[T], Awaitable[R]], limit: int) -> list[R]:
@@ -334,14 +338,17 @@ async def run_episodes(
     *,
     after_period: AfterPeriod | None = None,
     on_period: OnPeriod | None = None,
+    traces: bool = True,
 ) -> list[EpisodeResult]:
     """A fresh agent per item, live or replayed from a recorded run's folder; resumable per period
-    through ``store``. Users run concurrently up to the bound; results come back in ``items`` order."""
+    through ``store``. Users run concurrently up to the bound; results come back in ``items`` order
+    (``traces`` as in ``run_episode``)."""
     seen: set[str] = set()
     for item in items:
         if item.id in seen:
             raise UserInputError(f"duplicate item id {item.id!r}", field="id")
         seen.add(item.id)
     return await bounded_gather(items, lambda item: run_episode(
-        make_agent(), item, sessions, config, store=store, after_period=after_period, on_period=on_period
+        make_agent(), item, sessions, config, store=store, after_period=after_period, on_period=on_period,
+        traces=traces,
     ), config.max_concurrent_users)

@@ -155,8 +155,12 @@ class EpisodeSettings(_Strict):
     )
     max_periods: int | None = Field(None, ge=1, description="Truncate every item to its first N periods.")
     max_questions: int | None = Field(None, ge=1, description="Keep only the first N questions per item.")
-    user_concurrency: int = Field(4, ge=1, description="Users evaluated at once per candidate.")
-    candidate_concurrency: int = Field(2, ge=1, description="Candidates evaluated at once.")
+    user_concurrency: int | None = Field(
+        None, ge=1, description="Users evaluated at once, over all candidates of a generation; default: the agent "
+        "endpoint's concurrency limit (users wait on the LLM, so as many as it serves).")
+    candidate_concurrency: int | None = Field(
+        None, ge=1, description="Candidates evaluated at once; default: all of a generation (the users at once and "
+        "the endpoint's limit bound the work in flight).")
 
 
 class TrackingConfig(_Strict):

@@ -9,7 +9,8 @@ concurrently, but intermediate values go to the pruner in user order (prefix by 
 candidate is pruned does not depend on which user finished first.
 
 Every summary keeps, per user and period, both accuracy and memory score; ``objective`` picks the one
-the loop compares. Episodes and scores are kept in memory once loaded.
+the loop compares. Scores, and episodes without their transcripts and consulted memories, are kept in
+memory once loaded.
 """
 
 from __future__ import annotations
@@ -142,6 +143,9 @@ class Evaluator:
         self.upper_bound: UpperBoundTable | None = None
         """Set by the run before any evaluation when the memory score is wanted."""
         self._episodes: dict[tuple[str, str, str], EpisodeResult] = {}
+        # Users at once over every evaluation of the run (the candidates of a generation share them), so the
+        # endpoint stays full while the agents in memory stay as many as it serves.
+        self._user_slots = asyncio.Semaphore(episode_config.max_concurrent_users)
         self._scores: dict[tuple[str, str, tuple[str, ...]], tuple[Scores, list[UserScores]]] = {}
 
     def store(self, candidate_id: str, split: str) -> RunStore:
@@ -160,16 +164,22 @@ class Evaluator:
             return None
         return CandidateEval.model_validate_json(path.read_text(encoding="utf-8"))
 
-    def episodes(self, candidate_id: str, split: str, user_ids: Sequence[str]) -> list[EpisodeResult]:
-        """The stored episodes of the given users that finished every period (read from disk once)."""
+    def episodes(self, candidate_id: str, split: str, user_ids: Sequence[str], *,
+                 traces: bool = False) -> list[EpisodeResult]:
+        """The stored episodes of the given users that finished every period. Kept in memory once read,
+        ``without_traces``; with ``traces`` (evidence for a proposal, once per generation) read whole from disk
+        and not kept, so memory does not grow with every candidate's transcripts and consulted memories."""
         out = []
         for user_id in user_ids:
             key = (candidate_id, split, user_id)
-            if key not in self._episodes:
+            if traces or key not in self._episodes:
                 episode = self.store(candidate_id, split).load_episode(user_id)
                 if episode is None or len(episode.periods) < len(self.items[user_id].periods):
                     continue
-                self._episodes[key] = episode
+                if traces:
+                    out.append(episode)
+                    continue
+                self._episodes[key] = episode.without_traces()
             out.append(self._episodes[key])
         return out
 
@@ -223,12 +233,11 @@ class Evaluator:
         if done is not None:
             return done
         store = self.store(candidate.id, split)
-        semaphore = asyncio.Semaphore(self.episode_config.max_concurrent_users)
 
         async def one(user_id: str) -> UserOutcome:
-            async with semaphore:
+            async with self._user_slots:
                 episode = await self.run_user(candidate.policy, user_id, store, on_period=on_period)
-            self._episodes[(candidate.id, split, user_id)] = episode
+            self._episodes[(candidate.id, split, user_id)] = episode.without_traces()
             return user_outcome(episode, self.items[user_id], self.upper_bound)
 
         tasks = [asyncio.create_task(one(user_id)) for user_id in user_ids]

@@ -100,7 +100,7 @@ class InEpisodeEvolution(runtime.RunBase):
         seed_scores, seed_users = self.scores(self.seed.id, "test", self.user_ids)
         store = RunStore(self.run_dir / "in_episode" / "episodes")
         await bounded_gather(self.user_ids, lambda user_id: self._evolving_user(user_id, store),
-                             self.config.episode.user_concurrency)
+                             self.evaluator.episode_config.max_concurrent_users)
         episodes = [store.load_episode(user_id) for user_id in self.user_ids]
         evolved = [e for e in episodes if e is not None]
         evolved_scores, evolved_users = (score_episodes(evolved, items, table), user_scores(evolved, items, table))

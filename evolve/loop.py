@@ -176,7 +176,7 @@ class OuterLoop(runtime.RunBase):
         stored = read_record(path, GenerationPlan)
         if stored is not None:
             return stored
-        episodes = self.evaluator.episodes(parent.id, "train", self.split.train)
+        episodes = self.evaluator.episodes(parent.id, "train", self.split.train, traces=True)
         evidence = render_evidence(evidence_from_episodes(episodes, self.items, self.config.feedback),
                                    self.config.evidence_max_tokens)
         context = ProposalContext(
@@ -247,7 +247,7 @@ class OuterLoop(runtime.RunBase):
                                                  tuning_candidates=tuning, proposals=plan.stats.total,
                                                  rejected=plan.stats.rejected, repaired=plan.stats.repaired),
                  parent.label)
-        semaphore = asyncio.Semaphore(self.config.episode.candidate_concurrency)
+        semaphore = asyncio.Semaphore(self.config.episode.candidate_concurrency or len(plan.candidates) or 1)
         budget_stop: list[str] = []
 
         async def run(candidate: Candidate, bar: Phase) -> CandidateRun | None:

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from memevo.agents.base import MemoryAgent
 from memevo.agents.errors import UserInputError, nested_in
 from memevo.agents.llm.config import LLMConfig
+from memevo.agents.llm.limiter import ConcurrencyLimit
 from memevo.agents.llm.protocol import ChatClient, Role
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import agent_spec, build_agent, validate_policy
@@ -183,14 +184,23 @@ def agent_factory(client: Callable[[LLMConfig], ChatClient]) -> Callable[[Memory
     return make
 
 
-def episode_config(config: EvolveConfig, policy: MemoryPolicy) -> EpisodeConfig:
+def endpoint_width(client: ChatClient, config: LLMConfig) -> int:
+    """How many requests ``client``'s endpoint takes at once: the gateway's limit (the tightest setting on that
+    endpoint), else what ``config`` asks for (a test double has no limit)."""
+    limit = getattr(client, "limit", None)
+    return limit.limit if isinstance(limit, ConcurrencyLimit) else config.concurrency(embedded=False)
+
+
+def episode_config(config: EvolveConfig, policy: MemoryPolicy, width: int | None = None) -> EpisodeConfig:
+    """The episode protocol of ``config``; ``width`` (the endpoint's) sets the users at once unless
+    ``episode.user_concurrency`` does."""
     return EpisodeConfig(
         rounds_init=config.episode.rounds_init,
         rounds_update=config.episode.rounds_update,
         diagnose=config.episode.diagnose,
         amemgym_compat=policy.amemgym_compat,
         constrained_answers=config.episode.constrained_answers,
-        max_concurrent_users=config.episode.user_concurrency,
+        max_concurrent_users=config.episode.user_concurrency or width or 1,
         seed=config.split.seed,
     )
 
@@ -232,7 +242,8 @@ class RunBase:
             items=self.users,
             make_agent=agent_factory(self.client),
             simulator=simulator,
-            episode_config=episode_config(config, self.seed.policy),
+            episode_config=episode_config(config, self.seed.policy,
+                                          endpoint_width(self.client(self.seed.policy.llm), self.seed.policy.llm)),
             objective=config.objective,
             on_saved=self.spend.save,
         )

@@ -315,6 +315,38 @@ def test_killed_in_episode_run_reports_the_same_spend(tmp_path: Path) -> None:
     assert resumed.usage == whole.usage
 
 
+class WidthBackend(CategoryBackend):
+    """TEST DOUBLE: the category backend with a little latency, counting the users (agent calls) in flight."""
+
+    def __init__(self) -> None:
+        super().__init__(category_world(6, 3), latency_s=0.002)
+        self.in_flight = self.peak_in_flight = 0
+
+    async def chat(self, messages, *, role, **options):  # type: ignore[no-untyped-def]
+        if role != "agent":
+            return await super().chat(messages, role=role, **options)
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            return await super().chat(messages, role=role, **options)
+        finally:
+            self.in_flight -= 1
+
+
+def test_results_do_not_depend_on_the_width(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """By default users and candidates run as wide as the endpoint's limit allows (here MEMEVO_CONCURRENCY, the
+    double has no gateway), over all candidates of a generation; the result is the one of a sequential run."""
+    monkeypatch.setenv("MEMEVO_CONCURRENCY", "16")
+    narrow_backend, wide_backend = WidthBackend(), WidthBackend()
+    narrow, _ = evolve(tmp_path, "narrow", narrow_backend, **SEQUENTIAL)
+    wide, _ = evolve(tmp_path, "wide", wide_backend, **{**SEQUENTIAL, "episode": {"rounds_init": 1, "rounds_update": 1}})
+    # sequential: one user's questions at a time (4 here); wide: several users' calls at once (16 seen)
+    assert wide_backend.peak_in_flight > narrow_backend.peak_in_flight
+    narrow_data, wide_data = _comparable(narrow), _comparable(wide)
+    assert wide_data == narrow_data
+    assert wide.usage.total().calls == narrow.usage.total().calls
+
+
 def _calls_before_first_candidate(backend: CategoryBackend) -> int:
     """Calls of generation 0 and of generation 1's proposals (a sequential run's first proposer burst)."""
     roles = [call["role"] for call in backend.calls]

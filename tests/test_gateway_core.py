@@ -331,19 +331,34 @@ async def test_embed_on_the_embedded_local_server_is_a_clear_error(server, monke
     assert server.requests == []
 
 
+async def test_a_long_history_arrives_whole_when_sent_in_chunks(server):
+    """The body goes out as parts regrouped into chunks (small ones joined, large ones alone): the server must
+    receive exactly the canonical request."""
+    messages = [{"role": "user" if i % 2 else "assistant", "content": f"message {i} " + "x" * (i * 997 % 90_000)}
+                for i in range(40)]
+    reply = await make_gateway(server).chat(messages, role="agent", json_schema={"type": "object"})
+    assert reply.text.startswith("echo: message 39")
+    assert server.requests == [{"messages": messages, "model": "test-model", "temperature": 0.0, "max_tokens": 512,
+                                "response_format": {"type": "json_object", "schema": {"type": "object"}}}]
+
+
 @pytest.mark.parametrize("response_format", [None, {"type": "json_object", "schema": {"type": "object"}}])
-def test_cache_key_is_the_hash_of_the_whole_canonical_request(response_format):
-    """Assembling the key around the messages' JSON must give the same key as encoding the request in one go
-    (the stored caches stay readable)."""
+def test_cache_key_hashes_the_canonical_request_with_each_message_by_its_hash(response_format):
+    """The key is the hash of the canonical request in which each message stands for its own hash (so a long
+    history's messages are hashed once, not on every call); the body is the canonical request."""
     long = "ünïcode, \"quotes\", \\ and\nnewlines " * 40  # long enough to be encoded once and reused
     messages = [{"role": "user", "content": "héllo \"x\""}, {"role": "assistant", "content": long}]
     request = CacheRequest(endpoint="http://h/v1", model="m", messages=messages,
                            temperature=0.5, max_tokens=64, response_format=response_format, sample_index=2)
-    whole = json.dumps({"v": KEY_VERSION, **request.model_dump()}, sort_keys=True, separators=(",", ":"),
-                       ensure_ascii=False)
-    assert request.key == hashlib.sha256(whole.encode("utf-8")).hexdigest()
+
+    def canonical(value):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+    hashed = [hashlib.sha256(canonical(message)).hexdigest() for message in messages]
+    whole = canonical({"v": KEY_VERSION, **request.model_dump(), "messages": hashed})
+    assert request.key == hashlib.sha256(whole).hexdigest()
     again = CacheRequest(**{**request.model_dump(), "messages": [*messages, {"role": "user", "content": long}]})
-    assert json.loads(again.chat_body) == {"messages": again.messages, "model": "m", "temperature": 0.5, "max_tokens": 64,
+    assert json.loads(b"".join(again.chat_body())) == {"messages": again.messages, "model": "m", "temperature": 0.5, "max_tokens": 64,
                                            **({} if response_format is None else {"response_format": response_format})}
-    assert bytes(again.messages_json) == json.dumps(again.messages, sort_keys=True, separators=(",", ":"),
-                                             ensure_ascii=False).encode("utf-8")
+    other = CacheRequest(**{**request.model_dump(), "messages": [messages[0], {"role": "user", "content": long}]})
+    assert len({request.key, again.key, other.key}) == 3  # the same content under another role is another request

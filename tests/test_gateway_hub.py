@@ -61,12 +61,19 @@ def test_default_cache_dir_follows_the_environment(monkeypatch, tmp_path: Path):
 
 
 async def test_async_hub_closes_its_clients(tmp_path: Path):
+    """Requests on the hub's own loop use a session of that loop (no hop through the sync bridge's thread),
+    which the hub closes on exit; a request from another loop still goes through the bridge."""
     with FaultServer() as server:
         async with LLMHub(cache_dir=tmp_path) as hub:
-            reply = await hub.client(LLMConfig(model="m", base_url=server.url)).chat(
-                [{"role": "user", "content": "hi"}], role="agent"
+            gateway = hub.client(LLMConfig(model="m", base_url=server.url))
+            reply = await gateway.chat([{"role": "user", "content": "hi"}], role="agent")
+            home = gateway.transport._sessions[True]
+            elsewhere = await asyncio.to_thread(
+                asyncio.run, gateway.chat([{"role": "user", "content": "ho"}], role="agent", max_tokens=7)
             )
-        assert reply.text == "echo: hi"
+            assert set(gateway.transport._sessions) == {True, False}
+        assert (reply.text, elsewhere.text) == ("echo: hi", "echo: ho")
+        assert home.closed and not gateway.transport._sessions
         assert hub._cache is None and not hub._gateways
 
 

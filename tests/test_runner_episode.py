@@ -281,6 +281,22 @@ async def test_consulted_memories_are_stored_once_per_period_and_referenced(tmp_
     assert store.load_period(item.id, 1) == result
 
 
+async def test_episodes_without_traces_hold_only_what_scoring_needs(tmp_path: Path) -> None:
+    """``traces=False`` (what ``memevo eval`` uses) returns periods without transcripts and consulted memories,
+    also for periods restored on resume; the store keeps them whole and the scores are the same."""
+    items = [make_item(f"u{i}", n_periods=3) for i in range(3)]
+    whole = await run_episodes(lambda: KeywordMemoryAgent(items[0]), items, ScriptedSimulator(), CONFIG)
+    store = RunStore(tmp_path)
+    await run_episode(KeywordMemoryAgent(items[0]), items[0], ScriptedSimulator(), CONFIG, store=store)  # resumed below
+    slim = await run_episodes(lambda: KeywordMemoryAgent(items[0]), items, ScriptedSimulator(), CONFIG, store,
+                              traces=False)
+    assert all(not p.transcripts and not p.memories and p.qa for e in slim for p in e.periods)
+    assert [e.without_traces() for e in whole] == slim
+    assert store.load_episode("u1").periods[2].memories and store.load_episode("u1").periods[2].transcripts
+    table = perfect_upper_bound(items)
+    assert score_episodes(slim, items, table) == score_episodes(whole, items, table)
+
+
 def test_records_written_with_inline_memories_still_load() -> None:
     record = {"user_id": "u", "period": 0, "question_index": 0, "prompt": "p", "raw_reply": "r", "choice": 1,
               "gold": 1, "n_choices": 2, "correct": True, "consulted_memory": "user: I live in Oslo"}

@@ -1,8 +1,8 @@
 """Persistent response cache, so reruns of an evaluation cost no tokens and give identical replies.
 
 The key is the SHA-256 of the canonical JSON of everything that shapes a reply: who answers (the
-endpoint identity), model, messages, temperature, max_tokens, response format and the sample index
-(distinct samples at temperature > 0). The endpoint identity is the base URL for a remote server, and
+endpoint identity), model, messages (each by its own SHA-256), temperature, max_tokens, response format and
+the sample index (distinct samples at temperature > 0). The endpoint identity is the base URL for a remote server, and
 the GGUF file's content hash for the embedded model, whose port changes on every start: a reply from
 one server is never served as another's, and the embedded model's replies survive restarts.
 Stored with diskcache (SQLite underneath), which is safe across threads and processes. Writes go to one
@@ -17,18 +17,20 @@ import json
 import queue
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import diskcache
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SkipValidation
 
 from memevo.agents.llm.protocol import Message
 
-KEY_VERSION = 2
-"""Bump when the key layout changes, so stale entries are never read back (1 had no endpoint identity)."""
-_BODY_HEAD = b'{"messages":'
+KEY_VERSION = 3
+"""Bump when the key layout changes, so stale entries are never read back (1 had no endpoint identity, 2 hashed
+the messages' whole text on every call)."""
+_BODY_HEAD = b'{"messages":['
 
 
 class CacheRequest(BaseModel):
@@ -38,49 +40,39 @@ class CacheRequest(BaseModel):
 
     endpoint: str
     model: str
-    messages: list[Message]
+    messages: SkipValidation[list[Message]]
+    """Taken as given: validating them copied every message of a long history on every call."""
     temperature: float
     max_tokens: int
     response_format: dict[str, Any] | None
     sample_index: int
 
-    @cached_property
-    def chat_body(self) -> bytes:
-        """The chat completion request body (UTF-8 JSON) with the messages in canonical form, built in one piece:
-        the key hashes the messages straight out of it, so a long history is copied once per call."""
-        messages = b",".join(map(_message_json, self.messages))
-        return b"".join([_BODY_HEAD, b"[", messages, b"]", self._body_tail])
-
-    @property
-    def messages_json(self) -> memoryview:
-        """The messages' canonical JSON: a view into ``chat_body``, not a copy."""
-        return memoryview(self.chat_body)[len(_BODY_HEAD) : len(self.chat_body) - len(self._body_tail)]
-
-    @cached_property
-    def _body_tail(self) -> bytes:
+    def chat_body(self) -> list[bytes]:
+        """The chat completion request body (UTF-8 JSON, the messages in canonical form) as parts to send in order:
+        a long history's messages are their cached encodings, not copied into one buffer per call."""
+        parts = [_BODY_HEAD]
+        for position, message in enumerate(self.messages):
+            if position:
+                parts.append(b",")
+            parts.append(_STRINGS.encoded(message))
         fields = {"model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens}
         if self.response_format is not None:
             fields["response_format"] = self.response_format
-        return ("".join(f',"{name}":{canonical_json(value)}' for name, value in fields.items()) + "}").encode()
+        parts.append(("]" + "".join(f',"{name}":{canonical_json(value)}' for name, value in fields.items()) + "}")
+                     .encode())
+        return parts
 
     @cached_property
     def key(self) -> str:
-        """SHA-256 of the canonical JSON of ``{"v": KEY_VERSION, **fields}``, computed once per request.
+        """SHA-256 of the canonical JSON of ``{"v": KEY_VERSION, **fields}`` in which ``messages`` is the list of
+        each message's own SHA-256 (hex, of its canonical JSON).
 
-        The text is hashed in pieces around ``messages_json`` (keys in sorted order), so the messages,
-        nearly all of a request, are encoded once per call and not again for the body.
+        A long message's digest is computed once per content object (see ``_EncodedStrings``), so a native
+        agent's history, resent whole on every call, is not hashed again on every call.
         """
-        fields = {
-            "endpoint": self.endpoint, "max_tokens": self.max_tokens, "messages": None, "model": self.model,
-            "response_format": self.response_format, "sample_index": self.sample_index,
-            "temperature": self.temperature, "v": KEY_VERSION,
-        }  # fmt: skip
-        digest = hashlib.sha256(b"{")
-        for position, (name, value) in enumerate(fields.items()):
-            digest.update(f'{"," if position else ""}"{name}":'.encode())
-            digest.update(self.messages_json if name == "messages" else canonical_json(value).encode("utf-8"))
-        digest.update(b"}")
-        return digest.hexdigest()
+        fields = {"v": KEY_VERSION, **self.model_dump(exclude={"messages"}),
+                  "messages": [_STRINGS.digest(message) for message in self.messages]}
+        return hashlib.sha256(canonical_json(fields).encode("utf-8")).hexdigest()
 
 
 def canonical_json(value: Any) -> str:
@@ -88,50 +80,62 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def _message_json(message: Message) -> bytes:
-    """``canonical_json(message)`` as UTF-8; a ``{"role", "content"}`` message with a long content is encoded once
-    per content string object."""
-    if len(message) == 2 and "role" in message and "content" in message:
-        return _STRINGS.message(message["role"], message["content"])
-    return _encode_message(message)
-
-
 def _encode_message(message: Message) -> bytes:
     return canonical_json(message).encode("utf-8")
 
 
 class _EncodedStrings:
-    """The JSON encoding of recently seen messages with long contents, by content object identity, within a
-    byte budget.
+    """The JSON encoding and its SHA-256 of recently seen messages, by content object identity, within a byte budget.
 
-    A native agent resends its whole history on every call as the very same string objects, so encoding
-    each message once (instead of the whole history per call) removes most of the per-call CPU on long runs.
-    An entry holds its string, so its id cannot be reused while the entry lives.
+    A native agent resends its whole history on every call as the very same string objects, so encoding and
+    hashing each message once (instead of the whole history per call) removes most of the per-call CPU on long
+    runs. An entry holds its string, so its id cannot be reused while the entry lives.
     """
 
-    def __init__(self, budget_bytes: int, shortest: int = 256) -> None:
+    def __init__(self, budget_bytes: int) -> None:
         self.budget_bytes = budget_bytes
-        self.shortest = shortest
-        self._entries: OrderedDict[int, tuple[str, str, bytes]] = OrderedDict()
+        self._entries: OrderedDict[int, _Encoded] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def message(self, role: str, content: str) -> bytes:
-        """The canonical JSON of ``{"role": role, "content": content}``."""
-        if not isinstance(content, str) or len(content) < self.shortest:
-            return _encode_message({"role": role, "content": content})
+    def encoded(self, message: Message) -> bytes:
+        """``canonical_json(message)`` as UTF-8."""
+        return self._entry(message).json
+
+    def digest(self, message: Message) -> str:
+        """The SHA-256 (hex) of ``encoded(message)``."""
+        entry = self._entry(message)
+        if entry.digest is None:
+            entry.digest = hashlib.sha256(entry.json).hexdigest()
+        return entry.digest
+
+    def _entry(self, message: Message) -> _Encoded:
+        content = message.get("content")
+        if len(message) != 2 or "role" not in message or not isinstance(content, str):
+            return _Encoded(content, message.get("role"), _encode_message(message))
+        role = message["role"]
         entry = self._entries.get(id(content))  # a racing eviction only costs an encoding
-        if entry is not None and entry[0] is content and entry[1] == role:
-            return entry[2]
-        encoded = _encode_message({"role": role, "content": content})
+        if entry is not None and entry.content is content and entry.role == role:
+            return entry
+        entry = _Encoded(content, role, _encode_message(message))
         with self._lock:
-            self._entries[id(content)] = (content, role, encoded)
-            self._bytes += len(encoded)
+            self._entries[id(content)] = entry
+            self._bytes += len(entry.json) + _ENTRY_OVERHEAD
             while self._bytes > self.budget_bytes and self._entries:
-                self._bytes -= len(self._entries.popitem(last=False)[1][2])
-        return encoded
+                self._bytes -= len(self._entries.popitem(last=False)[1].json) + _ENTRY_OVERHEAD
+        return entry
 
 
+@dataclass(slots=True)
+class _Encoded:
+    content: Any
+    role: Any
+    json: bytes
+    digest: str | None = None
+
+
+_ENTRY_OVERHEAD = 200
+"""Bytes an entry takes besides its JSON (entry, digest, dictionary slot), counted against the budget."""
 _STRINGS = _EncodedStrings(budget_bytes=64 * 1024 * 1024)
 
 

@@ -26,7 +26,7 @@ from memevo.agents.llm.cache import CachedReply, CacheRequest, ResponseCache, ca
 from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
 from memevo.agents.llm.limiter import ConcurrencyLimit
 from memevo.agents.llm.protocol import ChatReply, LLMError, LLMJSONError, LLMRequestError, Message, Role
-from memevo.agents.llm.transport import JSONTransport, RefusedHTTPError, TransientHTTPError
+from memevo.agents.llm.transport import Body, JSONTransport, RefusedHTTPError, TransientHTTPError
 
 OPENAI_HOST_SUFFIXES = ("openai.com", "openai.azure.com")
 EMBEDDING_FORMAT: dict[str, Any] = {"type": "embedding"}
@@ -74,6 +74,7 @@ class LLMGateway:
         limit: ConcurrencyLimit | None = None,
         endpoint_identity: str | None = None,
         health_check: Callable[[], None] | None = None,
+        home_loop: asyncio.AbstractEventLoop | None = None,
         backoff_base_s: float = 0.5,
         backoff_cap_s: float = 30.0,
         sleep: Sleep = asyncio.sleep,
@@ -89,7 +90,9 @@ class LLMGateway:
         self.backoff_base_s = backoff_base_s
         self.backoff_cap_s = backoff_cap_s
         self.sleep = sleep  # the wait between retries; tests pass a recorder instead of waiting
-        self.transport = JSONTransport(self.base_url, api_key=config.api_key, timeout_s=config.timeout_s)
+        # Requests made on ``home_loop`` skip the sync bridge's thread (see ``JSONTransport``).
+        self.transport = JSONTransport(self.base_url, api_key=config.api_key, timeout_s=config.timeout_s,
+                                       home_loop=home_loop)
 
     async def chat(
         self,
@@ -115,7 +118,7 @@ class LLMGateway:
         stored = self.cache.get(request) if self.cache is not None else None
         if stored is None:
             try:
-                completion = await self._send(role, request.model, "chat/completions", request.chat_body)
+                completion = await self._send(role, request.model, "chat/completions", request.chat_body())
                 stored = _stored_reply(completion, request.model)
             except LLMError:
                 self.accounting.record_error(role, wall_s=time.monotonic() - started)
@@ -209,7 +212,7 @@ class LLMGateway:
         )
         return [json.loads(found[text].text) for text in texts]
 
-    async def _send(self, role: Role, model: str, path: str, payload: bytes) -> dict[str, Any]:
+    async def _send(self, role: Role, model: str, path: str, payload: Body) -> dict[str, Any]:
         """One logical request: retried on transient failures, refused at once on the others.
 
         A connection failure is first checked against the server's health: retrying a dead process

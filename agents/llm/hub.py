@@ -13,6 +13,7 @@ for the embedded model).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from pathlib import Path
@@ -59,6 +60,7 @@ class LLMHub:
         self._gateways: dict[tuple[str, LLMConfig], LLMGateway] = {}
         self._limits: dict[str, ConcurrencyLimit] = {}
         self._lock = threading.Lock()
+        self._home_loop: asyncio.AbstractEventLoop | None = None  # the loop of ``async with``: its gateways' own
 
     def client(self, config: LLMConfig) -> LLMGateway:
         """The gateway for ``config``, starting the embedded local model if no endpoint is configured."""
@@ -78,6 +80,7 @@ class LLMHub:
                     limit=limit,
                     endpoint_identity=embedded.identity if embedded is not None else None,
                     health_check=embedded.health_check if embedded is not None else None,
+                    home_loop=self._home_loop,
                 )
                 self._gateways[(base_url, config)] = gateway
             return gateway
@@ -125,7 +128,7 @@ class LLMHub:
                 self._cache = None
 
     async def aclose(self) -> None:
-        """Also close the SDK clients opened on the running loop, then ``close()``."""
+        """Also close the HTTP sessions opened on the running loop, then ``close()``."""
         for gateway in list(self._gateways.values()):
             await gateway.aclose()
         self.close()
@@ -137,7 +140,9 @@ class LLMHub:
         self.close()
 
     async def __aenter__(self) -> LLMHub:
+        self._home_loop = asyncio.get_running_loop()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+        self._home_loop = None
