@@ -1,8 +1,9 @@
 """TEST DOUBLE: a scripted LLM whose memory writing depends on the write prompt in a documented way.
 
 It makes evolution measurable without a real model. The world (``category_world``) has one state
-variable per *category word* (commute, instrument, beverage, genre). Users announce changes as
-"my <category> is now <value>". Question texts never contain a category word; answer choices do.
+variable per *category word* (commute, instrument, beverage, genre; a weighted world may add plant and
+footwear and ask several questions about one category). Users announce changes as "my <category> is
+now <value>". Question texts never contain a category word; answer choices do.
 
 As the AWI **writer** (role agent, JSON asked, a conversation JSON line in the prompt) it stores
 ``{category: value}`` for each announced change whose category word occurs in the write prompt
