@@ -61,8 +61,16 @@ QUESTIONS = {"commute": 1, "instrument": 3, "beverage": 2, "genre": 1, "plant": 
 """Questions per period about each category."""
 SEED_TYPES = "- commute (how the user gets to work)\n- footwear (the shoes the user wears)"
 """The seed names two categories of one question each, so dropping either is a small harm."""
-ARMS = ["elitist+mean", "elitist+mean+gate1", "elitist+paired+c0.8", "pareto+paired+c0.8", "pareto+paired+c0.8+gate1"]
-"""The arms run by default (the first is EvolveConfig's default)."""
+ARMS = [
+    "elitist+mean",
+    "elitist+mean+gate1",
+    "elitist+mean+gate3",
+    "pareto+mean+gate3",
+    "elitist+paired+c0.7",
+    "elitist+paired+c0.7+gate2",
+    "elitist+paired+c0.8",
+]
+"""The arms run by default: EvolveConfig's default first, then the best of each family tuned on seeds 100-109."""
 
 
 def arm_strategy(arm: str) -> dict[str, Any]:
