@@ -21,7 +21,8 @@ Per seed (a new world, split and noise for each) and arm, one evolution runs in-
 
 An arm is named by ``+``-joined words: ``elitist`` or ``pareto`` (parents), ``mean`` or ``paired``
 (acceptance), ``c0.8`` (paired confidence), ``e0.02`` (paired minimum effect), ``gate1`` (minibatch gate
-on 1 train user); unnamed settings keep EvolveConfig's defaults. Tune on other seeds than the ones you
+on 1 train user; ``gate3``, all three train users, is a train gate before validation); unnamed settings
+keep EvolveConfig's defaults. Tune on other seeds than the ones you
 report (``--first-seed``): a setting chosen on the reported worlds would be fitted to their noise.
 
 Run: ``python benchmarks/strategies.py [--seeds 10] [--first-seed 0] [--noise 0.4] [--jobs 2] [--arms A,B]``
@@ -70,7 +71,7 @@ ARMS = [
     "elitist+paired+c0.7+gate2",
     "elitist+paired+c0.8",
 ]
-"""The arms run by default: EvolveConfig's default first, then the best of each family tuned on seeds 100-109."""
+"""The arms run by default: EvolveConfig's default first, then those kept from tuning on seeds 100-109."""
 
 
 def arm_strategy(arm: str) -> dict[str, Any]:
