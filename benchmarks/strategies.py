@@ -22,8 +22,8 @@ Per seed (a new world, split and noise for each) and arm, one evolution runs in-
 An arm is named by ``+``-joined words: ``elitist`` or ``pareto`` (parents), ``mean`` or ``paired``
 (acceptance), ``c0.8`` (paired confidence), ``e0.02`` (paired minimum effect), ``gate1`` (minibatch gate
 on 1 train user; ``gate3``, all three train users, is a train gate before validation); unnamed settings
-keep EvolveConfig's defaults. Tune on other seeds than the ones you
-report (``--first-seed``): a setting chosen on the reported worlds would be fitted to their noise.
+keep EvolveConfig's defaults. Tune on other seeds than the ones you report (``--first-seed``): a setting
+chosen on the reported worlds would be fitted to their noise.
 
 Run: ``python benchmarks/strategies.py [--seeds 10] [--first-seed 0] [--noise 0.4] [--jobs 2] [--arms A,B]``
 from the repository root (about half a minute per seed and arm on a shared 2-core machine).
@@ -202,8 +202,9 @@ def main() -> None:
         runs = {arm: [futures[arm, seed].result() for seed in seeds] for arm in arms}
     print(f"{args.arms}: seeds {seeds.start}-{seeds.stop - 1} done", file=sys.stderr)
     print(
-        f"{args.seeds} seeds ({seeds.start}-{seeds.stop - 1}), answer noise {args.noise}, {args.generations} generations x 3 candidates, "
-        f"train/val/test users 3/{args.val_users}/4; means over seeds (sd)\n"
+        f"{args.seeds} seeds ({seeds.start}-{seeds.stop - 1}), answer noise {args.noise}, "
+        f"{args.generations} generations x 3 candidates, train/val/test users 3/{args.val_users}/4; "
+        "means over seeds (sd)\n"
     )
     print(
         "| arm | best test memory score (noise-free) | agent calls to reach it | agent calls in all "
