@@ -1,10 +1,14 @@
-"""Strategy benchmark: elitist+mean against pareto+paired, each with the minibatch gate off and on.
+"""Strategy benchmark: parent selection, acceptance and the minibatch gate, on a test-double world.
 
-The world is the category double (tests/doubles/category_backend.py, a TEST DOUBLE, not a model): the
-memory-types section decides which facts reach memory, so the write prompt measurably matters. The
-proposer is in ``step`` mode (each proposal adds one category seen in the evidence or, on later samples,
-may drop one, so some proposals hurt) and every agent answer is replaced by a random option with
-probability ``--noise`` (seeded, so reruns and resumes see the same noise): validation is noisy.
+The world is a weighted category world of the category double (tests/doubles/category_backend.py, a
+TEST DOUBLE, not a model): a fact reaches memory only when the memory-types section names its category,
+and the categories are asked about by different numbers of questions per period (``QUESTIONS``: 10 in
+all, as in AMemGym). The seed names two categories of one question each. The proposer is in ``step``
+mode: each proposal adds one category seen in the evidence (a gain of one to three questions per period)
+or, on later samples, drops one the text names (a loss of one to three), so helpful proposals vary in
+size and the commonest harm, one question in ten, is small against the noise: every agent answer is
+replaced by a random option with probability ``--noise`` (seeded, so reruns and resumes see the same
+noise). A mean-only acceptance on two validation users then does keep worse candidates at times.
 
 Per seed (a new world, split and noise for each) and arm, one evolution runs in-process. Reported per arm:
 
@@ -15,8 +19,14 @@ Per seed (a new world, split and noise for each) and arm, one evolution runs in-
 - agent calls in all: the whole run's agent calls, test scoring of seed and best included;
 - false acceptances: accepted candidates whose noise-free test score is below their parent's.
 
-Run: ``python benchmarks/strategies.py [--seeds 10] [--noise 0.4] [--val-users 2] [--generations 4]``
-from the repository root (about a minute per seed on a shared 2-core machine).
+An arm is named by ``+``-joined words: ``elitist`` or ``pareto`` (parents), ``mean`` or ``paired``
+(acceptance), ``c0.8`` (paired confidence), ``e0.02`` (paired minimum effect), ``gate1`` (minibatch gate
+on 1 train user; ``gate3``, all three train users, is a train gate before validation); unnamed settings
+keep EvolveConfig's defaults. Tune on other seeds than the ones you report (``--first-seed``): a setting
+chosen on the reported worlds would be fitted to their noise.
+
+Run: ``python benchmarks/strategies.py [--seeds 10] [--first-seed 0] [--noise 0.4] [--jobs 2] [--arms A,B]``
+from the repository root (about half a minute per seed and arm on a shared 2-core machine).
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ import json
 import logging
 import sys
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean, pstdev
@@ -47,13 +58,39 @@ from memevo.evolve.records import EvolutionResult, GenerationPlan  # noqa: E402
 from memevo.evolve.runtime import episode_config, make_split  # noqa: E402
 from tests.doubles.category_backend import CategoryBackend, CategoryHub, category_world  # noqa: E402
 
-ARMS: dict[str, dict[str, Any]] = {
-    "elitist+mean": {"parents": "elitist", "acceptance": "mean"},
-    "elitist+mean+gate": {"parents": "elitist", "acceptance": "mean", "minibatch": 1},
-    "elitist+paired": {"parents": "elitist", "acceptance": "paired"},
-    "pareto+paired": {"parents": "pareto", "acceptance": "paired"},
-    "pareto+paired+gate": {"parents": "pareto", "acceptance": "paired", "minibatch": 1},
-}
+QUESTIONS = {"commute": 1, "instrument": 3, "beverage": 2, "genre": 1, "plant": 2, "footwear": 1}
+"""Questions per period about each category."""
+SEED_TYPES = "- commute (how the user gets to work)\n- footwear (the shoes the user wears)"
+"""The seed names two categories of one question each, so dropping either is a small harm."""
+ARMS = [
+    "elitist+mean",
+    "elitist+mean+gate1",
+    "elitist+mean+gate3",
+    "pareto+mean+gate3",
+    "elitist+paired+c0.7",
+    "elitist+paired+c0.7+gate2",
+    "elitist+paired+c0.8",
+]
+"""The arms run by default: EvolveConfig's default first, then those kept from tuning on seeds 100-109."""
+
+
+def arm_strategy(arm: str) -> dict[str, Any]:
+    """The ``strategy`` section an arm name stands for (see the module docstring)."""
+    strategy: dict[str, Any] = {}
+    for word in arm.split("+"):
+        if word in ("elitist", "pareto"):
+            strategy["parents"] = word
+        elif word in ("mean", "paired"):
+            strategy["acceptance"] = word
+        elif word.startswith("gate"):
+            strategy["minibatch"] = int(word.removeprefix("gate"))
+        elif word[:1] == "c":
+            strategy["confidence"] = float(word[1:])
+        elif word[:1] == "e":
+            strategy["min_effect"] = float(word[1:])
+        else:
+            raise SystemExit(f"--arms: unknown word '{word}' in arm '{arm}'")
+    return strategy
 
 
 @dataclass
@@ -74,7 +111,7 @@ def make_config(data: Path, seed: int, generations: int, val_users: int, strateg
                     "kind": "awi",
                     "update_every": 2,
                     "short_term": 0,
-                    "prompts": {"memory_types": "- commute (how the user gets to work)"},
+                    "prompts": {"memory_types": SEED_TYPES},
                 }
             },
             "components": ["memory_types"],
@@ -84,7 +121,7 @@ def make_config(data: Path, seed: int, generations: int, val_users: int, strateg
             "episode": {"rounds_init": 1, "rounds_update": 1, "user_concurrency": 1, "candidate_concurrency": 1},
             "tracking": {"enabled": False},
             "optuna": {"seed": seed},
-            "strategy": {"confidence": 0.8, **strategy},
+            "strategy": strategy,
         }
     )
 
@@ -113,12 +150,11 @@ async def clean_test_scores(
 
 
 def run_arm(workdir: Path, seed: int, arm: str, noise: float, generations: int, val_users: int) -> ArmRun:
-    items = category_world(10, 3, seed=seed)
-    data = workdir / f"data-{seed}.json"
-    if not data.exists():
-        save_items(items, data)
-    config = make_config(data, seed, generations, val_users, ARMS[arm])
-    run_dir = workdir / f"{arm}-{seed}".replace(" ", "").replace(",", "_").replace("+", "_")
+    items = category_world(10, 3, seed=seed, questions=QUESTIONS)
+    run_dir = workdir / f"{arm}-{seed}".replace("+", "_")
+    data = workdir / f"{run_dir.name}.data.json"  # one file per run: runs may go in parallel
+    save_items(items, data)
+    config = make_config(data, seed, generations, val_users, arm_strategy(arm))
     backend = CategoryBackend(items, proposer_mode="step", answer_noise=noise, seed=seed)
     result: EvolutionResult = run_evolution(config, run_dir=run_dir, hub=CategoryHub(backend), resume=False)
     plans = [
@@ -145,21 +181,30 @@ def run_arm(workdir: Path, seed: int, arm: str, noise: float, generations: int, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--first-seed", type=int, default=0, help="Seeds run are first-seed .. first-seed+seeds-1.")
     parser.add_argument("--noise", type=float, default=0.4, help="Share of agent answers replaced at random.")
     parser.add_argument("--generations", type=int, default=4)
     parser.add_argument("--val-users", type=int, default=2)
-    parser.add_argument("--arms", default=",".join(ARMS), help="Comma-separated arm names (default: all).")
+    parser.add_argument("--jobs", type=int, default=1, help="Runs in parallel (processes).")
+    parser.add_argument("--arms", default=",".join(ARMS), help="Comma-separated arm names (default: %(default)s).")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    runs: dict[str, list[ArmRun]] = {arm: [] for arm in args.arms.split(",")}
-    with tempfile.TemporaryDirectory() as tmp:
-        for seed in range(args.seeds):
-            for arm in runs:
-                runs[arm].append(run_arm(Path(tmp), seed, arm, args.noise, args.generations, args.val_users))
-            print(f"seed {seed} done", file=sys.stderr)
+    arms = args.arms.split(",")
+    for arm in arms:
+        arm_strategy(arm)  # a typo fails before any run
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    with tempfile.TemporaryDirectory() as tmp, ProcessPoolExecutor(args.jobs) as pool:
+        futures = {
+            (arm, seed): pool.submit(run_arm, Path(tmp), seed, arm, args.noise, args.generations, args.val_users)
+            for seed in seeds
+            for arm in arms
+        }
+        runs = {arm: [futures[arm, seed].result() for seed in seeds] for arm in arms}
+    print(f"{args.arms}: seeds {seeds.start}-{seeds.stop - 1} done", file=sys.stderr)
     print(
-        f"{args.seeds} seeds, answer noise {args.noise}, {args.generations} generations x 3 candidates, "
-        f"train/val/test users 3/{args.val_users}/4; means over seeds (sd)\n"
+        f"{args.seeds} seeds ({seeds.start}-{seeds.stop - 1}), answer noise {args.noise}, "
+        f"{args.generations} generations x 3 candidates, train/val/test users 3/{args.val_users}/4; "
+        "means over seeds (sd)\n"
     )
     print(
         "| arm | best test memory score (noise-free) | agent calls to reach it | agent calls in all "

@@ -222,7 +222,8 @@ class EvolveConfig(_Strict):
     hyperparameters: dict[Literal["update_every", "short_term", "top_k"], IntRange] = Field(default_factory=dict)
     feedback: FeedbackConfig = Field(default_factory=FeedbackConfig)
     evidence_max_tokens: int = Field(
-        3000, ge=100, description="Token budget of the evidence rendered for the proposer (stratified choice)."
+        3000, ge=100,
+        description="Token budget (cl100k_base tokens) of the evidence rendered for the proposer (stratified choice).",
     )
     objective: Objective = Field(
         "memory_score", description="What selection, acceptance, the tuner, pruning and reports optimize."

@@ -10,15 +10,23 @@ Rendering never cuts a blind prefix. It fills a token budget by a stratified cho
 (user, period) in turn adds its next question, failures first where the outcome is shown (in
 question-only mode the order stays the question order, so the choice reveals nothing the mode hides);
 a consulted memory appears once per (user, period), clipped to its share of the budget. What did not
-fit is stated at the end. Tokens are estimated at four characters each (no tokenizer of the proposer's
-model is at hand for every endpoint); the estimate errs on the safe side for English text.
+fit is stated at the end. Tokens are counted with tiktoken's ``cl100k_base`` encoding, read offline from
+the copy litellm (a DSPy dependency) ships, without importing litellm; the proposer's own tokenizer is
+not at hand for every endpoint, and cl100k is litellm's default for unknown models too. Where that copy
+is missing, tokens are estimated at four characters each (tiktoken would otherwise try to download it).
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import importlib.util
 import math
+import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
+import tiktoken
 from pydantic import BaseModel, Field
 
 from memevo.environments.data.models import Item
@@ -32,9 +40,45 @@ NOTE_TOKENS = 40 + 8 * MAX_USERS_NAMED
 """Room kept for the header and the closing note."""
 
 
+ENCODING = "cl100k_base"
+ENCODING_URL = f"https://openaipublic.blob.core.windows.net/encodings/{ENCODING}.tiktoken"
+
+
 def approx_tokens(text: str) -> int:
-    """Estimated tokens of ``text`` (see the module docstring)."""
+    """Estimated tokens of ``text`` when no tokenizer is at hand (see the module docstring)."""
     return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+@functools.cache
+def bundled_encoding() -> tiktoken.Encoding | None:
+    """``cl100k_base`` from litellm's bundled tiktoken files, or None when they are not installed.
+
+    tiktoken names its cached files by the SHA-1 of their URL and checks their SHA-256 on load; the
+    cache folder is pointed at litellm's copy only for this one load, so nothing is downloaded.
+    """
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(spec.submodule_search_locations[0]) / "litellm_core_utils" / "tokenizers"
+    if not (folder / hashlib.sha1(ENCODING_URL.encode()).hexdigest()).is_file():
+        return None
+    previous = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
+    try:
+        return tiktoken.get_encoding(ENCODING)
+    finally:
+        if previous is None:
+            del os.environ["TIKTOKEN_CACHE_DIR"]
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = previous
+
+
+def count_tokens(text: str) -> int:
+    """Tokens of ``text``: counted when the encoding is at hand, else estimated."""
+    encoding = bundled_encoding()
+    if encoding is None:
+        return approx_tokens(text)
+    return len(encoding.encode(text, disallowed_special=()))
 
 
 class Evidence(BaseModel):
@@ -66,8 +110,18 @@ def _priority(feedback: PeriodFeedback) -> list[int]:
 
 
 def _clip(text: str, max_tokens: int) -> str:
-    limit = max_tokens * CHARS_PER_TOKEN
-    return text if len(text) <= limit else text[:limit].rstrip() + " … (memory cut for the budget)"
+    encoding = bundled_encoding()
+    if encoding is None:
+        limit = max_tokens * CHARS_PER_TOKEN
+        if len(text) <= limit:
+            return text
+        kept = text[:limit]
+    else:
+        tokens = encoding.encode(text, disallowed_special=())
+        if len(tokens) <= max_tokens:
+            return text
+        kept = encoding.decode(tokens[:max_tokens])
+    return kept.rstrip() + " … (memory cut for the budget)"
 
 
 def _subset(feedback: PeriodFeedback, chosen: Sequence[int], memory_tokens: int) -> PeriodFeedback:
@@ -90,7 +144,7 @@ def _block(feedback: PeriodFeedback) -> str:
     return f"## User {feedback.user_id}, period {feedback.period}\n" + render_feedback(feedback)
 
 
-def render_evidence(evidence: Evidence, max_tokens: int, count: Callable[[str], int] = approx_tokens) -> str:
+def render_evidence(evidence: Evidence, max_tokens: int, count: Callable[[str], int] = count_tokens) -> str:
     """The evidence as the proposer reads it, within ``max_tokens`` (see the module docstring)."""
     if not evidence.periods:
         return "No feedback."

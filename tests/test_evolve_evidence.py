@@ -10,7 +10,13 @@ import pytest
 from memevo.environments.data.models import Item
 from memevo.environments.feedback import FeedbackConfig, FeedbackMode
 from memevo.environments.records import EpisodeResult, PeriodResult, QARecord, remember
-from memevo.evolve.evidence import approx_tokens, evidence_from_episodes, render_evidence
+from memevo.evolve.evidence import (
+    approx_tokens,
+    bundled_encoding,
+    count_tokens,
+    evidence_from_episodes,
+    render_evidence,
+)
 from tests.doubles.category_backend import category_world
 
 ITEMS = category_world(3, 11)
@@ -55,7 +61,7 @@ def test_every_user_and_period_is_represented_within_the_budget() -> None:
     evidence = evidence_from_episodes(episodes, BY_ID, COMPLETE_GT)
     assert evidence.n_questions == 3 * 11 * 4
     text = render_evidence(evidence, max_tokens=6000)
-    assert approx_tokens(text) <= 6000
+    assert count_tokens(text) <= 6000
     assert sorted(shown(text)) == sorted((item.id, p) for item in ITEMS for p in range(11))
     # Failures first: with room for one or two questions per (user, period), the wrong one (plan 4) is there.
     blocks = text.split("## User ")[1:]
@@ -92,10 +98,27 @@ def test_question_only_evidence_carries_no_choices_letters_states_or_outcomes() 
 def test_the_budget_holds_for_any_size(budget: int) -> None:
     episodes = [episode(item, wrong={(p, p % 4) for p in range(11)}) for item in ITEMS]
     text = render_evidence(evidence_from_episodes(episodes, BY_ID, COMPLETE_GT), max_tokens=budget)
-    assert approx_tokens(text) <= budget
+    assert count_tokens(text) <= budget
     assert "Left out for the token budget" in text
 
 
 def test_no_questions_is_no_feedback() -> None:
     config = FeedbackConfig(mode=FeedbackMode.none)
     assert render_evidence(evidence_from_episodes([episode(ITEMS[0], set())], BY_ID, config), 1000) == "No feedback."
+
+
+def test_the_budget_counts_real_tokens_where_a_tokenizer_is_installed() -> None:
+    """cl100k splits digits in threes: 100 digits are 34 tokens, not the 25 of the four-characters guess."""
+    if bundled_encoding() is None:
+        pytest.skip("litellm's bundled tiktoken files are not installed")
+    assert count_tokens("1234567890" * 10) == 34 and approx_tokens("1234567890" * 10) == 25
+    assert count_tokens("<|endoftext|>") > 1  # special-token text in user data is counted as text, not refused
+
+
+def test_a_memory_is_cut_to_its_share_in_tokens() -> None:
+    episodes = [episode(item, wrong=set()) for item in ITEMS[:1]]
+    long = episodes[0].model_copy(deep=True)
+    for period in long.periods:
+        period.memories = {key: "7" * 3000 for key in period.memories}
+    text = render_evidence(evidence_from_episodes([long], BY_ID, COMPLETE_GT), max_tokens=2000)
+    assert "(memory cut for the budget)" in text and count_tokens(text) <= 2000

@@ -24,6 +24,17 @@ async def test_types_proposal_adds_categories_from_feedback() -> None:
     assert backend.calls_for("proposer")  # routed through the gateway role
 
 
+async def test_a_weighted_world_asks_by_weight_and_its_own_categories_are_proposed() -> None:
+    world = category_world(1, 2, questions={"commute": 1, "plant": 2})
+    assert [q.required_info for q in world[0].qas] == [["commute"], ["plant"], ["plant"]]
+    assert set(world[0].periods[1].state) == {"commute", "plant"}
+    backend = CategoryBackend(world, proposer_mode="categories")
+    settings = ProposerSettings(lm=GatewayLM(backend, role="proposer"))  # type: ignore[arg-type]
+    feedback = "Question 2: Which option should I pick for plan number 2?\n(A) Something for a plant of fern\n"
+    (proposal,) = await ReflectionProposer(settings).rewrites(MEMORY_TYPES_COMPONENT, "- commute", feedback, "task", 1)
+    assert proposal.text == "- commute\n- plant"
+
+
 async def test_json_adapter_works_too() -> None:
     prop, _ = proposer("categories", adapter="json")
     (proposal,) = await prop.rewrites(MEMORY_TYPES_COMPONENT, "- commute", FEEDBACK, "task", 1)

@@ -1,8 +1,9 @@
 """TEST DOUBLE: a scripted LLM whose memory writing depends on the write prompt in a documented way.
 
 It makes evolution measurable without a real model. The world (``category_world``) has one state
-variable per *category word* (commute, instrument, beverage, genre). Users announce changes as
-"my <category> is now <value>". Question texts never contain a category word; answer choices do.
+variable per *category word* (commute, instrument, beverage, genre; a weighted world may add plant and
+footwear and ask several questions about one category). Users announce changes as "my <category> is
+now <value>". Question texts never contain a category word; answer choices do.
 
 As the AWI **writer** (role agent, JSON asked, a conversation JSON line in the prompt) it stores
 ``{category: value}`` for each announced change whose category word occurs in the write prompt
@@ -38,6 +39,7 @@ import hashlib
 import json
 import random
 import re
+from collections.abc import Mapping
 from datetime import date, timedelta
 from typing import Any
 
@@ -54,6 +56,12 @@ CATEGORIES: dict[str, list[str]] = {
     "beverage": ["tea", "coffee", "juice"],
     "genre": ["jazz", "rock", "folk"],
 }
+"""The default world's categories (one question each)."""
+MORE_CATEGORIES: dict[str, list[str]] = {
+    "plant": ["fern", "cactus", "orchid"],
+    "footwear": ["boots", "sandals", "sneakers"],
+}
+"""Further categories a weighted world (``questions=...``) may ask about."""
 ANNOUNCE = re.compile(r"my (\w+) is now (\w+)")
 FIELD = re.compile(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## |\Z)", re.DOTALL)
 NOTE = re.compile(r"^- (\w+): (\w+)\s*$", re.MULTILINE)
@@ -74,8 +82,17 @@ def _profile(user: int) -> UserProfile:
     )
 
 
-def category_world(n_users: int = 6, n_periods: int = 3, seed: int = 0) -> list[Item]:
-    """Small deterministic items: every category changes in every period (new random value)."""
+def category_world(n_users: int = 6, n_periods: int = 3, seed: int = 0,
+                   questions: Mapping[str, int] | None = None) -> list[Item]:
+    """Small deterministic items: every category changes in every period (new random value).
+
+    ``questions`` (category -> number of questions about it, from ``CATEGORIES`` and ``MORE_CATEGORIES``)
+    weights the categories: naming a category in the write prompt is then worth that many questions per
+    period, so proposals differ in how much they help or hurt. By default one question per ``CATEGORIES``.
+    """
+    counts = dict(questions) if questions is not None else dict.fromkeys(CATEGORIES, 1)
+    vocabulary = CATEGORIES | MORE_CATEGORIES
+    schema = {cat: vocabulary[cat] for cat in counts}
     rng = random.Random(seed)
     items = []
     for user in range(n_users):
@@ -83,7 +100,7 @@ def category_world(n_users: int = 6, n_periods: int = 3, seed: int = 0) -> list[
         state: dict[str, str] = {}
         day = date(2024, 1, 1)
         for p in range(n_periods):
-            new_state = {cat: rng.choice([v for v in values if v != state.get(cat)]) for cat, values in CATEGORIES.items()}
+            new_state = {cat: rng.choice([v for v in values if v != state.get(cat)]) for cat, values in schema.items()}
             sessions = [
                 Session(
                     exposed_states={cat: value}, query=f"Quick update: my {cat} is now {value}.",
@@ -98,16 +115,17 @@ def category_world(n_users: int = 6, n_periods: int = 3, seed: int = 0) -> list[
             ))
             state = new_state
             day += timedelta(days=10)
+        asked = [cat for cat, count in counts.items() for _ in range(count)]
         qas = [
             Question(
                 query=f"Which option should I pick for plan number {i + 1}?", required_info=[cat],
                 answer_choices=[AnswerChoice(state=[v], answer=f"Something for a {cat} of {v}", type="experience")
-                                for v in values],
+                                for v in schema[cat]],
             )
-            for i, (cat, values) in enumerate(CATEGORIES.items())
+            for i, cat in enumerate(asked)
         ]
         items.append(Item(id=f"user-{user}", start_time="2024-01-01", user_profile=_profile(user),
-                          state_schema=CATEGORIES, periods=periods, qas=qas))
+                          state_schema=schema, periods=periods, qas=qas))
     return items
 
 
@@ -137,6 +155,7 @@ class CategoryBackend(ScriptedLLM):
         self.answer_noise = answer_noise
         self.seed = seed
         self.questions = {q.query: q for item in items for q in item.qas}
+        self.categories = list(dict.fromkeys(cat for item in items for cat in item.state_schema))
         self.proposer_mode = proposer_mode
         self.latency_s = latency_s
         self.accounting = accounting or Accounting()
@@ -174,8 +193,8 @@ class CategoryBackend(ScriptedLLM):
     def _step(self, current: str, feedback: str, key: str, sample: int) -> tuple[str, list[str]]:
         """One small change (see the module docstring): the new text and its line edits."""
         lines = current.splitlines()
-        named = [i for i, line in enumerate(lines) if any(re.search(rf"\b{c}\b", line) for c in CATEGORIES)]
-        missing = [c for c in CATEGORIES if re.search(rf"\b{c}\b", feedback) and not re.search(rf"\b{c}\b", current.lower())]
+        named = [i for i, line in enumerate(lines) if any(re.search(rf"\b{c}\b", line) for c in self.categories)]
+        missing = [c for c in self.categories if re.search(rf"\b{c}\b", feedback) and not re.search(rf"\b{c}\b", current.lower())]
         if named and sample and (not missing or _unit(f"drop|{key}") < 0.5):
             drop = named[int(_unit(f"which|{key}") * len(named))]
             return "\n".join(line for i, line in enumerate(lines) if i != drop), [f"REMOVE {drop + 1}"]
@@ -208,7 +227,7 @@ class CategoryBackend(ScriptedLLM):
         elif mode == "step":
             new, edits = self._step(current, feedback, f"{self.seed}|{sample}|{messages[-1]['content']}", sample)
         else:
-            missing = [c for c in CATEGORIES if re.search(rf"\b{c}\b", feedback) and not re.search(rf"\b{c}\b", current.lower())]
+            missing = [c for c in self.categories if re.search(rf"\b{c}\b", feedback) and not re.search(rf"\b{c}\b", current.lower())]
             new = current + "".join(f"\n- {c}" for c in missing)
             edits = [f"ADD: - {c}" for c in missing]
         if delta_mode:
