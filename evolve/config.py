@@ -204,6 +204,9 @@ class StrategyConfig(_Strict):
     )
 
 
+EPISODE_WIDTH_FIELDS = ("user_concurrency", "candidate_concurrency")
+
+
 class EvolveConfig(_Strict):
     """Everything one evolution run needs; see experiments/*.yaml for examples."""
 
@@ -266,6 +269,17 @@ class EvolveConfig(_Strict):
     def hash_payload(self) -> dict[str, Any]:
         """The config as logged and hashed (without its location on disk)."""
         return self.model_dump(mode="json", exclude={"source"})
+
+    def identity_payload(self) -> dict[str, Any]:
+        """The config a resume must match: without the widths (requests, users and candidates at once), which
+        change the speed of a run but not its result."""
+        payload = self.hash_payload()
+        for name in EPISODE_WIDTH_FIELDS:
+            payload["episode"].pop(name, None)
+        for role in payload["llm"].values():
+            if isinstance(role, dict):
+                role.pop("max_concurrency", None)
+        return payload
 
 
 def _field_path(error: dict[str, Any]) -> str:

@@ -232,7 +232,7 @@ class RunBase:
         self.proposers = [make_proposer(name, settings) for name in config.strategy.proposers]
         self.bounds = LengthBounds(min_ratio=config.min_length_ratio, max_ratio=config.max_length_ratio)
 
-        inputs = {"config": config.hash_payload(), "data": item_fingerprints(self.users),
+        inputs = {"config": config.identity_payload(), "data": item_fingerprints(self.users),
                   "seed_policy": self.seed.policy.model_dump(mode="json")}
         claim_run_dir(run_dir, config, resume, inputs)
         self.split = recorded_split(run_dir, fresh_split)

@@ -170,7 +170,11 @@ def test_resume_needs_the_flag_and_the_same_config(tmp_path: Path) -> None:
         evolve(tmp_path, "once", budget={"generations": 0})
     with pytest.raises(UserInputError, match=r"inputs changed since this run started \(config\.budget\.generations\)"):
         evolve(tmp_path, "once", resume=True, budget={"generations": 1})
-
+    # Widths change the speed of a run, not its result: a resume may choose others.
+    wider, _ = evolve(tmp_path, "once", resume=True, budget={"generations": 0},
+                      episode={"user_concurrency": 1, "candidate_concurrency": 1},
+                      llm={"proposer": {"max_concurrency": 3}})
+    assert wider.best.id == wider.seed.id
 
 
 def test_resume_on_changed_data_names_the_user(tmp_path: Path) -> None:
