@@ -21,6 +21,7 @@ run stops, and a generation's candidates that had not started are left out (the 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ from pathlib import Path
 from memevo.agents.registry import agent_spec
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.progress import Phase
+from memevo.environments.store import write_json_atomic
 from memevo.evolve import runtime
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
@@ -171,6 +173,14 @@ class OuterLoop(runtime.RunBase):
 
     # ----- proposals ----------------------------------------------------------------------------
 
+    def _first_trial(self, generation: int) -> int:
+        """The number of the generation's first trial, saved before its first ask: a process killed before
+        the plan was saved leaves trials that the resumed one hands out again (same numbers, no failed trial)."""
+        path = self._gen_dir(generation) / "trials.json"
+        if not path.exists():
+            write_json_atomic(path, {"first_trial": self.tuner.next_number()})
+        return int(json.loads(path.read_text(encoding="utf-8"))["first_trial"])
+
     async def _plan(self, generation: int, parent: Candidate) -> GenerationPlan:
         path = self._gen_dir(generation) / "plan.json"
         stored = read_record(path, GenerationPlan)
@@ -185,7 +195,7 @@ class OuterLoop(runtime.RunBase):
             val_instances=self.val_instances, lineage=self.candidates,
         )
         variants, stats = await propose_all(self.proposers, context, self.config.budget.candidates)
-        self.tuner.begin_generation(generation)
+        self.tuner.reuse_from(self._first_trial(generation))
         candidates: list[Candidate] = []
         seen = set(self.candidates)  # a policy proposed again (an ancestor, an earlier proposal) wastes a slot
         for variant in variants:
@@ -221,7 +231,6 @@ class OuterLoop(runtime.RunBase):
             return stored
         number = self.tuner.seed_trial()
         seed = self.seed.model_copy(update={"trial_number": number})
-        self.tuner.fail_orphans([number])
         run = await self._run_candidate(seed, None)
         assert run.train is not None and run.val is not None  # the seed is never pruned: no trial is complete yet
         outcome = GenerationOutcome(
@@ -241,7 +250,6 @@ class OuterLoop(runtime.RunBase):
         if stored is not None:
             return stored
         plan = await self._plan(generation, parent)
-        self.tuner.fail_orphans([c.trial_number for c in plan.candidates if c.trial_number is not None])
         tuning = sum(candidate.origin == "tuning" for candidate in plan.candidates)
         log.info("%s; parent %s", proposals_line(generation, prompt_candidates=len(plan.candidates) - tuning,
                                                  tuning_candidates=tuning, proposals=plan.stats.total,
