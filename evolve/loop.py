@@ -10,7 +10,7 @@ of the pool on validation is the run's best; at the end seed and best are scored
 comparison uses the one configured ``objective``.
 
 Everything is saved in the run folder as it finishes (the generation's plan before any evaluation,
-each evaluation, each generation's outcome and the spend at that point), so ``resume=True`` recomputes
+each evaluation, each generation's outcome; every LLM call in the usage ledger as it is counted), so ``resume=True`` recomputes
 nothing finished and ends with the same result as an uninterrupted run: the pool is rebuilt from the
 saved outcomes and every random choice is seeded by the generation.
 
@@ -51,6 +51,7 @@ from memevo.evolve.records import (
 )
 from memevo.evolve.selection import MinibatchGate, best_of, make_acceptance, make_parent_selector
 from memevo.evolve.selection.parents import mean_score
+from memevo.evolve.spend import budget_exceeded
 from memevo.evolve.tracking_payloads import (
     generation_metrics,
     generation_points,
@@ -144,7 +145,7 @@ class OuterLoop(runtime.RunBase):
                                                    on_user=progress, on_period=bar.advance)
         log.info("gen %d %s %s: %s %.3f%s (spend so far: %d calls)", candidate.generation, candidate.label, name,
                  self.config.objective, result.score, " PRUNED" if result.pruned else "",
-                 self.spend.total().total().calls)
+                 self.usage.report().total().calls)
         return result
 
     async def _minibatch(self, candidate: Candidate, parent: Candidate | None) -> CandidateEval | None:
@@ -173,10 +174,14 @@ class OuterLoop(runtime.RunBase):
 
     # ----- proposals ----------------------------------------------------------------------------
 
+    def _started_path(self, generation: int) -> Path:
+        return self._gen_dir(generation) / "trials.json"
+
     def _first_trial(self, generation: int) -> int:
-        """The number of the generation's first trial, saved before its first ask: a process killed before
-        the plan was saved leaves trials that the resumed one hands out again (same numbers, no failed trial)."""
-        path = self._gen_dir(generation) / "trials.json"
+        """The number of the generation's first trial, saved when the generation starts (before its
+        proposals): a process killed before the plan was saved leaves trials that the resumed one hands out
+        again (same numbers, no failed trial). The file also says the generation passed its budget check."""
+        path = self._started_path(generation)
         if not path.exists():
             write_json_atomic(path, {"first_trial": self.tuner.next_number()})
         return int(json.loads(path.read_text(encoding="utf-8"))["first_trial"])
@@ -186,6 +191,7 @@ class OuterLoop(runtime.RunBase):
         stored = read_record(path, GenerationPlan)
         if stored is not None:
             return stored
+        first_trial = self._first_trial(generation)
         episodes = self.evaluator.episodes(parent.id, "train", self.split.train)
         evidence = render_evidence(evidence_from_episodes(episodes, self.items, self.config.feedback),
                                    self.config.evidence_max_tokens)
@@ -195,7 +201,7 @@ class OuterLoop(runtime.RunBase):
             val_instances=self.val_instances, lineage=self.candidates,
         )
         variants, stats = await propose_all(self.proposers, context, self.config.budget.candidates)
-        self.tuner.reuse_from(self._first_trial(generation))
+        self.tuner.reuse_from(first_trial)
         candidates: list[Candidate] = []
         seen = set(self.candidates)  # a policy proposed again (an ancestor, an earlier proposal) wastes a slot
         for variant in variants:
@@ -219,7 +225,6 @@ class OuterLoop(runtime.RunBase):
         plan = GenerationPlan(generation=generation, parent_id=parent.id, feedback=evidence,
                               candidates=candidates, stats=stats)
         write_record(path, plan)
-        self.spend.save()
         return plan
 
     # ----- generations --------------------------------------------------------------------------
@@ -240,8 +245,8 @@ class OuterLoop(runtime.RunBase):
         )
         self._log_generation(outcome, [seed], {seed.id: run}, feedback="")
         self._tell([], [(seed, run)], outcome)  # after logging: the trial names the candidate's MLflow run
+        self._record_usage(0)
         write_record(path, outcome)
-        self.spend.save(self._gen_dir(0) / "spend.json")
         return outcome
 
     async def _generation(self, generation: int, parent: Candidate) -> GenerationOutcome:
@@ -261,7 +266,7 @@ class OuterLoop(runtime.RunBase):
         async def run(candidate: Candidate, bar: Phase) -> CandidateRun | None:
             async with semaphore:
                 # A candidate started by a killed process was allowed to start: it continues.
-                exceeded = None if self.evaluator.started(candidate.id) else self.spend.exceeded(self.config)
+                exceeded = None if self.evaluator.started(candidate.id) else self._budget_spent()
                 if exceeded:
                     budget_stop.append(exceeded)
                     return None
@@ -291,14 +296,22 @@ class OuterLoop(runtime.RunBase):
         )
         self._log_generation(outcome, [c for c, _ in ran], {c.id: r for c, r in ran}, feedback=plan.feedback)
         self._tell(not_started, ran, outcome)  # after logging: each trial names its candidate's MLflow run
+        self._record_usage(generation)
         write_record(path, outcome)
-        self.spend.save(self._gen_dir(generation) / "spend.json")
         log.info(generation_line(generation, candidates=len(plan.candidates),
                                  pruned=len(outcome.pruned) + len(outcome.gated),
                                  generation_best=max(outcome.val.values(), default=None), kept=kept.label,
                                  improved=self._improved(outcome), kept_objective=outcome.parent_val,
-                                 usage=self.spend.total().total()))
+                                 usage=self.usage.report().total()))
         return outcome
+
+    def _record_usage(self, generation: int) -> None:
+        """The run's usage when the generation ended (``spend.json`` beside its outcome), e.g. for the calls it
+        took to reach a candidate."""
+        write_json_atomic(self._gen_dir(generation) / "spend.json", json.loads(self.usage.report().model_dump_json()))
+
+    def _budget_spent(self) -> str | None:
+        return budget_exceeded(self.config.budget, self.usage.report())
 
     @staticmethod
     def _improved(outcome: GenerationOutcome) -> bool:
@@ -349,7 +362,7 @@ class OuterLoop(runtime.RunBase):
         improved = self._improved(outcome)
         (point,) = generation_points([outcome])
         self.tracker.log_generation(
-            outcome.generation, generation_counts(outcome, len(candidates), self.spend) | generation_metrics(point),
+            outcome.generation, generation_counts(outcome, len(candidates), self.usage.report()) | generation_metrics(point),
             entries, run_name=generation_run_name(outcome.generation, kept_label=kept.label, improved=improved),
             tags=generation_tags(kept_id=kept.id, kept_label=kept.label, improved=improved),
         )
@@ -370,8 +383,8 @@ class OuterLoop(runtime.RunBase):
         stale, stop = 0, "max generations"
         for generation in range(1, self.config.budget.generations + 1):
             stored = read_record(self._gen_dir(generation) / "outcome.json", GenerationOutcome)
-            if stored is None:
-                exceeded = self.spend.exceeded(self.config)
+            if stored is None and not self._started_path(generation).exists():  # a started one continues
+                exceeded = self._budget_spent()
                 if exceeded:
                     stop = exceeded
                     break
@@ -400,11 +413,10 @@ class OuterLoop(runtime.RunBase):
         with test_phase(2 * sum(len(self.items[user].periods) for user in self.split.test)) as bar:
             seed_scores, seed_users = await self._test_scores(self.seed, bar)
             best_scores, best_users = await self._test_scores(best, bar)
-        self.spend.save()
         result = EvolutionResult(
             protocol="outer_loop", objective=self.config.objective, seed=self.seed, best=best,
             seed_scores=seed_scores, best_scores=best_scores, seed_user_scores=seed_users,
-            best_user_scores=best_users, history=history, stop_reason=stop, usage=self.spend.total(),
+            best_user_scores=best_users, history=history, stop_reason=stop, usage=self.usage.report(),
         )
         write_record(self.run_dir / "result.json", result)
         log.info("stopped: %s. test accuracy seed %.3f -> best %.3f", stop, seed_scores.accuracy, best_scores.accuracy)
@@ -436,7 +448,7 @@ async def evolve(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resum
     try:
         return await run.run()
     finally:
-        await run.close_clients()
+        await run.close()
 
 
 def run_evolution(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resume: bool) -> EvolutionResult:
