@@ -26,6 +26,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.registry import agent_spec
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.progress import Phase
@@ -243,9 +244,8 @@ class OuterLoop(runtime.RunBase):
             train={seed.id: run.train.score}, val={seed.id: run.val.score}, pruned=[],
             parent_val=run.val.score, stats=ProposalStats(),
         )
-        self._log_generation(outcome, [seed], {seed.id: run}, feedback="")
+        self._log_generation(outcome, [seed], {seed.id: run}, feedback="", usage=self._record_usage(0))
         self._tell([], [(seed, run)], outcome)  # after logging: the trial names the candidate's MLflow run
-        self._record_usage(0)
         write_record(path, outcome)
         return outcome
 
@@ -294,9 +294,9 @@ class OuterLoop(runtime.RunBase):
             parent_val=mean_score(scores, kept), stats=plan.stats, not_started=[c.id for c in not_started],
             stop_reason=stop,
         )
-        self._log_generation(outcome, [c for c, _ in ran], {c.id: r for c, r in ran}, feedback=plan.feedback)
+        self._log_generation(outcome, [c for c, _ in ran], {c.id: r for c, r in ran}, feedback=plan.feedback,
+                             usage=self._record_usage(generation))
         self._tell(not_started, ran, outcome)  # after logging: each trial names its candidate's MLflow run
-        self._record_usage(generation)
         write_record(path, outcome)
         log.info(generation_line(generation, candidates=len(plan.candidates),
                                  pruned=len(outcome.pruned) + len(outcome.gated),
@@ -305,10 +305,13 @@ class OuterLoop(runtime.RunBase):
                                  usage=self.usage.report().total()))
         return outcome
 
-    def _record_usage(self, generation: int) -> None:
-        """The run's usage when the generation ended (``spend.json`` beside its outcome), e.g. for the calls it
-        took to reach a candidate."""
-        write_json_atomic(self._gen_dir(generation) / "spend.json", json.loads(self.usage.report().model_dump_json()))
+    def _record_usage(self, generation: int) -> UsageReport:
+        """The run's usage when the generation's evaluations ended (``spend.json`` beside its outcome, e.g. for
+        the calls it took to reach a candidate), saved once: a resume logs the same figures to MLflow."""
+        path = self._gen_dir(generation) / "spend.json"
+        if not path.exists():
+            write_json_atomic(path, json.loads(self.usage.report().model_dump_json()))
+        return UsageReport.model_validate_json(path.read_text(encoding="utf-8"))
 
     def _budget_spent(self) -> str | None:
         return budget_exceeded(self.config.budget, self.usage.report())
@@ -348,8 +351,10 @@ class OuterLoop(runtime.RunBase):
     # ----- tracking -----------------------------------------------------------------------------
 
     def _log_generation(self, outcome: GenerationOutcome, candidates: list[Candidate],
-                        runs: dict[str, CandidateRun], feedback: str) -> None:
-        if self.tracker is None or self.tracker.generation_logged(outcome.generation):
+                        runs: dict[str, CandidateRun], feedback: str, usage: UsageReport) -> None:
+        """The generation's runs, then its kept candidate's prompt versions: each write is skipped when done
+        and repeatable when a kill interrupted it (``Tracker``), so nothing is left out or written twice."""
+        if self.tracker is None:
             return
         self.start_tracking()
         entries = [
@@ -362,7 +367,7 @@ class OuterLoop(runtime.RunBase):
         improved = self._improved(outcome)
         (point,) = generation_points([outcome])
         self.tracker.log_generation(
-            outcome.generation, generation_counts(outcome, len(candidates), self.usage.report()) | generation_metrics(point),
+            outcome.generation, generation_counts(outcome, len(candidates), usage) | generation_metrics(point),
             entries, run_name=generation_run_name(outcome.generation, kept_label=kept.label, improved=improved),
             tags=generation_tags(kept_id=kept.id, kept_label=kept.label, improved=improved),
         )
