@@ -17,6 +17,7 @@ the Optuna trials; and the reported usage must be what the endpoint served to al
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
@@ -29,9 +30,6 @@ import optuna
 import pytest
 import yaml
 
-import memevo.evolve.ablation  # noqa: F401 - imported once here, not in every forked child
-import memevo.evolve.cli  # noqa: F401
-import memevo.evolve.loop  # noqa: F401
 from memevo.environments.data.io import save_items
 from memevo.evolve.ablation_records import find_arm_records
 from tests.doubles.category_backend import CategoryBackend, category_world
@@ -89,8 +87,16 @@ def _write(folder: Path, url: str, kind: str) -> Path:
     return path
 
 
+PRELOADED = ("memevo.evolve.cli", "memevo.evolve.loop", "memevo.evolve.ablation", "memevo.agents.llm.hub",
+             "memevo.agents.awi", "dspy", "optuna", "mlflow.genai", "mlflow.store.tracking.sqlalchemy_store",
+             "mlflow.store.model_registry.sqlalchemy_store", "alembic", "bm25s", "diskcache", "aiohttp")
+"""Imported once here rather than in every forked child (most of a small run's time otherwise)."""
+
+
 @pytest.fixture(scope="module")
 def endpoint():  # type: ignore[no-untyped-def]
+    for name in PRELOADED:
+        importlib.import_module(name)
     backend = CategoryBackend(category_world(**WORLD))
     with KillingEndpoint(backend.http_reply) as killing:
         yield killing
@@ -181,7 +187,7 @@ def _trials(out: Path) -> dict[str, Any]:
 
 
 def _results(out: Path, kind: str) -> list[Any]:
-    paths = [out / "result.json"] if kind == "evolve" else sorted(out.rglob("result.json"))
+    paths = [out / "result.json"] if kind == "evolve" else sorted(out.glob("*/seed-*/result.json"))
     results = []
     for path in paths:
         data = json.loads(path.read_text())
@@ -219,27 +225,36 @@ def references(endpoint: KillingEndpoint, tmp_path_factory: pytest.TempPathFacto
 
 
 TUNER_ASK = "memevo.evolve.tuner:Tuner.ask"
+TUNER_TELL = "memevo.evolve.tuner:Tuner.tell"
+LOG_GENERATION = "memevo.evolve.tracking:Tracker.log_generation"
 LOG_BATCH = "mlflow.tracking:MlflowClient.log_batch"
+LOG_TEXT = "mlflow.tracking:MlflowClient.log_text"
 CREATE_RUN = "mlflow.tracking:MlflowClient.create_run"
 REGISTER = "mlflow.genai:register_prompt"
 SET_ALIAS = "mlflow.genai:set_prompt_alias"
+SAVE_ARM = "memevo.evolve.ablation:save_arm_record"
 
 KILL_PLANS: dict[str, tuple[str, list[Kill]]] = {
     # one process per kill, in turn; then one that must finish
-    "evolve: mid generation 0, between ask and plan, after its first run was created": ("evolve", [
+    "evolve: mid generation 0; between ask and plan; a run created; in metrics; a prompt registered": ("evolve", [
         at_request(9),
         kill_point(TUNER_ASK, 2, "after"),  # the seed's trial is the first ask
-        kill_point(CREATE_RUN, 1, "after"),
+        kill_point(CREATE_RUN, 1, "after"),  # generation 1's run: generation 0 was logged
+        kill_point(LOG_BATCH, 3, "after"),  # generation 1's second candidate's metrics
+        kill_point(REGISTER, 1, "after"),  # generation 1's kept candidate, before its version was noted
     ]),
-    "evolve: inside MLflow logging (metrics, registry, alias), after a plan": ("evolve", [
-        kill_point(LOG_BATCH, 3, "after"),
-        kill_point(REGISTER, 1, "after"),
+    "evolve: after a generation's runs; before an alias; after a tell; after a plan; in closing artifacts": ("evolve", [
+        kill_point(LOG_GENERATION, 2, "after"),  # generation 1 logged, its prompt versions not yet
         kill_point(SET_ALIAS, 1, "before"),
+        kill_point(TUNER_TELL, 1, "after"),
         after_file("generations/gen_002/plan.json"),
+        kill_point(LOG_TEXT, 1, "after", "out/result.json"),
     ]),
-    "ablate: its parent run created, mid-arm, during the summary": ("ablate", [
+    "ablate: its parent run created; mid-arm; an arm saved before its tags; mid-plan; in the summary": ("ablate", [
         kill_point(CREATE_RUN, 1, "after"),
         at_request(40),
+        kill_point(SAVE_ARM, 1, "after"),
+        after_file("complete/seed-0/generations/gen_001/trials.json"),
         kill_point(LOG_BATCH, 1, "after", "out/ablation.md"),
     ]),
 }
