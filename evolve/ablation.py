@@ -37,7 +37,13 @@ from memevo.evolve.ablation_render import write_ablation_outputs
 from memevo.evolve.ablation_summary import AblationSummary, summarize
 from memevo.evolve.config import EvolveConfig
 from memevo.evolve.loop import EvolutionResult, run_evolution
-from memevo.evolve.tracking import MLFLOW_IDS_FILE, PARENT_TAG, find_run
+from memevo.evolve.tracking import (
+    MLFLOW_IDS_FILE,
+    PARENT_TAG,
+    default_tracking_uri,
+    find_run,
+    retire_default_experiment,
+)
 
 MANIFEST_FILE = "ablation.json"
 MANIFEST_TAG = "memevo.ablation_manifest"
@@ -107,7 +113,7 @@ def _prepare(config: AblationConfig, run_dir: Path, resume: bool) -> AblationMan
         ci_method=config.ci_method,
         confidence=config.confidence,
         config=dump,
-        tracking_uri=config.tracking_uri or f"sqlite:///{(run_dir / 'mlflow.db').resolve()}",
+        tracking_uri=config.tracking_uri or default_tracking_uri(run_dir),
     )
     _save_manifest(manifest, run_dir)
     return manifest
@@ -126,6 +132,8 @@ def _parent_run(client: MlflowClient, manifest: AblationManifest, run_dir: Path)
         local = manifest.tracking_uri.startswith("sqlite")
         location = (run_dir / "mlartifacts").resolve().as_uri() if local else None
         experiment_id = client.create_experiment(manifest.name, artifact_location=location)
+    if manifest.tracking_uri == default_tracking_uri(run_dir):
+        retire_default_experiment(client)
     run_id = find_run(client, experiment_id, MANIFEST_TAG, manifest.digest())
     if run_id is None:
         tags = {"memevo.kind": "ablation", MANIFEST_TAG: manifest.digest()}

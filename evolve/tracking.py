@@ -38,6 +38,7 @@ from memevo.environments.store import write_json_atomic
 from memevo.evolve.tracking_payloads import BEST_TAG
 
 PARENT_TAG = MLFLOW_PARENT_RUN_ID
+DEFAULT_EXPERIMENT_ID = "0"
 KEY_TAG = "memevo.key"
 """The tag a run is found by on resume: ``<tracking id of the run folder>/<role key>``."""
 RUN_TAG = "memevo.tracking_id"
@@ -60,6 +61,14 @@ def git_commit(cwd: Path) -> str | None:
     return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
+def retire_default_experiment(client: MlflowClient) -> None:
+    """Delete (hide) the empty "Default" experiment MLflow's SQLite store creates with its tables; only called
+    for a store memevo made for this run, never for one a user configured."""
+    default = client.get_experiment(DEFAULT_EXPERIMENT_ID)
+    if default.lifecycle_stage == "active" and not client.search_runs([DEFAULT_EXPERIMENT_ID], max_results=1):
+        client.delete_experiment(DEFAULT_EXPERIMENT_ID)
+
+
 def find_run(client: MlflowClient, experiment_id: str, tag: str, value: str) -> str | None:
     """The id of the live run of ``experiment_id`` whose ``tag`` is ``value``, if there is one."""
     found = client.search_runs([experiment_id], f"tags.`{tag}` = '{value}'", max_results=1)
@@ -80,6 +89,8 @@ class Tracker:
             self._save_ids()
         mlflow.set_tracking_uri(self.uri)
         self.client = MlflowClient(tracking_uri=self.uri)
+        if uri is None:
+            retire_default_experiment(self.client)
         found = self.client.get_experiment_by_name(experiment)
         if found is not None:
             self.experiment_id = found.experiment_id

@@ -137,6 +137,8 @@ def _mlflow_rows(out: Path) -> dict[str, Any]:
         tags = dict(((run, key), value) for run, key, value in db.execute("SELECT run_uuid, key, value FROM tags"))
         metrics = db.execute("SELECT run_uuid, key, step, value FROM metrics").fetchall()
         params = db.execute("SELECT run_uuid, key, value FROM params").fetchall()
+        experiments = sorted(name for (name,) in db.execute(
+            "SELECT name FROM experiments WHERE lifecycle_stage = 'active'"))
     names: dict[str, str] = {}
     for run, name, _, _, _ in runs:
         key = tags.get((run, "memevo.key"))
@@ -145,7 +147,7 @@ def _mlflow_rows(out: Path) -> dict[str, Any]:
             names[run] = f"{folders[tracking_id]}:{role}"
         else:
             names[run] = f"{tags.get((run, 'memevo.kind'), '?')}:{name}"
-    rows: dict[str, Any] = {"runs per key": Counter(names.values())}
+    rows: dict[str, Any] = {"runs per key": Counter(names.values()), "experiments": experiments}
     for run, _, status, stage, artifact_uri in runs:
         metric_rows = sorted((key, step, 0.0 if key.startswith(USAGE_METRICS) or key.endswith((".calls", ".dollars"))
                               else round(value, 9)) for r, key, step, value in metrics if r == run)
@@ -221,6 +223,7 @@ def references(endpoint: KillingEndpoint, tmp_path_factory: pytest.TempPathFacto
         assert code == 0, output[-3000:]
         assert _served(folder / "out", kind) == endpoint.answered - before
         found[kind] = _state(folder / "out", kind)
+        assert found[kind]["mlflow"]["experiments"] == [f"kill-{'evolution' if kind == 'evolve' else 'ablation'}"]
     return found
 
 
