@@ -37,7 +37,7 @@ from memevo.evolve.ablation_render import write_ablation_outputs
 from memevo.evolve.ablation_summary import AblationSummary, summarize
 from memevo.evolve.config import EvolveConfig
 from memevo.evolve.loop import EvolutionResult, run_evolution
-from memevo.evolve.tracking import (
+from memevo.evolve.tracking.store import (
     MLFLOW_IDS_FILE,
     PARENT_TAG,
     default_tracking_uri,

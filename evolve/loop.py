@@ -38,7 +38,6 @@ from memevo.evolve.evaluation import CandidateEval, PruneHook, UserOutcome
 from memevo.evolve.evidence import evidence_from_episodes, render_evidence
 from memevo.evolve.explain import generation_line, proposals_line
 from memevo.evolve.generation_plot import plot_score_per_generation
-from memevo.evolve.payloads import candidate_entry, final_metrics, generation_counts
 from memevo.evolve.progress import candidates_phase, evaluation_phase, test_phase
 from memevo.evolve.proposers import ProposalContext, propose_all
 from memevo.evolve.records import (
@@ -53,7 +52,8 @@ from memevo.evolve.records import (
 from memevo.evolve.selection import MinibatchGate, best_of, make_acceptance, make_parent_selector
 from memevo.evolve.selection.parents import mean_score
 from memevo.evolve.spend import budget_exceeded
-from memevo.evolve.tracking_payloads import (
+from memevo.evolve.tracking.entries import candidate_entry, final_metrics, generation_counts
+from memevo.evolve.tracking.payloads import (
     generation_metrics,
     generation_points,
     generation_run_name,

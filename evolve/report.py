@@ -22,7 +22,7 @@ from memevo.evolve.explain import dollars_text
 from memevo.evolve.generation_plot import plot_score_per_generation
 from memevo.evolve.loop import EvolutionResult, GenerationOutcome
 from memevo.evolve.stats import Interval, fmt, fmt_p, paired_test
-from memevo.evolve.tracking_payloads import HYPERPARAMETERS, candidate_diff, generation_points, resolved_prompts
+from memevo.evolve.tracking.payloads import HYPERPARAMETERS, candidate_diff, generation_points, resolved_prompts
 
 REPORT_DIR = "report"
 

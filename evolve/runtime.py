@@ -39,8 +39,8 @@ from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig, check_validation_users
 from memevo.evolve.evaluation import Evaluator
 from memevo.evolve.proposers import ProposerSettings, make_proposer
-from memevo.evolve.tracking import Tracker, git_commit
-from memevo.evolve.tracking_payloads import experiment_tags, split_dataset_input
+from memevo.evolve.tracking.payloads import experiment_tags, split_dataset_input
+from memevo.evolve.tracking.store import Tracker, git_commit
 from memevo.evolve.validation import LengthBounds
 
 

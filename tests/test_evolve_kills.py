@@ -229,7 +229,7 @@ def references(endpoint: KillingEndpoint, tmp_path_factory: pytest.TempPathFacto
 
 TUNER_ASK = "memevo.evolve.tuner:Tuner.ask"
 TUNER_TELL = "memevo.evolve.tuner:Tuner.tell"
-LOG_GENERATION = "memevo.evolve.tracking:Tracker.log_generation"
+LOG_GENERATION = "memevo.evolve.tracking.store:Tracker.log_generation"
 LOG_BATCH = "mlflow.tracking:MlflowClient.log_batch"
 LOG_TEXT = "mlflow.tracking:MlflowClient.log_text"
 CREATE_RUN = "mlflow.tracking:MlflowClient.create_run"

@@ -1,6 +1,6 @@
 """What the outer loop logs to MLflow: per-candidate metrics, params and artifacts, per-generation metrics.
 
-The payloads are built here from the run's records and the evaluator's scores; ``tracking.Tracker``
+The payloads are built here from the run's records and the evaluator's scores; ``store.Tracker``
 writes them. Metric names keep the split and the objective in them (``val_objective`` is the value the
 loop compared; ``val_accuracy`` and ``val_memory_score`` are always both logged when defined).
 """
@@ -16,8 +16,8 @@ from memevo.environments.score_text import extra_metrics
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.evaluation import CandidateEval, Evaluator
 from memevo.evolve.records import EvolutionResult, GenerationOutcome
-from memevo.evolve.tracking import table_csv
-from memevo.evolve.tracking_payloads import DIFF_ARTIFACT, candidate_diff, candidate_tags
+from memevo.evolve.tracking.payloads import DIFF_ARTIFACT, candidate_diff, candidate_tags
+from memevo.evolve.tracking.store import table_csv
 
 SPLITS = ("train", "val")
 """The splits whose episodes are logged; a minibatch's episodes are part of the train split's."""
@@ -119,7 +119,7 @@ def candidate_entry(
 
 
 def generation_counts(outcome: GenerationOutcome, n_candidates: int, usage: UsageReport) -> dict[str, float]:
-    """The generation's counts and the run's usage so far (its scores: ``tracking_payloads.generation_metrics``)."""
+    """The generation's counts and the run's usage so far (its scores: ``payloads.generation_metrics``)."""
     metrics: dict[str, float] = {
         "accepted": float(outcome.accepted),
         "n_accepted": len(outcome.accepted_ids),

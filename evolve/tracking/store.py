@@ -35,7 +35,7 @@ from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
 from memevo.environments.metrics import UPPER_BOUND_FILE, UpperBoundTable
 from memevo.environments.store import write_json_atomic
-from memevo.evolve.tracking_payloads import BEST_TAG
+from memevo.evolve.tracking.payloads import BEST_TAG
 
 PARENT_TAG = MLFLOW_PARENT_RUN_ID
 DEFAULT_EXPERIMENT_ID = "0"
