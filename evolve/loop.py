@@ -9,10 +9,11 @@ pool when the acceptance rule (``strategy.acceptance``) prefers it to its parent
 of the pool on validation is the run's best; at the end seed and best are scored on test users. Every
 comparison uses the one configured ``objective``.
 
-Everything is saved in the run folder as it finishes (the generation's plan before any evaluation,
-each evaluation, each generation's outcome; every LLM call in the usage ledger as it is counted), so ``resume=True`` recomputes
-nothing finished and ends with the same result as an uninterrupted run: the pool is rebuilt from the
-saved outcomes and every random choice is seeded by the generation.
+Everything is saved in the run folder as it finishes (the generation's first trial number before its
+proposals, its plan before any evaluation, each evaluation, each generation's outcome; every LLM call in
+the usage ledger as it is counted), so ``resume=True`` recomputes nothing finished and ends with the same
+result as an uninterrupted run: the pool is rebuilt from the saved outcomes, trials asked for an unsaved
+plan are handed out again, and every random choice is seeded (by the generation, or the trial).
 
 Budgets are checked before each generation and before each candidate starts: once one is spent, the
 run stops, and a generation's candidates that had not started are left out (the stop reason says so).

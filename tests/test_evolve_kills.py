@@ -1,8 +1,8 @@
 """Kill harness for ``memevo evolve`` and ``memevo ablate``: ``kill -9`` at many points, resume, compare with an
 uninterrupted run.
 
-Each process is the ``memevo`` command line in a child forked from this test process (no start-up cost;
-tests/doubles/kill_points.py) against the fault-injecting test server answering like the category double
+Each process is the ``memevo`` command line in a child forked from a fork server that imported the heavy
+modules once (no start-up cost; tests/doubles/kill_points.py) against the fault-injecting test server answering like the category double
 (tests/doubles/killing_endpoint.py, tests/doubles/category_backend.py; TEST DOUBLES). Kill points: at a
 request number or the first request after a run-folder file exists (the server kills the client before
 answering), and at a call of a function that no request marks (Optuna's ask, MLflow writes, the Prompt
@@ -17,7 +17,6 @@ the Optuna trials; and the reported usage must be what the endpoint served to al
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import signal
@@ -33,7 +32,7 @@ import yaml
 from memevo.environments.data.io import save_items
 from memevo.evolve.ablation_records import find_arm_records
 from tests.doubles.category_backend import CategoryBackend, category_world
-from tests.doubles.kill_points import ForkedMemevo, kill_point
+from tests.doubles.kill_points import ForkedMemevo, kill_point, start_fork_server
 from tests.doubles.killing_endpoint import KillingEndpoint, Trigger, after_file, at_request
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
@@ -90,13 +89,12 @@ def _write(folder: Path, url: str, kind: str) -> Path:
 PRELOADED = ("memevo.evolve.cli", "memevo.evolve.loop", "memevo.evolve.ablation", "memevo.agents.llm.hub",
              "memevo.agents.awi", "dspy", "optuna", "mlflow.genai", "mlflow.store.tracking.sqlalchemy_store",
              "mlflow.store.model_registry.sqlalchemy_store", "alembic", "bm25s", "diskcache", "aiohttp")
-"""Imported once here rather than in every forked child (most of a small run's time otherwise)."""
+"""Imported once by the fork server rather than by every child (most of a small run's time otherwise)."""
 
 
 @pytest.fixture(scope="module")
 def endpoint():  # type: ignore[no-untyped-def]
-    for name in PRELOADED:
-        importlib.import_module(name)
+    start_fork_server(PRELOADED)
     backend = CategoryBackend(category_world(**WORLD))
     with KillingEndpoint(backend.http_reply) as killing:
         yield killing

@@ -1,10 +1,10 @@
-"""TEST DOUBLE: runs the ``memevo`` command line in a forked child, with a ``kill -9`` planted at one call of
-any function.
+"""TEST DOUBLE: runs the ``memevo`` command line in a child forked from a clean fork server, with a ``kill -9``
+planted at one call of any function.
 
-Forking the test process skips the interpreter start-up and the imports (mlflow, dspy, optuna), which cost
-most of a small run's time on a loaded machine, so a kill harness can afford many processes. For kill
-points that no LLM request marks (between Optuna's ask and the plan write, inside MLflow logging) a kill
-point names a function and a call::
+The children come from ``multiprocessing``'s fork server, which imported the heavy modules (mlflow, dspy,
+optuna) once and runs no threads, so a child starts in milliseconds and inherits no lock held by some other
+thread of the test process. For kill points that no LLM request marks (between Optuna's ask and the plan
+write, inside MLflow logging) a kill point names a function and a call::
 
     <module>:<attribute path>|<call number>|<before or after>[|<file that must exist>]
 
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import functools
 import importlib
+import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import sys
@@ -63,25 +65,42 @@ def plant(spec: str) -> None:
     setattr(owner, name, killing)
 
 
-def _child(argv: Sequence[str], cwd: Path, env: dict[str, str], kill_at: str | None, output: Path) -> int:
-    fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    sys.stdout = open(1, "w", closefd=False, buffering=1)  # noqa: SIM115 - lives as long as the child
-    sys.stderr = open(2, "w", closefd=False, buffering=1)  # noqa: SIM115
-    os.chdir(cwd)
-    os.environ.clear()
-    os.environ.update(env)
-    if kill_at:
-        plant(kill_at)
-    from memevo.evolve.cli import main
-
-    sys.argv = ["memevo", *argv]
+def _child(argv: Sequence[str], cwd: Path, env: dict[str, str], kill_at: str | None, output: Path) -> None:
+    """The child's body: ``memevo argv...`` with its output in ``output``; exits with memevo's exit code."""
+    code = 1
     try:
-        main()
-    except SystemExit as done:
-        return done.code if isinstance(done.code, int) else int(done.code is not None)
-    return 0
+        fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        sys.stdout = open(1, "w", closefd=False, buffering=1)  # noqa: SIM115 - lives as long as the child
+        sys.stderr = open(2, "w", closefd=False, buffering=1)  # noqa: SIM115
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(env)
+        if kill_at:
+            plant(kill_at)
+        from memevo.evolve.cli import main
+
+        sys.argv = ["memevo", *argv]
+        try:
+            main()
+            code = 0
+        except SystemExit as done:
+            code = done.code if isinstance(done.code, int) else int(done.code is not None)
+    except BaseException:  # noqa: BLE001 - reported in the output file, exit 1
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def start_fork_server(preload: Sequence[str]) -> None:
+    """Have the fork server import ``preload`` once (only before it first starts; later calls change nothing)."""
+    CONTEXT.set_forkserver_preload([__name__, *preload])
+
+
+CONTEXT = multiprocessing.get_context("forkserver")
 
 
 class ForkedMemevo:
@@ -90,30 +109,22 @@ class ForkedMemevo:
     def __init__(self, argv: Sequence[str], *, cwd: Path, env: dict[str, str], kill_at: str | None,
                  output: Path) -> None:
         self.output = output
-        pid = os.fork()
-        if pid == 0:  # the child never returns into the test process
-            code = 1
-            try:
-                code = _child(argv, cwd, env, kill_at, output)
-            except BaseException:  # noqa: BLE001 - reported in the output file, exit 1
-                traceback.print_exc()
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(code)
-        self.pid = pid
+        self.process = CONTEXT.Process(target=_child, args=(list(argv), cwd, env, kill_at, output), daemon=True)
+        self.process.start()
 
     def send_signal(self, sig: int) -> None:
-        os.kill(self.pid, sig)
+        assert self.process.pid is not None
+        os.kill(self.process.pid, sig)
 
     def wait(self) -> None:
-        """Until the child has ended (without reaping it: ``finish`` does)."""
-        os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
+        """Until the child has ended (without collecting its status: ``finish`` does)."""
+        multiprocessing.connection.wait([self.process.sentinel])
 
-    def finish(self) -> int:
-        """Reap the child: its exit code, or minus the signal that killed it."""
-        _, status = os.waitpid(self.pid, 0)
-        return os.waitstatus_to_exitcode(status)
+    def finish(self, timeout: float = 300) -> int:
+        """The child's exit code, or minus the signal that killed it."""
+        self.process.join(timeout)
+        assert self.process.exitcode is not None, f"the child did not end within {timeout} s"
+        return self.process.exitcode
 
     def text(self) -> str:
         return self.output.read_text(encoding="utf-8", errors="replace")
