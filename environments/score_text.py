@@ -28,8 +28,14 @@ def memory_score_text(scores: Scores) -> str:
     if scores.n_inverted:
         rests += f", {scores.n_inverted} with upper bound below random"
     text = (f"memory score (AMemGym, {rests}) {_explained(scores.memory_score)}, "
-            f"pooled memory score (sum over questions) {_explained(scores.pooled_memory_score)}")
+            f"pooled memory score (sum over questions) {_pooled(scores)}")
     return text if scores.memory_score is not None else text + " [n/a: the upper bound equals random in every cell]"
+
+
+def _pooled(scores: Scores) -> str:
+    if scores.pooled_memory_score is None:
+        return "n/a (the summed upper bound equals the summed random baseline)"
+    return _explained(scores.pooled_memory_score)
 
 
 def _explained(value: float | None) -> str:

@@ -30,7 +30,7 @@ def server():
 def make_gateway(
     server: FaultServer, cache: ResponseCache | None = None, *, sleep=asyncio.sleep, **config: object
 ) -> LLMGateway:
-    settings = {"model": "test-model", "timeout_s": 0.5, "max_retries": 3, **config}
+    settings = {"model": "test-model", "timeout_s": 2.0, "max_retries": 3, **config}
     return LLMGateway(
         LLMConfig(**settings),
         base_url=server.url,
@@ -53,7 +53,7 @@ def test_gateway_satisfies_the_chat_and_embedding_protocols(server):
 
 
 @pytest.mark.parametrize(
-    "fault", [Fault(status=429), Fault(status=500), Fault(status=503), Fault(delay_s=1.5)], ids=str
+    "fault", [Fault(status=429), Fault(status=500), Fault(status=503), Fault(delay_s=2.5)], ids=str
 )
 async def test_transient_failures_are_retried(server, fault):
     gateway = make_gateway(server)

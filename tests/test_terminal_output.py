@@ -60,6 +60,9 @@ def test_memory_score_says_why_it_is_missing_or_negative() -> None:
     assert "n/a: the upper bound equals random in every cell" in memory_score_text(_scores(memory_score=None))
     assert ") -0.500 (below random guessing; 0 = random" in memory_score_text(_scores())
     assert ") 0.400, pooled" in memory_score_text(_scores(memory_score=0.4))
+    assert "pooled memory score (sum over questions) n/a (the summed upper bound equals the summed random" in (
+        memory_score_text(_scores(memory_score=0.4, pooled_memory_score=None)))
+    assert "pooled memory score (sum over questions) 0.200" in memory_score_text(_scores(pooled_memory_score=0.2))
     assert "random 0.500" in scores_line(_scores())
 
 
