@@ -13,6 +13,8 @@ Three guards every long-running command (``eval``, ``evolve``, ``ablate``) puts 
 - ``UsageLedger``: call accounting that appends every count to ``<folder>/usage.jsonl`` the moment it is
   made and starts from what earlier (killed) processes appended, so reported usage equals what the
   endpoint served across any number of kills; calls redone from the response cache count as cache hits.
+  ``eval`` hands it to its hub; an evolution attaches its own to the hub's accounting (``Accounting.attach``),
+  so each run of an ablation, sharing one hub, keeps its own ledger.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from memevo.agents.errors import UserInputError
-from memevo.agents.llm.accounting import Accounting, RoleUsage
+from memevo.agents.llm.accounting import Accounting, RoleUsage, UsageReport
 from memevo.environments.data.models import Item
 from memevo.environments.store import write_json_atomic
 
@@ -163,6 +165,26 @@ def check_inputs(folder: Path, inputs: dict[str, Any]) -> None:
         )
 
 
+def ledger_entries(text: str) -> Iterator[tuple[str, RoleUsage]]:
+    """(role, usage) per line of a ledger's text; a line torn by a kill is skipped."""
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+            role = entry.pop("role")
+            yield role, RoleUsage.model_validate(entry)
+        except (json.JSONDecodeError, KeyError, ValueError):
+            continue
+
+
+def read_ledger(path: Path) -> UsageReport:
+    """The usage a ledger holds, read without touching the file (its run may still be writing it)."""
+    by_role: dict[str, RoleUsage] = {}
+    if Path(path).exists():
+        for role, usage in ledger_entries(Path(path).read_text(encoding="utf-8")):
+            by_role[role] = by_role.get(role, RoleUsage()).plus(usage)
+    return UsageReport(by_role=by_role)
+
+
 class UsageLedger(Accounting):
     """Accounting whose every count is also appended to a ledger file as it is made.
 
@@ -179,13 +201,8 @@ class UsageLedger(Accounting):
             if text and not text.endswith("\n"):  # end a line torn by a kill, so the next count starts clean
                 with self.path.open("a", encoding="utf-8") as ledger:
                     ledger.write("\n")
-            for line in text.splitlines():
-                try:
-                    entry = json.loads(line)
-                    role = entry.pop("role")
-                    super()._add(role, RoleUsage.model_validate(entry))
-                except (json.JSONDecodeError, KeyError, ValueError):
-                    continue
+            for role, usage in ledger_entries(text):
+                super()._add(role, usage)
 
     def _add(self, role: str, usage: RoleUsage) -> None:
         super()._add(role, usage)

@@ -1,16 +1,21 @@
 """Runs an ablation: every (arm, seed) evolution into its own folder, then statistics, tables, plots, MLflow.
 
 Resumable: a finished (arm, seed) has an ``arm_result.json`` and is skipped; a started one is handed to
-``run_evolution(resume=True)``. The ablation's own MLflow parent run is created once and reused on resume;
-each evolution's MLflow run is attached to it as a child (``mlflow.parentRunId``) after it finishes.
+``run_evolution(resume=True)``. The ablation's own MLflow parent run is created once, tagged with the hash of
+the manifest, and found by that tag on resume (also when a kill came before its id was saved); each
+evolution's MLflow run is attached to it as a child (``mlflow.parentRunId``) after it finishes. The summary's
+metric rows carry a timestamp saved before their first write, so a repeat after a kill adds no row.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
 from pydantic import BaseModel
 
@@ -32,9 +37,17 @@ from memevo.evolve.ablation_render import write_ablation_outputs
 from memevo.evolve.ablation_summary import AblationSummary, summarize
 from memevo.evolve.config import EvolveConfig
 from memevo.evolve.loop import EvolutionResult, run_evolution
-from memevo.evolve.tracking import MLFLOW_IDS_FILE, PARENT_TAG
+from memevo.evolve.tracking.store import (
+    MLFLOW_IDS_FILE,
+    PARENT_TAG,
+    default_tracking_uri,
+    find_run,
+    retire_default_experiment,
+)
 
 MANIFEST_FILE = "ablation.json"
+MANIFEST_TAG = "memevo.ablation_manifest"
+"""The ablation parent run's tag: the hash of the manifest as first written."""
 
 
 class AblationManifest(BaseModel):
@@ -49,6 +62,13 @@ class AblationManifest(BaseModel):
     config: dict
     tracking_uri: str
     parent_run_id: str | None = None
+    summary_stamp: int | None = None
+    """Timestamp of the summary's metric rows, saved before their first write."""
+
+    def digest(self) -> str:
+        """What identifies this ablation in the store (not the ids and stamps noted as it runs)."""
+        payload = self.model_dump(mode="json", exclude={"parent_run_id", "summary_stamp"})
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
 class AblationOutcome(BaseModel):
@@ -93,14 +113,15 @@ def _prepare(config: AblationConfig, run_dir: Path, resume: bool) -> AblationMan
         ci_method=config.ci_method,
         confidence=config.confidence,
         config=dump,
-        tracking_uri=config.tracking_uri or f"sqlite:///{(run_dir / 'mlflow.db').resolve()}",
+        tracking_uri=config.tracking_uri or default_tracking_uri(run_dir),
     )
     _save_manifest(manifest, run_dir)
     return manifest
 
 
 def _parent_run(client: MlflowClient, manifest: AblationManifest, run_dir: Path) -> str:
-    """The ablation's MLflow run: created on first start, reopened on resume."""
+    """The ablation's MLflow run: created on first start, found by its manifest tag on resume, with its params
+    (logging the same param again is a no-op)."""
     if manifest.parent_run_id is not None:
         client.update_run(manifest.parent_run_id, status="RUNNING")
         return manifest.parent_run_id
@@ -111,13 +132,20 @@ def _parent_run(client: MlflowClient, manifest: AblationManifest, run_dir: Path)
         local = manifest.tracking_uri.startswith("sqlite")
         location = (run_dir / "mlartifacts").resolve().as_uri() if local else None
         experiment_id = client.create_experiment(manifest.name, artifact_location=location)
-    run = client.create_run(experiment_id, run_name=f"ablation-{manifest.name}", tags={"memevo.kind": "ablation"})
+    if manifest.tracking_uri == default_tracking_uri(run_dir):
+        retire_default_experiment(client)
+    run_id = find_run(client, experiment_id, MANIFEST_TAG, manifest.digest())
+    if run_id is None:
+        tags = {"memevo.kind": "ablation", MANIFEST_TAG: manifest.digest()}
+        run_id = client.create_run(experiment_id, run_name=f"ablation-{manifest.name}", tags=tags).info.run_id
+    else:
+        client.update_run(run_id, status="RUNNING")
     for key in ("arms", "seeds", "baseline", "ci_method", "confidence"):
-        client.log_param(run.info.run_id, key, getattr(manifest, key))
-    client.log_param(run.info.run_id, "run_dir", str(run_dir.resolve()))
-    manifest.parent_run_id = run.info.run_id
+        client.log_param(run_id, key, getattr(manifest, key))
+    client.log_param(run_id, "run_dir", str(run_dir.resolve()))
+    manifest.parent_run_id = run_id
     _save_manifest(manifest, run_dir)
-    return run.info.run_id
+    return run_id
 
 
 def _with_tracking(evolve_config: EvolveConfig, manifest: AblationManifest) -> EvolveConfig:
@@ -173,23 +201,42 @@ def record_from_result(
     )
 
 
-def _log_summary(client: MlflowClient, run_id: str, summary: AblationSummary, outputs: dict[str, Path]) -> None:
+def summary_metrics(summary: AblationSummary) -> dict[str, float]:
+    """The parent run's metrics: per arm its means, intervals and spend; per comparison its p-values."""
+    metrics: dict[str, float] = {}
     for arm in summary.arms:
         for metric, ci in arm.metrics.items():
             if ci.mean is not None:
-                client.log_metric(run_id, f"{arm.arm}.{metric}", ci.mean)
+                metrics[f"{arm.arm}.{metric}"] = ci.mean
             if ci.low is not None and ci.high is not None:
-                client.log_metric(run_id, f"{arm.arm}.{metric}_ci_low", ci.low)
-                client.log_metric(run_id, f"{arm.arm}.{metric}_ci_high", ci.high)
-        client.log_metric(run_id, f"{arm.arm}.calls", arm.spend.calls)
-        client.log_metric(run_id, f"{arm.arm}.dollars", arm.spend.dollars)
+                metrics[f"{arm.arm}.{metric}_ci_low"] = ci.low
+                metrics[f"{arm.arm}.{metric}_ci_high"] = ci.high
+        metrics[f"{arm.arm}.calls"] = arm.spend.calls
+        metrics[f"{arm.arm}.dollars"] = arm.spend.dollars
     for comparison in summary.comparisons:
         if comparison.test.t_p is not None:
-            client.log_metric(run_id, f"{comparison.arm}.{comparison.metric}.paired_t_p", comparison.test.t_p)
+            metrics[f"{comparison.arm}.{comparison.metric}.paired_t_p"] = comparison.test.t_p
         if comparison.test.wilcoxon_p is not None:
-            client.log_metric(run_id, f"{comparison.arm}.{comparison.metric}.wilcoxon_p", comparison.test.wilcoxon_p)
+            metrics[f"{comparison.arm}.{comparison.metric}.wilcoxon_p"] = comparison.test.wilcoxon_p
+    return metrics
+
+
+def _log_summary(client: MlflowClient, run_id: str, manifest: AblationManifest, run_dir: Path,
+                 summary: AblationSummary, outputs: dict[str, Path]) -> None:
+    if manifest.summary_stamp is None:
+        manifest.summary_stamp = int(time.time() * 1000)
+        _save_manifest(manifest, run_dir)
+    rows = [Metric(name, float(value), manifest.summary_stamp, 0) for name, value in summary_metrics(summary).items()]
+    client.log_batch(run_id, metrics=rows)
     for path in outputs.values():
         client.log_artifact(run_id, str(path))
+
+
+def _attach(client: MlflowClient, parent_id: str, record: ArmSeedRecord) -> None:
+    """Nest an (arm, seed)'s evolution run under the ablation's run (tags: repeating them is a no-op)."""
+    if record.evolution_run_id:
+        client.set_tag(record.evolution_run_id, PARENT_TAG, parent_id)
+        client.set_tag(parent_id, f"evolution_run.{record.arm}.seed-{record.seed}", record.evolution_run_id)
 
 
 def run_ablation(
@@ -207,8 +254,10 @@ def run_ablation(
     parent_id = _parent_run(client, manifest, run_dir)
     try:
         for (arm, seed), evolve_config in resolved.items():
-            if load_arm_record(run_dir, arm, seed) is not None:
+            finished = load_arm_record(run_dir, arm, seed)
+            if finished is not None:
                 progress(f"[{arm} seed {seed}] finished earlier: skipped")
+                _attach(client, parent_id, finished)  # a kill may have come before its tags
                 continue
             folder = arm_seed_dir(run_dir, arm, seed)
             started = folder.exists() and any(folder.iterdir())
@@ -217,11 +266,9 @@ def run_ablation(
             result = run_evolution(arm_config, run_dir=folder, hub=hub, resume=started)
             record = record_from_result(result, arm, seed, arm_config, folder)
             save_arm_record(record, run_dir)
-            if record.evolution_run_id:
-                client.set_tag(record.evolution_run_id, PARENT_TAG, parent_id)
-                client.set_tag(parent_id, f"evolution_run.{arm}.seed-{seed}", record.evolution_run_id)
+            _attach(client, parent_id, record)
         outcome = render_ablation(run_dir, manifest)
-        _log_summary(client, parent_id, outcome.summary, outcome.outputs)
+        _log_summary(client, parent_id, manifest, run_dir, outcome.summary, outcome.outputs)
     except BaseException:
         client.set_terminated(parent_id, status="FAILED")
         raise

@@ -73,7 +73,7 @@ def _store(run_dir: Path | None, tracking_uri: str | None) -> tuple[str, str | N
                              source=str(run_dir), field="--run-dir")
     config = json.loads(ids.read_text(encoding="utf-8"))
     tracking = config.get("tracking", {})
-    from memevo.evolve.tracking import default_tracking_uri  # mlflow: only for the UI
+    from memevo.evolve.tracking.store import default_tracking_uri  # mlflow: only for the UI
 
     return tracking.get("uri") or default_tracking_uri(run_dir), tracking.get("experiment") or config.get("name")
 

@@ -4,8 +4,7 @@ Each (candidate, split) has its own ``RunStore`` under ``<run_dir>/evals/<candid
 killed evaluation resumes per period, and a summary JSON per evaluation (``<split>.json``, or another
 ``label`` such as the minibatch gate's) written when it finishes, so a finished one is never recomputed.
 A minibatch on some train users shares the train store: the full train evaluation reuses its episodes.
-``on_saved`` runs right after each of these writes (the run saves its spend there). Users run
-concurrently, but intermediate values go to the pruner in user order (prefix by prefix), so whether a
+Users run concurrently, but intermediate values go to the pruner in user order (prefix by prefix), so whether a
 candidate is pruned does not depend on which user finished first.
 
 Every summary keeps, per user and period, both accuracy and memory score; ``objective`` picks the one
@@ -131,7 +130,6 @@ class Evaluator:
         simulator: UserSimulator,
         episode_config: EpisodeConfig,
         objective: Objective = "accuracy",
-        on_saved: Callable[[], None] = lambda: None,
     ) -> None:
         self.root = root
         self.items = {item.id: item for item in items}
@@ -139,7 +137,6 @@ class Evaluator:
         self.simulator = simulator
         self.episode_config = episode_config
         self.objective = objective
-        self.on_saved = on_saved
         self.upper_bound: UpperBoundTable | None = None
         """Set by the run before any evaluation when the memory score is wanted."""
         self._episodes: dict[tuple[str, str, str], EpisodeResult] = {}
@@ -200,7 +197,6 @@ class Evaluator:
         on_period: Callable[[], None] | None = None,
     ) -> EpisodeResult:
         def saved(_: object) -> None:
-            self.on_saved()
             if on_period:
                 on_period()
 
@@ -259,5 +255,4 @@ class Evaluator:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
         write_json_atomic(self._summary_path(candidate.id, label), json.loads(result.model_dump_json()))
-        self.on_saved()
         return result

@@ -8,7 +8,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from memevo.environments.plots import fit_y, integer_x, legend_outside, reference_line, save_figure
-from memevo.evolve.tracking_payloads import GenerationPoint
+from memevo.evolve.tracking.payloads import GenerationPoint
 
 SCORE_PLOT = "score_per_generation.png"
 

@@ -5,7 +5,7 @@ Fixes against the reference: no evolution after the last period (its result coul
 I.15); a bad proposal is rejected and counted instead of crashing the run (I.18); prompts are
 substituted without brace escaping (I.17, I.19). Every step is saved under
 ``<run_dir>/in_episode/<user>/period_XX.json`` before the period counts as finished, so a resumed user
-continues with the prompts it had evolved; the spend is saved with each finished period. The same
+continues with the prompts it had evolved (every call is in the run's usage ledger as it is made). The same
 users are also run without evolution (the seed), so one run yields both rows of AMemGym's Table 3.
 The proposal takes the outer loop's path: the period's evidence, rendered to the token budget, goes to
 the configured proposers (one variant per step).
@@ -77,9 +77,8 @@ class InEpisodeEvolution(runtime.RunBase):
                  sorted(prompts) or "nothing", stats.rejected)
 
     def _period_saved(self, agent: MemoryAgent, result: PeriodResult) -> None:
-        """A period (and the step evolved after it) is on disk: save the spend. On resume, a restored
-        period brings back the prompts evolved after it."""
-        self.spend.save()
+        """A period (and the step evolved after it) is on disk. On resume, a restored period brings back
+        the prompts evolved after it."""
         path = self._step_path(result.user_id, result.period)
         if path.exists():
             step = EvolutionStep.model_validate_json(path.read_text(encoding="utf-8"))
@@ -104,11 +103,10 @@ class InEpisodeEvolution(runtime.RunBase):
         episodes = [store.load_episode(user_id) for user_id in self.user_ids]
         evolved = [e for e in episodes if e is not None]
         evolved_scores, evolved_users = (score_episodes(evolved, items, table), user_scores(evolved, items, table))
-        self.spend.save()
         result = EvolutionResult(
             protocol="amemgym_period", objective=self.config.objective, seed=self.seed, best=self.seed, seed_scores=seed_scores,
             best_scores=evolved_scores, seed_user_scores=seed_users, best_user_scores=evolved_users,
-            stop_reason="all periods evolved", usage=self.spend.total(),
+            stop_reason="all periods evolved", usage=self.usage.report(),
         )
         write_json_atomic(self.run_dir / "result.json", result.model_dump(mode="json"))
         self._track(result)

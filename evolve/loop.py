@@ -9,10 +9,11 @@ pool when the acceptance rule (``strategy.acceptance``) prefers it to its parent
 of the pool on validation is the run's best; at the end seed and best are scored on test users. Every
 comparison uses the one configured ``objective``.
 
-Everything is saved in the run folder as it finishes (the generation's plan before any evaluation,
-each evaluation, each generation's outcome and the spend at that point), so ``resume=True`` recomputes
-nothing finished and ends with the same result as an uninterrupted run: the pool is rebuilt from the
-saved outcomes and every random choice is seeded by the generation.
+Everything is saved in the run folder as it finishes (the generation's first trial number before its
+proposals, its plan before any evaluation, each evaluation, each generation's outcome; every LLM call in
+the usage ledger as it is counted), so ``resume=True`` recomputes nothing finished and ends with the same
+result as an uninterrupted run: the pool is rebuilt from the saved outcomes, trials asked for an unsaved
+plan are handed out again, and every random choice is seeded (by the generation, or the trial).
 
 Budgets are checked before each generation and before each candidate starts: once one is spent, the
 run stops, and a generation's candidates that had not started are left out (the stop reason says so).
@@ -21,13 +22,16 @@ run stops, and a generation's candidates that had not started are left out (the 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.registry import agent_spec
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.progress import Phase
+from memevo.environments.store import write_json_atomic
 from memevo.evolve import runtime
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
@@ -35,7 +39,6 @@ from memevo.evolve.evaluation import CandidateEval, PruneHook, UserOutcome
 from memevo.evolve.evidence import evidence_from_episodes, render_evidence
 from memevo.evolve.explain import generation_line, proposals_line
 from memevo.evolve.generation_plot import plot_score_per_generation
-from memevo.evolve.payloads import candidate_entry, final_metrics, generation_counts
 from memevo.evolve.progress import candidates_phase, evaluation_phase, test_phase
 from memevo.evolve.proposers import ProposalContext, propose_all
 from memevo.evolve.records import (
@@ -49,7 +52,9 @@ from memevo.evolve.records import (
 )
 from memevo.evolve.selection import MinibatchGate, best_of, make_acceptance, make_parent_selector
 from memevo.evolve.selection.parents import mean_score
-from memevo.evolve.tracking_payloads import (
+from memevo.evolve.spend import budget_exceeded
+from memevo.evolve.tracking.entries import candidate_entry, final_metrics, generation_counts
+from memevo.evolve.tracking.payloads import (
     generation_metrics,
     generation_points,
     generation_run_name,
@@ -142,7 +147,7 @@ class OuterLoop(runtime.RunBase):
                                                    on_user=progress, on_period=bar.advance)
         log.info("gen %d %s %s: %s %.3f%s (spend so far: %d calls)", candidate.generation, candidate.label, name,
                  self.config.objective, result.score, " PRUNED" if result.pruned else "",
-                 self.spend.total().total().calls)
+                 self.usage.report().total().calls)
         return result
 
     async def _minibatch(self, candidate: Candidate, parent: Candidate | None) -> CandidateEval | None:
@@ -171,11 +176,24 @@ class OuterLoop(runtime.RunBase):
 
     # ----- proposals ----------------------------------------------------------------------------
 
+    def _started_path(self, generation: int) -> Path:
+        return self._gen_dir(generation) / "trials.json"
+
+    def _first_trial(self, generation: int) -> int:
+        """The number of the generation's first trial, saved when the generation starts (before its
+        proposals): a process killed before the plan was saved leaves trials that the resumed one hands out
+        again (same numbers, no failed trial). The file also says the generation passed its budget check."""
+        path = self._started_path(generation)
+        if not path.exists():
+            write_json_atomic(path, {"first_trial": self.tuner.next_number()})
+        return int(json.loads(path.read_text(encoding="utf-8"))["first_trial"])
+
     async def _plan(self, generation: int, parent: Candidate) -> GenerationPlan:
         path = self._gen_dir(generation) / "plan.json"
         stored = read_record(path, GenerationPlan)
         if stored is not None:
             return stored
+        first_trial = self._first_trial(generation)
         episodes = self.evaluator.episodes(parent.id, "train", self.split.train, traces=True)
         evidence = render_evidence(evidence_from_episodes(episodes, self.items, self.config.feedback),
                                    self.config.evidence_max_tokens)
@@ -185,7 +203,7 @@ class OuterLoop(runtime.RunBase):
             val_instances=self.val_instances, lineage=self.candidates,
         )
         variants, stats = await propose_all(self.proposers, context, self.config.budget.candidates)
-        self.tuner.begin_generation(generation)
+        self.tuner.reuse_from(first_trial)
         candidates: list[Candidate] = []
         seen = set(self.candidates)  # a policy proposed again (an ancestor, an earlier proposal) wastes a slot
         for variant in variants:
@@ -209,7 +227,6 @@ class OuterLoop(runtime.RunBase):
         plan = GenerationPlan(generation=generation, parent_id=parent.id, feedback=evidence,
                               candidates=candidates, stats=stats)
         write_record(path, plan)
-        self.spend.save()
         return plan
 
     # ----- generations --------------------------------------------------------------------------
@@ -221,7 +238,6 @@ class OuterLoop(runtime.RunBase):
             return stored
         number = self.tuner.seed_trial()
         seed = self.seed.model_copy(update={"trial_number": number})
-        self.tuner.fail_orphans([number])
         run = await self._run_candidate(seed, None)
         assert run.train is not None and run.val is not None  # the seed is never pruned: no trial is complete yet
         outcome = GenerationOutcome(
@@ -229,10 +245,9 @@ class OuterLoop(runtime.RunBase):
             train={seed.id: run.train.score}, val={seed.id: run.val.score}, pruned=[],
             parent_val=run.val.score, stats=ProposalStats(),
         )
-        self._log_generation(outcome, [seed], {seed.id: run}, feedback="")
+        self._log_generation(outcome, [seed], {seed.id: run}, feedback="", usage=self._record_usage(0))
         self._tell([], [(seed, run)], outcome)  # after logging: the trial names the candidate's MLflow run
         write_record(path, outcome)
-        self.spend.save(self._gen_dir(0) / "spend.json")
         return outcome
 
     async def _generation(self, generation: int, parent: Candidate) -> GenerationOutcome:
@@ -241,7 +256,6 @@ class OuterLoop(runtime.RunBase):
         if stored is not None:
             return stored
         plan = await self._plan(generation, parent)
-        self.tuner.fail_orphans([c.trial_number for c in plan.candidates if c.trial_number is not None])
         tuning = sum(candidate.origin == "tuning" for candidate in plan.candidates)
         log.info("%s; parent %s", proposals_line(generation, prompt_candidates=len(plan.candidates) - tuning,
                                                  tuning_candidates=tuning, proposals=plan.stats.total,
@@ -253,7 +267,7 @@ class OuterLoop(runtime.RunBase):
         async def run(candidate: Candidate, bar: Phase) -> CandidateRun | None:
             async with semaphore:
                 # A candidate started by a killed process was allowed to start: it continues.
-                exceeded = None if self.evaluator.started(candidate.id) else self.spend.exceeded(self.config)
+                exceeded = None if self.evaluator.started(candidate.id) else self._budget_spent()
                 if exceeded:
                     budget_stop.append(exceeded)
                     return None
@@ -281,16 +295,27 @@ class OuterLoop(runtime.RunBase):
             parent_val=mean_score(scores, kept), stats=plan.stats, not_started=[c.id for c in not_started],
             stop_reason=stop,
         )
-        self._log_generation(outcome, [c for c, _ in ran], {c.id: r for c, r in ran}, feedback=plan.feedback)
+        self._log_generation(outcome, [c for c, _ in ran], {c.id: r for c, r in ran}, feedback=plan.feedback,
+                             usage=self._record_usage(generation))
         self._tell(not_started, ran, outcome)  # after logging: each trial names its candidate's MLflow run
         write_record(path, outcome)
-        self.spend.save(self._gen_dir(generation) / "spend.json")
         log.info(generation_line(generation, candidates=len(plan.candidates),
                                  pruned=len(outcome.pruned) + len(outcome.gated),
                                  generation_best=max(outcome.val.values(), default=None), kept=kept.label,
                                  improved=self._improved(outcome), kept_objective=outcome.parent_val,
-                                 usage=self.spend.total().total()))
+                                 usage=self.usage.report().total()))
         return outcome
+
+    def _record_usage(self, generation: int) -> UsageReport:
+        """The run's usage when the generation's evaluations ended (``spend.json`` beside its outcome, e.g. for
+        the calls it took to reach a candidate), saved once: a resume logs the same figures to MLflow."""
+        path = self._gen_dir(generation) / "spend.json"
+        if not path.exists():
+            write_json_atomic(path, json.loads(self.usage.report().model_dump_json()))
+        return UsageReport.model_validate_json(path.read_text(encoding="utf-8"))
+
+    def _budget_spent(self) -> str | None:
+        return budget_exceeded(self.config.budget, self.usage.report())
 
     @staticmethod
     def _improved(outcome: GenerationOutcome) -> bool:
@@ -327,8 +352,10 @@ class OuterLoop(runtime.RunBase):
     # ----- tracking -----------------------------------------------------------------------------
 
     def _log_generation(self, outcome: GenerationOutcome, candidates: list[Candidate],
-                        runs: dict[str, CandidateRun], feedback: str) -> None:
-        if self.tracker is None or self.tracker.generation_logged(outcome.generation):
+                        runs: dict[str, CandidateRun], feedback: str, usage: UsageReport) -> None:
+        """The generation's runs, then its kept candidate's prompt versions: each write is skipped when done
+        and repeatable when a kill interrupted it (``Tracker``), so nothing is left out or written twice."""
+        if self.tracker is None:
             return
         self.start_tracking()
         entries = [
@@ -341,7 +368,7 @@ class OuterLoop(runtime.RunBase):
         improved = self._improved(outcome)
         (point,) = generation_points([outcome])
         self.tracker.log_generation(
-            outcome.generation, generation_counts(outcome, len(candidates), self.spend) | generation_metrics(point),
+            outcome.generation, generation_counts(outcome, len(candidates), usage) | generation_metrics(point),
             entries, run_name=generation_run_name(outcome.generation, kept_label=kept.label, improved=improved),
             tags=generation_tags(kept_id=kept.id, kept_label=kept.label, improved=improved),
         )
@@ -362,8 +389,8 @@ class OuterLoop(runtime.RunBase):
         stale, stop = 0, "max generations"
         for generation in range(1, self.config.budget.generations + 1):
             stored = read_record(self._gen_dir(generation) / "outcome.json", GenerationOutcome)
-            if stored is None:
-                exceeded = self.spend.exceeded(self.config)
+            if stored is None and not self._started_path(generation).exists():  # a started one continues
+                exceeded = self._budget_spent()
                 if exceeded:
                     stop = exceeded
                     break
@@ -392,11 +419,10 @@ class OuterLoop(runtime.RunBase):
         with test_phase(2 * sum(len(self.items[user].periods) for user in self.split.test)) as bar:
             seed_scores, seed_users = await self._test_scores(self.seed, bar)
             best_scores, best_users = await self._test_scores(best, bar)
-        self.spend.save()
         result = EvolutionResult(
             protocol="outer_loop", objective=self.config.objective, seed=self.seed, best=best,
             seed_scores=seed_scores, best_scores=best_scores, seed_user_scores=seed_users,
-            best_user_scores=best_users, history=history, stop_reason=stop, usage=self.spend.total(),
+            best_user_scores=best_users, history=history, stop_reason=stop, usage=self.usage.report(),
         )
         write_record(self.run_dir / "result.json", result)
         log.info("stopped: %s. test accuracy seed %.3f -> best %.3f", stop, seed_scores.accuracy, best_scores.accuracy)
@@ -428,7 +454,7 @@ async def evolve(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resum
     try:
         return await run.run()
     finally:
-        await run.close_clients()
+        await run.close()
 
 
 def run_evolution(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resume: bool) -> EvolutionResult:

@@ -1,6 +1,6 @@
 """``memevo report RUN_DIR``: a finished (or interrupted) evolution or ablation, again, from its stored records.
 
-Reads only files in the run folder (``result.json``, ``generations/*/outcome.json``, ``spend.json``,
+Reads only files in the run folder (``result.json``, ``generations/*/outcome.json``, ``usage.jsonl``,
 ``config.json`` for an evolution; ``ablation.json`` and ``*/seed-*/arm_result.json`` for an ablation).
 It never builds an LLM client, so it is free and works offline.
 """
@@ -14,6 +14,7 @@ from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.registry import agent_spec
 from memevo.environments.metrics import Scores, UserScores
+from memevo.environments.rundir import LEDGER_FILE, read_ledger
 from memevo.environments.score_text import MEMORY_SCORE_SCALE
 from memevo.evolve.ablation import MANIFEST_FILE, load_manifest, render_ablation
 from memevo.evolve.ablation_plots import plot_failure_split, plot_period_curves
@@ -21,7 +22,7 @@ from memevo.evolve.explain import dollars_text
 from memevo.evolve.generation_plot import plot_score_per_generation
 from memevo.evolve.loop import EvolutionResult, GenerationOutcome
 from memevo.evolve.stats import Interval, fmt, fmt_p, paired_test
-from memevo.evolve.tracking_payloads import HYPERPARAMETERS, candidate_diff, generation_points, resolved_prompts
+from memevo.evolve.tracking.payloads import HYPERPARAMETERS, candidate_diff, generation_points, resolved_prompts
 
 REPORT_DIR = "report"
 
@@ -197,9 +198,9 @@ def evolution_report(run_dir: Path) -> str:
     result_path = run_dir / "result.json"
     if not result_path.exists():
         lines.append(f"Unfinished: no result.json yet. Continue it with `memevo evolve CONFIG --run-dir {run_dir} --resume`.")
-        spend_path = run_dir / "spend.json"
-        if spend_path.exists():
-            lines += ["", *_spend_lines(UsageReport.model_validate_json(spend_path.read_text(encoding="utf-8")))]
+        ledger = run_dir / LEDGER_FILE
+        if ledger.exists():
+            lines += ["", *_spend_lines(read_ledger(ledger))]
         return "\n".join(lines) + "\n"
     result = EvolutionResult.model_validate_json(result_path.read_text(encoding="utf-8"))
     best_label = "evolving (per user)" if result.protocol == "amemgym_period" else f"best {result.best.id[:8]}"

@@ -2,8 +2,8 @@
 
 Also the run-folder bookkeeping every protocol shares: claiming the folder (only once everything that
 can be checked without an LLM call has been checked, so a bad config leaves no trace), the recorded
-split, and the spend carried over from earlier (killed) processes, so budgets and reported usage hold
-across ``--resume``.
+split, and the run's usage ledger (``usage.jsonl``, every call of every process of the run appended as it
+is counted), so budgets and reported usage hold across ``--resume`` and equal what the endpoint served.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from memevo.environments.metrics import (
     UpperBoundTable,
     UserScores,
 )
-from memevo.environments.rundir import check_inputs, item_fingerprints
+from memevo.environments.rundir import LEDGER_FILE, UsageLedger, check_inputs, item_fingerprints
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.simulators.factory import make_simulator
 from memevo.environments.store import write_json_atomic
@@ -40,9 +40,8 @@ from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig, check_validation_users
 from memevo.evolve.evaluation import Evaluator
 from memevo.evolve.proposers import ProposerSettings, make_proposer
-from memevo.evolve.spend import Spend
-from memevo.evolve.tracking import Tracker, git_commit
-from memevo.evolve.tracking_payloads import experiment_tags, split_dataset_input
+from memevo.evolve.tracking.payloads import experiment_tags, split_dataset_input
+from memevo.evolve.tracking.store import Tracker, git_commit
 from memevo.evolve.validation import LengthBounds
 
 
@@ -206,7 +205,7 @@ def episode_config(config: EvolveConfig, policy: MemoryPolicy, width: int | None
 
 
 class RunBase:
-    """What every protocol builds first: users, recorded split, seed, evaluator, proposer, spend.
+    """What every protocol builds first: users, recorded split, seed, evaluator, proposer, usage ledger.
 
     Everything that can be checked without an LLM call (data, the split against the data, agent kind,
     components, LLM endpoints) is checked before the run folder is claimed: a failed start writes nothing.
@@ -236,7 +235,8 @@ class RunBase:
                   "seed_policy": self.seed.policy.model_dump(mode="json")}
         claim_run_dir(run_dir, config, resume, inputs)
         self.split = recorded_split(run_dir, fresh_split)
-        self.spend = Spend(run_dir, hub)
+        self.usage = UsageLedger(run_dir / LEDGER_FILE)
+        hub.accounting.attach(self.usage)  # detached by ``close``: an ablation's next run keeps its own ledger
         self.evaluator = Evaluator(
             root=run_dir,
             items=self.users,
@@ -245,7 +245,6 @@ class RunBase:
             episode_config=episode_config(config, self.seed.policy,
                                           endpoint_width(self.client(self.seed.policy.llm), self.seed.policy.llm)),
             objective=config.objective,
-            on_saved=self.spend.save,
         )
         self.tracker = (
             Tracker(run_dir=run_dir, uri=config.tracking.uri, experiment=config.tracking.experiment or config.name,
@@ -257,8 +256,8 @@ class RunBase:
         )
 
     async def upper_bound_table(self, items: Sequence[Item]) -> UpperBoundTable | None:
-        """The upper-bound table on ``items`` (computed once per run folder; a spend checkpoint of its own),
-        None when the config switches it off. The evaluator scores memory against it from now on."""
+        """The upper-bound table on ``items`` (computed once per run folder), None when the config switches
+        it off. The evaluator scores memory against it from now on."""
         if not self.config.upper_bound:
             return None
         policy = self.seed.policy
@@ -266,7 +265,6 @@ class RunBase:
             UpperBoundTable, self.client(policy.llm), items, self.run_dir / UPPER_BOUND_FILE,
             self.evaluator.episode_config, model=policy.llm.model,
         )
-        self.spend.save()
         self.evaluator.upper_bound = table
         return table
 
@@ -277,13 +275,15 @@ class RunBase:
         return scored
 
     def client(self, config: LLMConfig) -> ChatClient:
-        """The hub's client for ``config``, remembered so ``close_clients`` can release it."""
+        """The hub's client for ``config``, remembered so ``close`` can release it."""
         if config not in self.clients:
             self.clients[config] = self.hub.client(config)
         return self.clients[config]
 
-    async def close_clients(self) -> None:
-        """Close this event loop's connections before ``asyncio.run`` closes the loop under them."""
+    async def close(self) -> None:
+        """Stop counting into this run's ledger, and close this event loop's connections before
+        ``asyncio.run`` closes the loop under them."""
+        self.hub.accounting.detach(self.usage)
         for client in self.clients.values():
             close = getattr(client, "aclose", None)
             if close is not None:

@@ -1,10 +1,12 @@
 """The hyperparameter tuner: an Optuna study driven ask-and-tell by the loop.
 
-Determinism across a crash: the sampler is re-seeded per generation (seed + generation) and a
-generation's trials are all asked before any is told, so a resumed run asks the same questions in the
-same order as an uninterrupted one. Trials are told at the end of their generation, so a pruning
-decision only compares against earlier generations and does not depend on which candidate finished
-first.
+Determinism across a crash: every parameter of every trial is drawn by a sampler seeded with (seed,
+trial number, parameter name), so a draw does not depend on what this process drew before. A generation's
+trials are all asked before any is told, and trials a killed process asked for a plan it never saved are
+handed out again in the same order (``reuse_from``) instead of new ones, so a resumed run ends with the same
+trial numbers and values as an uninterrupted one, without a failed trial. Trials are told at the end of
+their generation, so a pruning decision only compares against earlier generations and does not depend on
+which candidate finished first.
 
 The study's one value is the run's objective (``accuracy`` or ``memory_score``, named as the study's
 metric) on the train users; each trial also carries its candidate id and, when it reached validation,
@@ -13,8 +15,8 @@ metric) on the train users; each trial also carries its candidate id and, when i
 
 from __future__ import annotations
 
+import hashlib
 import warnings
-from collections.abc import Iterable
 from typing import Any
 
 import optuna
@@ -25,8 +27,12 @@ from memevo.evolve.config import IntRange, OptunaConfig
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
-def make_sampler(config: OptunaConfig, generation: int) -> optuna.samplers.BaseSampler:
-    seed = config.seed + generation
+def draw_seed(seed: int, number: int, name: str) -> int:
+    """The seed of one parameter's draw in one trial (stable across processes)."""
+    return int.from_bytes(hashlib.sha256(f"{seed}/{number}/{name}".encode()).digest()[:4], "big")
+
+
+def make_sampler(config: OptunaConfig, seed: int) -> optuna.samplers.BaseSampler:
     if config.sampler == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     return optuna.samplers.TPESampler(seed=seed, n_startup_trials=3)
@@ -60,17 +66,18 @@ class Tuner:
         self.space = space
         self.storage = storage
         self.study_name = study_name
-        self.study = self._load(generation=0)
+        self.study = self._load()
+        self._next = 0
         if not self.study.trials:
             enqueued = {name: value for name, value in first_trial.items() if name in space and space[name].contains(value)}
             self.study.enqueue_trial(enqueued, skip_if_exists=True)
 
-    def _load(self, generation: int) -> optuna.Study:
+    def _load(self) -> optuna.Study:
         study = optuna.create_study(
             study_name=self.study_name,
             storage=self.storage,
             direction="maximize",
-            sampler=make_sampler(self.config, generation),
+            sampler=make_sampler(self.config, self.config.seed),
             pruner=make_pruner(self.config),
             load_if_exists=True,
         )
@@ -80,27 +87,39 @@ class Tuner:
                 study.set_metric_names([self.metric])  # the run's objective, named in dashboards and exports
         return study
 
-    def begin_generation(self, generation: int) -> None:
-        """Re-seed the sampler for this generation (see the module docstring)."""
-        self.study = self._load(generation)
+    def next_number(self) -> int:
+        """The number the next new trial would get."""
+        return len(self.study.get_trials(deepcopy=False))
+
+    def reuse_from(self, number: int) -> None:
+        """Hand out trials from ``number`` on: ones that exist already (asked by a killed process for the plan
+        being made again) before new ones."""
+        self._next = number
 
     def ask(self) -> tuple[int, dict[str, int]]:
-        """A new trial: its number and the hyperparameters it suggests."""
-        trial = self.study.ask()
+        """The next trial (an existing one first, see ``reuse_from``): its number and hyperparameters."""
+        number, self._next = self._next, self._next + 1
+        trials = self.study.get_trials(deepcopy=False)
+        if number < len(trials) and trials[number].state != TrialState.WAITING:
+            if trials[number].state.is_finished():
+                return number, {name: int(value) for name, value in trials[number].params.items()}
+            trial = self._trial(number)
+        else:
+            trial = self.study.ask()
+            assert trial.number == number, f"trial {trial.number} asked where {number} was expected"
         params: dict[str, int] = {}
         for name, domain in self.space.items():
+            self.study.sampler = make_sampler(self.config, draw_seed(self.config.seed, number, name))
             if domain.choices is not None:
                 params[name] = int(trial.suggest_categorical(name, domain.choices))
             else:
                 assert domain.low is not None and domain.high is not None
                 params[name] = trial.suggest_int(name, domain.low, domain.high, step=domain.step)
-        return trial.number, params
+        return number, params
 
     def seed_trial(self) -> int:
         """The number of the enqueued first trial (asked now unless an earlier process already did)."""
-        first = self.study.trials[0] if self.study.trials else None
-        if first is not None and first.state != TrialState.WAITING:
-            return first.number
+        self.reuse_from(0)
         return self.ask()[0]
 
     def _trial(self, number: int) -> optuna.Trial:
@@ -132,13 +151,6 @@ class Tuner:
             self.study.tell(number, state=TrialState.PRUNED)
         else:
             self.study.tell(number, value)
-
-    def fail_orphans(self, known: Iterable[int]) -> None:
-        """Trials asked by a crashed run but never planned are closed so samplers ignore them."""
-        keep = set(known)
-        for trial in self.study.trials:
-            if trial.state == TrialState.RUNNING and trial.number not in keep:
-                self.study.tell(trial.number, state=TrialState.FAIL)
 
     def summary(self) -> dict[str, Any]:
         states = [trial.state.name for trial in self.study.trials]

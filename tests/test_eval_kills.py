@@ -1,11 +1,10 @@
 """Kill harness for ``memevo eval``: ``kill -9`` at request and file triggers, resume, compare with an
 uninterrupted run.
 
-The eval runs as a real subprocess against the fault-injecting test server (TEST DOUBLE). A trigger fires
-inside the server when a request arrives: at the N-th request (a row trigger) or at the first request after a
-file of the run folder exists (a file trigger). The server then kills the client and waits for it to die
-before that request is answered, so the kill point is exact, not a sleep. The endpoint serves one request at
-a time (``max_concurrency: 1``), so every answered request was counted by the client before its next one.
+The eval runs as a real subprocess against the fault-injecting test server, which kills it at a request
+number or at the first request after a file exists (tests/doubles/killing_endpoint.py, TEST DOUBLE). The
+endpoint serves one request at a time (``max_concurrency: 1``), so every answered request was counted by the
+client before its next one.
 
 After the last resume, the scores and the per-question rows must equal the uninterrupted run's, and the
 reported usage must equal what the server answered (requests minus cache hits), however many kills.
@@ -18,29 +17,15 @@ import os
 import signal
 import subprocess
 import sys
-import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.doubles.fault_server import FaultServer
+from tests.doubles.killing_endpoint import KillingEndpoint, Trigger, after_file, at_request
 
 FIXTURE = Path(__file__).parent / "fixtures" / "amemgym_small.json"
 FIRST_USER = "3f1c2a7e-9b4d-4e21-8c55-0a6d2b9e7f10"
-
-Trigger = Callable[[int, Path], bool]
-"""(1-based number of the request that just arrived, the eval's --out folder) -> kill now?"""
-
-
-def at_request(number: int) -> Trigger:
-    return lambda arrived, out: arrived == number
-
-
-def after_file(relative: str) -> Trigger:
-    return lambda arrived, out: (out / relative).exists()
-
 
 def _reply(body: dict[str, Any]) -> str:
     text = body["messages"][-1]["content"]
@@ -49,36 +34,18 @@ def _reply(body: dict[str, Any]) -> str:
     return f"Noted ({len(text.split())} words)."
 
 
-class KillingEndpoint:
-    """The fault server plus the kill triggers and the count of requests it answered."""
+class EvalEndpoint(KillingEndpoint):
+    """The killing endpoint answering like a memory agent, running ``memevo eval``."""
 
     def __init__(self) -> None:
-        self.server = FaultServer(self._answer)
-        self.answered = 0
-        self.process: subprocess.Popen[str] | None = None
-        self.triggers: list[Trigger] = []
-        self.out: Path | None = None
-        self.arrived = 0
-        self._lock = threading.Lock()
+        super().__init__(_reply)
 
-    def _answer(self, body: dict[str, Any]) -> str:
-        with self._lock:
-            self.arrived += 1
-            process, out = self.process, self.out
-            if process is not None and out is not None and self.triggers and self.triggers[0](self.arrived, out):
-                self.triggers.pop(0)
-                process.send_signal(signal.SIGKILL)
-                process.wait()  # dead before this request is answered: it is never counted, nor served
-                return "(to a dead client)"
-            self.answered += 1
-            return _reply(body)
-
-    def run(
+    def run_eval(
         self, out: Path, cache: Path, *extra: str, triggers: list[Trigger] = (), data: Path = FIXTURE
     ) -> subprocess.CompletedProcess[str]:
         agent = out.parent / "agent.yaml"
         agent.write_text(
-            f"kind: native\nllm: {{model: gpt-4.1-mini, base_url: '{self.server.url}', max_concurrency: 1}}\n"
+            f"kind: native\nllm: {{model: gpt-4.1-mini, base_url: '{self.url}', max_concurrency: 1}}\n"
         )
         env = {**os.environ, "MEMEVO_CACHE_DIR": str(cache), "OPENAI_API_KEY": "test"}
         command = [
@@ -98,13 +65,7 @@ class KillingEndpoint:
             "1",
             *extra,
         ]
-        with self._lock:
-            self.arrived, self.triggers, self.out = 0, list(triggers), out
-            self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        stdout, stderr = self.process.communicate(timeout=300)
-        with self._lock:
-            code, self.process = self.process.returncode, None
-        return subprocess.CompletedProcess(command, code, stdout, stderr)
+        return self.run(command, out, env=env, triggers=triggers)
 
 
 def _results(out: Path) -> tuple[Any, Any, list[tuple[Any, ...]]]:
@@ -121,17 +82,16 @@ def _served_calls(out: Path) -> int:
 
 @pytest.fixture(scope="module")
 def endpoint():  # type: ignore[no-untyped-def]
-    killing = KillingEndpoint()
-    with killing.server:
+    with EvalEndpoint() as killing:
         yield killing
 
 
 @pytest.fixture(scope="module")
-def reference(endpoint: KillingEndpoint, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+def reference(endpoint: EvalEndpoint, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     """The uninterrupted run, and how many requests the endpoint answered for it."""
     out = tmp_path_factory.mktemp("reference") / "out"
     before = endpoint.answered
-    finished = endpoint.run(out, out.parent / "cache", "--upper-bound")
+    finished = endpoint.run_eval(out, out.parent / "cache", "--upper-bound")
     assert finished.returncode == 0, finished.stderr
     return out, endpoint.answered - before
 
@@ -152,14 +112,14 @@ KILL_PLANS: dict[str, list[list[Trigger]]] = {
 
 @pytest.mark.parametrize("plan", list(KILL_PLANS), ids=list(KILL_PLANS))
 def test_killed_eval_resumes_to_the_same_results_and_counts_what_was_served(
-    plan: str, endpoint: KillingEndpoint, reference: tuple[Path, int], tmp_path: Path
+    plan: str, endpoint: EvalEndpoint, reference: tuple[Path, int], tmp_path: Path
 ) -> None:
     reference_out, reference_served = reference
     out, cache = tmp_path / "out", tmp_path / "cache"
     before = endpoint.answered
     for number, triggers in enumerate(KILL_PLANS[plan]):
         resume = ("--resume",) if number else ()
-        finished = endpoint.run(out, cache, "--upper-bound", *resume, triggers=triggers)
+        finished = endpoint.run_eval(out, cache, "--upper-bound", *resume, triggers=triggers)
         if triggers:
             assert finished.returncode == -signal.SIGKILL, (plan, number, finished.stderr)
             assert not triggers or endpoint.triggers == [], "a trigger never fired"
@@ -171,16 +131,16 @@ def test_killed_eval_resumes_to_the_same_results_and_counts_what_was_served(
     assert served >= reference_served == _served_calls(reference_out)
 
 
-def test_resume_with_changed_data_exits_2_naming_the_user(endpoint: KillingEndpoint, tmp_path: Path) -> None:
+def test_resume_with_changed_data_exits_2_naming_the_user(endpoint: EvalEndpoint, tmp_path: Path) -> None:
     out, cache = tmp_path / "out", tmp_path / "cache"
-    killed = endpoint.run(out, cache, triggers=[at_request(4)])
+    killed = endpoint.run_eval(out, cache, triggers=[at_request(4)])
     assert killed.returncode == -signal.SIGKILL
     data = json.loads(FIXTURE.read_text(encoding="utf-8"))
     data[0]["qas"][0]["answer_choices"][0]["answer"] += " (edited)"
     changed = tmp_path / "data.json"
     changed.write_text(json.dumps(data), encoding="utf-8")
     requests_before = len(endpoint.server.requests)
-    resumed = endpoint.run(out, cache, "--resume", data=changed)
+    resumed = endpoint.run_eval(out, cache, "--resume", data=changed)
     assert resumed.returncode == 2, resumed.stderr
     assert f"inputs changed since this run started (data.{FIRST_USER})" in resumed.stderr
     assert len(endpoint.server.requests) == requests_before

@@ -5,7 +5,7 @@ from pathlib import Path
 from optuna.trial import TrialState
 
 from memevo.evolve.config import IntRange, OptunaConfig
-from memevo.evolve.tuner import Tuner
+from memevo.evolve.tuner import Tuner, draw_seed, make_sampler
 
 SPACE = {"update_every": IntRange(low=1, high=6), "short_term": IntRange(choices=[0, 2, 4, 8]),
          "top_k": IntRange(low=5, high=50, step=5)}
@@ -22,29 +22,33 @@ def test_first_trial_is_the_defaults_and_later_ones_are_seeded(tmp_path: Path) -
     assert first.seed_trial() == 0
     assert first.study.trials[0].params == DEFAULTS
     first.tell(0, 0.5)
-    first.begin_generation(1)
     asked_a = [first.ask()[1] for _ in range(3)]
     second = tuner(tmp_path, "b")
     second.tell(second.seed_trial(), 0.5)
-    second.begin_generation(1)
     asked_b = [second.ask()[1] for _ in range(3)]
     assert asked_a == asked_b
     assert all(SPACE[k].contains(v) for params in asked_a for k, v in params.items())
 
 
-def test_reopened_study_keeps_trials_and_fails_orphans(tmp_path: Path) -> None:
+def test_reopened_study_hands_out_the_trials_a_killed_process_asked(tmp_path: Path) -> None:
     first = tuner(tmp_path)
     first.tell(first.seed_trial(), 0.4)
-    orphan, _ = first.ask()
-    kept, _ = first.ask()
+    asked = [first.ask() for _ in range(2)]
+    half = first.study.ask()  # killed inside its ask: only the first parameter was drawn (as ask draws it)
+    first.study.sampler = make_sampler(first.config, draw_seed(first.config.seed, half.number, "update_every"))
+    half.suggest_int("update_every", 1, 6)
+    whole = tuner(tmp_path, "whole")
+    whole.tell(whole.seed_trial(), 0.4)
+    expected = [whole.ask() for _ in range(4)]
     again = tuner(tmp_path)
-    assert again.seed_trial() == 0 and len(again.study.trials) == 3
-    again.fail_orphans([kept])
-    assert again.study.trials[orphan].state == TrialState.FAIL
-    assert again.study.trials[kept].state == TrialState.RUNNING
-    again.tell(kept, 0.1)
-    again.tell(kept, 0.9)  # idempotent: a resumed generation may tell again
-    assert again.study.trials[kept].value == 0.1
+    assert again.seed_trial() == 0
+    again.reuse_from(1)
+    assert [again.ask() for _ in range(4)] == expected
+    assert asked == expected[:2] and expected[2][0] == half.number
+    assert [trial.state for trial in again.study.trials[1:]] == [TrialState.RUNNING] * 4
+    again.tell(1, 0.1)
+    again.tell(1, 0.9)  # idempotent: a resumed generation may tell again
+    assert again.study.trials[1].value == 0.1
 
 
 def test_median_pruner_stops_a_dominated_trial(tmp_path: Path) -> None:

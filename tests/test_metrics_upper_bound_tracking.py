@@ -8,7 +8,7 @@ from mlflow import MlflowClient
 
 from memevo.environments.metrics import UPPER_BOUND_FILE, UpperBoundEntry, UpperBoundTable
 from memevo.environments.store import write_json_atomic
-from memevo.evolve.tracking import Tracker
+from memevo.evolve.tracking.store import Tracker
 
 
 def _candidate(label: str) -> dict[str, object]:

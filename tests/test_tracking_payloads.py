@@ -14,7 +14,7 @@ from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
 from memevo.agents.base import ComponentSpec
 from memevo.agents.policy import MemoryPolicy
-from memevo.evolve.tracking_payloads import (
+from memevo.evolve.tracking.payloads import (
     BEST_TAG,
     DIFF_ARTIFACT,
     EXPERIMENT_KIND_TAG,

@@ -75,11 +75,22 @@ class UsageReport(BaseModel):
 
 
 class Accounting:
-    """Thread-safe accumulator shared by all gateways of a hub."""
+    """Thread-safe accumulator shared by all gateways of a hub.
+
+    Other accountings can be attached (``attach``): each also counts every later call, e.g. the usage
+    ledger of one run among several that share a hub."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_role: dict[str, RoleUsage] = {}
+        self._attached: tuple[Accounting, ...] = ()
+
+    def attach(self, other: Accounting) -> None:
+        """Count every later call in ``other`` too (until ``detach``)."""
+        self._attached = (*self._attached, other)
+
+    def detach(self, other: Accounting) -> None:
+        self._attached = tuple(attached for attached in self._attached if attached is not other)
 
     def record_call(
         self,
@@ -124,6 +135,8 @@ class Accounting:
     def _add(self, role: str, usage: RoleUsage) -> None:
         with self._lock:
             self._by_role[role] = self._by_role.get(role, RoleUsage()).plus(usage)
+        for attached in self._attached:
+            attached._add(role, usage)
 
     def report(self) -> UsageReport:
         with self._lock:

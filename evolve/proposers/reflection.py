@@ -1,7 +1,8 @@
 """The reflection proposer: a DSPy LM reads a component and the evidence and rewrites the component.
 
-A parse failure, an LM error or an empty field becomes a ``Proposal`` with ``error`` set, validated and
-counted like any other. Small local models rarely follow DSPy's field markers, so the chat adapter (with
+A parse failure or an empty field becomes a ``Proposal`` with ``error`` set, validated and counted like
+any other. An endpoint that fails after its retries (``LLMError``) is no verdict on a proposal: it ends the
+run (exit 1) before the generation's plan is saved, so ``--resume`` asks again. Small local models rarely follow DSPy's field markers, so the chat adapter (with
 DSPy's built-in JSON fallback) is the default and the JSON adapter can be chosen instead.
 """
 
@@ -16,6 +17,7 @@ import dspy
 from pydantic import BaseModel, Field
 
 from memevo.agents.base import ComponentSpec
+from memevo.agents.llm.protocol import LLMError, LLMJSONError
 from memevo.evolve.explain import proposal_error_line
 from memevo.evolve.proposers.base import ProposalContext, Variant, checked
 from memevo.evolve.proposers.signatures import RewritePrompt, RewriteTypes
@@ -48,6 +50,18 @@ def as_changes(value: object) -> list[str]:
     return [line.strip("-* ") for line in str(value or "").splitlines() if line.strip()][:20]
 
 
+def endpoint_failure(error: BaseException) -> LLMError | None:
+    """The ``LLMError`` behind a DSPy error (DSPy wraps it), unless it is a reply that was not JSON."""
+    seen: BaseException | None = error
+    visited: set[int] = set()
+    while seen is not None and id(seen) not in visited:
+        if isinstance(seen, LLMError) and not isinstance(seen, LLMJSONError):
+            return seen
+        visited.add(id(seen))
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 class DSPyCaller:
     """Calls one DSPy predictor under the proposer's LM and adapter; failures become ``error`` strings."""
 
@@ -68,6 +82,9 @@ class DSPyCaller:
         except asyncio.CancelledError:
             raise
         except Exception as error:  # noqa: BLE001 - any model or parse failure is a rejected proposal
+            failure = endpoint_failure(error)
+            if failure is not None:
+                raise failure from error
             log.info("proposal for %s failed: %s", name, proposal_error_line(error))
             return None, f"{type(error).__name__}: {str(error)[:300]}"
 

@@ -1,6 +1,6 @@
 """What the outer loop logs to MLflow: per-candidate metrics, params and artifacts, per-generation metrics.
 
-The payloads are built here from the run's records and the evaluator's scores; ``tracking.Tracker``
+The payloads are built here from the run's records and the evaluator's scores; ``store.Tracker``
 writes them. Metric names keep the split and the objective in them (``val_objective`` is the value the
 loop compared; ``val_accuracy`` and ``val_memory_score`` are always both logged when defined).
 """
@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from memevo.agents.base import AgentSpec
+from memevo.agents.llm.accounting import UsageReport
 from memevo.environments.metrics import Scores
 from memevo.environments.score_text import extra_metrics
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.evaluation import CandidateEval, Evaluator
 from memevo.evolve.records import EvolutionResult, GenerationOutcome
-from memevo.evolve.spend import Spend
-from memevo.evolve.tracking import table_csv
-from memevo.evolve.tracking_payloads import DIFF_ARTIFACT, candidate_diff, candidate_tags
+from memevo.evolve.tracking.payloads import DIFF_ARTIFACT, candidate_diff, candidate_tags
+from memevo.evolve.tracking.store import table_csv
 
 SPLITS = ("train", "val")
 """The splits whose episodes are logged; a minibatch's episodes are part of the train split's."""
@@ -118,8 +118,8 @@ def candidate_entry(
     }
 
 
-def generation_counts(outcome: GenerationOutcome, n_candidates: int, spend: Spend) -> dict[str, float]:
-    """The generation's counts and the spend so far (its scores: ``tracking_payloads.generation_metrics``)."""
+def generation_counts(outcome: GenerationOutcome, n_candidates: int, usage: UsageReport) -> dict[str, float]:
+    """The generation's counts and the run's usage so far (its scores: ``payloads.generation_metrics``)."""
     metrics: dict[str, float] = {
         "accepted": float(outcome.accepted),
         "n_accepted": len(outcome.accepted_ids),
@@ -129,7 +129,7 @@ def generation_counts(outcome: GenerationOutcome, n_candidates: int, spend: Spen
         "proposals_rejected": outcome.stats.rejected,
         "proposals_repaired": outcome.stats.repaired,
     }
-    for role, spent in spend.total().by_role.items():
+    for role, spent in usage.by_role.items():
         metrics[f"calls_{role}"] = spent.calls
         metrics[f"tokens_{role}"] = spent.prompt_tokens + spent.completion_tokens
         metrics[f"dollars_{role}"] = spent.dollars

@@ -1,0 +1,99 @@
+"""TEST DOUBLE: the fault server (tests/doubles/fault_server.py) that ``kill -9``s its client at a trigger.
+
+A trigger fires inside the server when a request arrives: at the N-th request of the process (a row trigger)
+or at the first request after a file of the run folder exists (a file trigger). The server then kills the
+client and waits for it to die before that request is answered, so the kill point is exact, not a sleep, and
+the killed request is neither served nor counted. ``answered`` counts the requests it did answer, so a test
+can compare a run's reported usage with what the endpoint served.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from tests.doubles.fault_server import FaultServer, Reply
+
+Trigger = Callable[[int, Path], bool]
+"""(1-based number of the request that just arrived, the run folder) -> kill now?"""
+
+
+def at_request(number: int) -> Trigger:
+    return lambda arrived, out: arrived == number
+
+
+def after_file(relative: str) -> Trigger:
+    return lambda arrived, out: (out / relative).exists()
+
+
+class Killable(Protocol):
+    """A client process (``subprocess.Popen``, or ``kill_points.ForkedMemevo``)."""
+
+    def send_signal(self, sig: int) -> Any: ...
+
+    def wait(self) -> Any: ...
+
+
+class KillingEndpoint:
+    """The fault server answering with ``reply``, plus the kill triggers and the count of requests it answered."""
+
+    def __init__(self, reply: Reply) -> None:
+        self.reply = reply
+        self.server = FaultServer(self._answer)
+        self.answered = 0
+        self.process: Killable | None = None
+        self.triggers: list[Trigger] = []
+        self.out: Path | None = None
+        self.arrived = 0
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> KillingEndpoint:
+        self.server.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.__exit__(*exc)
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def _answer(self, body: dict[str, Any]) -> str:
+        with self._lock:
+            self.arrived += 1
+            process, out = self.process, self.out
+            if process is not None and out is not None and self.triggers and self.triggers[0](self.arrived, out):
+                self.triggers.pop(0)
+                process.send_signal(signal.SIGKILL)
+                process.wait()  # dead before this request is answered: it is never counted, nor served
+                return "(to a dead client)"
+            self.answered += 1
+        return self.reply(body)
+
+    def watch(self, start: Callable[[], Killable], out: Path, triggers: Sequence[Trigger] = ()) -> Killable:
+        """Start a client (whose run folder is ``out``) under ``triggers``; ``done`` ends the watch."""
+        with self._lock:
+            self.arrived, self.triggers, self.out = 0, list(triggers), out
+            self.process = start()
+            return self.process
+
+    def done(self) -> None:
+        with self._lock:
+            self.process = None
+
+    def run(self, command: Sequence[str], out: Path, *, env: dict[str, str], cwd: Path | None = None,
+            triggers: Sequence[Trigger] = ()) -> subprocess.CompletedProcess[str]:
+        """Run ``command`` as a subprocess to its end or its kill."""
+        def start() -> subprocess.Popen[str]:
+            return subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                    cwd=cwd)
+
+        process = self.watch(start, out, triggers)
+        assert isinstance(process, subprocess.Popen)
+        stdout, stderr = process.communicate(timeout=300)
+        self.done()
+        return subprocess.CompletedProcess(list(command), process.returncode, stdout, stderr)
