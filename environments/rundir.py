@@ -23,6 +23,7 @@ import fcntl
 import hashlib
 import json
 import os
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -203,12 +204,15 @@ class UsageLedger(Accounting):
                     ledger.write("\n")
             for role, usage in ledger_entries(text):
                 super()._add(role, usage)
+        # Opened once (a count is on the hot path of every call); closed by ``close`` or when collected.
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._closer = weakref.finalize(self, os.close, self._fd)
 
     def _add(self, role: str, usage: RoleUsage) -> None:
         super()._add(role, usage)
         line = json.dumps({"role": role, **usage.model_dump(exclude_defaults=True)}) + "\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)  # nothing to close at exit
-        try:
-            os.write(fd, line.encode())
-        finally:
-            os.close(fd)
+        os.write(self._fd, line.encode())
+
+    def close(self) -> None:
+        """Close the ledger file; later counts would fail, so a run closes it when it stops counting."""
+        self._closer()

@@ -284,6 +284,7 @@ class RunBase:
         """Stop counting into this run's ledger, and close this event loop's connections before
         ``asyncio.run`` closes the loop under them."""
         self.hub.accounting.detach(self.usage)
+        self.usage.close()
         for client in self.clients.values():
             close = getattr(client, "aclose", None)
             if close is not None:
