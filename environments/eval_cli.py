@@ -274,7 +274,7 @@ def eval_command(
                            question_prompts=None if prompts is None else prompts.questions)
     policy.llm.concurrency(embedded=False, override=concurrency)  # a bad $MEMEVO_CONCURRENCY stops us here
     simulator_llm = policy.llm if simulator_model is None else policy.llm.model_copy(update={"model": simulator_model})
-    inputs = {"data": item_fingerprints(items), "policy": policy.model_dump(mode="json"),
+    inputs = {"data": item_fingerprints(items), "policy": json.loads(policy.canonical_json()),
               "episode": config.protocol(), "simulator": simulator.value,
               "simulator_llm": simulator_llm.model_dump(mode="json") if simulator is SimulatorKind.llm else None,
               "off_policy": None if off_policy is None else str(off_policy.resolve())}
