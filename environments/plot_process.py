@@ -32,6 +32,11 @@ class PlotProcess:
                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self._asked = False
 
+    @property
+    def exit_code(self) -> int | None:
+        """The child's exit code once it has ended, else None."""
+        return self._child.returncode
+
     def draw(self, scores: Scores, folder: Path, title: str) -> None:
         """Send the request; the child draws while the caller goes on."""
         request = {"scores": scores.model_dump(mode="json"), "folder": str(folder), "title": title}
