@@ -21,7 +21,9 @@ Per seed (a new world, split and noise for each) and arm, one evolution runs in-
 
 An arm is named by ``+``-joined words: ``elitist`` or ``pareto`` (parents), ``mean`` or ``paired``
 (acceptance), ``c0.8`` (paired confidence), ``e0.02`` (paired minimum effect), ``gate1`` (minibatch gate
-on 1 train user; ``gate3``, all three train users, is a train gate before validation); unnamed settings
+on 1 train user; ``gate3``, all three train users, is a train gate before validation), ``vfirst``
+(validation first: train users only for a candidate preferred on validation, which must then be not
+worse than its parent there too); unnamed settings
 keep EvolveConfig's defaults. Tune on other seeds than the ones you report (``--first-seed``): a setting
 chosen on the reported worlds would be fitted to their noise.
 
@@ -82,10 +84,14 @@ def arm_strategy(arm: str) -> dict[str, Any]:
             strategy["parents"] = word
         elif word in ("mean", "paired"):
             strategy["acceptance"] = word
+        elif word == "vfirst":
+            strategy["order"] = "validation_first"
         elif word.startswith("gate"):
             strategy["minibatch"] = int(word.removeprefix("gate"))
         elif word[:1] == "c":
             strategy["confidence"] = float(word[1:])
+        elif word.startswith("stop"):
+            strategy["early_stop_margin"] = float(word.removeprefix("stop"))
         elif word[:1] == "e":
             strategy["min_effect"] = float(word[1:])
         else:

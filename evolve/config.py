@@ -202,6 +202,15 @@ class StrategyConfig(_Strict):
         None, ge=1, description="Minibatch gate: train users a proposal is first scored on beside its parent; "
         "None switches the gate off.",
     )
+    order: Literal["train_first", "validation_first"] = Field(
+        "train_first", description="train_first: train users (pruned by Optuna), then validation. validation_first: "
+        "validation users first; only a candidate the acceptance rule prefers there is run on the train users, and it "
+        "joins the pool only when not worse than its parent on them too (no train episodes for a rejected one).",
+    )
+    early_stop_margin: float | None = Field(
+        None, ge=0, description="validation_first: after each validation user but the last, a candidate whose mean "
+        "so far trails its parent's on the same users by more than this stops there (not accepted); None: off.",
+    )
 
 
 EPISODE_WIDTH_FIELDS = ("user_concurrency", "candidate_concurrency")

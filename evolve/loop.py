@@ -5,7 +5,10 @@ generation picks a parent from the pool (``strategy.parents``), renders the evid
 train episodes, lets the configured proposers write K variants, lets Optuna set each variant's
 hyperparameters, and evaluates the candidates concurrently: through the minibatch gate when it is on,
 then on the train users (pruning weak ones early) and on the validation users. A candidate joins the
-pool when the acceptance rule (``strategy.acceptance``) prefers it to its parent on validation. The best
+pool when the acceptance rule (``strategy.acceptance``) prefers it to its parent on validation. With
+``strategy.order: validation_first`` the validation users come first, and only a candidate the rule
+prefers there is run on the train users; it joins the pool when it is not worse than its parent there
+too, so every pool candidate (a possible parent) has the train episodes its evidence is made from. The best
 of the pool on validation is the run's best; at the end seed and best are scored on test users. Every
 comparison uses the one configured ``objective``.
 
@@ -50,8 +53,10 @@ from memevo.evolve.records import (
     read_record,
     write_record,
 )
-from memevo.evolve.selection import MinibatchGate, best_of, make_acceptance, make_parent_selector
+from memevo.evolve.selection import Decision, MinibatchGate, best_of, make_acceptance, make_parent_selector
+from memevo.evolve.selection.gate import not_worse
 from memevo.evolve.selection.parents import mean_score
+from memevo.evolve.selection.race import ParentMargin
 from memevo.evolve.spend import budget_exceeded
 from memevo.evolve.tracking.entries import candidate_entry, final_metrics, generation_counts
 from memevo.evolve.tracking.payloads import (
@@ -85,7 +90,13 @@ class CandidateRun:
 
     @property
     def pruned(self) -> bool:
-        return self.train is not None and self.train.pruned
+        """Stopped part-way: by the pruner on the train users, or early on validation."""
+        return any(result is not None and result.pruned for result in (self.train, self.val))
+
+    @property
+    def train_skipped(self) -> bool:
+        """Rejected on validation before its train evaluation (validation first): no train score exists."""
+        return self.val is not None and self.train is None
 
     def evals(self) -> dict[str, CandidateEval | None]:
         return {"minibatch": self.minibatch, "train": self.train, "val": self.val}
@@ -132,9 +143,8 @@ class OuterLoop(runtime.RunBase):
 
     # ----- evaluation ---------------------------------------------------------------------------
 
-    async def _evaluate(self, candidate: Candidate, split: str, user_ids: list[str], *, trial: int | None = None,
-                        label: str | None = None) -> CandidateEval:
-        prune = PruneHook(self.tuner, trial) if trial is not None else None
+    async def _evaluate(self, candidate: Candidate, split: str, user_ids: list[str], *,
+                        prune: PruneHook | None = None, label: str | None = None) -> CandidateEval:
         name = label or split
 
         def progress(outcome: UserOutcome) -> None:
@@ -165,14 +175,52 @@ class OuterLoop(runtime.RunBase):
         return result
 
     async def _run_candidate(self, candidate: Candidate, parent: Candidate | None) -> CandidateRun:
-        """Gate, then train users (reporting to the candidate's trial, so it can be pruned), then validation."""
+        """Gate, then train users (reporting to the candidate's trial, so it can be pruned), then validation;
+        validation first, only the validation users (the train users follow in ``_confirm_on_train``)."""
         gated = await self._minibatch(candidate, parent)
         if gated is not None:
             return CandidateRun(train=None, minibatch=gated)
-        train = await self._evaluate(candidate, "train", self.split.train, trial=candidate.trial_number)
+        if parent is not None and self._validation_first:
+            return CandidateRun(train=None, val=await self._evaluate(candidate, "val", self.split.val,
+                                                                     prune=self._early_stop(candidate, parent)))
+        trial = PruneHook(self.tuner, candidate.trial_number) if candidate.trial_number is not None else None
+        train = await self._evaluate(candidate, "train", self.split.train, prune=trial)
         if train.pruned:
             return CandidateRun(train=train)
         return CandidateRun(train=train, val=await self._evaluate(candidate, "val", self.split.val))
+
+    @property
+    def _validation_first(self) -> bool:
+        return self.config.strategy.order == "validation_first"
+
+    def _early_stop(self, candidate: Candidate, parent: Candidate) -> PruneHook | None:
+        """Validation first with ``strategy.early_stop_margin``: stop a candidate clearly behind its parent."""
+        margin = self.config.strategy.early_stop_margin
+        if margin is None:
+            return None
+        return PruneHook(ParentMargin(self.val_instances[parent.id], self.split.val, margin),
+                         candidate.trial_number or 0)
+
+    async def _confirm_on_train(self, ran: list[tuple[Candidate, CandidateRun]],
+                                parent: Candidate) -> list[tuple[Candidate, CandidateRun]]:
+        """Validation first: the candidates the acceptance rule prefers on validation are run on the train users
+        one at a time, best on validation first, until one is not worse than its parent there. That one would be
+        kept (the best accepted on validation) and gets the train episodes its evidence needs as a parent; the
+        others are never run on the train users. One at a time and in a fixed order, so a resume takes the
+        same path."""
+        val_scores = {i: result.val.score for i, (_, result) in enumerate(ran)
+                      if result.val is not None and self._decide(result.val, parent).accepted}
+        preferred = sorted(val_scores, key=lambda i: -val_scores[i])  # stable: equal scores keep the plan's order
+        parent_train = self.evaluator.finished(parent.id, "train")
+        assert parent_train is not None, f"parent {parent.id} has no train result"
+        confirmed = list(ran)
+        for i in preferred:
+            candidate, result = ran[i]
+            train = await self._evaluate(candidate, "train", self.split.train)
+            confirmed[i] = (candidate, CandidateRun(train=train, val=result.val, minibatch=result.minibatch))
+            if not_worse(train.instances(), parent_train.instances()):
+                break
+        return confirmed
 
     # ----- proposals ----------------------------------------------------------------------------
 
@@ -279,6 +327,8 @@ class OuterLoop(runtime.RunBase):
             gathered = await asyncio.gather(*(run(candidate, bar) for candidate in plan.candidates))
         not_started = [c for c, result in zip(plan.candidates, gathered, strict=True) if result is None]
         ran = [(c, result) for c, result in zip(plan.candidates, gathered, strict=True) if result is not None]
+        if self._validation_first:
+            ran = await self._confirm_on_train(ran, parent)
         accepted = [c for c, result in ran if self._accepts(c, result, parent)]
         scores = {**self.val_instances, **{c.id: r.val.instances() for c, r in ran if r.val is not None}}
         kept = best_of([*self.pool, *accepted], scores)
@@ -290,8 +340,9 @@ class OuterLoop(runtime.RunBase):
             generation=generation, parent_id=parent.id, kept_id=kept.id, accepted=bool(accepted),
             accepted_ids=[c.id for c in accepted],
             train={c.id: r.train.score for c, r in ran if r.train is not None},
-            val={c.id: r.val.score for c, r in ran if r.val is not None},
+            val={c.id: r.val.score for c, r in ran if r.val is not None and not r.val.pruned},
             pruned=[c.id for c, r in ran if r.pruned], gated=[c.id for c, r in ran if r.gated],
+            train_skipped=[c.id for c, r in ran if r.train_skipped],
             parent_val=mean_score(scores, kept), stats=plan.stats, not_started=[c.id for c in not_started],
             stop_reason=stop,
         )
@@ -334,17 +385,37 @@ class OuterLoop(runtime.RunBase):
             run_id = self.tracker.candidate_run_id(candidate.generation, candidate.label) if self.tracker else None
             self.tuner.annotate(candidate.trial_number, **trial_attributes(
                 candidate_id=candidate.id, label=candidate.label, generation=candidate.generation,
-                objective=self.config.objective, val_score=result.val.score if result.val is not None else None,
+                objective=self.config.objective,
+                val_score=result.val.score if result.val is not None and not result.val.pruned else None,
                 run_id=run_id, kept=candidate.id == outcome.kept_id))
             if result.train is None or result.train.pruned:
                 self.tuner.tell(candidate.trial_number, None, pruned=True)
             else:
                 self.tuner.tell(candidate.trial_number, result.train.score)
 
+    def _decide(self, val: CandidateEval, parent: Candidate) -> Decision:
+        if val.pruned:
+            return Decision(accepted=False, reason=f"stopped early after {len(val.users)} of {val.n_users_total} "
+                            "validation users (behind its parent by more than strategy.early_stop_margin)")
+        return self.acceptance.decide(val.instances(), self.val_instances[parent.id])
+
     def _accepts(self, candidate: Candidate, result: CandidateRun, parent: Candidate) -> bool:
+        """The acceptance rule on validation; validation first, the candidate must also have been run on the train
+        users (``_confirm_on_train``) and be not worse than its parent there."""
         if result.val is None:
             return False
-        decision = self.acceptance.decide(result.val.instances(), self.val_instances[parent.id])
+        decision = self._decide(result.val, parent)
+        if decision.accepted and self._validation_first:
+            parent_train = self.evaluator.finished(parent.id, "train")
+            assert parent_train is not None, f"parent {parent.id} has no train result"
+            if result.train is None:
+                decision = Decision(accepted=False, reason=f"{decision.reason}; not run on the train users: a "
+                                    "candidate better on validation was confirmed there first")
+            else:
+                decision = Decision(
+                    accepted=not_worse(result.train.instances(), parent_train.instances()),
+                    reason=f"{decision.reason}; train {result.train.score:.3f} vs parent {parent_train.score:.3f}",
+                )
         log.info("gen %d %s: %s (%s)", candidate.generation, candidate.label,
                  "accepted" if decision.accepted else "not accepted", decision.reason)
         return decision.accepted
