@@ -84,14 +84,12 @@ def arm_strategy(arm: str) -> dict[str, Any]:
             strategy["parents"] = word
         elif word in ("mean", "paired"):
             strategy["acceptance"] = word
-        elif word == "vfirst":
-            strategy["order"] = "validation_first"
+        elif word in ("vfirst", "tfirst"):
+            strategy["order"] = "validation_first" if word == "vfirst" else "train_first"
         elif word.startswith("gate"):
-            strategy["minibatch"] = int(word.removeprefix("gate"))
+            strategy["minibatch"] = int(word.removeprefix("gate")) or None
         elif word[:1] == "c":
             strategy["confidence"] = float(word[1:])
-        elif word.startswith("stop"):
-            strategy["early_stop_margin"] = float(word.removeprefix("stop"))
         elif word[:1] == "e":
             strategy["min_effect"] = float(word[1:])
         else:

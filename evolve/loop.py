@@ -6,9 +6,11 @@ train episodes, lets the configured proposers write K variants, lets Optuna set 
 hyperparameters, and evaluates the candidates concurrently: through the minibatch gate when it is on,
 then on the train users (pruning weak ones early) and on the validation users. A candidate joins the
 pool when the acceptance rule (``strategy.acceptance``) prefers it to its parent on validation. With
-``strategy.order: validation_first`` the validation users come first, and only a candidate the rule
-prefers there is run on the train users; it joins the pool when it is not worse than its parent there
-too, so every pool candidate (a possible parent) has the train episodes its evidence is made from. The best
+``strategy.order: validation_first`` the validation users come first; the candidates the rule prefers
+there are run on the train users (all, or the gate's minibatch), best first, until one is not worse than
+its parent over those and the validation users together: only that one joins the pool, and no train
+episode is spent on the others. A pool candidate chosen as parent runs on the remaining train users
+then (its evidence). The best
 of the pool on validation is the run's best; at the end seed and best are scored on test users. Every
 comparison uses the one configured ``objective``.
 
@@ -56,7 +58,6 @@ from memevo.evolve.records import (
 from memevo.evolve.selection import Decision, MinibatchGate, best_of, make_acceptance, make_parent_selector
 from memevo.evolve.selection.gate import not_worse
 from memevo.evolve.selection.parents import mean_score
-from memevo.evolve.selection.race import ParentMargin
 from memevo.evolve.spend import budget_exceeded
 from memevo.evolve.tracking.entries import candidate_entry, final_metrics, generation_counts
 from memevo.evolve.tracking.payloads import (
@@ -86,17 +87,22 @@ class CandidateRun:
 
     @property
     def gated(self) -> bool:
-        return self.minibatch is not None and self.train is None
+        """Stopped by the minibatch gate before validation (train first)."""
+        return self.minibatch is not None and self.train is None and self.val is None
 
     @property
     def pruned(self) -> bool:
-        """Stopped part-way: by the pruner on the train users, or early on validation."""
-        return any(result is not None and result.pruned for result in (self.train, self.val))
+        return self.train is not None and self.train.pruned
 
     @property
     def train_skipped(self) -> bool:
-        """Rejected on validation before its train evaluation (validation first): no train score exists."""
+        """Validation first: not run on all train users (rejected on validation, or checked on a minibatch)."""
         return self.val is not None and self.train is None
+
+    @property
+    def train_check(self) -> CandidateEval | None:
+        """The evaluation on train users the trial is told: all of them, or validation first the minibatch."""
+        return self.train or (self.minibatch if self.val is not None else None)
 
     def evals(self) -> dict[str, CandidateEval | None]:
         return {"minibatch": self.minibatch, "train": self.train, "val": self.val}
@@ -143,8 +149,9 @@ class OuterLoop(runtime.RunBase):
 
     # ----- evaluation ---------------------------------------------------------------------------
 
-    async def _evaluate(self, candidate: Candidate, split: str, user_ids: list[str], *,
-                        prune: PruneHook | None = None, label: str | None = None) -> CandidateEval:
+    async def _evaluate(self, candidate: Candidate, split: str, user_ids: list[str], *, trial: int | None = None,
+                        label: str | None = None) -> CandidateEval:
+        prune = PruneHook(self.tuner, trial) if trial is not None else None
         name = label or split
 
         def progress(outcome: UserOutcome) -> None:
@@ -177,14 +184,12 @@ class OuterLoop(runtime.RunBase):
     async def _run_candidate(self, candidate: Candidate, parent: Candidate | None) -> CandidateRun:
         """Gate, then train users (reporting to the candidate's trial, so it can be pruned), then validation;
         validation first, only the validation users (the train users follow in ``_confirm_on_train``)."""
+        if parent is not None and self._validation_first:
+            return CandidateRun(train=None, val=await self._evaluate(candidate, "val", self.split.val))
         gated = await self._minibatch(candidate, parent)
         if gated is not None:
             return CandidateRun(train=None, minibatch=gated)
-        if parent is not None and self._validation_first:
-            return CandidateRun(train=None, val=await self._evaluate(candidate, "val", self.split.val,
-                                                                     prune=self._early_stop(candidate, parent)))
-        trial = PruneHook(self.tuner, candidate.trial_number) if candidate.trial_number is not None else None
-        train = await self._evaluate(candidate, "train", self.split.train, prune=trial)
+        train = await self._evaluate(candidate, "train", self.split.train, trial=candidate.trial_number)
         if train.pruned:
             return CandidateRun(train=train)
         return CandidateRun(train=train, val=await self._evaluate(candidate, "val", self.split.val))
@@ -193,21 +198,14 @@ class OuterLoop(runtime.RunBase):
     def _validation_first(self) -> bool:
         return self.config.strategy.order == "validation_first"
 
-    def _early_stop(self, candidate: Candidate, parent: Candidate) -> PruneHook | None:
-        """Validation first with ``strategy.early_stop_margin``: stop a candidate clearly behind its parent."""
-        margin = self.config.strategy.early_stop_margin
-        if margin is None:
-            return None
-        return PruneHook(ParentMargin(self.val_instances[parent.id], self.split.val, margin),
-                         candidate.trial_number or 0)
-
     async def _confirm_on_train(self, ran: list[tuple[Candidate, CandidateRun]],
                                 parent: Candidate) -> list[tuple[Candidate, CandidateRun]]:
         """Validation first: the candidates the acceptance rule prefers on validation are run on the train users
-        one at a time, best on validation first, until one is not worse than its parent there. That one would be
-        kept (the best accepted on validation) and gets the train episodes its evidence needs as a parent; the
-        others are never run on the train users. One at a time and in a fixed order, so a resume takes the
-        same path."""
+        (all, or the gate's minibatch) one at a time, best on validation first, until one is not worse than its
+        parent over those train users and the validation users together. That one would be kept (the best
+        accepted on validation); the others are never run on the train users. A candidate checked on a
+        minibatch runs on the other train users only if it becomes a parent (``_plan``: its evidence). One at
+        a time and in a fixed order, so a resume takes the same path."""
         val_scores = {i: result.val.score for i, (_, result) in enumerate(ran)
                       if result.val is not None and self._decide(result.val, parent).accepted}
         preferred = sorted(val_scores, key=lambda i: -val_scores[i])  # stable: equal scores keep the plan's order
@@ -216,11 +214,22 @@ class OuterLoop(runtime.RunBase):
         confirmed = list(ran)
         for i in preferred:
             candidate, result = ran[i]
-            train = await self._evaluate(candidate, "train", self.split.train)
-            confirmed[i] = (candidate, CandidateRun(train=train, val=result.val, minibatch=result.minibatch))
-            if not_worse(train.instances(), parent_train.instances()):
+            if self.gate is None:
+                check = await self._evaluate(candidate, "train", self.split.train)
+                confirmed[i] = (candidate, CandidateRun(train=check, val=result.val))
+            else:
+                users = self.gate.sample(self.split.train, candidate.generation)
+                check = await self._evaluate(candidate, "train", users, label="minibatch")
+                confirmed[i] = (candidate, CandidateRun(train=None, val=result.val, minibatch=check))
+            if self._confirms(check, result.val, parent_train, parent):
                 break
         return confirmed
+
+    def _confirms(self, check: CandidateEval, val: CandidateEval | None, parent_train: CandidateEval,
+                  parent: Candidate) -> bool:
+        """Not worse than the parent over the train users checked and the validation users together."""
+        assert val is not None
+        return not_worse(check.instances() | val.instances(), parent_train.instances() | self.val_instances[parent.id])
 
     # ----- proposals ----------------------------------------------------------------------------
 
@@ -242,6 +251,8 @@ class OuterLoop(runtime.RunBase):
         if stored is not None:
             return stored
         first_trial = self._first_trial(generation)
+        if self.evaluator.finished(parent.id, "train") is None:  # checked on a minibatch only (validation first)
+            await self._evaluate(parent, "train", self.split.train)
         episodes = self.evaluator.episodes(parent.id, "train", self.split.train, traces=True)
         evidence = render_evidence(evidence_from_episodes(episodes, self.items, self.config.feedback),
                                    self.config.evidence_max_tokens)
@@ -340,7 +351,7 @@ class OuterLoop(runtime.RunBase):
             generation=generation, parent_id=parent.id, kept_id=kept.id, accepted=bool(accepted),
             accepted_ids=[c.id for c in accepted],
             train={c.id: r.train.score for c, r in ran if r.train is not None},
-            val={c.id: r.val.score for c, r in ran if r.val is not None and not r.val.pruned},
+            val={c.id: r.val.score for c, r in ran if r.val is not None},
             pruned=[c.id for c, r in ran if r.pruned], gated=[c.id for c, r in ran if r.gated],
             train_skipped=[c.id for c, r in ran if r.train_skipped],
             parent_val=mean_score(scores, kept), stats=plan.stats, not_started=[c.id for c in not_started],
@@ -375,7 +386,8 @@ class OuterLoop(runtime.RunBase):
 
     def _tell(self, not_started: list[Candidate], ran: list[tuple[Candidate, CandidateRun]],
               outcome: GenerationOutcome) -> None:
-        """Close the generation's trials: train value of the objective, or pruned (gate, pruner, budget).
+        """Close the generation's trials: the objective on the train users the candidate was run on, or pruned
+        (gate, pruner, budget, or validation first rejected on validation).
         Each trial first gets its attributes (Optuna refuses to change a finished trial)."""
         for candidate in not_started:
             assert candidate.trial_number is not None
@@ -385,18 +397,15 @@ class OuterLoop(runtime.RunBase):
             run_id = self.tracker.candidate_run_id(candidate.generation, candidate.label) if self.tracker else None
             self.tuner.annotate(candidate.trial_number, **trial_attributes(
                 candidate_id=candidate.id, label=candidate.label, generation=candidate.generation,
-                objective=self.config.objective,
-                val_score=result.val.score if result.val is not None and not result.val.pruned else None,
+                objective=self.config.objective, val_score=result.val.score if result.val is not None else None,
                 run_id=run_id, kept=candidate.id == outcome.kept_id))
-            if result.train is None or result.train.pruned:
+            check = result.train_check
+            if check is None or check.pruned:
                 self.tuner.tell(candidate.trial_number, None, pruned=True)
             else:
-                self.tuner.tell(candidate.trial_number, result.train.score)
+                self.tuner.tell(candidate.trial_number, check.score)
 
     def _decide(self, val: CandidateEval, parent: Candidate) -> Decision:
-        if val.pruned:
-            return Decision(accepted=False, reason=f"stopped early after {len(val.users)} of {val.n_users_total} "
-                            "validation users (behind its parent by more than strategy.early_stop_margin)")
         return self.acceptance.decide(val.instances(), self.val_instances[parent.id])
 
     def _accepts(self, candidate: Candidate, result: CandidateRun, parent: Candidate) -> bool:
@@ -408,13 +417,14 @@ class OuterLoop(runtime.RunBase):
         if decision.accepted and self._validation_first:
             parent_train = self.evaluator.finished(parent.id, "train")
             assert parent_train is not None, f"parent {parent.id} has no train result"
-            if result.train is None:
+            check = result.train_check
+            if check is None:
                 decision = Decision(accepted=False, reason=f"{decision.reason}; not run on the train users: a "
                                     "candidate better on validation was confirmed there first")
             else:
                 decision = Decision(
-                    accepted=not_worse(result.train.instances(), parent_train.instances()),
-                    reason=f"{decision.reason}; train {result.train.score:.3f} vs parent {parent_train.score:.3f}",
+                    accepted=self._confirms(check, result.val, parent_train, parent),
+                    reason=f"{decision.reason}; train {check.score:.3f} vs parent {parent_train.score:.3f}",
                 )
         log.info("gen %d %s: %s (%s)", candidate.generation, candidate.label,
                  "accepted" if decision.accepted else "not accepted", decision.reason)

@@ -44,12 +44,11 @@ def score_metrics(prefix: str, summary: Scores) -> dict[str, float]:
 def candidate_metrics(
     evaluator: Evaluator, users: dict[str, list[str]], candidate: Candidate, evals: dict[str, CandidateEval | None]
 ) -> dict[str, float]:
-    train, val = evals.get("train"), evals.get("val")
+    train = evals.get("train")
     metrics: dict[str, float] = {
-        "pruned": float(any(result is not None and result.pruned for result in (train, val))),
-        "gated": float(train is None and evals.get("minibatch") is not None),
+        "pruned": float(bool(train and train.pruned)),
+        "gated": float(train is None and evals.get("val") is None and evals.get("minibatch") is not None),
         "train_users_evaluated": len(train.users) if train else 0,
-        "val_users_evaluated": len(val.users) if val else 0,
     }
     for label, result in evals.items():
         if result is not None:
