@@ -214,11 +214,11 @@ class OuterLoop(runtime.RunBase):
         confirmed = list(ran)
         for i in preferred:
             candidate, result = ran[i]
-            if self.gate is None:
-                check = await self._evaluate(candidate, "train", self.split.train)
+            users = self.gate.sample(self.split.train, candidate.generation) if self.gate else self.split.train
+            if len(users) == len(self.split.train):
+                check = await self._evaluate(candidate, "train", users)
                 confirmed[i] = (candidate, CandidateRun(train=check, val=result.val))
             else:
-                users = self.gate.sample(self.split.train, candidate.generation)
                 check = await self._evaluate(candidate, "train", users, label="minibatch")
                 confirmed[i] = (candidate, CandidateRun(train=None, val=result.val, minibatch=check))
             if self._confirms(check, result.val, parent_train, parent):
