@@ -409,8 +409,8 @@ class OuterLoop(runtime.RunBase):
         return self.acceptance.decide(val.instances(), self.val_instances[parent.id])
 
     def _accepts(self, candidate: Candidate, result: CandidateRun, parent: Candidate) -> bool:
-        """The acceptance rule on validation; validation first, the candidate must also have been run on the train
-        users (``_confirm_on_train``) and be not worse than its parent there."""
+        """The acceptance rule on validation; validation first, the candidate must also have been checked on train
+        users (``_confirm_on_train``) and be not worse than its parent over those and the validation users."""
         if result.val is None:
             return False
         decision = self._decide(result.val, parent)
@@ -422,10 +422,9 @@ class OuterLoop(runtime.RunBase):
                 decision = Decision(accepted=False, reason=f"{decision.reason}; not run on the train users: a "
                                     "candidate better on validation was confirmed there first")
             else:
-                decision = Decision(
-                    accepted=self._confirms(check, result.val, parent_train, parent),
-                    reason=f"{decision.reason}; train {check.score:.3f} vs parent {parent_train.score:.3f}",
-                )
+                confirmed = self._confirms(check, result.val, parent_train, parent)
+                decision = Decision(accepted=confirmed, reason=f"{decision.reason}; {len(check.users)} train user(s) "
+                                    f"and validation together: {'not worse' if confirmed else 'worse'} than the parent")
         log.info("gen %d %s: %s (%s)", candidate.generation, candidate.label,
                  "accepted" if decision.accepted else "not accepted", decision.reason)
         return decision.accepted
