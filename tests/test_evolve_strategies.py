@@ -185,7 +185,8 @@ def test_validation_first_checks_a_minibatch_and_completes_a_parent_s_train_user
 
 
 VALIDATION_FIRST = {**ALL_STRATEGIES, "strategy": {"proposers": ["reflection", "delta", "merge"], "parents": "pareto",
-                                                   "order": "validation_first", "minibatch": 2}}
+                                                   "order": "validation_first", "minibatch": 2},
+                    "split": {"train": 3, "val": 2, "test": 1}}  # a minibatch of 2 of 3: parents complete theirs
 
 
 @pytest.mark.parametrize(("fraction", "strategies"), [(0.35, ALL_STRATEGIES), (0.8, ALL_STRATEGIES),
