@@ -20,8 +20,11 @@ Per seed (a new world, split and noise for each) and arm, one evolution runs in-
 - false acceptances: accepted candidates whose noise-free test score is below their parent's.
 
 An arm is named by ``+``-joined words: ``elitist`` or ``pareto`` (parents), ``mean`` or ``paired``
-(acceptance), ``c0.8`` (paired confidence), ``e0.02`` (paired minimum effect), ``gate1`` (minibatch gate
-on 1 train user; ``gate3``, all three train users, is a train gate before validation); unnamed settings
+(acceptance), ``c0.8`` (paired confidence), ``e0.02`` (paired minimum effect), ``gate1`` (a minibatch of
+1 train user; ``gate0``: none), ``tfirst`` or ``vfirst`` (``strategy.order``: train users
+first, the minibatch a gate before the full evaluation, so ``tfirst+gate3`` is a train gate before
+validation; or validation first, the minibatch the train users a candidate preferred on validation is
+checked on, all of them with ``gate0``); unnamed settings
 keep EvolveConfig's defaults. Tune on other seeds than the ones you report (``--first-seed``): a setting
 chosen on the reported worlds would be fitted to their noise.
 
@@ -64,14 +67,14 @@ SEED_TYPES = "- commute (how the user gets to work)\n- footwear (the shoes the u
 """The seed names two categories of one question each, so dropping either is a small harm."""
 ARMS = [
     "elitist+mean",
-    "elitist+mean+gate1",
-    "elitist+mean+gate3",
-    "pareto+mean+gate3",
-    "elitist+paired+c0.7",
-    "elitist+paired+c0.7+gate2",
-    "elitist+paired+c0.8",
+    "elitist+mean+tfirst+gate0",
+    "elitist+mean+tfirst+gate3",
+    "pareto+mean+tfirst+gate3",
+    "elitist+mean+vfirst+gate0",
+    "pareto+mean",
 ]
-"""The arms run by default: EvolveConfig's default first, then those kept from tuning on seeds 100-109."""
+"""The arms run by default: EvolveConfig's default first (validation first, a minibatch of 2 train users), then
+the earlier default (train first, no gate), the train gates, the check on all train users, Pareto parents."""
 
 
 def arm_strategy(arm: str) -> dict[str, Any]:
@@ -82,8 +85,10 @@ def arm_strategy(arm: str) -> dict[str, Any]:
             strategy["parents"] = word
         elif word in ("mean", "paired"):
             strategy["acceptance"] = word
+        elif word in ("vfirst", "tfirst"):
+            strategy["order"] = "validation_first" if word == "vfirst" else "train_first"
         elif word.startswith("gate"):
-            strategy["minibatch"] = int(word.removeprefix("gate"))
+            strategy["minibatch"] = int(word.removeprefix("gate")) or None
         elif word[:1] == "c":
             strategy["confidence"] = float(word[1:])
         elif word[:1] == "e":

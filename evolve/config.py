@@ -199,8 +199,15 @@ class StrategyConfig(_Strict):
     confidence: float = Field(0.9, description="paired: one-sided confidence that the candidate is better.")
     min_effect: float = Field(0.0, ge=0, description="paired: smallest mean gain per validation instance.")
     minibatch: int | None = Field(
-        None, ge=1, description="Minibatch gate: train users a proposal is first scored on beside its parent; "
-        "None switches the gate off.",
+        2, ge=1, description="Train users a proposal is scored on beside its parent: validation_first, the check "
+        "after validation; train_first, a gate before the full evaluation. None: all train users (validation_first), "
+        "no gate (train_first).",
+    )
+    order: Literal["train_first", "validation_first"] = Field(
+        "validation_first", description="validation_first: validation users first; the candidates the acceptance "
+        "rule prefers there are checked on the minibatch of train users, best first, until one is not worse than its "
+        "parent over those and the validation users together; only it joins the pool, the others run on no train "
+        "user. train_first: train users (pruned by Optuna), then validation.",
     )
 
 

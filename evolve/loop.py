@@ -5,7 +5,12 @@ generation picks a parent from the pool (``strategy.parents``), renders the evid
 train episodes, lets the configured proposers write K variants, lets Optuna set each variant's
 hyperparameters, and evaluates the candidates concurrently: through the minibatch gate when it is on,
 then on the train users (pruning weak ones early) and on the validation users. A candidate joins the
-pool when the acceptance rule (``strategy.acceptance``) prefers it to its parent on validation. The best
+pool when the acceptance rule (``strategy.acceptance``) prefers it to its parent on validation. With
+``strategy.order: validation_first`` the validation users come first; the candidates the rule prefers
+there are run on the train users (all, or the gate's minibatch), best first, until one is not worse than
+its parent over those and the validation users together: only that one joins the pool, and no train
+episode is spent on the others. A pool candidate chosen as parent runs on the remaining train users
+then (its evidence). The best
 of the pool on validation is the run's best; at the end seed and best are scored on test users. Every
 comparison uses the one configured ``objective``.
 
@@ -50,7 +55,8 @@ from memevo.evolve.records import (
     read_record,
     write_record,
 )
-from memevo.evolve.selection import MinibatchGate, best_of, make_acceptance, make_parent_selector
+from memevo.evolve.selection import Decision, MinibatchGate, best_of, make_acceptance, make_parent_selector
+from memevo.evolve.selection.gate import not_worse
 from memevo.evolve.selection.parents import mean_score
 from memevo.evolve.spend import budget_exceeded
 from memevo.evolve.tracking.entries import candidate_entry, final_metrics, generation_counts
@@ -81,11 +87,22 @@ class CandidateRun:
 
     @property
     def gated(self) -> bool:
-        return self.minibatch is not None and self.train is None
+        """Stopped by the minibatch gate before validation (train first)."""
+        return self.minibatch is not None and self.train is None and self.val is None
 
     @property
     def pruned(self) -> bool:
         return self.train is not None and self.train.pruned
+
+    @property
+    def train_skipped(self) -> bool:
+        """Validation first: not run on all train users (rejected on validation, or checked on a minibatch)."""
+        return self.val is not None and self.train is None
+
+    @property
+    def train_check(self) -> CandidateEval | None:
+        """The evaluation on train users the trial is told: all of them, or validation first the minibatch."""
+        return self.train or (self.minibatch if self.val is not None else None)
 
     def evals(self) -> dict[str, CandidateEval | None]:
         return {"minibatch": self.minibatch, "train": self.train, "val": self.val}
@@ -165,7 +182,10 @@ class OuterLoop(runtime.RunBase):
         return result
 
     async def _run_candidate(self, candidate: Candidate, parent: Candidate | None) -> CandidateRun:
-        """Gate, then train users (reporting to the candidate's trial, so it can be pruned), then validation."""
+        """Gate, then train users (reporting to the candidate's trial, so it can be pruned), then validation;
+        validation first, only the validation users (the train users follow in ``_confirm_on_train``)."""
+        if parent is not None and self._validation_first:
+            return CandidateRun(train=None, val=await self._evaluate(candidate, "val", self.split.val))
         gated = await self._minibatch(candidate, parent)
         if gated is not None:
             return CandidateRun(train=None, minibatch=gated)
@@ -173,6 +193,43 @@ class OuterLoop(runtime.RunBase):
         if train.pruned:
             return CandidateRun(train=train)
         return CandidateRun(train=train, val=await self._evaluate(candidate, "val", self.split.val))
+
+    @property
+    def _validation_first(self) -> bool:
+        return self.config.strategy.order == "validation_first"
+
+    async def _confirm_on_train(self, ran: list[tuple[Candidate, CandidateRun]],
+                                parent: Candidate) -> list[tuple[Candidate, CandidateRun]]:
+        """Validation first: the candidates the acceptance rule prefers on validation are run on the train users
+        (all, or the gate's minibatch) one at a time, best on validation first, until one is not worse than its
+        parent over those train users and the validation users together. That one would be kept (the best
+        accepted on validation); the others are never run on the train users. A candidate checked on a
+        minibatch runs on the other train users only if it becomes a parent (``_plan``: its evidence). One at
+        a time and in a fixed order, so a resume takes the same path."""
+        val_scores = {i: result.val.score for i, (_, result) in enumerate(ran)
+                      if result.val is not None and self._decide(result.val, parent).accepted}
+        preferred = sorted(val_scores, key=lambda i: -val_scores[i])  # stable: equal scores keep the plan's order
+        parent_train = self.evaluator.finished(parent.id, "train")
+        assert parent_train is not None, f"parent {parent.id} has no train result"
+        confirmed = list(ran)
+        for i in preferred:
+            candidate, result = ran[i]
+            users = self.gate.sample(self.split.train, candidate.generation) if self.gate else self.split.train
+            if len(users) == len(self.split.train):
+                check = await self._evaluate(candidate, "train", users)
+                confirmed[i] = (candidate, CandidateRun(train=check, val=result.val))
+            else:
+                check = await self._evaluate(candidate, "train", users, label="minibatch")
+                confirmed[i] = (candidate, CandidateRun(train=None, val=result.val, minibatch=check))
+            if self._confirms(check, result.val, parent_train, parent):
+                break
+        return confirmed
+
+    def _confirms(self, check: CandidateEval, val: CandidateEval | None, parent_train: CandidateEval,
+                  parent: Candidate) -> bool:
+        """Not worse than the parent over the train users checked and the validation users together."""
+        assert val is not None
+        return not_worse(check.instances() | val.instances(), parent_train.instances() | self.val_instances[parent.id])
 
     # ----- proposals ----------------------------------------------------------------------------
 
@@ -194,6 +251,8 @@ class OuterLoop(runtime.RunBase):
         if stored is not None:
             return stored
         first_trial = self._first_trial(generation)
+        if self.evaluator.finished(parent.id, "train") is None:  # checked on a minibatch only (validation first)
+            await self._evaluate(parent, "train", self.split.train)
         episodes = self.evaluator.episodes(parent.id, "train", self.split.train, traces=True)
         evidence = render_evidence(evidence_from_episodes(episodes, self.items, self.config.feedback),
                                    self.config.evidence_max_tokens)
@@ -279,6 +338,8 @@ class OuterLoop(runtime.RunBase):
             gathered = await asyncio.gather(*(run(candidate, bar) for candidate in plan.candidates))
         not_started = [c for c, result in zip(plan.candidates, gathered, strict=True) if result is None]
         ran = [(c, result) for c, result in zip(plan.candidates, gathered, strict=True) if result is not None]
+        if self._validation_first:
+            ran = await self._confirm_on_train(ran, parent)
         accepted = [c for c, result in ran if self._accepts(c, result, parent)]
         scores = {**self.val_instances, **{c.id: r.val.instances() for c, r in ran if r.val is not None}}
         kept = best_of([*self.pool, *accepted], scores)
@@ -292,6 +353,7 @@ class OuterLoop(runtime.RunBase):
             train={c.id: r.train.score for c, r in ran if r.train is not None},
             val={c.id: r.val.score for c, r in ran if r.val is not None},
             pruned=[c.id for c, r in ran if r.pruned], gated=[c.id for c, r in ran if r.gated],
+            train_skipped=[c.id for c, r in ran if r.train_skipped],
             parent_val=mean_score(scores, kept), stats=plan.stats, not_started=[c.id for c in not_started],
             stop_reason=stop,
         )
@@ -324,7 +386,8 @@ class OuterLoop(runtime.RunBase):
 
     def _tell(self, not_started: list[Candidate], ran: list[tuple[Candidate, CandidateRun]],
               outcome: GenerationOutcome) -> None:
-        """Close the generation's trials: train value of the objective, or pruned (gate, pruner, budget).
+        """Close the generation's trials: the objective on the train users the candidate was run on, or pruned
+        (gate, pruner, budget, or validation first rejected on validation).
         Each trial first gets its attributes (Optuna refuses to change a finished trial)."""
         for candidate in not_started:
             assert candidate.trial_number is not None
@@ -336,15 +399,32 @@ class OuterLoop(runtime.RunBase):
                 candidate_id=candidate.id, label=candidate.label, generation=candidate.generation,
                 objective=self.config.objective, val_score=result.val.score if result.val is not None else None,
                 run_id=run_id, kept=candidate.id == outcome.kept_id))
-            if result.train is None or result.train.pruned:
+            check = result.train_check
+            if check is None or check.pruned:
                 self.tuner.tell(candidate.trial_number, None, pruned=True)
             else:
-                self.tuner.tell(candidate.trial_number, result.train.score)
+                self.tuner.tell(candidate.trial_number, check.score)
+
+    def _decide(self, val: CandidateEval, parent: Candidate) -> Decision:
+        return self.acceptance.decide(val.instances(), self.val_instances[parent.id])
 
     def _accepts(self, candidate: Candidate, result: CandidateRun, parent: Candidate) -> bool:
+        """The acceptance rule on validation; validation first, the candidate must also have been checked on train
+        users (``_confirm_on_train``) and be not worse than its parent over those and the validation users."""
         if result.val is None:
             return False
-        decision = self.acceptance.decide(result.val.instances(), self.val_instances[parent.id])
+        decision = self._decide(result.val, parent)
+        if decision.accepted and self._validation_first:
+            parent_train = self.evaluator.finished(parent.id, "train")
+            assert parent_train is not None, f"parent {parent.id} has no train result"
+            check = result.train_check
+            if check is None:
+                decision = Decision(accepted=False, reason=f"{decision.reason}; not run on the train users: a "
+                                    "candidate better on validation was confirmed there first")
+            else:
+                confirmed = self._confirms(check, result.val, parent_train, parent)
+                decision = Decision(accepted=confirmed, reason=f"{decision.reason}; {len(check.users)} train user(s) "
+                                    f"and validation together: {'not worse' if confirmed else 'worse'} than the parent")
         log.info("gen %d %s: %s (%s)", candidate.generation, candidate.label,
                  "accepted" if decision.accepted else "not accepted", decision.reason)
         return decision.accepted

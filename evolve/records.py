@@ -69,6 +69,9 @@ class GenerationOutcome(BaseModel):
     val: dict[str, float]
     pruned: list[str]
     gated: list[str] = Field(default_factory=list, description="Stopped by the minibatch gate.")
+    train_skipped: list[str] = Field(
+        default_factory=list, description="Validation first: not run on all train users (rejected on validation, "
+        "or checked on a minibatch of them), so ``train`` has no score for them: it was not measured.")
     parent_val: float = Field(description="Validation score of ``kept_id``.")
     stats: ProposalStats
     not_started: list[str] = Field(default_factory=list, description="Candidates left out: the budget was spent.")

@@ -75,11 +75,14 @@ def _history_table(history: list[GenerationOutcome]) -> list[str]:
         lines.append(
             f"| {row.generation} | {row.kept_id[:8]} | {'yes' if row.accepted and row.generation else 'no'} "
             f"| {fmt(max(row.train.values(), default=None))} | {fmt(max(row.val.values(), default=None))} "
-            f"| {fmt(row.parent_val)} | {len(row.train)} | {len(row.pruned)} | {row.stats.rejected} |"
+            f"| {fmt(row.parent_val)} | {len({*row.train, *row.val, *row.gated})} | {len(row.pruned)} "
+            f"| {row.stats.rejected} |"
         )
     lines += ["", "Scores are mean per-user accuracy. *best val* is n/a when every candidate of the generation was "
               "pruned on the training users before validation; *kept val* is the score of the candidate carried "
-              "forward, which changes only when a candidate beats it on validation."]
+              "forward, which changes only when a candidate beats it on validation. *best train* covers only "
+              "candidates run on all training users: validation first, the others' training score is not measured "
+              "(n/a when none was)."]
     return lines
 
 

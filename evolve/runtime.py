@@ -306,7 +306,7 @@ class RunBase:
             "proposer_model": self.config.llm.proposer.model, "feedback_mode": self.config.feedback.mode.value,
             "objective": self.config.objective, "proposers": ",".join(self.config.strategy.proposers),
             "parents": self.config.strategy.parents, "acceptance": self.config.strategy.acceptance,
-            "minibatch": self.config.strategy.minibatch or 0,
+            "order": self.config.strategy.order, "minibatch": self.config.strategy.minibatch or 0,
             "components": ",".join(self.config.components), "split_seed": self.config.split.seed,
             "optuna_seed": self.config.optuna.seed, "data_hash": data_hash(self.users),
             "n_train": len(self.split.train), "n_val": len(self.split.val), "n_test": len(self.split.test),

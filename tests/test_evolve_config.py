@@ -21,7 +21,8 @@ def test_minimal_config_takes_defaults(tmp_path: Path) -> None:
     config = load_evolve_config(write(tmp_path, MINIMAL))
     assert config.components == ["memory_types"]
     assert config.objective == "memory_score" and config.strategy.proposers == ["reflection"]
-    assert (config.strategy.parents, config.strategy.acceptance, config.strategy.minibatch) == ("elitist", "mean", None)
+    assert (config.strategy.parents, config.strategy.acceptance, config.strategy.minibatch) == ("elitist", "mean", 2)
+    assert config.strategy.order == "validation_first"
     accuracy = load_evolve_config(write(tmp_path, {**MINIMAL, "upper_bound": False, "objective": "accuracy"}))
     assert accuracy.objective == "accuracy"
     assert config.feedback.mode.value == "complete"

@@ -93,7 +93,7 @@ def test_pruning_stops_a_dominated_candidate(tmp_path: Path) -> None:
     world = category_world(6, 3)
     result, _ = evolve(tmp_path, "prune", CategoryBackend(world, proposer_mode="forget"),
                        split={"train": 3, "val": 1, "test": 2}, budget={"generations": 1, "candidates": 1},
-                       episode={"user_concurrency": 1})
+                       episode={"user_concurrency": 1}, strategy={"order": "train_first", "minibatch": None})
     generation = result.history[1]
     (candidate_id,) = generation.train
     assert generation.pruned == [candidate_id]
@@ -232,6 +232,10 @@ def test_mlflow_store_holds_runs_metrics_and_artifacts(tmp_path: Path) -> None:
                  "train_accuracy_p00", "val_accuracy_p02"):
         assert name in metrics, name
     assert "calls_agent" in generation.data.metrics and "calls_proposer" in generation.data.metrics
+    for candidate_id in result.history[1].train_skipped:  # validation first: never run on the train users
+        (skipped,) = [run for name, run in runs.items() if name.endswith(candidate_id[:8]) and name.startswith("g1")]
+        assert skipped.data.metrics["train_users_evaluated"] == 0 and "val_accuracy" in skipped.data.metrics
+        assert not any(name.startswith("train_") and name != "train_users_evaluated" for name in skipped.data.metrics)
     history = client.get_metric_history(candidate.info.run_id, "val_accuracy")
     assert [m.step for m in history] == [1]
     artifacts = {a.path for a in client.list_artifacts(candidate.info.run_id)}
@@ -370,8 +374,8 @@ def test_budget_is_checked_before_each_candidate(tmp_path: Path) -> None:
     result, _ = evolve(tmp_path, "budget", **{**SEQUENTIAL, "budget": budget})
     assert len(result.history) == 2
     generation = result.history[1]
-    assert len(generation.train) == 1 and len(generation.not_started) == 1
-    assert generation.not_started[0] not in generation.train
+    assert len(generation.val) == 1 and len(generation.not_started) == 1
+    assert generation.not_started[0] not in generation.val
     assert result.stop_reason == "call budget ({}): 1 of 2 candidate(s) of generation 1 not started".format(
         budget["max_calls"])
     assert not (tmp_path / "budget" / "evals" / generation.not_started[0]).exists()

@@ -29,6 +29,7 @@ ALL_STRATEGIES = {
         "acceptance": "paired",
         "confidence": 0.6,
         "minibatch": 1,
+        "order": "train_first",
     },
     "episode": {"rounds_init": 1, "rounds_update": 1, "user_concurrency": 1, "candidate_concurrency": 1},
     "budget": {"generations": 3, "candidates": 3},
@@ -64,10 +65,12 @@ def test_minibatch_gate_stops_a_dominated_proposal_before_its_full_evaluation(tm
         "split": {"train": 3, "val": 1, "test": 2},
     }
     gated, gated_backend = evolve(
-        tmp_path, "gated", CategoryBackend(world, proposer_mode="forget"), strategy={"minibatch": 1}, **options
+        tmp_path, "gated", CategoryBackend(world, proposer_mode="forget"),
+        strategy={"order": "train_first", "minibatch": 1}, **options
     )
     open_, open_backend = evolve(
-        tmp_path, "open", CategoryBackend(world, proposer_mode="forget"), optuna={"pruner": "none"}, **options
+        tmp_path, "open", CategoryBackend(world, proposer_mode="forget"), optuna={"pruner": "none"},
+        strategy={"order": "train_first", "minibatch": None}, **options
     )
     generation = gated.history[1]
     assert generation.gated and set(generation.gated) == set(generation.train) | set(generation.gated)
@@ -136,16 +139,68 @@ def test_all_strategies_together_improve_and_record_their_origin(tmp_path: Path)
     assert all(set(o.accepted_ids) <= set(o.val) for o in result.history[1:])
 
 
-@pytest.mark.parametrize("fraction", [0.35, 0.8])
-def test_every_strategy_resumes_after_a_kill_to_the_identical_result(tmp_path: Path, fraction: float) -> None:
+def test_validation_first_spends_train_episodes_only_on_the_candidate_it_keeps(tmp_path: Path) -> None:
     world = category_world(6, 3)
-    whole, full_backend = evolve(tmp_path, "whole", CategoryBackend(world, proposer_mode="step"), **ALL_STRATEGIES)
+    options: dict[str, Any] = {
+        "episode": {"rounds_init": 1, "rounds_update": 1, "user_concurrency": 1, "candidate_concurrency": 1},
+        "budget": {"generations": 3, "candidates": 3},
+        "optuna": {"pruner": "none"},
+    }
+    first, first_backend = evolve(tmp_path, "vfirst", CategoryBackend(world, proposer_mode="step", answer_noise=0.3),
+                                  strategy={"order": "validation_first", "minibatch": None}, **options)
+    train_first, train_backend = evolve(tmp_path, "tfirst", CategoryBackend(world, proposer_mode="step",
+                                                                            answer_noise=0.3),
+                                        strategy={"order": "train_first", "minibatch": None}, **options)
+    assert first.best.id != first.seed.id
+    skipped = [c for outcome in first.history[1:] for c in outcome.train_skipped]
+    assert skipped, "no candidate was spared its train users"
+    study = optuna.load_study(study_name="test-evolution", storage=f"sqlite:///{tmp_path / 'vfirst' / 'optuna.db'}")
+    trials = {t.user_attrs.get("candidate_id"): t for t in study.trials}
+    for outcome in first.history[1:]:
+        assert len(outcome.accepted_ids) <= 1 and set(outcome.accepted_ids) <= set(outcome.train)
+        assert set(outcome.val) == set(outcome.train) | set(outcome.train_skipped)
+        for candidate_id in outcome.train_skipped:
+            evals = tmp_path / "vfirst" / "evals" / candidate_id
+            assert (evals / "val.json").exists() and not (evals / "train").exists()
+            assert trials[candidate_id].state == optuna.trial.TrialState.PRUNED  # no train value was measured
+            assert f"val_{first.objective}" in trials[candidate_id].user_attrs
+    assert len(first_backend.calls_for("agent")) < len(train_backend.calls_for("agent"))
+
+
+def test_validation_first_checks_a_minibatch_and_completes_a_parent_s_train_users(tmp_path: Path) -> None:
+    world = category_world(6, 3)
+    result, _ = evolve(tmp_path, "mini", CategoryBackend(world, proposer_mode="step"),
+                       strategy={"order": "validation_first", "minibatch": 1},
+                       episode={"rounds_init": 1, "rounds_update": 1, "user_concurrency": 1})
+    evals = tmp_path / "mini" / "evals"
+    accepted = [c for outcome in result.history[1:] for c in outcome.accepted_ids]
+    assert accepted and not any(outcome.train for outcome in result.history[1:])  # no train score was measured
+    plans = [GenerationPlan.model_validate_json(path.read_text())
+             for path in sorted((tmp_path / "mini" / "generations").glob("gen_*/plan.json"))]
+    for candidate_id in accepted:
+        check = CandidateEval.model_validate_json((evals / candidate_id / "minibatch.json").read_text())
+        assert len(check.users) == 1
+        became_parent = any(plan.parent_id == candidate_id for plan in plans)
+        assert (evals / candidate_id / "train.json").exists() == became_parent
+
+
+VALIDATION_FIRST = {**ALL_STRATEGIES, "strategy": {"proposers": ["reflection", "delta", "merge"], "parents": "pareto",
+                                                   "order": "validation_first", "minibatch": 2},
+                    "split": {"train": 3, "val": 2, "test": 1}}  # a minibatch of 2 of 3: parents complete theirs
+
+
+@pytest.mark.parametrize(("fraction", "strategies"), [(0.35, ALL_STRATEGIES), (0.8, ALL_STRATEGIES),
+                                                      (0.4, VALIDATION_FIRST), (0.75, VALIDATION_FIRST)])
+def test_every_strategy_resumes_after_a_kill_to_the_identical_result(tmp_path: Path, fraction: float,
+                                                                     strategies: dict[str, Any]) -> None:
+    world = category_world(6, 3)
+    whole, full_backend = evolve(tmp_path, "whole", CategoryBackend(world, proposer_mode="step"), **strategies)
     crash_at = int(len(full_backend.calls) * fraction)
     killed_backend = CrashingBackend(world, proposer_mode="step", crash_after=crash_at)
     with pytest.raises(Killed):
-        evolve(tmp_path, "killed", killed_backend, **ALL_STRATEGIES)
+        evolve(tmp_path, "killed", killed_backend, **strategies)
     resumed, resumed_backend = evolve(tmp_path, "killed", CategoryBackend(world, proposer_mode="step"), resume=True,
-                                      **ALL_STRATEGIES)
+                                      **strategies)
     assert _comparable(resumed) == _comparable(whole)
     assert resumed.usage.total() == _served(killed_backend, resumed_backend)
 

@@ -29,8 +29,13 @@ class MinibatchGate:
         return [user for user in train_users if user in chosen]
 
     def passes(self, candidate: Mapping[Instance, float], parent: Mapping[Instance, float]) -> bool:
-        """Not worse than the parent on the instances both have."""
-        common = [key for key in candidate if key in parent]
-        if not common:
-            return True
-        return fmean(candidate[key] for key in common) >= fmean(parent[key] for key in common)
+        return not_worse(candidate, parent)
+
+
+def not_worse(candidate: Mapping[Instance, float], parent: Mapping[Instance, float]) -> bool:
+    """Not worse than the parent on the instances both have (the gate's rule, and the train check of a
+    candidate evaluated validation first)."""
+    common = [key for key in candidate if key in parent]
+    if not common:
+        return True
+    return fmean(candidate[key] for key in common) >= fmean(parent[key] for key in common)

@@ -47,7 +47,7 @@ def candidate_metrics(
     train = evals.get("train")
     metrics: dict[str, float] = {
         "pruned": float(bool(train and train.pruned)),
-        "gated": float(train is None and evals.get("minibatch") is not None),
+        "gated": float(train is None and evals.get("val") is None and evals.get("minibatch") is not None),
         "train_users_evaluated": len(train.users) if train else 0,
     }
     for label, result in evals.items():
