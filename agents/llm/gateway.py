@@ -4,7 +4,7 @@ It adds what the raw SDK call lacks for long evaluation runs: a concurrency limi
 event loops, retries with exponential backoff and jitter for transient failures only (429, 408,
 5xx, timeouts, connection errors), a persistent response cache, lenient JSON parsing and per-role
 accounting. Embedding requests (``embed``) share all of it, so retrieval is no side door around the
-limits or the bill. Requests go out through ``transport.JSONTransport`` (a thin aiohttp client rather than
+limits or the bill. Requests go out through ``transport.JSONTransport`` (a small HTTP/1.1 client rather than
 the openai SDK, whose request transform dominated the CPU cost per call), so there is one retry policy.
 """
 
