@@ -362,3 +362,16 @@ def test_cache_key_hashes_the_canonical_request_with_each_message_by_its_hash(re
                                            **({} if response_format is None else {"response_format": response_format})}
     other = CacheRequest(**{**request.model_dump(), "messages": [messages[0], {"role": "user", "content": long}]})
     assert len({request.key, again.key, other.key}) == 3  # the same content under another role is another request
+
+
+@pytest.mark.parametrize("messages", [[], [{"role": "user", "content": "x"}], [{"role": "tool", "content": "y", "n": "1"}]])
+def test_cache_key_is_the_canonical_formula_for_any_message_list_and_field_text(messages):
+    """The key's JSON is put together from parts (the digests joined, not encoded): it must equal the JSON
+    encoder's text for an empty list, odd messages and fields holding quotes and non-ASCII text."""
+    request = CacheRequest(endpoint='http://h/"ü"', model='m"\\', messages=messages, temperature=0.0,
+                           max_tokens=1, response_format={"b": ["é", 1], "a": None}, sample_index=0)
+    hashed = [hashlib.sha256(json.dumps(m, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode())
+              .hexdigest() for m in messages]
+    whole = json.dumps({"v": KEY_VERSION, **request.model_dump(), "messages": hashed}, sort_keys=True,
+                       separators=(",", ":"), ensure_ascii=False)
+    assert request.key == hashlib.sha256(whole.encode()).hexdigest()

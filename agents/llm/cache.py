@@ -47,14 +47,19 @@ class CacheRequest(BaseModel):
     response_format: dict[str, Any] | None
     sample_index: int
 
+    @cached_property
+    def encoded_messages(self) -> list[_Encoded]:
+        """Each message's canonical encoding (and digest, when asked), looked up once for both key and body."""
+        return _STRINGS.entries(self.messages)
+
     def chat_body(self) -> list[bytes]:
         """The chat completion request body (UTF-8 JSON, the messages in canonical form) as parts to send in order:
         a long history's messages are their cached encodings, not copied into one buffer per call."""
         parts = [_BODY_HEAD]
-        for position, message in enumerate(self.messages):
+        for position, entry in enumerate(self.encoded_messages):
             if position:
                 parts.append(b",")
-            parts.append(_STRINGS.encoded(message))
+            parts.append(entry.json)
         fields = {"model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens}
         if self.response_format is not None:
             fields["response_format"] = self.response_format
@@ -68,11 +73,16 @@ class CacheRequest(BaseModel):
         each message's own SHA-256 (hex, of its canonical JSON).
 
         A long message's digest is computed once per content object (see ``_EncodedStrings``), so a native
-        agent's history, resent whole on every call, is not hashed again on every call.
+        agent's history, resent whole on every call, is not hashed again on every call; and the list of digests
+        (hex, so its JSON is plain quoting) is joined rather than put through the JSON encoder.
         """
-        fields = {"v": KEY_VERSION, **self.model_dump(exclude={"messages"}),
-                  "messages": [_STRINGS.digest(message) for message in self.messages]}
-        return hashlib.sha256(canonical_json(fields).encode("utf-8")).hexdigest()
+        fields = {"v": KEY_VERSION, **self.model_dump(exclude={"messages"})}
+        before = canonical_json({name: value for name, value in fields.items() if name < "messages"})
+        after = canonical_json({name: value for name, value in fields.items() if name > "messages"})
+        digests = '","'.join(entry.hex_digest() for entry in self.encoded_messages)
+        listed = f'["{digests}"]' if self.encoded_messages else "[]"
+        whole = f'{before[:-1]}{"," if len(before) > 2 else ""}"messages":{listed}{"," if len(after) > 2 else ""}{after[1:]}'
+        return hashlib.sha256(whole.encode("utf-8")).hexdigest()
 
 
 def canonical_json(value: Any) -> str:
@@ -98,22 +108,24 @@ class _EncodedStrings:
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def encoded(self, message: Message) -> bytes:
-        """``canonical_json(message)`` as UTF-8."""
-        return self._entry(message).json
+    def entries(self, messages: list[Message]) -> list[_Encoded]:
+        """``entry`` of each message, with the common case (a known content object) inlined: a native agent's
+        history has hundreds of messages, looked up on every call."""
+        known = self._entries.get
+        found = []
+        for message in messages:
+            content = message.get("content")
+            entry = known(id(content))
+            if entry is None or entry.content is not content or entry.role != message.get("role") or len(message) != 2:
+                entry = self.entry(message)
+            found.append(entry)
+        return found
 
-    def digest(self, message: Message) -> str:
-        """The SHA-256 (hex) of ``encoded(message)``."""
-        entry = self._entry(message)
-        if entry.digest is None:
-            entry.digest = hashlib.sha256(entry.json).hexdigest()
-        return entry.digest
-
-    def _entry(self, message: Message) -> _Encoded:
-        content = message.get("content")
-        if len(message) != 2 or "role" not in message or not isinstance(content, str):
-            return _Encoded(content, message.get("role"), _encode_message(message))
-        role = message["role"]
+    def entry(self, message: Message) -> _Encoded:
+        """``canonical_json(message)`` as UTF-8 (``json``), and its SHA-256 on demand (``hex_digest()``)."""
+        content, role = message.get("content"), message.get("role")
+        if len(message) != 2 or not isinstance(role, str) or not isinstance(content, str):
+            return _Encoded(content, role, _encode_message(message))
         entry = self._entries.get(id(content))  # a racing eviction only costs an encoding
         if entry is not None and entry.content is content and entry.role == role:
             return entry
@@ -132,6 +144,11 @@ class _Encoded:
     role: Any
     json: bytes
     digest: str | None = None
+
+    def hex_digest(self) -> str:
+        if self.digest is None:
+            self.digest = hashlib.sha256(self.json).hexdigest()
+        return self.digest
 
 
 _ENTRY_OVERHEAD = 200
