@@ -12,7 +12,7 @@ import pytest
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import Accounting, price_of
-from memevo.agents.llm.cache import KEY_VERSION, CacheRequest, ResponseCache
+from memevo.agents.llm.cache import KEY_VERSION, CachedReply, CacheRequest, ResponseCache
 from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
 from memevo.agents.llm.gateway import LLMGateway, response_format_for
 from memevo.agents.llm.protocol import ChatClient, EmbeddingClient, LLMError, LLMJSONError, LLMRequestError
@@ -375,3 +375,31 @@ def test_cache_key_is_the_canonical_formula_for_any_message_list_and_field_text(
     whole = json.dumps({"v": KEY_VERSION, **request.model_dump(), "messages": hashed}, sort_keys=True,
                        separators=(",", ":"), ensure_ascii=False)
     assert request.key == hashlib.sha256(whole.encode()).hexdigest()
+
+
+def test_cache_writes_from_many_threads_are_read_at_once_and_all_committed_by_close(tmp_path: Path):
+    """Puts are committed in batches by one writer woken once per idle spell: each is readable as soon as it is
+    put, ``flush`` waits for all of them, and what ``close`` committed is there when the folder is reopened."""
+    cache = ResponseCache(tmp_path, write_delay_s=0.01)
+    requests = [CacheRequest(endpoint="e", model="m", messages=[{"role": "user", "content": f"q{i}"}],
+                             temperature=0.0, max_tokens=1, response_format=None, sample_index=0) for i in range(200)]
+
+    def put_some(start: int) -> None:
+        for request in requests[start::4]:
+            cache.put(request, CachedReply(text=request.messages[0]["content"], model="m", prompt_tokens=1,
+                                           completion_tokens=1, finish_reason="stop"))
+            assert cache.get(request).text == request.messages[0]["content"]
+
+    threads = [threading.Thread(target=put_some, args=(start,)) for start in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    cache.flush()
+    assert not cache._pending and len(cache._store) == 200
+    late = CacheRequest(**{**requests[0].model_dump(), "sample_index": 1})
+    cache.put(late, CachedReply(text="late", model="m", prompt_tokens=0, completion_tokens=0, finish_reason=None))
+    cache.close()
+    reopened = ResponseCache(tmp_path)
+    assert len(reopened) == 201 and reopened.get(late).text == "late"
+    reopened.close()

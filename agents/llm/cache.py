@@ -6,7 +6,8 @@ the sample index (distinct samples at temperature > 0). The endpoint identity is
 the GGUF file's content hash for the embedded model, whose port changes on every start: a reply from
 one server is never served as another's, and the embedded model's replies survive restarts.
 Stored with diskcache (SQLite underneath), which is safe across threads and processes. Writes go to one
-background thread that commits whatever has queued up in one transaction, so a reply's caller does not
+background thread, woken by the first write of an idle spell, that waits ``WRITE_DELAY_S`` and commits
+whatever has queued up in one transaction, so a reply's caller does not
 wait for SQLite; reads see queued writes at once. A write lost to a crash only costs a request again.
 """
 
@@ -14,8 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import queue
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
@@ -151,6 +152,8 @@ class _Encoded:
         return self.digest
 
 
+WRITE_DELAY_S = 0.05
+"""How long the writer waits after being woken, so the replies of that spell share one transaction."""
 _ENTRY_OVERHEAD = 200
 """Bytes an entry takes besides its JSON (entry, digest, dictionary slot), counted against the budget."""
 _STRINGS = _EncodedStrings(budget_bytes=64 * 1024 * 1024)
@@ -169,13 +172,18 @@ class CachedReply(BaseModel):
 class ResponseCache:
     """A directory-backed map from request key to reply."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, write_delay_s: float = WRITE_DELAY_S) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
+        self.write_delay_s = write_delay_s
         self._store = diskcache.Cache(str(self.directory))
-        self._pending: dict[str, str] = {}  # queued for the writer, not yet committed
+        self._pending: dict[str, str] = {}  # put, not yet committed
+        self._unwritten: list[tuple[str, str]] = []  # put, not yet taken by the writer
+        self._puts = self._commits = 0  # entries put / committed (or given up on a failed write)
+        self._stopping = False
         self._lock = threading.Lock()
-        self._queue: queue.Queue[tuple[str, str] | None] = queue.Queue()
+        self._committed = threading.Condition(self._lock)
+        self._wake = threading.Event()
         self._writer = threading.Thread(target=self._write_batches, name="memevo-cache-writer", daemon=True)
         self._writer.start()
 
@@ -187,33 +195,49 @@ class ResponseCache:
         return None if raw is None else CachedReply.model_validate_json(raw)
 
     def put(self, request: CacheRequest, reply: CachedReply) -> None:
+        """Queue ``reply`` for the writer; only the first put of an idle spell wakes it (a thread wake-up per call
+        cost ~30 us of CPU, and each woke the writer for a one-entry transaction)."""
         raw = reply.model_dump_json()
         with self._lock:
             self._pending[request.key] = raw
-        self._queue.put((request.key, raw))
+            self._unwritten.append((request.key, raw))
+            self._puts += 1
+            first = len(self._unwritten) == 1
+        if first:
+            self._wake.set()
 
     def flush(self) -> None:
         """Wait until every queued write is committed."""
-        self._queue.join()
+        with self._lock:
+            target = self._puts
+        self._wake.set()
+        with self._committed:
+            while self._commits < target and self._writer.is_alive():
+                self._committed.wait(0.1)
 
     def _write_batches(self) -> None:
         while True:
-            batch = [self._queue.get()]
-            while not self._queue.empty():
-                batch.append(self._queue.get_nowait())
-            entries = [entry for entry in batch if entry is not None]
+            self._wake.wait()
+            if not self._stopping:
+                time.sleep(self.write_delay_s)  # let the replies arriving meanwhile join this transaction
+            with self._lock:
+                batch, self._unwritten = self._unwritten, []
+                self._wake.clear()
+                stopping = self._stopping
             try:
-                with self._store.transact():
-                    for key, raw in entries:
-                        self._store.set(key, raw)
+                if batch:
+                    with self._store.transact():
+                        for key, raw in batch:
+                            self._store.set(key, raw)
                 with self._lock:
-                    for key, raw in entries:
+                    for key, raw in batch:
                         if self._pending.get(key) is raw:
                             del self._pending[key]
             finally:
-                for _ in batch:
-                    self._queue.task_done()
-            if len(entries) < len(batch):  # the stop signal from close()
+                with self._committed:
+                    self._commits += len(batch)
+                    self._committed.notify_all()
+            if stopping:
                 return
 
     def __len__(self) -> int:
@@ -223,6 +247,8 @@ class ResponseCache:
     def close(self) -> None:
         """Commit what is queued, stop the writer and close the store."""
         if self._writer.is_alive():
-            self._queue.put(None)
+            with self._lock:
+                self._stopping = True
+            self._wake.set()
             self._writer.join()
         self._store.close()
