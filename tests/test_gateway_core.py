@@ -364,17 +364,26 @@ def test_cache_key_hashes_the_canonical_request_with_each_message_by_its_hash(re
     assert len({request.key, again.key, other.key}) == 3  # the same content under another role is another request
 
 
-@pytest.mark.parametrize("messages", [[], [{"role": "user", "content": "x"}], [{"role": "tool", "content": "y", "n": "1"}]])
-def test_cache_key_is_the_canonical_formula_for_any_message_list_and_field_text(messages):
-    """The key's JSON is put together from parts (the digests joined, not encoded): it must equal the JSON
-    encoder's text for an empty list, odd messages and fields holding quotes and non-ASCII text."""
-    request = CacheRequest(endpoint='http://h/"ü"', model='m"\\', messages=messages, temperature=0.0,
-                           max_tokens=1, response_format={"b": ["é", 1], "a": None}, sample_index=0)
+@pytest.mark.parametrize(("messages", "temperature", "response_format"), [
+    ([], 0.0, None),
+    ([{"role": "user", "content": "x"}], 1e-05, {"b": ["é", 1], "a": None}),
+    ([{"role": "tool", "content": "y", "n": "1"}, {"role": "user", "content": "\u2028\x00"}], 0.7, {}),
+])
+def test_cache_key_is_the_canonical_formula_for_any_message_list_and_field_text(messages, temperature, response_format):
+    """The key's JSON and the body are put together from parts, not by the JSON encoder: they must equal its
+    text for an empty list, odd messages, small floats and fields holding quotes and non-ASCII text."""
+    request = CacheRequest(endpoint='http://h/"ü"', model='m"\\', messages=messages, temperature=temperature,
+                           max_tokens=1, response_format=response_format, sample_index=3)
     hashed = [hashlib.sha256(json.dumps(m, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode())
               .hexdigest() for m in messages]
     whole = json.dumps({"v": KEY_VERSION, **request.model_dump(), "messages": hashed}, sort_keys=True,
                        separators=(",", ":"), ensure_ascii=False)
     assert request.key == hashlib.sha256(whole.encode()).hexdigest()
+    body = {"messages": messages, "model": request.model, "temperature": temperature, "max_tokens": 1}
+    if response_format is not None:
+        body["response_format"] = response_format
+    sent = b"".join(request.chat_body()).decode()
+    assert json.loads(sent) == body and f'"temperature":{json.dumps(temperature)},' in sent
 
 
 def test_cache_writes_from_many_threads_are_read_at_once_and_all_committed_by_close(tmp_path: Path):

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
+from json.encoder import encode_basestring  # type: ignore[attr-defined]  # the C encoder's
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,10 @@ class CacheRequest(BaseModel):
         """Each message's canonical encoding (and digest, when asked), looked up once for both key and body."""
         return _STRINGS.entries(self.messages)
 
+    @cached_property
+    def _format_json(self) -> str:
+        return canonical_json(self.response_format)
+
     def chat_body(self) -> list[bytes]:
         """The chat completion request body (UTF-8 JSON, the messages in canonical form) as parts to send in order:
         a long history's messages are their cached encodings, not copied into one buffer per call."""
@@ -61,11 +67,11 @@ class CacheRequest(BaseModel):
             if position:
                 parts.append(b",")
             parts.append(entry.json)
-        fields = {"model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens}
+        tail = (f'],"model":{_json_string(self.model)},"temperature":{_json_number(self.temperature)},'
+                f'"max_tokens":{self.max_tokens}')
         if self.response_format is not None:
-            fields["response_format"] = self.response_format
-        parts.append(("]" + "".join(f',"{name}":{canonical_json(value)}' for name, value in fields.items()) + "}")
-                     .encode())
+            tail += f',"response_format":{self._format_json}'
+        parts.append((tail + "}").encode("utf-8"))
         return parts
 
     @cached_property
@@ -74,16 +80,24 @@ class CacheRequest(BaseModel):
         each message's own SHA-256 (hex, of its canonical JSON).
 
         A long message's digest is computed once per content object (see ``_EncodedStrings``), so a native
-        agent's history, resent whole on every call, is not hashed again on every call; and the list of digests
-        (hex, so its JSON is plain quoting) is joined rather than put through the JSON encoder.
+        agent's history, resent whole on every call, is not hashed again on every call. The JSON is put together
+        from its fields in sorted order rather than by the JSON encoder (~4 times cheaper; a test holds it to
+        the encoder's text, and to every field of this model).
         """
-        fields = {"v": KEY_VERSION, **self.model_dump(exclude={"messages"})}
-        before = canonical_json({name: value for name, value in fields.items() if name < "messages"})
-        after = canonical_json({name: value for name, value in fields.items() if name > "messages"})
         digests = '","'.join(entry.hex_digest() for entry in self.encoded_messages)
-        listed = f'["{digests}"]' if self.encoded_messages else "[]"
-        whole = f'{before[:-1]}{"," if len(before) > 2 else ""}"messages":{listed}{"," if len(after) > 2 else ""}{after[1:]}'
+        whole = (f'{{"endpoint":{_json_string(self.endpoint)},"max_tokens":{self.max_tokens},'
+                 f'"messages":{f"""["{digests}"]""" if self.messages else "[]"},"model":{_json_string(self.model)},'
+                 f'"response_format":{self._format_json},"sample_index":{self.sample_index},'
+                 f'"temperature":{_json_number(self.temperature)},"v":{KEY_VERSION}}}')
         return hashlib.sha256(whole.encode("utf-8")).hexdigest()
+
+
+def _json_string(text: str) -> str:
+    return encode_basestring(text)
+
+
+def _json_number(number: float) -> str:
+    return float.__repr__(number) if math.isfinite(number) else canonical_json(number)
 
 
 def canonical_json(value: Any) -> str:
