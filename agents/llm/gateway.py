@@ -137,7 +137,10 @@ class LLMGateway:
             wall_s=latency,
             cached=cached,
         )
-        return ChatReply(**stored.model_dump(), cached=cached, latency_s=latency)
+        # Built without validation: every field comes from a validated ``CachedReply``.
+        return ChatReply.model_construct(text=stored.text, model=stored.model, prompt_tokens=stored.prompt_tokens,
+                                         completion_tokens=stored.completion_tokens, cached=cached, latency_s=latency,
+                                         finish_reason=stored.finish_reason)
 
     async def chat_json(
         self,
