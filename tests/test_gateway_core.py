@@ -412,3 +412,18 @@ def test_cache_writes_from_many_threads_are_read_at_once_and_all_committed_by_cl
     reopened = ResponseCache(tmp_path)
     assert len(reopened) == 201 and reopened.get(late).text == "late"
     reopened.close()
+
+
+def test_body_chunks_of_a_repeated_history_are_joined_once_and_never_confused():
+    """A run of parts seen before is sent as the bytes joined then (a native agent's history repeats on every
+    call); a run of other parts, even of the same sizes, is joined afresh."""
+    from memevo.agents.llm.transport import CHUNK_BYTES, _chunks
+
+    history = [bytes([i]) * (CHUNK_BYTES // 3) for i in range(9)]
+    first = list(_chunks([*history, b"tail one"]))
+    second = list(_chunks([*history, b"more", b"tail two"]))
+    assert b"".join(first) == b"".join([*history, b"tail one"])
+    assert b"".join(second) == b"".join([*history, b"more", b"tail two"])
+    assert all(a is b for a, b in zip(first[:-1], second[:-1], strict=False))
+    other = [bytes([100 + i]) * (CHUNK_BYTES // 3) for i in range(9)]
+    assert b"".join(_chunks([*other, b"t"])) == b"".join([*other, b"t"])
