@@ -174,13 +174,17 @@ def evaluate(server: TimingServer, data: Path, agent: str, concurrency: int, use
 
 
 def startup_cpu_s(agent: str) -> float:
-    """CPU time of a child that only imports what a ``memevo eval`` run of ``agent`` loads (the command line,
-    the gateway, the agent's kind and the plots): subtracted from a run's CPU to get the cost per call."""
-    code = ("import memevo.evolve.cli, memevo.agents.llm.hub, memevo.environments.plots\n"
-            f"from memevo.agents.registry import agent_class\nagent_class({agent!r})")
-    process = subprocess.Popen([sys.executable, "-c", code])
-    _, _, usage = os.wait4(process.pid, 0)
-    return usage.ru_utime + usage.ru_stime
+    """CPU time of children that only import what a ``memevo eval`` run of ``agent`` loads (the eval command,
+    the gateway and the agent's kind; and, in the plot process, the plots): subtracted from a run's CPU to get
+    the cost per call."""
+    run = ("import memevo.evolve.cli, memevo.environments.eval_cli, memevo.agents.llm.hub\n"
+           f"from memevo.agents.registry import agent_class\nagent_class({agent!r})")
+    total = 0.0
+    for code in (run, "import memevo.environments.plots"):
+        process = subprocess.Popen([sys.executable, "-c", code])
+        _, _, usage = os.wait4(process.pid, 0)
+        total += usage.ru_utime + usage.ru_stime
+    return total
 
 
 def longest_chain(spans: list[tuple[float, float]], user_ends: list[float]) -> int:

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.environments.data.io import DEFAULT_SPLIT, format_validation_error, load_items, save_items
 from memevo.environments.data.validate import validate_items
+from memevo.environments.generation.command import generate_command
 from memevo.environments.stats import DatasetStats, compute_stats
 from memevo.environments.synth import SynthConfig, synthesize
 
@@ -109,3 +110,6 @@ def _number(value: float | int) -> str:
     if isinstance(value, float) and abs(value) < 100:
         return f"{value:.3f}"
     return f"{value:,.0f}"
+
+
+app.command("generate")(generate_command)

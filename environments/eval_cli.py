@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import csv
-import importlib
+import gc
 import json
-import threading
 from collections.abc import Callable, Sequence
 from enum import Enum
 from pathlib import Path
@@ -50,6 +49,7 @@ from memevo.environments.metrics import (
 )
 from memevo.environments.metrics._items import item_lookup, item_of
 from memevo.environments.metrics.upper_bound import needed_states
+from memevo.environments.plot_process import PlotProcess
 from memevo.environments.progress import configure_terminal, phase
 from memevo.environments.records import EpisodeResult
 from memevo.environments.rundir import (
@@ -135,8 +135,9 @@ def _summary_rows(scores: Scores) -> list[dict[str, Any]]:
 
 
 def write_outputs(out: Path, outcome: EvalOutcome, items: Sequence[Item], usage: UsageReport,
-                  meta: dict[str, Any]) -> None:
-    """Every file of an evaluation except the run store."""
+                  meta: dict[str, Any], plot: PlotProcess) -> None:
+    """Every file of an evaluation except the run store; ``plot`` draws the per-period plot meanwhile."""
+    plot.draw(outcome.scores, out, title=f"{meta.get('agent', '')} on {meta.get('env', '')}: scores per period")
     rows = _question_rows(outcome.episodes, items, outcome.upper_bound, outcome.no_memory)
     with (out / "questions.jsonl").open("w", encoding="utf-8") as file:
         for row in rows:
@@ -153,9 +154,7 @@ def write_outputs(out: Path, outcome: EvalOutcome, items: Sequence[Item], usage:
     _write_csv(out / "summary.csv", list(summary[0]), summary)
     usage_rows = [{"role": role, **u.model_dump()} for role, u in {**usage.by_role, "total": usage.total()}.items()]
     _write_csv(out / "usage.csv", ["role", *usage.total().model_dump()], usage_rows)
-    from memevo.environments.plots import plot_periods  # matplotlib: only once there is something to plot
-
-    plot_periods(outcome.scores, out, title=f"{meta.get('agent', '')} on {meta.get('env', '')}: scores per period")
+    plot.wait()
 
 
 async def evaluate(
@@ -274,17 +273,16 @@ def eval_command(
                            question_prompts=None if prompts is None else prompts.questions)
     policy.llm.concurrency(embedded=False, override=concurrency)  # a bad $MEMEVO_CONCURRENCY stops us here
     simulator_llm = policy.llm if simulator_model is None else policy.llm.model_copy(update={"model": simulator_model})
-    inputs = {"data": item_fingerprints(items), "policy": policy.model_dump(mode="json"),
+    inputs = {"data": item_fingerprints(items), "policy": json.loads(policy.canonical_json()),
               "episode": config.protocol(), "simulator": simulator.value,
               "simulator_llm": simulator_llm.model_dump(mode="json") if simulator is SimulatorKind.llm else None,
               "off_policy": None if off_policy is None else str(off_policy.resolve())}
     configure_terminal()
 
-    async def main() -> None:
+    async def main(plot: PlotProcess) -> None:
         from memevo.agents.llm.hub import LLMHub  # the HTTP client stack loads only when a run starts
 
-        # The plotting stack takes a second to import; do it while the run waits on the endpoint, not after.
-        threading.Thread(target=importlib.import_module, args=("memevo.environments.plots",), daemon=True).start()
+        gc.freeze()  # it and the loaded data live as long as the run: no later collection need walk them
         async with LLMHub(use_cache=not no_cache, concurrency=concurrency,
                           accounting=UsageLedger(out / LEDGER_FILE)) as hub:
             llm = hub.client(policy.llm)
@@ -304,7 +302,7 @@ def eval_command(
                     "simulator_model": simulator_llm.model if simulator is SimulatorKind.llm else None,
                     "prompts": "memevo" if prompts is None else f"amemgym:{amemgym_source}",
                     "n_items": len(items), "config": run_config.model_dump()}
-            write_outputs(out, outcome, items, hub.accounting.report(), meta)
+            write_outputs(out, outcome, items, hub.accounting.report(), meta, plot)
             notes = _protocol_notes(compat, prompts is not None)
             notes += [] if prompts is None else prompts.notes(policy.kind)
             typer.echo(_headline(outcome.scores, out, notes))
@@ -312,7 +310,8 @@ def eval_command(
     with claim_run_folder(out, flag="--out"):
         _prepare_out(out, resume)
         check_inputs(out, inputs)
-        asyncio.run(main())
+        with PlotProcess() as plot:  # imports the plotting stack on another core while the run goes on
+            asyncio.run(main(plot))
 
 
 def _agent(policy: MemoryPolicy, llm: ChatClient, prompts: AMemGymPrompts | None) -> MemoryAgent:

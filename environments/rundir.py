@@ -197,13 +197,11 @@ class UsageLedger(Accounting):
     def __init__(self, path: Path) -> None:
         super().__init__()
         self.path = Path(path)
-        if self.path.exists():
-            text = self.path.read_text(encoding="utf-8")
-            if text and not text.endswith("\n"):  # end a line torn by a kill, so the next count starts clean
-                with self.path.open("a", encoding="utf-8") as ledger:
-                    ledger.write("\n")
-            for role, usage in ledger_entries(text):
-                super()._add(role, usage.model_dump())
+        for role, usage in read_ledger(self.path).by_role.items():
+            super()._add(role, usage.model_dump())
+        if self.path.exists() and (earlier := self.path.read_bytes()) and not earlier.endswith(b"\n"):
+            with self.path.open("a", encoding="utf-8") as ledger:  # end a line torn by a kill: the next count starts clean
+                ledger.write("\n")
         # Opened once (a count is on the hot path of every call); closed by ``close`` or when collected.
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._closer = weakref.finalize(self, os.close, self._fd)

@@ -14,6 +14,7 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
@@ -35,7 +36,7 @@ from memevo.evolve.ablation_records import (
 )
 from memevo.evolve.ablation_render import write_ablation_outputs
 from memevo.evolve.ablation_summary import AblationSummary, summarize
-from memevo.evolve.config import EvolveConfig
+from memevo.evolve.config import EvolveConfig, without_widths
 from memevo.evolve.loop import EvolutionResult, run_evolution
 from memevo.evolve.tracking.store import (
     MLFLOW_IDS_FILE,
@@ -88,6 +89,21 @@ def _save_manifest(manifest: AblationManifest, run_dir: Path) -> None:
     write_json_atomic(run_dir / MANIFEST_FILE, manifest.model_dump(mode="json"))
 
 
+def _identity(dump: dict[str, Any]) -> dict[str, Any]:
+    """An ablation config dump as resume compares it: its arms' width overrides (requests, users and
+    candidates at once) may change, as an evolve run's may."""
+    copy = json.loads(json.dumps(dump))
+    for arm in copy.get("arms", []):
+        arm["overrides"] = _without_empty(without_widths(arm.get("overrides") or {}))
+    return copy
+
+
+def _without_empty(overrides: dict[str, Any]) -> dict[str, Any]:
+    """Overrides without the mappings that held only widths (``episode: {}`` overrides nothing)."""
+    kept = {key: _without_empty(value) if isinstance(value, dict) else value for key, value in overrides.items()}
+    return {key: value for key, value in kept.items() if value != {}}
+
+
 def _prepare(config: AblationConfig, run_dir: Path, resume: bool) -> AblationManifest:
     """Start a new manifest, or on resume check the stored one describes the same ablation."""
     stored = load_manifest(run_dir)
@@ -98,7 +114,8 @@ def _prepare(config: AblationConfig, run_dir: Path, resume: bool) -> AblationMan
             source=str(run_dir),
         )
     if stored is not None:
-        changed = sorted(key for key in set(dump) | set(stored.config) if dump.get(key) != stored.config.get(key))
+        now, then = _identity(dump), _identity(stored.config)
+        changed = sorted(key for key in set(now) | set(then) if now.get(key) != then.get(key))
         if changed:
             raise UserInputError(
                 "the config changed since this ablation started; resume needs the same config", source=str(run_dir), field=changed[0]

@@ -273,13 +273,22 @@ class EvolveConfig(_Strict):
     def identity_payload(self) -> dict[str, Any]:
         """The config a resume must match: without the widths (requests, users and candidates at once), which
         change the speed of a run but not its result."""
-        payload = self.hash_payload()
+        return without_widths(self.hash_payload())
+
+
+def without_widths(payload: dict[str, Any]) -> dict[str, Any]:
+    """An evolve config dump (whole, or overrides of one) without its widths, in place: the fields a resume may
+    change."""
+    episode = payload.get("episode")
+    if isinstance(episode, dict):
         for name in EPISODE_WIDTH_FIELDS:
-            payload["episode"].pop(name, None)
-        for role in payload["llm"].values():
+            episode.pop(name, None)
+    llm = payload.get("llm")
+    if isinstance(llm, dict):
+        for role in llm.values():
             if isinstance(role, dict):
                 role.pop("max_concurrency", None)
-        return payload
+    return payload
 
 
 def _field_path(error: dict[str, Any]) -> str:

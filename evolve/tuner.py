@@ -20,7 +20,7 @@ import warnings
 from typing import Any
 
 import optuna
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 
 from memevo.evolve.config import IntRange, OptunaConfig
 
@@ -68,7 +68,7 @@ class Tuner:
         self.study_name = study_name
         self.study = self._load()
         self._next = 0
-        if not self.study.trials:
+        if not self.study.get_trials(deepcopy=False):
             enqueued = {name: value for name, value in first_trial.items() if name in space and space[name].contains(value)}
             self.study.enqueue_trial(enqueued, skip_if_exists=True)
 
@@ -122,8 +122,12 @@ class Tuner:
         self.reuse_from(0)
         return self.ask()[0]
 
+    def _frozen(self, number: int) -> FrozenTrial:
+        """The stored trial, not copied (``study.trials`` deep-copies every trial on each access)."""
+        return self.study.get_trials(deepcopy=False)[number]
+
     def _trial(self, number: int) -> optuna.Trial:
-        return optuna.Trial(self.study, self.study.trials[number]._trial_id)
+        return optuna.Trial(self.study, self._frozen(number)._trial_id)
 
     def uses_per_user_values(self) -> bool:
         """Wilcoxon compares per-user values; the median pruner compares running means."""
@@ -137,7 +141,7 @@ class Tuner:
 
     def annotate(self, number: int, **attributes: Any) -> None:
         """User attributes on a trial still running (a resumed run may find it finished: then nothing)."""
-        if self.study.trials[number].state != TrialState.RUNNING:
+        if self._frozen(number).state != TrialState.RUNNING:
             return
         trial = self._trial(number)
         for key, value in attributes.items():
@@ -145,7 +149,7 @@ class Tuner:
 
     def tell(self, number: int, value: float | None, *, pruned: bool = False) -> None:
         """Finish a trial (idempotent, so a resumed generation can re-tell safely)."""
-        if self.study.trials[number].state != TrialState.RUNNING:
+        if self._frozen(number).state != TrialState.RUNNING:
             return
         if pruned:
             self.study.tell(number, state=TrialState.PRUNED)
@@ -153,5 +157,5 @@ class Tuner:
             self.study.tell(number, value)
 
     def summary(self) -> dict[str, Any]:
-        states = [trial.state.name for trial in self.study.trials]
+        states = [trial.state.name for trial in self.study.get_trials(deepcopy=False)]
         return {state: states.count(state) for state in sorted(set(states))}

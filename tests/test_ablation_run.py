@@ -144,3 +144,21 @@ def test_resume_skips_finished_arms_and_refuses_a_reused_folder(
     assert all(path != "no-evolution/seed-0" for path, _ in calls)
     assert len(calls) == 3 and outcome.parent_run_id == manifest.parent_run_id
     assert len(find_arm_records(run_dir)) == 4
+
+
+def test_a_resume_may_widen_the_arms_but_not_change_what_they_compute(tmp_path: Path, ablation_file: Path) -> None:
+    config = load_ablation_config(ablation_file)
+    run_dir = tmp_path / "run"
+    run_ablation(config, run_dir=run_dir, hub=make_hub(), progress=lambda _: None)
+
+    wider = config.model_copy(deep=True)
+    wider.arms[1].overrides["episode"] = {"user_concurrency": 4, "candidate_concurrency": 3}
+    wider.arms[1].overrides["llm"] = {"agent": {"max_concurrency": 8}}
+    outcome = run_ablation(wider, run_dir=run_dir, hub=make_hub(), resume=True, progress=lambda _: None)
+    assert len(find_arm_records(run_dir)) == 4 and outcome.parent_run_id == load_manifest(run_dir).parent_run_id
+
+    longer = config.model_copy(deep=True)
+    longer.arms[1].overrides["budget"] = {"generations": 2}
+    with pytest.raises(UserInputError, match="config changed since this ablation started") as error:
+        run_ablation(longer, run_dir=run_dir, hub=make_hub(), resume=True, progress=lambda _: None)
+    assert error.value.field == "arms"

@@ -41,11 +41,12 @@ class EvalEndpoint(KillingEndpoint):
         super().__init__(_reply)
 
     def run_eval(
-        self, out: Path, cache: Path, *extra: str, triggers: list[Trigger] = (), data: Path = FIXTURE
+        self, out: Path, cache: Path, *extra: str, triggers: list[Trigger] = (), data: Path = FIXTURE,
+        max_concurrency: int = 1,
     ) -> subprocess.CompletedProcess[str]:
         agent = out.parent / "agent.yaml"
         agent.write_text(
-            f"kind: native\nllm: {{model: gpt-4.1-mini, base_url: '{self.url}', max_concurrency: 1}}\n"
+            f"kind: native\nllm: {{model: gpt-4.1-mini, base_url: '{self.url}', max_concurrency: {max_concurrency}}}\n"
         )
         env = {**os.environ, "MEMEVO_CACHE_DIR": str(cache), "OPENAI_API_KEY": "test"}
         command = [
@@ -144,3 +145,14 @@ def test_resume_with_changed_data_exits_2_naming_the_user(endpoint: EvalEndpoint
     assert resumed.returncode == 2, resumed.stderr
     assert f"inputs changed since this run started (data.{FIRST_USER})" in resumed.stderr
     assert len(endpoint.server.requests) == requests_before
+
+
+def test_resume_may_change_the_width_and_gives_the_same_results(
+    endpoint: EvalEndpoint, reference: tuple[Path, int], tmp_path: Path
+) -> None:
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    killed = endpoint.run_eval(out, cache, "--upper-bound", triggers=[at_request(4)])
+    assert killed.returncode == -signal.SIGKILL
+    resumed = endpoint.run_eval(out, cache, "--upper-bound", "--resume", "--concurrency", "2", max_concurrency=3)
+    assert resumed.returncode == 0, resumed.stderr
+    assert _results(out) == _results(reference[0])

@@ -1,5 +1,5 @@
-"""Kill harness for ``memevo evolve`` and ``memevo ablate``: ``kill -9`` at many points, resume, compare with an
-uninterrupted run.
+"""Kill harness for ``memevo evolve`` (both protocols) and ``memevo ablate``: ``kill -9`` at many points, resume,
+compare with an uninterrupted run.
 
 Each process is the ``memevo`` command line in a child forked from a fork server that imported the heavy
 modules once (no start-up cost; tests/doubles/kill_points.py) against the fault-injecting test server answering like the category double
@@ -38,6 +38,8 @@ from tests.doubles.killing_endpoint import KillingEndpoint, Trigger, after_file,
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
 
 WORLD = {"n_users": 3, "n_periods": 2}
+EVOLVE_KINDS = ("evolve", "in-episode")
+"""Kinds run by ``memevo evolve``: the outer loop and AMemGym's in-episode protocol; the other is ``ablate``."""
 USAGE_METRICS = ("calls_", "tokens_", "dollars_")
 """Metrics whose value is the usage so far: a kill adds calls, so only their rows are compared."""
 
@@ -71,9 +73,10 @@ def _write(folder: Path, url: str, kind: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     save_items(category_world(**WORLD), folder / "data.json")
     evolve = _evolve_config(url, "kill-evolution")
-    if kind == "evolve":
+    if kind in EVOLVE_KINDS:
         path = folder / "evolve.yaml"
-        path.write_text(yaml.safe_dump(evolve), encoding="utf-8")
+        protocol = {"protocol": "amemgym_period", "split": {"train": 0, "val": 0, "test": 2}} if kind == "in-episode" else {}
+        path.write_text(yaml.safe_dump({**evolve, **protocol}), encoding="utf-8")
         return path
     (folder / "base.yaml").write_text(yaml.safe_dump({**evolve, "budget": {"generations": 1, "candidates": 1}}),
                                       encoding="utf-8")
@@ -104,7 +107,7 @@ def _run(endpoint: KillingEndpoint, kind: str, config: Path, out: Path, *, resum
          kill: Kill | None = None) -> tuple[int, str]:
     """One ``memevo evolve``/``ablate`` process to its end or its kill: (exit code or -signal, its output)."""
     env = {**os.environ, "MEMEVO_CACHE_DIR": str(out.parent / "cache"), "OPENAI_API_KEY": "test"}
-    argv = ["evolve" if kind == "evolve" else "ablate", str(config), "--run-dir", str(out),
+    argv = ["evolve" if kind in EVOLVE_KINDS else "ablate", str(config), "--run-dir", str(out),
             *(["--resume"] if resume else [])]
     output = out.parent / f"process-{len(list(out.parent.glob('process-*')))}.log"
     process = endpoint.watch(
@@ -187,7 +190,7 @@ def _trials(out: Path) -> dict[str, Any]:
 
 
 def _results(out: Path, kind: str) -> list[Any]:
-    paths = [out / "result.json"] if kind == "evolve" else sorted(out.glob("*/seed-*/result.json"))
+    paths = [out / "result.json"] if kind in EVOLVE_KINDS else sorted(out.glob("*/seed-*/result.json"))
     results = []
     for path in paths:
         data = json.loads(path.read_text())
@@ -198,7 +201,7 @@ def _results(out: Path, kind: str) -> list[Any]:
 
 def _served(out: Path, kind: str) -> int:
     """Requests the run says reached the endpoint (calls minus cache hits), over all its processes."""
-    if kind == "evolve":
+    if kind in EVOLVE_KINDS:
         usages = [json.loads((out / "result.json").read_text())["usage"]]
     else:
         usages = [json.loads(record.usage.model_dump_json()) for record in find_arm_records(out)]
@@ -214,14 +217,14 @@ def _state(out: Path, kind: str) -> dict[str, Any]:
 def references(endpoint: KillingEndpoint, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     """The uninterrupted evolution and ablation, and what the endpoint served for each."""
     found = {}
-    for kind in ("evolve", "ablate"):
+    for kind in (*EVOLVE_KINDS, "ablate"):
         folder = tmp_path_factory.mktemp(f"reference-{kind}")
         before = endpoint.answered
         code, output = _run(endpoint, kind, _write(folder, endpoint.url, kind), folder / "out", resume=False)
         assert code == 0, output[-3000:]
         assert _served(folder / "out", kind) == endpoint.answered - before
         found[kind] = _state(folder / "out", kind)
-        assert found[kind]["mlflow"]["experiments"] == [f"kill-{'evolution' if kind == 'evolve' else 'ablation'}"]
+        assert found[kind]["mlflow"]["experiments"] == [f"kill-{'evolution' if kind in EVOLVE_KINDS else 'ablation'}"]
     return found
 
 
@@ -250,6 +253,12 @@ KILL_PLANS: dict[str, tuple[str, list[Kill]]] = {
         kill_point(TUNER_TELL, 1, "after"),
         after_file("generations/gen_002/plan.json"),
         kill_point(LOG_TEXT, 1, "after", "out/result.json"),
+    ]),
+    "in-episode: at request 3; a user's first step saved; at a resume's request 6; in closing metrics": ("in-episode", [
+        at_request(3),
+        lambda arrived, out: any(out.glob("in_episode/*/period_00.json")),  # a step on disk, its period not yet
+        at_request(6),
+        kill_point(LOG_BATCH, 1, "after"),
     ]),
     "ablate: its parent run created; mid-arm; an arm saved before its tags; mid-plan; in the summary": ("ablate", [
         kill_point(CREATE_RUN, 1, "after"),

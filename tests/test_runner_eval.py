@@ -14,6 +14,7 @@ from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import RoleUsage, UsageReport
 from memevo.environments.eval_cli import _headline, _prepare_out, eval_command, evaluate, write_outputs
 from memevo.environments.metrics import score_episodes
+from memevo.environments.plot_process import PlotProcess
 from memevo.environments.qa import build_upper_bound_prompt
 from memevo.environments.runner import EpisodeConfig
 from tests.doubles.scripted_agents import KeywordMemoryAgent, ScriptedSimulator, make_item
@@ -47,7 +48,8 @@ async def test_evaluate_writes_every_output(tmp_path: Path) -> None:
                              progress=False)
     assert outcome.scores.upper_bound == 1.0 and outcome.scores.memory_score is not None
     usage = UsageReport(by_role={"agent": RoleUsage(calls=3, prompt_tokens=10, dollars=0.5)})
-    write_outputs(tmp_path, outcome, items, usage, {"agent": "keyword"})
+    with PlotProcess() as plot:
+        write_outputs(tmp_path, outcome, items, usage, {"agent": "keyword"}, plot)
     rows = [json.loads(line) for line in (tmp_path / "questions.jsonl").read_text().splitlines()]
     assert len(rows) == 2 * 3 * 4 and {"question", "upper_bound", "probe_correct", "prompt"} <= set(rows[0])
     with (tmp_path / "questions.csv").open() as file:
@@ -185,7 +187,8 @@ async def test_unparsed_upper_bound_replies_are_reported_in_summary_and_headline
     assert scores.upper_bound_format_error_rate == pytest.approx(
         len(unparsed) / len(outcome.upper_bound.entries))  # type: ignore[union-attr]
     assert scores.upper_bound == pytest.approx(0.75)  # question 0 of 4 scored wrong everywhere
-    write_outputs(tmp_path, outcome, items, UsageReport(), {"agent": "keyword"})
+    with PlotProcess() as plot:
+        write_outputs(tmp_path, outcome, items, UsageReport(), {"agent": "keyword"}, plot)
     summary = json.loads((tmp_path / "summary.json").read_text())["scores"]
     assert summary["upper_bound_format_errors"] == len(unparsed)
     assert summary["upper_bound_format_error_rate"] == pytest.approx(scores.upper_bound_format_error_rate)

@@ -18,8 +18,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlparse
 
-import json_repair
-
 from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import Accounting
 from memevo.agents.llm.cache import CachedReply, CacheRequest, ResponseCache, canonical_json
@@ -55,6 +53,8 @@ def parse_json_reply(text: str) -> Any:
     try:
         parsed = json.loads(text)
     except json.JSONDecodeError:
+        import json_repair  # ~30 ms to import: only once a reply needs repairing, not at every start
+
         parsed = json_repair.loads(text)
     if not isinstance(parsed, dict | list):
         raise LLMJSONError(f"reply is not a JSON object or array: {text[:200]!r}", raw_text=text)

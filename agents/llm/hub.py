@@ -25,11 +25,11 @@ from memevo.agents.llm.cache import ResponseCache
 from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
 from memevo.agents.llm.gateway import LLMGateway
 from memevo.agents.llm.limiter import ConcurrencyLimit
-from memevo.agents.llm.local_server import LocalModelServer
 from memevo.agents.llm.protocol import Role
 
 if TYPE_CHECKING:
     from memevo.agents.llm.dspy_lm import GatewayLM
+    from memevo.agents.llm.local_server import LocalModelServer
 
 
 def default_cache_dir() -> Path:
@@ -106,6 +106,8 @@ class LLMHub:
                 field="model",
             )
         if self._server is None:
+            from memevo.agents.llm.local_server import LocalModelServer  # only runs without an endpoint load it
+
             self._server = LocalModelServer().start()
         return self._server.url
 

@@ -93,10 +93,11 @@ class Vocabulary(_Strict):
             unknown = [name for name in variable.related if name not in names or name == variable.name]
             if unknown:
                 raise ValueError(f"variable {variable.name!r}: related names {unknown} are not other variables")
-        phrasings = [(v.name, value.value, p) for v in self.variables for value in v.values for p in value.phrasings]
-        for owner_var, owner_value, phrasing in phrasings:
-            for other_var, other_value, other in phrasings:
-                if (owner_var, owner_value) != (other_var, other_value) and other.lower() in phrasing.lower():
+        phrasings = [(v.name, value.value, p, p.lower())  # lowered once: the check below is quadratic
+                     for v in self.variables for value in v.values for p in value.phrasings]
+        for owner_var, owner_value, phrasing, lowered in phrasings:
+            for other_var, other_value, _, other in phrasings:
+                if other in lowered and (owner_var, owner_value) != (other_var, other_value):
                     raise ValueError(
                         f"phrasing {phrasing!r} of {owner_var}={owner_value!r} contains the phrasing of "
                         f"{other_var}={other_value!r}"

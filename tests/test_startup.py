@@ -1,0 +1,79 @@
+"""What ``memevo eval`` loads before its first request, the lazily loaded command group, and the plot process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memevo.agents.errors import RunFailedError
+from memevo.environments.metrics import score_episodes
+from memevo.environments.plot_process import PlotProcess
+from memevo.environments.runner import EpisodeConfig, run_episode
+from memevo.evolve.cli import COMMANDS, app
+from tests.doubles.scripted_agents import KeywordMemoryAgent, ScriptedSimulator, make_item
+
+NOT_BEFORE_THE_FIRST_REQUEST = ("matplotlib", "memevo.environments.plots", "memevo.evolve.commands",
+                                "memevo.evolve.config", "memevo.environments.synth.generator",
+                                "memevo.agents.llm.local_server", "json_repair", "dspy", "mlflow", "optuna")
+
+
+def test_eval_start_up_loads_only_what_its_run_needs() -> None:
+    """The eval command's module, the HTTP stack, the template simulator and the native agent: nothing of
+    the other commands, the plots (a child process draws them) or the embedded server."""
+    code = ("import sys\nfrom memevo.evolve.cli import _import_command\n_import_command(['eval'])\n"
+            "import memevo.agents.llm.hub, memevo.environments.simulators.template\n"
+            "from memevo.agents.registry import agent_class\nagent_class('native')\n"
+            "print('\\n'.join(sys.modules))")
+    loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+                 .stdout.split())
+    assert "memevo.environments.eval_cli" in loaded and "aiohttp" in loaded
+    assert not [name for name in loaded if name.split(".")[0] in NOT_BEFORE_THE_FIRST_REQUEST
+                or name in NOT_BEFORE_THE_FIRST_REQUEST]
+
+
+def test_root_help_lists_every_command_in_order_and_each_loads() -> None:
+    result = CliRunner().invoke(app, ["--help"])
+    assert result.exit_code == 0, result.output
+    positions = [result.output.index(f" {name} ") for name in COMMANDS]
+    assert positions == sorted(positions)
+    for name in COMMANDS:
+        command = CliRunner().invoke(app, [name, "--help"])
+        assert command.exit_code == 0 and "--install-completion" not in command.output, command.output
+    unknown = CliRunner().invoke(app, ["no-such-command"])
+    assert unknown.exit_code == 2 and "No such command" in unknown.output
+
+
+async def _scores():  # type: ignore[no-untyped-def]
+    item = make_item(n_periods=2)
+    episode = await run_episode(KeywordMemoryAgent(item), item, ScriptedSimulator(), EpisodeConfig())
+    return score_episodes([episode], [item])
+
+
+async def test_plot_process_draws_the_plot_it_is_sent(tmp_path: Path) -> None:
+    with PlotProcess() as plot:
+        plot.draw(await _scores(), tmp_path, "keyword: scores per period")
+        path = plot.wait()
+    assert path == tmp_path / "periods.png" and path.read_bytes()[:4] == b"\x89PNG"
+
+
+async def test_a_plot_that_cannot_be_written_is_a_run_failure_naming_it(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder", encoding="utf-8")
+    with PlotProcess() as plot:
+        plot.draw(await _scores(), blocked, "title")
+        with pytest.raises(RunFailedError, match="per-period plot could not be drawn"):
+            plot.wait()
+
+
+def test_a_plot_process_never_asked_or_left_by_an_error_ends_with_the_run() -> None:
+    with PlotProcess() as idle:
+        pass
+    assert idle.exit_code == 0  # told there is nothing to draw: exits without drawing
+    with pytest.raises(KeyboardInterrupt), PlotProcess() as interrupted:
+        raise KeyboardInterrupt
+    assert interrupted.exit_code is not None
+
