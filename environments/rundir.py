@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from memevo.agents.errors import UserInputError
-from memevo.agents.llm.accounting import Accounting, RoleUsage, UsageReport
+from memevo.agents.llm.accounting import Accounting, Counts, RoleUsage, UsageReport
 from memevo.environments.data.models import Item
 from memevo.environments.store import write_json_atomic
 
@@ -198,7 +198,7 @@ class UsageLedger(Accounting):
         super().__init__()
         self.path = Path(path)
         for role, usage in read_ledger(self.path).by_role.items():
-            super()._add(role, usage)
+            super()._add(role, usage.model_dump())
         if self.path.exists() and (earlier := self.path.read_bytes()) and not earlier.endswith(b"\n"):
             with self.path.open("a", encoding="utf-8") as ledger:  # end a line torn by a kill: the next count starts clean
                 ledger.write("\n")
@@ -206,10 +206,9 @@ class UsageLedger(Accounting):
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._closer = weakref.finalize(self, os.close, self._fd)
 
-    def _add(self, role: str, usage: RoleUsage) -> None:
-        super()._add(role, usage)
-        line = json.dumps({"role": role, **usage.model_dump(exclude_defaults=True)}) + "\n"
-        os.write(self._fd, line.encode())
+    def _add(self, role: str, counts: Counts) -> None:
+        super()._add(role, counts)
+        os.write(self._fd, (json.dumps({"role": role, **counts}) + "\n").encode())
 
     def close(self) -> None:
         """Close the ledger file; later counts would fail, so a run closes it when it stops counting."""

@@ -12,7 +12,7 @@ import pytest
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import Accounting, price_of
-from memevo.agents.llm.cache import KEY_VERSION, CacheRequest, ResponseCache
+from memevo.agents.llm.cache import KEY_VERSION, CachedReply, CacheRequest, ResponseCache
 from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
 from memevo.agents.llm.gateway import LLMGateway, response_format_for
 from memevo.agents.llm.protocol import ChatClient, EmbeddingClient, LLMError, LLMJSONError, LLMRequestError
@@ -362,3 +362,68 @@ def test_cache_key_hashes_the_canonical_request_with_each_message_by_its_hash(re
                                            **({} if response_format is None else {"response_format": response_format})}
     other = CacheRequest(**{**request.model_dump(), "messages": [messages[0], {"role": "user", "content": long}]})
     assert len({request.key, again.key, other.key}) == 3  # the same content under another role is another request
+
+
+@pytest.mark.parametrize(("messages", "temperature", "response_format"), [
+    ([], 0.0, None),
+    ([{"role": "user", "content": "x"}], 1e-05, {"b": ["é", 1], "a": None}),
+    ([{"role": "tool", "content": "y", "n": "1"}, {"role": "user", "content": "\u2028\x00"}], 0.7, {}),
+])
+def test_cache_key_is_the_canonical_formula_for_any_message_list_and_field_text(messages, temperature, response_format):
+    """The key's JSON and the body are put together from parts, not by the JSON encoder: they must equal its
+    text for an empty list, odd messages, small floats and fields holding quotes and non-ASCII text."""
+    request = CacheRequest(endpoint='http://h/"ü"', model='m"\\', messages=messages, temperature=temperature,
+                           max_tokens=1, response_format=response_format, sample_index=3)
+    hashed = [hashlib.sha256(json.dumps(m, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode())
+              .hexdigest() for m in messages]
+    whole = json.dumps({"v": KEY_VERSION, **request.model_dump(), "messages": hashed}, sort_keys=True,
+                       separators=(",", ":"), ensure_ascii=False)
+    assert request.key == hashlib.sha256(whole.encode()).hexdigest()
+    body = {"messages": messages, "model": request.model, "temperature": temperature, "max_tokens": 1}
+    if response_format is not None:
+        body["response_format"] = response_format
+    sent = b"".join(request.chat_body()).decode()
+    assert json.loads(sent) == body and f'"temperature":{json.dumps(temperature)},' in sent
+
+
+def test_cache_writes_from_many_threads_are_read_at_once_and_all_committed_by_close(tmp_path: Path):
+    """Puts are committed in batches by one writer woken once per idle spell: each is readable as soon as it is
+    put, ``flush`` waits for all of them, and what ``close`` committed is there when the folder is reopened."""
+    cache = ResponseCache(tmp_path, write_delay_s=0.01)
+    requests = [CacheRequest(endpoint="e", model="m", messages=[{"role": "user", "content": f"q{i}"}],
+                             temperature=0.0, max_tokens=1, response_format=None, sample_index=0) for i in range(200)]
+
+    def put_some(start: int) -> None:
+        for request in requests[start::4]:
+            cache.put(request, CachedReply(text=request.messages[0]["content"], model="m", prompt_tokens=1,
+                                           completion_tokens=1, finish_reason="stop"))
+            assert cache.get(request).text == request.messages[0]["content"]
+
+    threads = [threading.Thread(target=put_some, args=(start,)) for start in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    cache.flush()
+    assert not cache._pending and len(cache._store) == 200
+    late = CacheRequest(**{**requests[0].model_dump(), "sample_index": 1})
+    cache.put(late, CachedReply(text="late", model="m", prompt_tokens=0, completion_tokens=0, finish_reason=None))
+    cache.close()
+    reopened = ResponseCache(tmp_path)
+    assert len(reopened) == 201 and reopened.get(late).text == "late"
+    reopened.close()
+
+
+def test_body_chunks_of_a_repeated_history_are_joined_once_and_never_confused():
+    """A run of parts seen before is sent as the bytes joined then (a native agent's history repeats on every
+    call); a run of other parts, even of the same sizes, is joined afresh."""
+    from memevo.agents.llm.transport import CHUNK_BYTES, _chunks
+
+    history = [bytes([i]) * (CHUNK_BYTES // 3) for i in range(9)]
+    first = list(_chunks([*history, b"tail one"]))
+    second = list(_chunks([*history, b"more", b"tail two"]))
+    assert b"".join(first) == b"".join([*history, b"tail one"])
+    assert b"".join(second) == b"".join([*history, b"more", b"tail two"])
+    assert all(a is b for a, b in zip(first[:-1], second[:-1], strict=False))
+    other = [bytes([100 + i]) * (CHUNK_BYTES // 3) for i in range(9)]
+    assert b"".join(_chunks([*other, b"t"])) == b"".join([*other, b"t"])

@@ -74,6 +74,16 @@ class UsageReport(BaseModel):
         )
 
 
+Counts = dict[str, float]
+"""Some fields of a ``RoleUsage`` as plain numbers, the non-zero ones in field order: what one count adds. Plain
+dictionaries because a count is made on every call, where building and adding pydantic models cost more."""
+_ZERO: Counts = RoleUsage().model_dump()
+
+
+def _nonzero(**fields: float) -> Counts:
+    return {name: value for name, value in fields.items() if value}
+
+
 class Accounting:
     """Thread-safe accumulator shared by all gateways of a hub.
 
@@ -82,7 +92,7 @@ class Accounting:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._by_role: dict[str, RoleUsage] = {}
+        self._by_role: dict[str, Counts] = {}
         self._attached: tuple[Accounting, ...] = ()
 
     def attach(self, other: Accounting) -> None:
@@ -113,31 +123,32 @@ class Accounting:
         if prices is not None and not cached:
             billed = prompt_tokens if sent_prompt_tokens is None else sent_prompt_tokens
             dollars = (billed * prices[0] + completion_tokens * prices[1]) / 1_000_000
-        self._add(
-            role,
-            RoleUsage(
-                calls=1,
-                cache_hits=int(cached),
-                prompt_tokens=prompt_tokens,
-                completion_tokens=completion_tokens,
-                wall_s=wall_s,
-                dollars=dollars,
-                unpriced_calls=int(prices is None and not cached),
-            ),
-        )
+        self._add(role, _nonzero(
+            calls=1,
+            cache_hits=int(cached),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            wall_s=wall_s,
+            dollars=dollars,
+            unpriced_calls=int(prices is None and not cached),
+        ))
 
     def record_error(self, role: str, *, wall_s: float = 0.0) -> None:
-        self._add(role, RoleUsage(errors=1, wall_s=wall_s))
+        self._add(role, _nonzero(wall_s=wall_s, errors=1))
 
     def record_retry(self, role: str) -> None:
-        self._add(role, RoleUsage(retries=1))
+        self._add(role, {"retries": 1})
 
-    def _add(self, role: str, usage: RoleUsage) -> None:
+    def _add(self, role: str, counts: Counts) -> None:
         with self._lock:
-            self._by_role[role] = self._by_role.get(role, RoleUsage()).plus(usage)
+            totals = self._by_role.get(role)
+            if totals is None:
+                totals = self._by_role[role] = dict(_ZERO)
+            for name, value in counts.items():
+                totals[name] += value
         for attached in self._attached:
-            attached._add(role, usage)
+            attached._add(role, counts)
 
     def report(self) -> UsageReport:
         with self._lock:
-            return UsageReport(by_role={role: usage.model_copy() for role, usage in self._by_role.items()})
+            return UsageReport(by_role={role: RoleUsage(**totals) for role, totals in self._by_role.items()})

@@ -4,7 +4,7 @@ It adds what the raw SDK call lacks for long evaluation runs: a concurrency limi
 event loops, retries with exponential backoff and jitter for transient failures only (429, 408,
 5xx, timeouts, connection errors), a persistent response cache, lenient JSON parsing and per-role
 accounting. Embedding requests (``embed``) share all of it, so retrieval is no side door around the
-limits or the bill. Requests go out through ``transport.JSONTransport`` (a thin aiohttp client rather than
+limits or the bill. Requests go out through ``transport.JSONTransport`` (a small HTTP/1.1 client rather than
 the openai SDK, whose request transform dominated the CPU cost per call), so there is one retry policy.
 """
 
@@ -137,7 +137,10 @@ class LLMGateway:
             wall_s=latency,
             cached=cached,
         )
-        return ChatReply(**stored.model_dump(), cached=cached, latency_s=latency)
+        # Built without validation: every field comes from a validated ``CachedReply``.
+        return ChatReply.model_construct(text=stored.text, model=stored.model, prompt_tokens=stored.prompt_tokens,
+                                         completion_tokens=stored.completion_tokens, cached=cached, latency_s=latency,
+                                         finish_reason=stored.finish_reason)
 
     async def chat_json(
         self,

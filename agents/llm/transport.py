@@ -3,7 +3,8 @@
 The gateway only ever POSTs a JSON body and reads a JSON reply, so it does not need the openai SDK's
 request models: their per-call transform of every message cost several milliseconds of CPU per call
 (measured: SDK 4.6-6.1 ms, httpx 1.6-2.6 ms, aiohttp 0.5-0.7 ms per sequential call at zero latency),
-enough to make a run CPU-bound with a few calls in flight. Failures come back as two kinds only:
+enough to make a run CPU-bound with a few calls in flight; ``http11`` (the connection pool used here) needs
+~0.2 ms. Failures come back as two kinds only:
 ``TransientHTTPError`` (worth retrying) and ``RefusedHTTPError`` (not), so the retry policy stays in
 the gateway.
 """
@@ -12,13 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from typing import Any, TypeVar
 
-import aiohttp
-import aiohttp.payload
-from aiohttp.abc import AbstractStreamWriter
-
+from memevo.agents.errors import UserInputError
+from memevo.agents.llm.http11 import ConnectionPool, check_url
 from memevo.agents.llm.sync_bridge import bridge_loop, run_sync
 
 RETRYABLE_STATUS = frozenset({408, 429})
@@ -48,12 +49,12 @@ class RefusedHTTPError(Exception):
 
 
 class JSONTransport:
-    """POSTs JSON to ``<base_url>/<path>`` with a bearer key read from ``api_key`` when a session opens.
+    """POSTs JSON to ``<base_url>/<path>`` with a bearer key read from ``api_key`` when a pool opens.
 
-    An aiohttp session belongs to the loop it was made on, and one left on a loop that is gone cannot be
-    closed (aiohttp then reports it unclosed at exit). So requests made on the ``home_loop`` (the loop of an
-    ``async with LLMHub()``, which closes its session before that loop ends) use a session of that loop;
-    requests from any other loop go through one session on the sync bridge's loop. The bridge costs two
+    A connection belongs to the loop it was opened on, and one left on a loop that is gone cannot be closed.
+    So requests made on the ``home_loop`` (the loop of an ``async with LLMHub()``, which closes its pool before
+    that loop ends) use a pool of that loop; requests from any other loop go through one pool on the sync
+    bridge's loop. The bridge costs two
     thread hand-offs per request (measured: about 0.35 ms more CPU per call at 16 in flight), so a run's own
     loop does not take it.
     """
@@ -61,18 +62,21 @@ class JSONTransport:
     def __init__(self, base_url: str, *, api_key: Callable[[], str], timeout_s: float,
                  home_loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.base_url = base_url.rstrip("/")
+        try:
+            check_url(self.base_url)
+        except ValueError as error:
+            raise UserInputError(str(error), field="base_url") from None
         self.api_key = api_key
         self.timeout_s = timeout_s
         self.home_loop = home_loop
-        self._sessions: dict[bool, aiohttp.ClientSession] = {}  # at_home -> session, each touched on its loop only
+        self._pools: dict[bool, ConnectionPool] = {}  # at_home -> pool, each touched on its loop only
 
     async def post(self, path: str, payload: Body) -> dict[str, Any]:
         """POST ``payload`` (UTF-8 JSON); the decoded JSON reply, or ``TransientHTTPError`` / ``RefusedHTTPError``."""
-        url = f"{self.base_url}/{path}"
         if self._at_home():
-            status, body, retry_after = await self._exchange(url, payload, at_home=True)
+            status, body, retry_after = await self._exchange(path, payload, at_home=True)
         else:
-            status, body, retry_after = await self._on_bridge(self._exchange(url, payload, at_home=False))
+            status, body, retry_after = await self._on_bridge(self._exchange(path, payload, at_home=False))
         if status >= 400:
             detail = _error_detail(body, status)
             if status >= 500 or status in RETRYABLE_STATUS:
@@ -89,75 +93,92 @@ class JSONTransport:
     def _at_home(self) -> bool:
         return self.home_loop is not None and asyncio.get_running_loop() is self.home_loop
 
-    async def _exchange(self, url: str, body: Body, *, at_home: bool) -> tuple[int, bytes, str | None]:
+    async def _exchange(self, path: str, body: Body, *, at_home: bool) -> tuple[int, bytes, str | None]:
         """Runs on the home loop or the bridge loop: status, body and Retry-After of one POST."""
-        session = self._sessions.get(at_home)
-        if session is None or session.closed:
-            session = self._sessions[at_home] = aiohttp.ClientSession(
-                headers={"Authorization": f"Bearer {self.api_key()}", "Content-Type": "application/json"},
-                timeout=aiohttp.ClientTimeout(total=self.timeout_s),
-                connector=aiohttp.TCPConnector(limit=0),  # the gateway's limiter bounds what is in flight
-            )
+        pool = self._pools.get(at_home)
+        if pool is None or pool.closed:
+            pool = self._pools[at_home] = ConnectionPool(
+                self.base_url, {"Authorization": f"Bearer {self.api_key()}", "Content-Type": "application/json"})
+        parts = [body] if isinstance(body, bytes) else list(_chunks(body))
         try:
-            data = body if isinstance(body, bytes) else _PartsPayload(body)
-            async with session.post(url, data=data) as response:
-                return response.status, await response.read(), response.headers.get("retry-after")
+            async with asyncio.timeout(self.timeout_s):
+                reply = await pool.post(path, parts, sum(map(len, parts)))
         except TimeoutError as error:
             raise TransientHTTPError(f"request timed out after {self.timeout_s:g} s") from error
-        except aiohttp.ClientError as error:
+        except OSError as error:  # refused, reset, closed mid-reply, unreadable reply, TLS failure
             raise TransientHTTPError(f"connection error: {type(error).__name__}: {error}", connection=True) from error
+        return reply.status, reply.body, reply.headers.get("retry-after")
 
     @staticmethod
     async def _on_bridge(coroutine: Coroutine[Any, Any, T]) -> T:
         """Await ``coroutine`` on the bridge loop from any loop (cancelling this cancels it there)."""
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, bridge_loop()))
 
-    async def _close_session(self, at_home: bool) -> None:
-        session = self._sessions.pop(at_home, None)
-        if session is not None:
-            await session.close()
+    async def _close_pool(self, at_home: bool) -> None:
+        pool = self._pools.pop(at_home, None)
+        if pool is not None:
+            pool.close()
 
     async def aclose(self) -> None:
-        """Close the sessions (the home loop's only when called on it)."""
+        """Close the pools (the home loop's only when called on it)."""
         if self._at_home():
-            await self._close_session(at_home=True)
-        await self._on_bridge(self._close_session(at_home=False))
+            await self._close_pool(at_home=True)
+        await self._on_bridge(self._close_pool(at_home=False))
 
     def close(self) -> None:
-        """Close the bridge's session from synchronous code (the hub's ``close``)."""
-        if False in self._sessions:
-            run_sync(self._close_session(at_home=False))
-
-
-class _PartsPayload(aiohttp.payload.Payload):
-    """A body given as parts, written in chunks of about ``CHUNK_BYTES``: small parts are joined, a large one
-    goes out as it is. Joining a native agent's history (hundreds of KB) into one buffer per call, as
-    aiohttp then does again with the headers, was the largest CPU cost per call, mostly in page faults."""
-
-    def __init__(self, parts: Sequence[bytes]) -> None:
-        super().__init__(parts, content_type="application/json")
-        self._size = sum(map(len, parts))
-
-    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
-        return b"".join(self._value).decode(encoding, errors)
-
-    async def write(self, writer: AbstractStreamWriter) -> None:
-        for chunk in _chunks(self._value):
-            await writer.write(chunk)
+        """Close the bridge's pool from synchronous code (the hub's ``close``)."""
+        if False in self._pools:
+            run_sync(self._close_pool(at_home=False))
 
 
 def _chunks(parts: Sequence[bytes]) -> Iterator[bytes]:
-    """``parts`` regrouped in order: runs of small parts joined up to ``CHUNK_BYTES``, large parts alone."""
+    """``parts`` regrouped in order: runs of small parts joined up to ``CHUNK_BYTES``, large parts alone, so a long
+    history is sent neither as one write per message nor joined afresh on every call (see ``_JoinedRuns``)."""
     run: list[bytes] = []
     size = 0
     for part in parts:
         if run and size + len(part) > CHUNK_BYTES:
-            yield b"".join(run)
+            yield _JOINED.join(run, size)
             run, size = [], 0
         run.append(part)
         size += len(part)
     if run:
-        yield b"".join(run)
+        yield b"".join(run)  # the last run holds the request's own tail: never seen again
+
+
+class _JoinedRuns:
+    """Joined runs of parts, found again by the identity of the parts, within a byte budget.
+
+    A native agent resends its history on every call as the very same encoded messages (``cache._STRINGS``), so
+    the runs of its request body repeat from one call to the next but for the newest ones. Joining them afresh
+    cost ~1 ms of CPU per 800 KB body, nearly all page faults on fresh memory; a repeated run costs a check of
+    the identity of its parts. An entry holds its parts, so their ids cannot be reused while it lives.
+    """
+
+    def __init__(self, budget_bytes: int) -> None:
+        self.budget_bytes = budget_bytes
+        self._entries: OrderedDict[tuple[int, int, int, int], tuple[tuple[bytes, ...], bytes]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def join(self, run: list[bytes], size: int) -> bytes:
+        key = (id(run[0]), id(run[-1]), len(run), size)
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+        if found is not None and all(kept is part for kept, part in zip(found[0], run, strict=True)):
+            return found[1]
+        joined = b"".join(run)
+        with self._lock:
+            self._entries[key] = (tuple(run), joined)
+            self._bytes += size
+            while self._bytes > self.budget_bytes and self._entries:
+                self._bytes -= len(self._entries.popitem(last=False)[1][1])
+        return joined
+
+
+_JOINED = _JoinedRuns(budget_bytes=64 * 1024 * 1024)
 
 
 def _error_detail(body: bytes, status: int) -> str:

@@ -5,20 +5,23 @@ deflection instead when the assistant just asked something, as AMemGym's simulat
 questions without revealing state), and any candidate that contains a schema value (whole word,
 case-insensitive) is skipped. The choice is seeded
 from the simulator seed, the user, the period, the session time and the turn, so it does not depend
-on call order (users run concurrently).
+on call order (users run concurrently). The leak check is a regular expression over every value of the
+item's schema, slow to build and to run (~0.2 ms each), so the pattern per schema and the verdict per
+(schema, candidate) are kept for the run.
 """
 
 from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from datetime import datetime
 from functools import cached_property
 
 from memevo.agents.llm.protocol import Message
 from memevo.environments.data.models import Item, Session
 from memevo.environments.simulators.base import UserSimulator
-from memevo.environments.synth.vocabulary import SimulatorParts, load_vocabulary
+from memevo.environments.synth.vocabulary import SimulatorParts, load_simulator_parts
 
 _LAST_RESORT = "Could you say a bit more about that?"
 
@@ -28,7 +31,8 @@ class TemplateUserSimulator(UserSimulator):
 
     def __init__(self, seed: int = 0, parts: SimulatorParts | None = None) -> None:
         self.seed = seed
-        self.parts = parts or load_vocabulary().simulator
+        self.parts = parts or load_simulator_parts()
+        self._leaks: dict[tuple[str, ...], tuple[re.Pattern[str] | None, dict[str, bool]]] = {}
 
     @cached_property
     def _replies(self) -> list[str]:
@@ -41,19 +45,38 @@ class TemplateUserSimulator(UserSimulator):
     async def follow_up(self, item: Item, period_index: int, session: Session, messages: list[Message],
                         now: datetime) -> str:
         rng = random.Random(f"{self.seed}|{item.id}|{period_index}|{session.session_time}|{len(messages)}")
-        leak = _value_pattern(item)
+        leaks = self._leak_check(item)
         asked = bool(messages) and messages[-1].get("role") == "assistant" and "?" in messages[-1].get("content", "")
         candidates = self._deflections if asked else self._replies
         for candidate in rng.sample(candidates, len(candidates)):
-            if leak is None or not leak.search(candidate):
+            if not leaks(candidate):
                 return candidate
-        if leak is not None and leak.search(_LAST_RESORT):
+        if leaks(_LAST_RESORT):
             raise ValueError(f"every follow-up template of the simulator names a schema value of item {item.id}")
         return _LAST_RESORT
 
+    def _leak_check(self, item: Item) -> Callable[[str], bool]:
+        """Whether a text names a value of ``item``'s schema (whole word, any case), remembered per text."""
+        values = _schema_values(item)
+        known = self._leaks.get(values)
+        if known is None:
+            known = self._leaks[values] = (_value_pattern(values), {})
+        pattern, verdicts = known
 
-def _value_pattern(item: Item) -> re.Pattern[str] | None:
-    values = sorted({value for options in item.state_schema.values() for value in options if value.strip()})
+        def leaks(text: str) -> bool:
+            verdict = verdicts.get(text)
+            if verdict is None:
+                verdict = verdicts[text] = pattern is not None and pattern.search(text) is not None
+            return verdict
+
+        return leaks
+
+
+def _schema_values(item: Item) -> tuple[str, ...]:
+    return tuple(sorted({value for options in item.state_schema.values() for value in options if value.strip()}))
+
+
+def _value_pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
     if not values:
         return None
     return re.compile("|".join(rf"(?<!\w){re.escape(value)}(?!\w)" for value in values), re.IGNORECASE)

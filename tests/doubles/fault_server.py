@@ -116,6 +116,10 @@ class FaultServer:
         with self._lock:
             self._in_flight -= 1
 
+    def parse_body(self, raw: bytes) -> dict[str, Any]:
+        """The request's JSON (a benchmark double swaps in a faster parser)."""
+        return json.loads(raw)
+
     def completion(self, body: dict[str, Any]) -> dict[str, Any]:
         text = self.reply(body)
         prompt_tokens = sum(word_count(message["content"]) for message in body["messages"])
@@ -170,7 +174,7 @@ class FaultServer:
                 raw = self.rfile.read(length)
                 if len(raw) < length or not raw:  # the client hung up mid-request (e.g. a cancelled call)
                     return
-                body = json.loads(raw)
+                body = server.parse_body(raw)
                 received = {name.lower(): value for name, value in self.headers.items()}
                 fault = server._begin(body, received, self.path)
                 headers: dict[str, str] = {}
