@@ -24,7 +24,7 @@ An arm is named by ``+``-joined words: ``elitist`` or ``pareto`` (parents), ``me
 1 train user; ``gate0``: none), ``tfirst`` or ``vfirst`` (``strategy.order``: train users
 first, the minibatch a gate before the full evaluation, so ``tfirst+gate3`` is a train gate before
 validation; or validation first, the minibatch the train users a candidate preferred on validation is
-checked on, all of them with ``gate0``); unnamed settings
+checked on, all of them with ``gate0``), ``nocomplete`` (``strategy.complete_parent_train: false``); unnamed settings
 keep EvolveConfig's defaults. Tune on other seeds than the ones you report (``--first-seed``): a setting
 chosen on the reported worlds would be fitted to their noise.
 
@@ -89,6 +89,8 @@ def arm_strategy(arm: str) -> dict[str, Any]:
             strategy["order"] = "validation_first" if word == "vfirst" else "train_first"
         elif word.startswith("gate"):
             strategy["minibatch"] = int(word.removeprefix("gate")) or None
+        elif word == "nocomplete":
+            strategy["complete_parent_train"] = False
         elif word[:1] == "c":
             strategy["confidence"] = float(word[1:])
         elif word[:1] == "e":

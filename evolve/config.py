@@ -203,6 +203,10 @@ class StrategyConfig(_Strict):
         "after validation; train_first, a gate before the full evaluation. None: all train users (validation_first), "
         "no gate (train_first).",
     )
+    complete_parent_train: bool = Field(
+        True, description="validation_first: a parent checked on a minibatch only first runs on the other train users "
+        "(its evidence and train comparison then cover them all); false: it keeps the train users it ran on.",
+    )
     order: Literal["train_first", "validation_first"] = Field(
         "validation_first", description="validation_first: validation users first; the candidates the acceptance "
         "rule prefers there are checked on the minibatch of train users, best first, until one is not worse than its "

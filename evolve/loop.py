@@ -10,7 +10,7 @@ pool when the acceptance rule (``strategy.acceptance``) prefers it to its parent
 there are run on the train users (all, or the gate's minibatch), best first, until one is not worse than
 its parent over those and the validation users together: only that one joins the pool, and no train
 episode is spent on the others. A pool candidate chosen as parent runs on the remaining train users
-then (its evidence). The best
+then (its evidence), unless ``strategy.complete_parent_train`` is off. The best
 of the pool on validation is the run's best; at the end seed and best are scored on test users. Every
 comparison uses the one configured ``objective``.
 
@@ -204,17 +204,21 @@ class OuterLoop(runtime.RunBase):
         (all, or the gate's minibatch) one at a time, best on validation first, until one is not worse than its
         parent over those train users and the validation users together. That one would be kept (the best
         accepted on validation); the others are never run on the train users. A candidate checked on a
-        minibatch runs on the other train users only if it becomes a parent (``_plan``: its evidence). One at
+        minibatch runs on the other train users only if it becomes a parent (``_plan``: its evidence); when it does
+        not (``strategy.complete_parent_train`` off), its candidates are checked on its minibatch users. One at
         a time and in a fixed order, so a resume takes the same path."""
         val_scores = {i: result.val.score for i, (_, result) in enumerate(ran)
                       if result.val is not None and self._decide(result.val, parent).accepted}
         preferred = sorted(val_scores, key=lambda i: -val_scores[i])  # stable: equal scores keep the plan's order
-        parent_train = self.evaluator.finished(parent.id, "train")
-        assert parent_train is not None, f"parent {parent.id} has no train result"
+        parent_train = self._parent_train(parent)
+        parent_users = [user.user_id for user in parent_train.users]
         confirmed = list(ran)
         for i in preferred:
             candidate, result = ran[i]
-            users = self.gate.sample(self.split.train, candidate.generation) if self.gate else self.split.train
+            if len(parent_users) < len(self.split.train):  # the parent kept its minibatch: check on the same users
+                users = parent_users
+            else:
+                users = self.gate.sample(self.split.train, candidate.generation) if self.gate else self.split.train
             if len(users) == len(self.split.train):
                 check = await self._evaluate(candidate, "train", users)
                 confirmed[i] = (candidate, CandidateRun(train=check, val=result.val))
@@ -224,6 +228,13 @@ class OuterLoop(runtime.RunBase):
             if self._confirms(check, result.val, parent_train, parent):
                 break
         return confirmed
+
+    def _parent_train(self, parent: Candidate) -> CandidateEval:
+        """The parent's train evaluation: on all train users, or (``strategy.complete_parent_train`` off) the
+        minibatch it was checked on."""
+        parent_train = self.evaluator.finished(parent.id, "train") or self.evaluator.finished(parent.id, "minibatch")
+        assert parent_train is not None, f"parent {parent.id} has no train result"
+        return parent_train
 
     def _confirms(self, check: CandidateEval, val: CandidateEval | None, parent_train: CandidateEval,
                   parent: Candidate) -> bool:
@@ -251,8 +262,8 @@ class OuterLoop(runtime.RunBase):
         if stored is not None:
             return stored
         first_trial = self._first_trial(generation)
-        if self.evaluator.finished(parent.id, "train") is None:  # checked on a minibatch only (validation first)
-            await self._evaluate(parent, "train", self.split.train)
+        if self.evaluator.finished(parent.id, "train") is None and self.config.strategy.complete_parent_train:
+            await self._evaluate(parent, "train", self.split.train)  # checked on a minibatch only (validation first)
         episodes = self.evaluator.episodes(parent.id, "train", self.split.train, traces=True)
         evidence = render_evidence(evidence_from_episodes(episodes, self.items, self.config.feedback),
                                    self.config.evidence_max_tokens)
@@ -415,8 +426,7 @@ class OuterLoop(runtime.RunBase):
             return False
         decision = self._decide(result.val, parent)
         if decision.accepted and self._validation_first:
-            parent_train = self.evaluator.finished(parent.id, "train")
-            assert parent_train is not None, f"parent {parent.id} has no train result"
+            parent_train = self._parent_train(parent)
             check = result.train_check
             if check is None:
                 decision = Decision(accepted=False, reason=f"{decision.reason}; not run on the train users: a "

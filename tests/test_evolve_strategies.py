@@ -184,13 +184,37 @@ def test_validation_first_checks_a_minibatch_and_completes_a_parent_s_train_user
         assert (evals / candidate_id / "train.json").exists() == became_parent
 
 
+def test_a_parent_kept_on_its_minibatch_checks_its_children_on_the_same_train_users(tmp_path: Path) -> None:
+    world = category_world(6, 3)
+    result, _ = evolve(tmp_path, "kept", CategoryBackend(world, proposer_mode="step"),
+                       strategy={"order": "validation_first", "minibatch": 2, "complete_parent_train": False},
+                       split={"train": 3, "val": 2, "test": 1},
+                       episode={"rounds_init": 1, "rounds_update": 1, "user_concurrency": 1})
+    evals = tmp_path / "kept" / "evals"
+    accepted = {c: outcome.generation for outcome in result.history[1:] for c in outcome.accepted_ids}
+    plans = [GenerationPlan.model_validate_json(path.read_text())
+             for path in sorted((tmp_path / "kept" / "generations").glob("gen_*/plan.json"))]
+    children = [(plan.parent_id, c.id) for plan in plans for c in plan.candidates
+                if plan.parent_id in accepted and (evals / c.id / "minibatch.json").exists()]
+    assert children  # a kept candidate became a parent and had a child checked on train users
+    for candidate_id in accepted:
+        assert not (evals / candidate_id / "train.json").exists()  # never completed, parent or not
+    for parent_id, child_id in children:
+        users = [CandidateEval.model_validate_json((evals / c / "minibatch.json").read_text()).users
+                 for c in (parent_id, child_id)]
+        assert [u.user_id for u in users[0]] == [u.user_id for u in users[1]]
+
+
 VALIDATION_FIRST = {**ALL_STRATEGIES, "strategy": {"proposers": ["reflection", "delta", "merge"], "parents": "pareto",
                                                    "order": "validation_first", "minibatch": 2},
                     "split": {"train": 3, "val": 2, "test": 1}}  # a minibatch of 2 of 3: parents complete theirs
 
 
 @pytest.mark.parametrize(("fraction", "strategies"), [(0.35, ALL_STRATEGIES), (0.8, ALL_STRATEGIES),
-                                                      (0.4, VALIDATION_FIRST), (0.75, VALIDATION_FIRST)])
+                                                      (0.4, VALIDATION_FIRST), (0.75, VALIDATION_FIRST),
+                                                      (0.6, {**VALIDATION_FIRST, "strategy": {
+                                                          **VALIDATION_FIRST["strategy"],
+                                                          "complete_parent_train": False}})])
 def test_every_strategy_resumes_after_a_kill_to_the_identical_result(tmp_path: Path, fraction: float,
                                                                      strategies: dict[str, Any]) -> None:
     world = category_world(6, 3)
