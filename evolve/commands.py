@@ -122,9 +122,3 @@ def ui_command(
     sys.stdout.flush()
     # The server replaces this process: no idle memevo parent holding memory, and its exit code is the command's.
     os.execve(sys.executable, command, os.environ | UI_ENVIRONMENT)
-
-
-def register_evolve_commands(app: typer.Typer) -> None:
-    """Add ``evolve`` and ``ui`` to the memevo command line."""
-    app.command("evolve")(evolve_command)
-    app.command("ui")(ui_command)

@@ -42,8 +42,3 @@ def report_command(
     from memevo.evolve.report import report_run
 
     typer.echo(report_run(run_dir))
-
-
-def register_experiment_commands(app: typer.Typer) -> None:
-    app.command("ablate")(ablate_command)
-    app.command("report")(report_command)

@@ -14,16 +14,15 @@ from typer.testing import CliRunner
 from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.llm import hub as hub_module
 from memevo.environments.data.io import save_items
-from memevo.evolve import commands
+from memevo.evolve import cli, commands
 from tests.doubles.category_backend import CategoryBackend, CategoryHub, category_world
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
 
 
 def app() -> typer.Typer:
-    application = typer.Typer()
-    commands.register_evolve_commands(application)
-    return application
+    """The memevo command line itself (its root loads ``evolve`` and ``ui`` from ``evolve.commands``)."""
+    return cli.app
 
 
 def test_both_commands_are_registered() -> None:

@@ -11,11 +11,10 @@ import json
 from pathlib import Path
 
 import pytest
-import typer
 import yaml
 from typer.testing import CliRunner
 
-from memevo.evolve.commands import register_evolve_commands
+from memevo.evolve.cli import app
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore::DeprecationWarning"),
               pytest.mark.timeout(1200)]
@@ -39,8 +38,6 @@ def test_short_evolution_on_the_local_model(tmp_path: Path, monkeypatch: pytest.
     }
     path = tmp_path / "evolve.yaml"
     path.write_text(yaml.safe_dump(config))
-    app = typer.Typer()
-    register_evolve_commands(app)
     run_dir = tmp_path / "run"
     result = CliRunner().invoke(app, ["evolve", str(path), "--run-dir", str(run_dir)])
     assert result.exit_code == 0, result.output + repr(result.exception)

@@ -86,12 +86,8 @@ def test_report_of_unfinished_runs_says_how_to_resume(finished_ablation: Path, m
 
 def test_report_cli_and_bad_folder(finished_ablation: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _forbid_llm(monkeypatch)
-    import typer
+    from memevo.evolve.cli import app
 
-    from memevo.evolve.experiment_commands import register_experiment_commands
-
-    app = typer.Typer()
-    register_experiment_commands(app)
     result = CliRunner().invoke(app, ["report", str(finished_ablation)])
     assert result.exit_code == 0 and "Paired tests against **no-evolution**" in result.output
     with pytest.raises(UserInputError, match="neither an evolution"):
