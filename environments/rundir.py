@@ -177,13 +177,21 @@ def ledger_entries(text: str) -> Iterator[tuple[str, RoleUsage]]:
             continue
 
 
+def _ledger_text(path: Path) -> str:
+    return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+def _summed(text: str) -> UsageReport:
+    """The usage in a ledger's text, summed per role."""
+    by_role: dict[str, RoleUsage] = {}
+    for role, usage in ledger_entries(text):
+        by_role[role] = by_role.get(role, RoleUsage()).plus(usage)
+    return UsageReport(by_role=by_role)
+
+
 def read_ledger(path: Path) -> UsageReport:
     """The usage a ledger holds, read without touching the file (its run may still be writing it)."""
-    by_role: dict[str, RoleUsage] = {}
-    if Path(path).exists():
-        for role, usage in ledger_entries(Path(path).read_text(encoding="utf-8")):
-            by_role[role] = by_role.get(role, RoleUsage()).plus(usage)
-    return UsageReport(by_role=by_role)
+    return _summed(_ledger_text(Path(path)))
 
 
 class UsageLedger(Accounting):
@@ -197,9 +205,10 @@ class UsageLedger(Accounting):
     def __init__(self, path: Path) -> None:
         super().__init__()
         self.path = Path(path)
-        for role, usage in read_ledger(self.path).by_role.items():
+        earlier = _ledger_text(self.path)
+        for role, usage in _summed(earlier).by_role.items():
             super()._add(role, usage.model_dump())
-        if self.path.exists() and (earlier := self.path.read_bytes()) and not earlier.endswith(b"\n"):
+        if earlier and not earlier.endswith("\n"):
             with self.path.open("a", encoding="utf-8") as ledger:  # end a line torn by a kill: the next count starts clean
                 ledger.write("\n")
         # Opened once (a count is on the hot path of every call); closed by ``close`` or when collected.
