@@ -414,16 +414,40 @@ def test_cache_writes_from_many_threads_are_read_at_once_and_all_committed_by_cl
     reopened.close()
 
 
-def test_body_chunks_of_a_repeated_history_are_joined_once_and_never_confused():
-    """A run of parts seen before is sent as the bytes joined then (a native agent's history repeats on every
-    call); a run of other parts, even of the same sizes, is joined afresh."""
-    from memevo.agents.llm.transport import CHUNK_BYTES, _chunks
+def test_a_request_that_starts_with_an_earlier_ones_messages_reuses_their_chunks_and_is_never_confused():
+    """A native agent resends its history with new messages at the end: the body of the part seen before is the
+    chunks joined then, the key and body equal those made from scratch, and messages equal in identity but changed
+    in value (or another list of the same sizes) are encoded afresh."""
+    from memevo.agents.llm.encoded_messages import CHUNK_BYTES, _Prefixes
 
-    history = [bytes([i]) * (CHUNK_BYTES // 3) for i in range(9)]
-    first = list(_chunks([*history, b"tail one"]))
-    second = list(_chunks([*history, b"more", b"tail two"]))
-    assert b"".join(first) == b"".join([*history, b"tail one"])
-    assert b"".join(second) == b"".join([*history, b"more", b"tail two"])
-    assert all(a is b for a, b in zip(first[:-1], second[:-1], strict=False))
-    other = [bytes([100 + i]) * (CHUNK_BYTES // 3) for i in range(9)]
-    assert b"".join(_chunks([*other, b"t"])) == b"".join([*other, b"t"])
+    def request(messages):
+        return CacheRequest(endpoint="e", model="m", messages=messages, temperature=0.0, max_tokens=1,
+                            response_format=None, sample_index=0)
+
+    def canonical(messages):
+        hashed = [hashlib.sha256(json.dumps(m, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode())
+                  .hexdigest() for m in messages]
+        whole = json.dumps({"v": KEY_VERSION, **request(messages).model_dump(), "messages": hashed}, sort_keys=True,
+                           separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(whole.encode()).hexdigest()
+
+    history = [{"role": "user" if i % 2 else "assistant", "content": chr(65 + i) * (CHUNK_BYTES // 3)} for i in range(9)]
+    first = request([*history, {"role": "user", "content": "tail one"}])
+    history += [{"role": "user", "content": "more"}, {"role": "assistant", "content": "reply"}]
+    second = request([*history, {"role": "user", "content": "tail two"}])
+    for sent in (first, second):
+        assert json.loads(b"".join(sent.chat_body())) == {"messages": sent.messages, "model": "m", "temperature": 0.0,
+                                                           "max_tokens": 1}
+        assert sent.key == canonical(sent.messages)
+    first_chunks, second_chunks = first.chat_body(), second.chat_body()
+    assert len(first_chunks) > 2 and all(a is b for a, b in zip(first_chunks[:-1], second_chunks, strict=False))
+    history[3]["content"] = "changed in place"  # the same dict, another value
+    third = request([*history, {"role": "user", "content": "tail three"}])
+    assert third.key == canonical(third.messages) and json.loads(b"".join(third.chat_body()))["messages"] == third.messages
+    other = [{"role": m["role"], "content": m["content"].lower()} for m in history]
+    fourth = request([*other, {"role": "user", "content": "t"}])
+    assert fourth.key == canonical(fourth.messages) and json.loads(b"".join(fourth.chat_body()))["messages"] == other + [
+        {"role": "user", "content": "t"}]
+    small = _Prefixes(budget_bytes=1)  # keeps nothing: every request is encoded from scratch
+    for _ in range(2):
+        assert json.loads(b"".join(small.encode(third.messages).body(b"]}"))) == {"messages": third.messages}

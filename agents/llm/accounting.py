@@ -8,6 +8,7 @@ paid model was free.
 
 from __future__ import annotations
 
+import functools
 import threading
 
 from pydantic import BaseModel
@@ -25,8 +26,10 @@ PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
 }
 
 
+@functools.cache
 def price_of(model: str) -> tuple[float, float] | None:
-    """Prices for ``model`` (longest matching prefix, so dated snapshots match), None if unknown."""
+    """Prices for ``model`` (longest matching prefix, so dated snapshots match), None if unknown; found once per
+    model (it is asked on every call)."""
     name = model.rsplit("/", 1)[-1].lower()
     for prefix in sorted(PRICES_PER_MILLION, key=len, reverse=True):
         if name.startswith(prefix):

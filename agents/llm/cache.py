@@ -14,12 +14,9 @@ wait for SQLite; reads see queued writes at once. A write lost to a crash only c
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import threading
 import time
-from collections import OrderedDict
-from dataclasses import dataclass
 from functools import cached_property
 from json.encoder import encode_basestring  # type: ignore[attr-defined]  # the C encoder's
 from pathlib import Path
@@ -28,12 +25,12 @@ from typing import Any
 import diskcache
 from pydantic import BaseModel, ConfigDict, SkipValidation
 
+from memevo.agents.llm.encoded_messages import PREFIXES, EncodedMessages, canonical_json
 from memevo.agents.llm.protocol import Message
 
 KEY_VERSION = 3
 """Bump when the key layout changes, so stale entries are never read back (1 had no endpoint identity, 2 hashed
 the messages' whole text on every call)."""
-_BODY_HEAD = b'{"messages":['
 
 
 class CacheRequest(BaseModel):
@@ -51,9 +48,10 @@ class CacheRequest(BaseModel):
     sample_index: int
 
     @cached_property
-    def encoded_messages(self) -> list[_Encoded]:
-        """Each message's canonical encoding (and digest, when asked), looked up once for both key and body."""
-        return _STRINGS.entries(self.messages)
+    def _encoded(self) -> EncodedMessages:
+        """The messages as key text and body chunks, from what earlier requests with the same start left (see
+        ``memevo.agents.llm.encoded_messages``)."""
+        return PREFIXES.encode(self.messages)
 
     @cached_property
     def _format_json(self) -> str:
@@ -61,30 +59,25 @@ class CacheRequest(BaseModel):
 
     def chat_body(self) -> list[bytes]:
         """The chat completion request body (UTF-8 JSON, the messages in canonical form) as parts to send in order:
-        a long history's messages are their cached encodings, not copied into one buffer per call."""
-        parts = [_BODY_HEAD]
-        for position, entry in enumerate(self.encoded_messages):
-            if position:
-                parts.append(b",")
-            parts.append(entry.json)
+        a long history is sent as the chunks joined for an earlier request, not copied into one buffer per call."""
         tail = (f'],"model":{_json_string(self.model)},"temperature":{_json_number(self.temperature)},'
                 f'"max_tokens":{self.max_tokens}')
         if self.response_format is not None:
             tail += f',"response_format":{self._format_json}'
-        parts.append((tail + "}").encode("utf-8"))
-        return parts
+        return self._encoded.body((tail + "}").encode("utf-8"))
 
     @cached_property
     def key(self) -> str:
         """SHA-256 of the canonical JSON of ``{"v": KEY_VERSION, **fields}`` in which ``messages`` is the list of
         each message's own SHA-256 (hex, of its canonical JSON).
 
-        A long message's digest is computed once per content object (see ``_EncodedStrings``), so a native
-        agent's history, resent whole on every call, is not hashed again on every call. The JSON is put together
-        from its fields in sorted order rather than by the JSON encoder (~4 times cheaper; a test holds it to
-        the encoder's text, and to every field of this model).
+        A message's digest is computed once per content object, and the digests of a request's messages but the
+        last are kept for the next request that starts with them (see ``_encoded``), so a native agent's
+        history, resent whole on every call, is not hashed again on every call. The JSON is put together from its
+        fields in sorted order rather than by the JSON encoder (~4 times cheaper; a test holds it to the encoder's
+        text, and to every field of this model).
         """
-        digests = '","'.join(entry.hex_digest() for entry in self.encoded_messages)
+        digests = self._encoded.digests
         whole = (f'{{"endpoint":{_json_string(self.endpoint)},"max_tokens":{self.max_tokens},'
                  f'"messages":{f"""["{digests}"]""" if self.messages else "[]"},"model":{_json_string(self.model)},'
                  f'"response_format":{self._format_json},"sample_index":{self.sample_index},'
@@ -100,77 +93,8 @@ def _json_number(number: float) -> str:
     return float.__repr__(number) if math.isfinite(number) else canonical_json(number)
 
 
-def canonical_json(value: Any) -> str:
-    """Sorted keys, no spaces, UTF-8 as is: one text per value."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def _encode_message(message: Message) -> bytes:
-    return canonical_json(message).encode("utf-8")
-
-
-class _EncodedStrings:
-    """The JSON encoding and its SHA-256 of recently seen messages, by content object identity, within a byte budget.
-
-    A native agent resends its whole history on every call as the very same string objects, so encoding and
-    hashing each message once (instead of the whole history per call) removes most of the per-call CPU on long
-    runs. An entry holds its string, so its id cannot be reused while the entry lives.
-    """
-
-    def __init__(self, budget_bytes: int) -> None:
-        self.budget_bytes = budget_bytes
-        self._entries: OrderedDict[int, _Encoded] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def entries(self, messages: list[Message]) -> list[_Encoded]:
-        """``entry`` of each message, with the common case (a known content object) inlined: a native agent's
-        history has hundreds of messages, looked up on every call."""
-        known = self._entries.get
-        found = []
-        for message in messages:
-            content = message.get("content")
-            entry = known(id(content))
-            if entry is None or entry.content is not content or entry.role != message.get("role") or len(message) != 2:
-                entry = self.entry(message)
-            found.append(entry)
-        return found
-
-    def entry(self, message: Message) -> _Encoded:
-        """``canonical_json(message)`` as UTF-8 (``json``), and its SHA-256 on demand (``hex_digest()``)."""
-        content, role = message.get("content"), message.get("role")
-        if len(message) != 2 or not isinstance(role, str) or not isinstance(content, str):
-            return _Encoded(content, role, _encode_message(message))
-        entry = self._entries.get(id(content))  # a racing eviction only costs an encoding
-        if entry is not None and entry.content is content and entry.role == role:
-            return entry
-        entry = _Encoded(content, role, _encode_message(message))
-        with self._lock:
-            self._entries[id(content)] = entry
-            self._bytes += len(entry.json) + _ENTRY_OVERHEAD
-            while self._bytes > self.budget_bytes and self._entries:
-                self._bytes -= len(self._entries.popitem(last=False)[1].json) + _ENTRY_OVERHEAD
-        return entry
-
-
-@dataclass(slots=True)
-class _Encoded:
-    content: Any
-    role: Any
-    json: bytes
-    digest: str | None = None
-
-    def hex_digest(self) -> str:
-        if self.digest is None:
-            self.digest = hashlib.sha256(self.json).hexdigest()
-        return self.digest
-
-
 WRITE_DELAY_S = 0.05
 """How long the writer waits after being woken, so the replies of that spell share one transaction."""
-_ENTRY_OVERHEAD = 200
-"""Bytes an entry takes besides its JSON (entry, digest, dictionary slot), counted against the budget."""
-_STRINGS = _EncodedStrings(budget_bytes=64 * 1024 * 1024)
 
 
 class CachedReply(BaseModel):

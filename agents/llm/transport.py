@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from memevo.agents.errors import UserInputError
@@ -23,10 +21,10 @@ from memevo.agents.llm.http11 import ConnectionPool, check_url
 from memevo.agents.llm.sync_bridge import bridge_loop, run_sync
 
 RETRYABLE_STATUS = frozenset({408, 429})
-CHUNK_BYTES = 64 * 1024
 T = TypeVar("T")
 Body = bytes | Sequence[bytes]
-"""A JSON request body, whole or as parts to send in order."""
+"""A JSON request body, whole or as parts to send in order (each one write: a long history's body comes in chunks
+of about 64 KB, see ``encoded_messages``)."""
 
 
 class TransientHTTPError(Exception):
@@ -99,7 +97,7 @@ class JSONTransport:
         if pool is None or pool.closed:
             pool = self._pools[at_home] = ConnectionPool(
                 self.base_url, {"Authorization": f"Bearer {self.api_key()}", "Content-Type": "application/json"})
-        parts = [body] if isinstance(body, bytes) else list(_chunks(body))
+        parts = [body] if isinstance(body, bytes) else list(body)
         try:
             async with asyncio.timeout(self.timeout_s):
                 reply = await pool.post(path, parts, sum(map(len, parts)))
@@ -129,56 +127,6 @@ class JSONTransport:
         """Close the bridge's pool from synchronous code (the hub's ``close``)."""
         if False in self._pools:
             run_sync(self._close_pool(at_home=False))
-
-
-def _chunks(parts: Sequence[bytes]) -> Iterator[bytes]:
-    """``parts`` regrouped in order: runs of small parts joined up to ``CHUNK_BYTES``, large parts alone, so a long
-    history is sent neither as one write per message nor joined afresh on every call (see ``_JoinedRuns``)."""
-    run: list[bytes] = []
-    size = 0
-    for part in parts:
-        if run and size + len(part) > CHUNK_BYTES:
-            yield _JOINED.join(run, size)
-            run, size = [], 0
-        run.append(part)
-        size += len(part)
-    if run:
-        yield b"".join(run)  # the last run holds the request's own tail: never seen again
-
-
-class _JoinedRuns:
-    """Joined runs of parts, found again by the identity of the parts, within a byte budget.
-
-    A native agent resends its history on every call as the very same encoded messages (``cache._STRINGS``), so
-    the runs of its request body repeat from one call to the next but for the newest ones. Joining them afresh
-    cost ~1 ms of CPU per 800 KB body, nearly all page faults on fresh memory; a repeated run costs a check of
-    the identity of its parts. An entry holds its parts, so their ids cannot be reused while it lives.
-    """
-
-    def __init__(self, budget_bytes: int) -> None:
-        self.budget_bytes = budget_bytes
-        self._entries: OrderedDict[tuple[int, int, int, int], tuple[tuple[bytes, ...], bytes]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def join(self, run: list[bytes], size: int) -> bytes:
-        key = (id(run[0]), id(run[-1]), len(run), size)
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None:
-                self._entries.move_to_end(key)
-        if found is not None and all(kept is part for kept, part in zip(found[0], run, strict=True)):
-            return found[1]
-        joined = b"".join(run)
-        with self._lock:
-            self._entries[key] = (tuple(run), joined)
-            self._bytes += size
-            while self._bytes > self.budget_bytes and self._entries:
-                self._bytes -= len(self._entries.popitem(last=False)[1][1])
-        return joined
-
-
-_JOINED = _JoinedRuns(budget_bytes=64 * 1024 * 1024)
 
 
 def _error_detail(body: bytes, status: int) -> str:

@@ -33,6 +33,7 @@ class TemplateUserSimulator(UserSimulator):
         self.seed = seed
         self.parts = parts or load_simulator_parts()
         self._leaks: dict[tuple[str, ...], tuple[re.Pattern[str] | None, dict[str, bool]]] = {}
+        self._items: dict[int, tuple[Item, tuple[str, ...]]] = {}  # by identity; the entry holds its item
 
     @cached_property
     def _replies(self) -> list[str]:
@@ -57,7 +58,10 @@ class TemplateUserSimulator(UserSimulator):
 
     def _leak_check(self, item: Item) -> Callable[[str], bool]:
         """Whether a text names a value of ``item``'s schema (whole word, any case), remembered per text."""
-        values = _schema_values(item)
+        seen = self._items.get(id(item))
+        if seen is None or seen[0] is not item:  # collecting an item's schema values cost ~0.1 ms per follow-up
+            seen = self._items[id(item)] = (item, _schema_values(item))
+        values = seen[1]
         known = self._leaks.get(values)
         if known is None:
             known = self._leaks[values] = (_value_pattern(values), {})
