@@ -5,7 +5,10 @@ then user-simulator follow-ups between rounds, none after the last), ``end_sessi
 (the reference gave no such signal; I.13), then every question against the frozen state, concurrently,
 with the period's end as ``now``. Off-policy replay (D.3) feeds a recorded run's transcripts through
 ``ingest`` instead: pass the recorded run where a simulator would go. Users run concurrently up to a
-bound; each finished period is saved to the store at once, so a killed run resumes where it stopped.
+bound; each finished period is saved to the store at once, so a killed run resumes where it stopped. The save
+(two files written and synced, ~10 ms) runs on a worker thread while the user's next period starts: waiting for
+it put that time on every user's chain of calls. Periods reach the disk in order, and an episode ends, or fails,
+only once its finished periods are on disk; a kill meanwhile loses at most the period just finished.
 """
 
 from __future__ import annotations
@@ -253,18 +256,26 @@ async def _run_periods(
             on_period(result)
     if not traces:
         periods = [result.without_traces() for result in periods]
-    for period in range(len(periods), len(item.periods)):
-        writes_before = _write_counters(agent)
-        transcripts = await play(period)
-        result = await _examine(agent, item, period, config, user_id, transcripts)
-        result.memory_writes = _writes_since(writes_before, _write_counters(agent))
-        if after_period:
-            await after_period(agent, result)
-        if store is not None:
-            await store.save_period_async(result, agent.state())
-        periods.append(result if traces else result.without_traces())
-        if on_period:
-            on_period(result)
+    saving: asyncio.Future[None] | None = None  # the last finished period's save, still being written
+    try:
+        for period in range(len(periods), len(item.periods)):
+            writes_before = _write_counters(agent)
+            transcripts = await play(period)
+            result = await _examine(agent, item, period, config, user_id, transcripts)
+            result.memory_writes = _writes_since(writes_before, _write_counters(agent))
+            if after_period:
+                await after_period(agent, result)
+            if store is not None:
+                state = agent.state()  # taken now: the next period changes the agent while this one is written
+                if saving is not None:
+                    await saving  # periods reach the disk in order
+                saving = asyncio.ensure_future(store.save_period_async(result, state))
+            periods.append(result if traces else result.without_traces())
+            if on_period:
+                on_period(result)
+    finally:
+        if saving is not None:  # the episode ends (or fails) only once its finished periods are on disk
+            await asyncio.shield(saving)
     return EpisodeResult(user_id=user_id, policy_id=policy_id, periods=periods)
 
 

@@ -122,7 +122,7 @@ class RunStore:
 
     async def save_period_async(self, result: PeriodResult, state: dict[str, Any]) -> None:
         """``save_period`` on a worker thread: the event loop keeps serving other users while this one's
-        files are written and synced (the caller still waits, so a period is on disk before the next starts)."""
+        files are written and synced (the runner starts the user's next period meanwhile)."""
         await asyncio.to_thread(self.save_period, result, state)
 
     def finished_periods(self, user_id: str) -> int:
