@@ -451,3 +451,23 @@ def test_a_request_that_starts_with_an_earlier_ones_messages_reuses_their_chunks
     small = _Prefixes(budget_bytes=1)  # keeps nothing: every request is encoded from scratch
     for _ in range(2):
         assert json.loads(b"".join(small.encode(third.messages).body(b"]}"))) == {"messages": third.messages}
+
+
+def test_the_cache_is_culled_to_its_size_limit_when_it_closes_not_on_each_write(tmp_path: Path):
+    """Writes skip diskcache's cull (half their CPU); ``close`` culls once, so the folder still keeps to its limit,
+    and the folder's own settings are not changed for other processes."""
+    import diskcache
+
+    diskcache.Cache(str(tmp_path), size_limit=50_000).close()
+    cache = ResponseCache(tmp_path, write_delay_s=0.0)
+    for index in range(100):
+        request = CacheRequest(endpoint="e", model="m", messages=[{"role": "user", "content": f"q{index}"}],
+                               temperature=0.0, max_tokens=1, response_format=None, sample_index=0)
+        cache.put(request, CachedReply(text="x" * 2000, model="m", prompt_tokens=1, completion_tokens=1,
+                                       finish_reason="stop"))
+    cache.flush()
+    assert cache._store.volume() > 50_000 and len(cache._store) == 100
+    cache.close()
+    reopened = diskcache.Cache(str(tmp_path))
+    assert reopened.volume() <= 50_000 < 100 * 2000 and reopened.cull_limit == 10
+    reopened.close()

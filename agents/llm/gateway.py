@@ -11,6 +11,7 @@ the openai SDK, whose request transform dominated the CPU cost per call), so the
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import random
 import time
@@ -42,10 +43,15 @@ def response_format_for(base_url: str, json_schema: dict[str, Any] | None, json_
     """
     if json_schema is None:
         return {"type": "json_object"} if json_mode else None
-    host = urlparse(base_url).hostname or ""
-    if host.endswith(OPENAI_HOST_SUFFIXES):
+    if _is_openai(base_url):
         return {"type": "json_schema", "json_schema": {"name": "reply", "schema": json_schema, "strict": False}}
     return {"type": "json_object", "schema": json_schema}
+
+
+@functools.cache
+def _is_openai(base_url: str) -> bool:
+    """Whether ``base_url`` is OpenAI's own API (parsed once per URL: it is asked on every call)."""
+    return (urlparse(base_url).hostname or "").endswith(OPENAI_HOST_SUFFIXES)
 
 
 def parse_json_reply(text: str) -> Any:
