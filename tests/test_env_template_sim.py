@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+import pytest
+
 from memevo.environments.data.models import Item
 from memevo.environments.simulators.template import TemplateUserSimulator
 from memevo.environments.synth import SynthConfig, synthesize
@@ -76,3 +78,16 @@ async def test_deflects_when_the_assistant_asks_a_question() -> None:
     answered = await simulator.follow_up(item, 1, session, told, NOW)
     assert any(deflected.startswith(d) for d in deflections)
     assert not any(answered.startswith(d) for d in deflections)
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 120, 400])
+def test_the_lazy_shuffle_draws_what_a_full_random_sample_would(size):
+    """Follow-ups take the first candidate of a seeded full-length ``random.sample`` that does not leak; the
+    simulator draws them one at a time instead, which must give the very same order for every seed."""
+    import random
+
+    from memevo.environments.simulators.template import shuffled
+
+    population = [f"line {index}" for index in range(size)]
+    for seed in ("0|user 1|3|2024-01-01 10:00:00|2", "7|u|0|t|0", *map(str, range(20))):
+        assert list(shuffled(random.Random(seed), population)) == random.Random(seed).sample(population, size)

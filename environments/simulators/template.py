@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from functools import cached_property
 
@@ -49,7 +49,7 @@ class TemplateUserSimulator(UserSimulator):
         leaks = self._leak_check(item)
         asked = bool(messages) and messages[-1].get("role") == "assistant" and "?" in messages[-1].get("content", "")
         candidates = self._deflections if asked else self._replies
-        for candidate in rng.sample(candidates, len(candidates)):
+        for candidate in shuffled(rng, candidates):
             if not leaks(candidate):
                 return candidate
         if leaks(_LAST_RESORT):
@@ -74,6 +74,18 @@ class TemplateUserSimulator(UserSimulator):
             return verdict
 
         return leaks
+
+
+def shuffled(rng: random.Random, population: list[str]) -> Iterator[str]:
+    """``rng.sample(population, len(population))`` one item at a time: the same items in the same order, drawn with
+    the same random numbers (``random.sample``'s pool method, which it uses for a full-length sample; a test holds
+    the two equal). The first item is nearly always taken, and the whole shuffle cost ~0.1 ms per follow-up."""
+    pool = list(population)
+    size = len(pool)
+    for taken in range(size):
+        index = rng._randbelow(size - taken)  # type: ignore[attr-defined]  # what sample draws with
+        yield pool[index]
+        pool[index] = pool[size - taken - 1]
 
 
 def _schema_values(item: Item) -> tuple[str, ...]:
