@@ -34,6 +34,20 @@ class Reply:
     body: bytes
 
 
+_END = h11.EndOfMessage()
+
+
+class _Parts:
+    """A request body as parts to write in order, standing for their bytes in one ``h11.Data`` event."""
+
+    def __init__(self, parts: Iterable[bytes]) -> None:
+        self.parts = list(parts)
+        self._size = sum(map(len, self.parts))
+
+    def __len__(self) -> int:
+        return self._size
+
+
 class _Connection(asyncio.Protocol):
     """One TCP (or TLS) connection: one request at a time, the reply read by h11 as its bytes arrive."""
 
@@ -79,10 +93,13 @@ class _Connection(asyncio.Protocol):
         self._waiter = asyncio.get_running_loop().create_future()
         self._reply, self._parts = None, []
         self.transport.write(self._protocol.send(h11.Request(method="POST", target=target, headers=headers)))
-        for chunk in body:
-            for piece in self._protocol.send_with_data_passthrough(h11.Data(data=chunk)):
-                self.transport.write(piece)  # not writelines, which joins (copies) the pieces first
-        self.transport.write(self._protocol.send(h11.EndOfMessage()))
+        # One Data event for the whole body (h11's sendfile support: all it needs of the data is its length; each
+        # event cost ~25 us, and a long history's body has a dozen chunks); the parts are written as they are.
+        whole = _Parts(body)
+        for piece in self._protocol.send_with_data_passthrough(h11.Data(data=whole)):  # type: ignore[arg-type]
+            for part in whole.parts if piece is whole else (piece,):
+                self.transport.write(part)  # not writelines, which joins (copies) the pieces first
+        self.transport.write(self._protocol.send(_END))
         try:
             return await self._waiter
         finally:
