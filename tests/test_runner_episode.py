@@ -319,3 +319,23 @@ async def test_a_run_folder_written_before_gzip_and_with_every_state_still_resum
     assert [p.period for p in episode.periods] == [0, 1, 2]
     assert not (folder / "period_00.state.json").exists()  # the old state went once a newer one was saved
     assert store.load_episode(item.id) == episode
+
+
+def test_a_period_file_holds_pydantics_own_json_of_the_record(tmp_path: Path) -> None:
+    """Period results are serialized by orjson (~4 times faster than pydantic's serializer for a long native period):
+    the file must hold the very bytes pydantic would have written, non-ASCII and control characters included."""
+    from pydantic import TypeAdapter
+
+    from memevo.environments.records import QARecord
+    from memevo.environments.store import RunStore
+
+    text = "ünï \"q\" \\ \n\t\x00\u2028 😀 " * 50
+    record = QARecord(user_id="u/1", period=0, question_index=0, prompt=text, raw_reply='{"answer": 2}', choice=2,
+                      gold=2, n_choices=3, correct=True, memory_id="abc")
+    result = PeriodResult(user_id="u/1", period=0, transcripts=[[{"role": "user", "content": text}]], qa=[record],
+                          memories={"abc": text})
+    store = RunStore(tmp_path)
+    store.save_period(result, {"history": [text]})
+    written = gzip.decompress((store.user_dir("u/1") / "period_00.json.gz").read_bytes())
+    assert written == TypeAdapter(PeriodResult).dump_json(result)
+    assert store.load_period("u/1", 0) == result
