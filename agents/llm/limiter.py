@@ -69,12 +69,20 @@ class ConcurrencyLimit:
             raise
 
     def _release(self) -> None:
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
         with self._lock:
             while self._waiters and self._in_flight <= self._limit:
                 loop, future = self._waiters.popleft()
                 try:
-                    # The slot passes to the waiter without the count changing.
-                    loop.call_soon_threadsafe(self._hand_over, future)
+                    # The slot passes to the waiter without the count changing; on this very loop without waking
+                    # it through its self-pipe (a syscall per hand-over when every slot is taken).
+                    if loop is here:
+                        loop.call_soon(self._hand_over, future)
+                    else:
+                        loop.call_soon_threadsafe(self._hand_over, future)
                     return
                 except RuntimeError:  # that waiter's loop is closed: try the next one
                     continue
