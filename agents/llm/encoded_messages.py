@@ -21,10 +21,11 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from json.encoder import encode_basestring  # type: ignore[attr-defined]  # the C encoder's
 from operator import itemgetter
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from memevo.agents.llm.protocol import Message
 
@@ -36,6 +37,7 @@ LOOKBACK = 8
 a user turn and a reply to the previous one's prefix, and its own new message)."""
 _ENTRY_OVERHEAD = 200
 """Bytes an entry takes besides its JSON (entry, digest, dictionary slot), counted against the budget."""
+V = TypeVar("V")
 _ROLE = itemgetter("role")
 _CONTENT = itemgetter("content")
 
@@ -58,18 +60,46 @@ class _Encoded:
         return self.digest
 
 
+class _Memory(Generic[V]):
+    """Entries by the id of an object each holds (so that id is not reused while its entry lives); once their sizes
+    pass ``budget_bytes``, the least recently remembered (or touched) go first."""
+
+    def __init__(self, budget_bytes: int, size: Callable[[V], int]) -> None:
+        self.budget_bytes = budget_bytes
+        self.entries: OrderedDict[int, V] = OrderedDict()
+        self._size = size
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def touched(self, key: int) -> V | None:
+        """The entry under ``key``, now the most recently used."""
+        with self._lock:
+            found = self.entries.get(key)
+            if found is not None:
+                self.entries.move_to_end(key)
+        return found
+
+    def put(self, key: int, value: V) -> None:
+        size = self._size(value)
+        with self._lock:
+            replaced = self.entries.pop(key, None)
+            if replaced is not None:
+                self._bytes -= self._size(replaced)
+            self.entries[key] = value
+            self._bytes += size
+            while self._bytes > self.budget_bytes and self.entries:
+                self._bytes -= self._size(self.entries.popitem(last=False)[1])
+
+
 class _EncodedStrings:
     """The JSON encoding and its SHA-256 of recently seen messages, by content object identity, within a byte budget."""
 
     def __init__(self, budget_bytes: int) -> None:
-        self.budget_bytes = budget_bytes
-        self._entries: OrderedDict[int, _Encoded] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
+        self._memory: _Memory[_Encoded] = _Memory(budget_bytes, lambda entry: len(entry.json) + _ENTRY_OVERHEAD)
 
     def entries(self, messages: list[Message]) -> list[_Encoded]:
         """``entry`` of each message, with the common case (a known content object) inlined."""
-        known = self._entries.get
+        known = self._memory.entries.get
         found = []
         for message in messages:
             content = message.get("content")
@@ -84,18 +114,14 @@ class _EncodedStrings:
         content, role = message.get("content"), message.get("role")
         if not _plain(message, role, content):
             return _Encoded(content, role, canonical_json(message).encode("utf-8"))
-        entry = self._entries.get(id(content))  # a racing eviction only costs an encoding
+        entry = self._memory.entries.get(id(content))  # a racing eviction only costs an encoding
         if entry is not None and entry.content is content and entry.role == role:
             return entry
         # Its canonical JSON put together from its two strings (keys sorted: content, role): ~30% cheaper than the
         # encoder for the same text (a test holds them equal).
         entry = _Encoded(content, role, f'{{"content":{encode_basestring(content)},"role":{encode_basestring(role)}}}'
                          .encode("utf-8"))
-        with self._lock:
-            self._entries[id(content)] = entry
-            self._bytes += len(entry.json) + _ENTRY_OVERHEAD
-            while self._bytes > self.budget_bytes and self._entries:
-                self._bytes -= len(self._entries.popitem(last=False)[1].json) + _ENTRY_OVERHEAD
+        self._memory.put(id(content), entry)
         return entry
 
 
@@ -157,10 +183,7 @@ class _Prefixes:
     """Recent requests' messages but the last, by the identity of their last message, within a byte budget."""
 
     def __init__(self, budget_bytes: int) -> None:
-        self.budget_bytes = budget_bytes
-        self._entries: OrderedDict[int, _Prefix] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
+        self._memory: _Memory[_Prefix] = _Memory(budget_bytes, _size)
 
     def encode(self, messages: list[Message]) -> EncodedMessages:
         """``messages`` encoded, from the longest remembered prefix on; their prefix is remembered in turn."""
@@ -175,16 +198,13 @@ class _Prefixes:
         if all(_plain(message, entry.role, entry.content) for message, entry in zip(fresh, entries, strict=False)):
             roles = (start.roles if start is not None else []) + [entry.role for entry in entries[:-1]]
             contents = (start.contents if start is not None else []) + [entry.content for entry in entries[:-1]]
-            self._remember(_Prefix(messages[-2], roles, contents, prefix))
+            self._memory.put(id(messages[-2]), _Prefix(messages[-2], roles, contents, prefix))
         return prefix.extended(entries[-1:], first=False)
 
     def _longest(self, messages: list[Message]) -> _Prefix | None:
         for back in range(2, min(len(messages), LOOKBACK) + 1):
             last = messages[-back]
-            with self._lock:
-                found = self._entries.get(id(last))
-                if found is not None:
-                    self._entries.move_to_end(id(last))
+            found = self._memory.touched(id(last))
             if found is None or found.last is not last or len(found.roles) != len(messages) - back + 1:
                 continue
             head = messages[: len(found.roles)]
@@ -195,18 +215,6 @@ class _Prefixes:
                 return None
             return found if same else None
         return None
-
-    def _remember(self, prefix: _Prefix) -> None:
-        size = _size(prefix)
-        with self._lock:
-            replaced = self._entries.pop(id(prefix.last), None)
-            if replaced is not None:
-                self._bytes -= _size(replaced)
-            self._entries[id(prefix.last)] = prefix
-            self._bytes += size
-            while self._bytes > self.budget_bytes and self._entries:
-                _, evicted = self._entries.popitem(last=False)
-                self._bytes -= _size(evicted)
 
 
 def _size(prefix: _Prefix) -> int:
