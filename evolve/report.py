@@ -83,7 +83,8 @@ def _history_table(history: list[GenerationOutcome], objective: str) -> list[str
               "pruned on the training users before validation; *kept val* is the score of the candidate carried "
               "forward, which changes only when a candidate beats it on validation. *best train* covers only "
               "candidates run on all training users: validation first, the others' training score is not measured "
-              "(n/a when none was)."]
+              "(n/a when none was). *candidates* counts those run: validation first, a generation ends at its first "
+              "kept candidate and the proposals after it are not run."]
     return lines
 
 
