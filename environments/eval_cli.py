@@ -137,7 +137,7 @@ def _summary_rows(scores: Scores) -> list[dict[str, Any]]:
 def write_outputs(out: Path, outcome: EvalOutcome, items: Sequence[Item], usage: UsageReport,
                   meta: dict[str, Any], plot: PlotProcess) -> None:
     """Every file of an evaluation except the run store; ``plot`` draws the per-period plot meanwhile."""
-    plot.draw(outcome.scores, out, title=f"{meta.get('agent', '')} on {meta.get('env', '')}: scores per period")
+    plot.draw(outcome.scores, out, title=plot_title(meta.get("agent", ""), meta.get("env", "")))
     rows = _question_rows(outcome.episodes, items, outcome.upper_bound, outcome.no_memory)
     with (out / "questions.jsonl").open("w", encoding="utf-8") as file:
         for row in rows:
@@ -155,6 +155,10 @@ def write_outputs(out: Path, outcome: EvalOutcome, items: Sequence[Item], usage:
     usage_rows = [{"role": role, **u.model_dump()} for role, u in {**usage.by_role, "total": usage.total()}.items()]
     _write_csv(out / "usage.csv", ["role", *usage.total().model_dump()], usage_rows)
     plot.wait()
+
+
+def plot_title(agent: str, env: str) -> str:
+    return f"{agent} on {env}: scores per period"
 
 
 async def evaluate(
@@ -311,6 +315,7 @@ def eval_command(
         _prepare_out(out, resume)
         check_inputs(out, inputs)
         with PlotProcess() as plot:  # imports the plotting stack on another core while the run goes on
+            plot.prepare(max(len(item.periods) for item in items), upper_bound, plot_title(policy.kind, env))
             asyncio.run(main(plot))
 
 
