@@ -136,6 +136,7 @@ class PeriodsFigure:
             legend_outside(axis)
         self.figure.suptitle(layout.title)
         self.figure.tight_layout()
+        self.figure.set_layout_engine(None)  # laid out once: savefig need not draw it again to run a layout engine
         self._bbox = self._saved_area()
 
     def save(self, scores: Scores, folder: Path, filename: str = PERIODS_PLOT) -> Path:
