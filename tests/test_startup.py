@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,8 @@ from tests.doubles.scripted_agents import KeywordMemoryAgent, ScriptedSimulator,
 
 NOT_BEFORE_THE_FIRST_REQUEST = ("matplotlib", "memevo.environments.plots", "memevo.evolve.commands",
                                 "memevo.evolve.config", "memevo.environments.synth.generator",
-                                "memevo.agents.llm.local_server", "json_repair", "dspy", "mlflow", "optuna")
+                                "memevo.agents.llm.local_server", "json_repair", "dspy", "mlflow", "optuna",
+                                "yaml")  # a YAML agent config imports it when read; AMemGym's are JSON
 
 
 def test_eval_start_up_loads_only_what_its_run_needs() -> None:
@@ -33,6 +35,19 @@ def test_eval_start_up_loads_only_what_its_run_needs() -> None:
     assert "memevo.environments.eval_cli" in loaded and "memevo.agents.llm.http11" in loaded
     assert not [name for name in loaded if name.split(".")[0] in NOT_BEFORE_THE_FIRST_REQUEST
                 or name in NOT_BEFORE_THE_FIRST_REQUEST]
+
+
+def test_the_command_line_skips_pydantics_plugin_search_unless_asked() -> None:
+    """Building memevo's models does not make pydantic search every installed distribution for plugins; an
+    explicit $PYDANTIC_DISABLE_PLUGINS is left alone."""
+    code = ("import os, sys\nfrom memevo.evolve import cli\nsys.argv = ['memevo', 'env', '--help']\n"
+            "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
+            "import pydantic.plugin._loader as loader\nprint(loader._plugins is None)")
+    for setting, searched in ((None, False), ("", True)):
+        env = {name: value for name, value in os.environ.items() if name != "PYDANTIC_DISABLE_PLUGINS"}
+        env |= {} if setting is None else {"PYDANTIC_DISABLE_PLUGINS": setting}
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+        assert run.stdout.split()[-1] == str(not searched), run.stdout
 
 
 def test_root_help_lists_every_command_in_order_and_each_loads() -> None:
