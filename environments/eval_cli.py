@@ -158,6 +158,7 @@ def write_outputs(out: Path, outcome: EvalOutcome, items: Sequence[Item], usage:
 
 
 def plot_title(agent: str, env: str) -> str:
+    """The per-period plot's title, known from the start of a run (the plot process prepares the figure with it)."""
     return f"{agent} on {env}: scores per period"
 
 

@@ -150,9 +150,6 @@ class PeriodsFigure:
             line.set_ydata([values[name](per_period[period]) for period in line.get_xdata()])
         return save_figure(self.figure, folder, filename, bbox=self._bbox)
 
-    def close(self) -> None:
-        plt.close(self.figure)
-
     def _line(self, axis: Axes, name: str, periods: Sequence[int], **style: Any) -> None:
         low, high = axis.get_ylim()
         self._lines[name], = axis.plot(periods, [(low + high) / 2] * len(periods), label=name, **style)
