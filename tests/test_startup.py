@@ -20,7 +20,8 @@ from tests.doubles.scripted_agents import KeywordMemoryAgent, ScriptedSimulator,
 NOT_BEFORE_THE_FIRST_REQUEST = ("matplotlib", "memevo.environments.plots", "memevo.evolve.commands",
                                 "memevo.evolve.config", "memevo.environments.synth.generator",
                                 "memevo.agents.llm.local_server", "json_repair", "dspy", "mlflow", "optuna",
-                                "yaml")  # a YAML agent config imports it when read; AMemGym's are JSON
+                                "yaml",  # a YAML agent config imports it when read; AMemGym's are JSON
+                                "tqdm")  # imported when a bar is drawn (stderr a terminal) or a line logged
 
 
 def test_eval_start_up_loads_only_what_its_run_needs() -> None:
