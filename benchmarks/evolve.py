@@ -90,7 +90,8 @@ def main() -> None:
 
         tuned = {"hyperparameters": {"update_every": {"choices": [1, 2]}, "short_term": {"choices": [0, 2]}},
                  "optuna": {"pruner": "none"}, "budget": {"generations": 1, "candidates": 3},
-                 "split": {"train": 2, "val": 1, "test": 1}, "episode": {"max_periods": 2}}
+                 "split": {"train": 2, "val": 1, "test": 1}, "episode": {"max_periods": 2},
+                 "strategy": {"first_accepted": False}}  # a generation's candidates at once
         latency = args.concurrency_latency
         seq, _, sequential = run(data, latency, workdir, "seq", **tuned)
         _, _, candidates = run(data, latency, workdir, "cand", **{**tuned, "episode": {

@@ -18,8 +18,8 @@ depth as one more than the deepest request that finished before it arrived, rest
 Columns: wall seconds (start-up included), seconds from start to the first request, seconds from the last
 reply to the end (scoring and writing the outputs), calls (requests the
 server answered), peak requests in flight, floor seconds, wall / floor, speed-up over concurrency 1, CPU
-ms per call (the child's user + system CPU time minus the CPU of importing what it loads, / calls), peak
-RSS of the child, the size of its output folder, and the machine's 1-minute load average after the run
+ms per call (the child's user + system CPU time minus a run's fixed CPU, its start-up and its plot process,
+/ calls), peak RSS of the child, the size of its output folder, and the machine's 1-minute load average after the run
 (the figures are only comparable on an otherwise idle machine). The server double answers JSON requests
 with valid JSON (``--echo-replies``: echo everything, as before).
 
@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -45,6 +46,9 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.doubles when run as a script
 
+from memevo.environments.metrics import Scores  # noqa: E402
+from memevo.environments.plot_process import PlotProcess  # noqa: E402
+from memevo.evolve import cli  # noqa: E402
 from tests.doubles.fault_server import Fault, FaultServer, echo_reply  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,6 +132,7 @@ class Run:
     user_ends: list[float]
     first_request_s: float
     after_last_reply_s: float
+    out: Path
 
 
 def child_env(**extra: str) -> dict[str, str]:
@@ -178,21 +183,35 @@ def evaluate(server: TimingServer, data: Path, agent: str, concurrency: int, use
                calls=len(server.spans), peak_in_flight=server.peak_in_flight,
                output_mb=folder_mb(out / "eval"), user_ends=last_period_times(out / "eval" / "run"),
                first_request_s=min(start for start, _ in server.spans) - started,
-               after_last_reply_s=started + wall - max(end for _, end in server.spans))
+               after_last_reply_s=started + wall - max(end for _, end in server.spans), out=out / "eval")
 
 
 def startup_cpu_s(agent: str) -> float:
-    """CPU time of children that only import what a ``memevo eval`` run of ``agent`` loads (the eval command,
-    the gateway and the agent's kind; and, in the plot process, the plots): subtracted from a run's CPU to get
-    the cost per call."""
-    run = ("import memevo.evolve.cli, memevo.environments.eval_cli, memevo.agents.llm.hub\n"
-           f"from memevo.agents.registry import agent_class\nagent_class({agent!r})")
-    total = 0.0
-    for code in (run, "import memevo.environments.plots"):
-        process = subprocess.Popen([sys.executable, "-c", code], env=child_env())
-        _, _, usage = os.wait4(process.pid, 0)
-        total += usage.ru_utime + usage.ru_stime
-    return total
+    """CPU time of a child that only starts up as a ``memevo eval`` run of ``agent`` does: the steps of
+    ``memevo.evolve.cli.main`` before the command runs (the eval command's modules imported with the collector
+    off, the pydantic plugin search skipped), then the gateway, the template simulator and the agent's kind.
+    Importing these with the collector on, as this did before, cost ~0.2 s more CPU than a run spends, which
+    made the CPU per call look smaller than it is."""
+    code = ("from memevo.evolve import cli\ncli._return_large_frees_to_the_os()\ncli._skip_pydantic_plugin_search()\n"
+            "cli._import_command(['eval'])\nimport gc\nimport memevo.agents.llm.hub, memevo.environments.simulators.template\n"
+            f"gc.freeze()\nfrom memevo.agents.registry import agent_class\nagent_class({agent!r})")
+    process = subprocess.Popen([sys.executable, "-c", code], env=child_env())
+    _, _, usage = os.wait4(process.pid, 0)
+    return usage.ru_utime + usage.ru_stime
+
+
+def plot_cpu_s(summary: Path) -> float:
+    """CPU time of the plot process drawing the plot of the run that wrote ``summary`` as ``memevo eval`` has it
+    draw (imports, the figure prepared from the likely layout, the draw): a fixed cost per run, counted in the
+    run's CPU (``wait4`` includes the children a process waited for), so subtracted with the start-up."""
+    scores = Scores.model_validate(json.loads(summary.read_text(encoding="utf-8"))["scores"])
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with tempfile.TemporaryDirectory() as folder, PlotProcess() as plot:
+        plot.prepare(len(scores.per_period), upper_bound=False, title="a: scores per period")
+        plot.draw(scores, Path(folder), "a: scores per period")
+        plot.wait()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 def longest_chain(spans: list[tuple[float, float]], user_ends: list[float]) -> int:
@@ -224,6 +243,7 @@ def main() -> None:
     print(f"load average before: {os.getloadavg()}", flush=True)
     startup = {agent: min(startup_cpu_s(agent) for _ in range(3)) for agent in args.agents}
     print("start-up CPU (imports only, best of 3): " + ", ".join(f"{a} {s:.2f} s" for a, s in startup.items()))
+    cli._skip_pydantic_plugin_search()  # as in memevo's processes: the plot process measured below inherits it
     print("| data | agent | concurrency | wall s | first request s | after last reply s | calls | peak in flight "
           "| floor s | wall/floor "
           "| speed-up vs c=1 | CPU ms/call | peak RSS MB | output MB | load (1 min) |")
@@ -235,6 +255,8 @@ def main() -> None:
             for agent in args.agents:
                 chain_run = evaluate(server, data, agent, CHAIN_CONCURRENCY, 1, work)
                 chain = longest_chain(server.spans, chain_run.user_ends)
+                fixed = startup[agent] + min(plot_cpu_s(chain_run.out / "summary.json") for _ in range(3))
+                print(f"{data_name} {agent}: fixed CPU (start-up + plot process, best of 3) {fixed:.2f} s", flush=True)
                 levels = ([] if args.skip_sequential else [1]) + args.concurrency
                 sequential: Run | None = None
                 for concurrency in levels:
@@ -245,7 +267,7 @@ def main() -> None:
                     print(f"| {data_name} | {agent} | {concurrency} | {run.wall_s:.2f} | {run.first_request_s:.2f} | "
                           f"{run.after_last_reply_s:.2f} | "
                           f"{run.calls} | {run.peak_in_flight} | {floor:.2f} (chain {chain}) | "
-                          f"{run.wall_s / floor:.2f} | {speedup} | {1000 * (run.cpu_s - startup[agent]) / run.calls:.2f} | "
+                          f"{run.wall_s / floor:.2f} | {speedup} | {1000 * (run.cpu_s - fixed) / run.calls:.2f} | "
                           f"{run.peak_rss_mb:.0f} | {run.output_mb:.1f} | {os.getloadavg()[0]:.1f} |", flush=True)
     print(f"load average after: {os.getloadavg()}")
 

@@ -136,8 +136,9 @@ def _summary_rows(scores: Scores) -> list[dict[str, Any]]:
 
 def write_outputs(out: Path, outcome: EvalOutcome, items: Sequence[Item], usage: UsageReport,
                   meta: dict[str, Any], plot: PlotProcess) -> None:
-    """Every file of an evaluation except the run store; ``plot`` draws the per-period plot meanwhile."""
-    plot.draw(outcome.scores, out, title=f"{meta.get('agent', '')} on {meta.get('env', '')}: scores per period")
+    """Every file of an evaluation except the run store and the per-period plot, which ``plot`` draws meanwhile:
+    the caller waits for it with ``plot.wait()`` once it has nothing else to do."""
+    plot.draw(outcome.scores, out, title=plot_title(meta.get("agent", ""), meta.get("env", "")))
     rows = _question_rows(outcome.episodes, items, outcome.upper_bound, outcome.no_memory)
     with (out / "questions.jsonl").open("w", encoding="utf-8") as file:
         for row in rows:
@@ -154,7 +155,11 @@ def write_outputs(out: Path, outcome: EvalOutcome, items: Sequence[Item], usage:
     _write_csv(out / "summary.csv", list(summary[0]), summary)
     usage_rows = [{"role": role, **u.model_dump()} for role, u in {**usage.by_role, "total": usage.total()}.items()]
     _write_csv(out / "usage.csv", ["role", *usage.total().model_dump()], usage_rows)
-    plot.wait()
+
+
+def plot_title(agent: str, env: str) -> str:
+    """The per-period plot's title, known from the start of a run (the plot process prepares the figure with it)."""
+    return f"{agent} on {env}: scores per period"
 
 
 async def evaluate(
@@ -279,7 +284,7 @@ def eval_command(
               "off_policy": None if off_policy is None else str(off_policy.resolve())}
     configure_terminal()
 
-    async def main(plot: PlotProcess) -> None:
+    async def main(plot: PlotProcess) -> str:
         from memevo.agents.llm.hub import LLMHub  # the HTTP client stack loads only when a run starts
 
         gc.freeze()  # it and the loaded data live as long as the run: no later collection need walk them
@@ -305,13 +310,16 @@ def eval_command(
             write_outputs(out, outcome, items, hub.accounting.report(), meta, plot)
             notes = _protocol_notes(compat, prompts is not None)
             notes += [] if prompts is None else prompts.notes(policy.kind)
-            typer.echo(_headline(outcome.scores, out, notes))
+            return _headline(outcome.scores, out, notes)
 
     with claim_run_folder(out, flag="--out"):
         _prepare_out(out, resume)
         check_inputs(out, inputs)
         with PlotProcess() as plot:  # imports the plotting stack on another core while the run goes on
-            asyncio.run(main(plot))
+            plot.prepare(max(len(item.periods) for item in items), upper_bound, plot_title(policy.kind, env))
+            headline = asyncio.run(main(plot))
+            plot.wait()  # drawn while the other files were written and the LLM hub closed
+    typer.echo(headline)
 
 
 def _agent(policy: MemoryPolicy, llm: ChatClient, prompts: AMemGymPrompts | None) -> MemoryAgent:

@@ -2,9 +2,11 @@
 
 Importing matplotlib costs about half a second of CPU and drawing the figure a few tenths more. Started at
 launch, the child imports matplotlib on another core while the episodes wait on the endpoint (a thread
-would take the GIL from the run's event loop), and it draws the figure while the parent writes its other
-outputs. The child waits for one request on stdin; when the parent ends without sending one (an error, a
-kill), stdin closes and the child exits without drawing anything.
+would take the GIL from the run's event loop). Told the likely layout at the start (``prepare``), it also
+builds and lays out the figure meanwhile, so after the last reply only the values are set and the PNG drawn
+once, while the parent writes its other outputs. The child reads one JSON request per line on stdin: an
+optional ``prepare``, then the ``draw``; when the parent ends without sending the draw (an error, a kill),
+stdin closes and the child exits without drawing anything.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from memevo.agents.errors import RunFailedError
 from memevo.environments.metrics import Scores
@@ -37,11 +40,16 @@ class PlotProcess:
         """The child's exit code once it has ended, else None."""
         return self._child.returncode
 
+    def prepare(self, periods: int, upper_bound: bool, title: str) -> None:
+        """Let the child build the figure it will likely draw: ``periods`` periods, with or without the upper
+        bound (a guess: scores that turn out to need another layout get a figure of their own)."""
+        self._send({"prepare": {"periods": periods, "upper_bound": upper_bound, "title": title}})
+
     def draw(self, scores: Scores, folder: Path, title: str) -> None:
         """Send the request; the child draws while the caller goes on."""
-        request = {"scores": scores.model_dump(mode="json"), "folder": str(folder), "title": title}
         self._asked = True
-        self._send(json.dumps(request).encode())
+        self._send({"draw": {"scores": scores.model_dump(mode="json"), "folder": str(folder), "title": title}},
+                   last=True)
 
     def wait(self) -> Path:
         """The plot's path once the child has written it."""
@@ -53,11 +61,15 @@ class PlotProcess:
                                  f"{self._child.returncode}):\n{output[-OUTPUT_TAIL_CHARS:]}")
         return Path(output.splitlines()[-1])
 
-    def _send(self, request: bytes) -> None:
+    def _send(self, request: dict[str, Any] | None, *, last: bool = False) -> None:
+        """One request line (none: only the end of input), flushed; ``last`` closes the child's input."""
         assert self._child.stdin is not None
         try:
-            self._child.stdin.write(request)
-            self._child.stdin.close()
+            if request is not None:
+                self._child.stdin.write(json.dumps(request).encode() + b"\n")
+                self._child.stdin.flush()
+            if last:
+                self._child.stdin.close()
         except BrokenPipeError:
             pass  # the child already ended; wait() reports why
 
@@ -77,24 +89,32 @@ class PlotProcess:
         if kind is not None:  # the run is failing or interrupted: do not wait on the child
             self._child.kill()
         elif not self._asked:
-            self._send(b"")  # an empty request: the child exits without drawing
+            self._send(None, last=True)  # no draw request: the child exits without drawing
         self._finish()
 
 
 def main() -> None:
-    """The child: import the plotting stack at once, then draw the one request read from stdin, if any."""
+    """The child: import the plotting stack at once, build the figure it is told to prepare, then draw the one
+    draw request, if any."""
     # Below the run's priority: on an idle machine it has a core of its own, on a busy one it must not slow the
     # run's start (measured under load 3.4: wall 5.00 -> 4.75 s native, 7.07 -> 6.76 s AWI, tail not longer).
     os.nice(10)
-    from memevo.environments.plots import plot_periods  # what this process exists to import
+    from memevo.environments.plots import PeriodsFigure, PeriodsLayout  # what this process exists to import
 
-    request = sys.stdin.buffer.read()
-    if not request:
-        return
-    data = json.loads(request)
-    path = plot_periods(Scores.model_validate(data["scores"]), Path(data["folder"]), title=data["title"])
-    print(path, flush=True)
-    os._exit(0)  # the file is written and closed: skip tearing matplotlib down (~0.2 s the parent would wait)
+    prepared: PeriodsFigure | None = None
+    for line in sys.stdin.buffer:
+        request = json.loads(line)
+        if "prepare" in request:
+            expected = request["prepare"]
+            prepared = PeriodsFigure(PeriodsLayout.expected(expected["periods"], expected["upper_bound"],
+                                                            expected["title"]))
+            continue
+        draw = request["draw"]
+        scores = Scores.model_validate(draw["scores"])
+        layout = PeriodsLayout.of(scores, draw["title"])
+        figure = prepared if prepared is not None and prepared.layout == layout else PeriodsFigure(layout)
+        print(figure.save(scores, Path(draw["folder"])), flush=True)
+        os._exit(0)  # the file is written and closed: skip tearing matplotlib down (~0.2 s the parent would wait)
 
 
 if __name__ == "__main__":

@@ -9,8 +9,10 @@ a folder given by the caller (the run folder) and returns the path.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -18,11 +20,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
+from matplotlib.transforms import Bbox
 
 from memevo.environments.metrics import Scores
 
 PERIODS_PLOT = "periods.png"
+SAVE_DPI = 120
 REFERENCE_STYLE = {"random": ("grey", ":"), "upper bound": ("black", "--")}
 
 
@@ -31,12 +36,17 @@ def integer_x(axis: Axes) -> None:
     axis.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
-def fit_y(axis: Axes, values: Iterable[float | None], *, low: float = 0.0, high: float = 1.0) -> None:
+def y_range(values: Iterable[float | None], *, low: float = 0.0, high: float = 1.0) -> tuple[float, float]:
     """A y-range that holds ``[low, high]`` and every value, with a small margin, so nothing is clipped."""
     present = [value for value in values if value is not None]
     bottom, top = min([low, *present]), max([high, *present])
     margin = 0.05 * (top - bottom or 1.0)
-    axis.set_ylim(bottom - margin, top + margin)
+    return bottom - margin, top + margin
+
+
+def fit_y(axis: Axes, values: Iterable[float | None], *, low: float = 0.0, high: float = 1.0) -> None:
+    """Set the y-range of ``y_range`` on ``axis``."""
+    axis.set_ylim(*y_range(values, low=low, high=high))
 
 
 def reference_line(axis: Axes, y: float, name: str, label: str | None = None) -> None:
@@ -51,43 +61,111 @@ def legend_outside(axis: Axes) -> None:
         axis.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
 
 
-def save_figure(figure: Figure, folder: Path, filename: str) -> Path:
-    """Write ``figure`` as ``folder/filename`` (the folder is created) and release it."""
+def save_figure(figure: Figure, folder: Path, filename: str, *, bbox: Bbox | str = "tight") -> Path:
+    """Write ``figure`` as ``folder/filename`` (the folder is created) and release it; ``bbox`` is the area
+    saved (by default the drawn content plus savefig's padding, found by laying the figure out once more)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / filename
-    figure.savefig(path, dpi=120, bbox_inches="tight")
+    figure.savefig(path, dpi=SAVE_DPI, bbox_inches=bbox)
     plt.close(figure)
     return path
 
 
+@dataclass(frozen=True)
+class PeriodsLayout:
+    """All the per-period figure's layout depends on: which lines and panels it has and its axis ranges, not
+    the values plotted. A figure built for a layout can be filled with any scores of that layout, so the plot
+    process builds it from a guess while the run goes on and only fills and saves it at the end."""
+
+    title: str
+    periods: tuple[int, ...]
+    accuracy_range: tuple[float, float]
+    upper_bound: bool
+    memory_periods: tuple[int, ...]
+    """Periods with a memory score; none: the right panel says that no upper bound was computed."""
+    memory_range: tuple[float, float]
+
+    @classmethod
+    def of(cls, scores: Scores, title: str = "") -> PeriodsLayout:
+        memory = [p for p in scores.per_period if p.memory_score is not None]
+        return cls(title=title or "Scores per period", periods=tuple(p.period for p in scores.per_period),
+                   accuracy_range=y_range(p.accuracy for p in scores.per_period),
+                   upper_bound=scores.upper_bound is not None, memory_periods=tuple(p.period for p in memory),
+                   memory_range=y_range(p.memory_score for p in memory))
+
+    @classmethod
+    def expected(cls, periods: int, upper_bound: bool, title: str = "") -> PeriodsLayout:
+        """The likely layout before the scores exist: every period scored and, with an upper bound, a memory
+        score in every period, every score within [0, 1]."""
+        scored = tuple(range(periods))
+        return cls(title=title or "Scores per period", periods=scored, accuracy_range=y_range([]),
+                   upper_bound=upper_bound, memory_periods=scored if upper_bound else (), memory_range=y_range([]))
+
+
+class PeriodsFigure:
+    """Accuracy per period against the random baseline and the upper bound, and the memory score per period.
+
+    Built from a layout with its lines at a placeholder value: the y-ranges are fixed by the layout, so the
+    values change no tick, label or margin, and the laid-out figure and its saved area (what savefig's "tight"
+    box would find) are computed here, before the scores are known; ``save`` sets the values and draws once."""
+
+    def __init__(self, layout: PeriodsLayout) -> None:
+        self.layout = layout
+        self.figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+        self._lines: dict[str, Line2D] = {}
+        self._line(left, "accuracy", layout.periods, marker="o")
+        self._line(left, "random", layout.periods, color="grey", linestyle=":")
+        if layout.upper_bound:
+            self._line(left, "upper bound", layout.periods, color="black", linestyle="--")
+        left.set(xlabel="period", ylabel="accuracy (share of questions right)", title="Accuracy per period")
+        left.set_ylim(*layout.accuracy_range)
+        if layout.memory_periods:
+            self._line(right, "memory score", layout.memory_periods, marker="o", color="tab:green")
+            reference_line(right, 0.0, "random")
+            reference_line(right, 1.0, "upper bound")
+            right.set_ylim(*layout.memory_range)
+            right.set(ylabel="memory score (0 = random, 1 = upper bound)")
+        else:
+            right.text(0.5, 0.5, "no upper bound computed\n(run with --upper-bound)", ha="center", va="center",
+                       transform=right.transAxes)
+            right.set(yticks=[])
+        right.set(xlabel="period", title="Memory score per period")
+        for axis in (left, right):
+            integer_x(axis)
+            axis.grid(alpha=0.3)
+            legend_outside(axis)
+        self.figure.suptitle(layout.title)
+        self.figure.tight_layout()
+        self.figure.set_layout_engine(None)  # laid out once: savefig need not draw it again to run a layout engine
+        self._bbox = self._saved_area()
+
+    def save(self, scores: Scores, folder: Path, filename: str = PERIODS_PLOT) -> Path:
+        """Plot ``scores`` (of this figure's layout) and write the PNG."""
+        if PeriodsLayout.of(scores, self.layout.title) != self.layout:
+            raise ValueError("the scores do not fit this figure's layout")
+        per_period = {p.period: p for p in scores.per_period}
+        values = {"accuracy": lambda p: p.accuracy, "random": lambda p: p.random_baseline,
+                  "upper bound": lambda p: p.upper_bound, "memory score": lambda p: p.memory_score}
+        for name, line in self._lines.items():
+            line.set_ydata([values[name](per_period[period]) for period in line.get_xdata()])
+        return save_figure(self.figure, folder, filename, bbox=self._bbox)
+
+    def _line(self, axis: Axes, name: str, periods: Sequence[int], **style: Any) -> None:
+        low, high = axis.get_ylim()
+        self._lines[name], = axis.plot(periods, [(low + high) / 2] * len(periods), label=name, **style)
+
+    def _saved_area(self) -> Bbox:
+        """The area savefig(bbox_inches="tight") saves: the content's box at the saved resolution, padded."""
+        shown_dpi = self.figure.dpi
+        self.figure.dpi = SAVE_DPI
+        try:
+            self.figure.draw_without_rendering()
+            box = self.figure.get_tightbbox(self.figure.canvas.get_renderer())
+        finally:
+            self.figure.dpi = shown_dpi
+        return box.padded(plt.rcParams["savefig.pad_inches"])
+
+
 def plot_periods(scores: Scores, folder: Path, *, title: str = "", filename: str = PERIODS_PLOT) -> Path:
-    """Accuracy per period against the random baseline and the upper bound, and the memory score per period."""
-    periods = [p.period for p in scores.per_period]
-    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    accuracy = [p.accuracy for p in scores.per_period]
-    left.plot(periods, accuracy, marker="o", label="accuracy")
-    left.plot(periods, [p.random_baseline for p in scores.per_period], color="grey", linestyle=":", label="random")
-    if scores.upper_bound is not None:
-        bounds = [p.upper_bound for p in scores.per_period]
-        left.plot(periods, bounds, color="black", linestyle="--", label="upper bound")
-    left.set(xlabel="period", ylabel="accuracy (share of questions right)", title="Accuracy per period")
-    fit_y(left, accuracy)
-    memory = [(p.period, p.memory_score) for p in scores.per_period if p.memory_score is not None]
-    if memory:
-        right.plot([m[0] for m in memory], [m[1] for m in memory], marker="o", color="tab:green", label="memory score")
-        reference_line(right, 0.0, "random")
-        reference_line(right, 1.0, "upper bound")
-        fit_y(right, [m[1] for m in memory])
-        right.set(ylabel="memory score (0 = random, 1 = upper bound)")
-    else:
-        right.text(0.5, 0.5, "no upper bound computed\n(run with --upper-bound)", ha="center", va="center",
-                   transform=right.transAxes)
-        right.set(yticks=[])
-    right.set(xlabel="period", title="Memory score per period")
-    for axis in (left, right):
-        integer_x(axis)
-        axis.grid(alpha=0.3)
-        legend_outside(axis)
-    figure.suptitle(title or "Scores per period")
-    figure.tight_layout()
-    return save_figure(figure, folder, filename)
+    """The per-period figure of ``scores`` (see ``PeriodsFigure``), written as ``folder/filename``."""
+    return PeriodsFigure(PeriodsLayout.of(scores, title)).save(scores, folder, filename)

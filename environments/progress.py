@@ -14,8 +14,10 @@ import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from tqdm import tqdm
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 MEMEVO_LOGGER = "memevo"
 NOISY_LIBRARIES = {
@@ -41,7 +43,7 @@ class _TqdmHandler(logging.StreamHandler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            tqdm.write(self.format(record), file=sys.stderr)
+            _bar_class().write(self.format(record), file=sys.stderr)
         except Exception:  # noqa: BLE001 - logging must never raise into the caller
             self.handleError(record)
 
@@ -59,18 +61,28 @@ def configure_terminal(level: int = logging.INFO) -> None:
         logging.getLogger(name).setLevel(library_level)
 
 
-class Phase:
-    """One running phase of work with a known size; ``advance`` after each finished unit."""
+def _bar_class() -> type[tqdm]:
+    """tqdm, imported when a bar is drawn or a line written: a run whose stderr is not a terminal (a log file,
+    CI, a benchmark) does not load it (~10 ms of start-up, and its monitor thread)."""
+    from tqdm import tqdm
 
-    def __init__(self, bar: tqdm) -> None:
+    return tqdm
+
+
+class Phase:
+    """One running phase of work with a known size; ``advance`` after each finished unit (no bar: nothing shown)."""
+
+    def __init__(self, bar: tqdm | None) -> None:
         self._bar = bar
 
     def advance(self, units: int = 1) -> None:
-        self._bar.update(units)
+        if self._bar is not None:
+            self._bar.update(units)
 
     def note(self, text: str) -> None:
         """Short status at the right of the bar (e.g. the last user's accuracy)."""
-        self._bar.set_postfix_str(text, refresh=False)
+        if self._bar is not None:
+            self._bar.set_postfix_str(text, refresh=False)
 
 
 @contextmanager
@@ -81,7 +93,9 @@ def phase(description: str, total: int | None, unit: str, *, nested: bool = Fals
     ``nested`` bars (one candidate's users inside a generation's candidates) disappear when done, so
     the terminal keeps one line per finished outer phase. ``enabled=False`` hides the bar everywhere.
     """
-    disable = None if enabled else True  # None: tqdm draws only when the file is a terminal
-    with tqdm(total=total, desc=description, unit=unit, disable=disable, leave=not nested, file=sys.stderr,
-              dynamic_ncols=True) as bar:
+    if not enabled or not sys.stderr.isatty():
+        yield Phase(None)
+        return
+    with _bar_class()(total=total, desc=description, unit=unit, leave=not nested, file=sys.stderr,
+                      dynamic_ncols=True) as bar:
         yield Phase(bar)

@@ -6,10 +6,13 @@ traceback); 1 a run that started but failed.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import gc
 import importlib
+import os
 import sys
+from typing import NoReturn
 
 import typer
 from typer.core import TyperGroup
@@ -101,12 +104,40 @@ def _import_command(args: list[str]) -> None:
         gc.enable()
 
 
+ENDS_AT_ONCE = ("eval",)
+"""Commands that close everything they open (files, caches, child processes), so a finished one can skip the
+interpreter's teardown."""
+
+
+def _end_at_once() -> NoReturn:
+    """Exit 0 without tearing the interpreter down: what is left after a finished ``memevo eval`` is freeing
+    every module and object one by one, ~60 ms after a run (measured), with its outputs already written and
+    closed. Exit callbacks still run and the standard streams are flushed, as in a normal exit."""
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _skip_pydantic_plugin_search() -> None:
+    """memevo uses no pydantic plugin, but pydantic searches every installed distribution's entry points for one
+    when the first model is built: ~20 ms of CPU at each start in memevo's environment (measured), paid again by
+    the plot process, which inherits this setting. An explicit ``$PYDANTIC_DISABLE_PLUGINS`` (empty: load them
+    all) is left as it is."""
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+
+
 def main() -> None:
     """Entry point of the console script."""
     _return_large_frees_to_the_os()
+    _skip_pydantic_plugin_search()
     _import_command(sys.argv[1:2])
     try:
         app()  # standalone mode: typer itself exits 2 on bad usage and raises SystemExit at the end
+    except SystemExit as done:
+        if done.code in (None, 0) and sys.argv[1:2] and sys.argv[1] in ENDS_AT_ONCE:
+            _end_at_once()
+        raise
     except UserInputError as error:
         print(f"memevo: error: {error}", file=sys.stderr)
         sys.exit(2)

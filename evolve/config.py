@@ -160,7 +160,8 @@ class EpisodeSettings(_Strict):
         "endpoint's concurrency limit (users wait on the LLM, so as many as it serves).")
     candidate_concurrency: int | None = Field(
         None, ge=1, description="Candidates evaluated at once; default: all of a generation (the users at once and "
-        "the endpoint's limit bound the work in flight).")
+        "the endpoint's limit bound the work in flight). Under strategy.first_accepted (the default with "
+        "validation_first) they run one at a time whatever this says.")
 
 
 class TrackingConfig(_Strict):
@@ -206,6 +207,12 @@ class StrategyConfig(_Strict):
     complete_parent_train: bool = Field(
         True, description="validation_first: a parent checked on a minibatch only first runs on the other train users "
         "(its evidence and train comparison then cover them all); false: it keeps the train users it ran on.",
+    )
+    first_accepted: bool = Field(
+        True, description="validation_first: candidates run one at a time in the plan's order, each checked on the "
+        "train users as soon as the acceptance rule prefers it on validation; the first one not worse than its parent "
+        "ends the generation and the rest are not run (GEPA's one proposal at a time: fewer agent calls, but a "
+        "generation's candidates do not run at once; false runs them at once, episode.candidate_concurrency wide).",
     )
     order: Literal["train_first", "validation_first"] = Field(
         "validation_first", description="validation_first: validation users first; the candidates the acceptance "
@@ -276,6 +283,12 @@ class EvolveConfig(_Strict):
         if not path.is_absolute() and self.source is not None:
             return self.source.parent / path
         return path
+
+    @property
+    def one_candidate_at_a_time(self) -> bool:
+        """``strategy.first_accepted`` in effect: the outer loop, validation first."""
+        strategy = self.strategy
+        return self.protocol == "outer_loop" and strategy.order == "validation_first" and strategy.first_accepted
 
     def hash_payload(self) -> dict[str, Any]:
         """The config as logged and hashed (without its location on disk)."""

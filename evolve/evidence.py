@@ -7,13 +7,16 @@ Every prompt component reads the same dataset: in a memory agent every answer de
 component wrote or retrieved, so there is no per-component slice of the traces to take.
 
 Rendering never cuts a blind prefix. It fills a token budget by a stratified choice: round by round, each
-(user, period) in turn adds its next question, failures first where the outcome is shown (in
-question-only mode the order stays the question order, so the choice reveals nothing the mode hides);
-a consulted memory appears once per (user, period), clipped to its share of the budget. What did not
-fit is stated at the end. Tokens are counted with tiktoken's ``cl100k_base`` encoding, read offline from
-the copy litellm (a DSPy dependency) ships, without importing litellm; the proposer's own tokenizer is
-not at hand for every endpoint, and cl100k is litellm's default for unknown models too. Where that copy
-is missing, tokens are estimated at four characters each (tiktoken would otherwise try to download it).
+(user, period) in turn adds its next question, failures first where the outcome is shown. Within a (user,
+period) the questions are offered from a starting question that moves on with each (user, period): a period
+shows a few questions when the budget is tight, and without the rotation every period would show the same
+first few, so what the later questions ask about would never reach the proposer. The rotation depends only on
+positions, never on outcomes, so in question-only mode the choice reveals nothing the mode hides. A consulted
+memory appears once per (user, period), clipped to its share of the budget. What did not fit is stated at the
+end. Tokens are counted with tiktoken's ``cl100k_base`` encoding, read offline from the copy litellm (a DSPy
+dependency) ships, without importing litellm; the proposer's own tokenizer is not at hand for every endpoint,
+and cl100k is litellm's default for unknown models too. Where that copy is missing, tokens are estimated at
+four characters each (tiktoken would otherwise try to download it).
 """
 
 from __future__ import annotations
@@ -103,9 +106,14 @@ def evidence_from_periods(periods: Sequence[PeriodResult], items: dict[str, Item
     return Evidence(periods=[feedback for feedback in built if feedback.records])
 
 
-def _priority(feedback: PeriodFeedback) -> list[int]:
-    """Record positions in the order they are offered: failures first when the outcome is shown."""
-    order = list(range(len(feedback.records)))
+def _priority(feedback: PeriodFeedback, stratum: int, strata: int) -> list[int]:
+    """Record positions in the order they are offered: from this stratum's starting question on, failures first
+    when the outcome is shown. The start moves on by one question per stratum, or by an even share of the
+    questions when there are fewer strata than questions; a tight budget that fills in the first strata still
+    sees different questions."""
+    n = len(feedback.records)
+    start = stratum * max(1, n // strata) % n
+    order = [(start + i) % n for i in range(n)]
     return sorted(order, key=lambda i: feedback.records[i].correct is not False)
 
 
@@ -150,7 +158,7 @@ def render_evidence(evidence: Evidence, max_tokens: int, count: Callable[[str], 
         return "No feedback."
     strata = evidence.periods
     memory_tokens = max(MIN_MEMORY_TOKENS, max_tokens // (2 * len(strata)))
-    queues = [_priority(feedback) for feedback in strata]
+    queues = [_priority(feedback, s, len(strata)) for s, feedback in enumerate(strata)]
     chosen: list[list[int]] = [[] for _ in strata]
     costs = [0] * len(strata)
     budget = max_tokens - NOTE_TOKENS

@@ -9,8 +9,11 @@ pool when the acceptance rule (``strategy.acceptance``) prefers it to its parent
 ``strategy.order: validation_first`` the validation users come first; the candidates the rule prefers
 there are run on the train users (all, or the gate's minibatch), best first, until one is not worse than
 its parent over those and the validation users together: only that one joins the pool, and no train
-episode is spent on the others. A pool candidate chosen as parent runs on the remaining train users
-then (its evidence), unless ``strategy.complete_parent_train`` is off. The best
+episode is spent on the others. Under ``strategy.first_accepted`` (on by default) the candidates go one at a
+time instead, each checked on the train users as soon as the rule prefers it on validation, and the first
+one kept ends the generation: the later ones are not needed and never run. A pool candidate chosen as
+parent runs on the remaining train users then (its evidence), unless ``strategy.complete_parent_train`` is
+off. The best
 of the pool on validation is the run's best; at the end seed and best are scored on test users. Every
 comparison uses the one configured ``objective``.
 
@@ -29,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -229,6 +233,24 @@ class OuterLoop(runtime.RunBase):
                 break
         return confirmed
 
+    async def _until_accepted(
+        self, candidates: list[Candidate], parent: Candidate,
+        run: Callable[[Candidate], Awaitable[CandidateRun | None]],
+    ) -> tuple[list[CandidateRun | None], list[Candidate]]:
+        """``strategy.first_accepted``: the candidates one at a time in the plan's order, each checked on the train
+        users right after validation (``_confirm_on_train``), until one is accepted; the runs of those tried, and
+        the candidates after the accepted one, which are not needed. In a fixed order, so a resume takes the same
+        path."""
+        runs: list[CandidateRun | None] = []
+        for index, candidate in enumerate(candidates):
+            result = await run(candidate)
+            if result is not None:
+                ((_, result),) = await self._confirm_on_train([(candidate, result)], parent)
+            runs.append(result)
+            if result is not None and self._acceptance(result, parent).accepted:
+                return runs, candidates[index + 1:]
+        return runs, []
+
     def _parent_train(self, parent: Candidate) -> CandidateEval:
         """The parent's train evaluation: on all train users, or (``strategy.complete_parent_train`` off) the
         minibatch it was checked on."""
@@ -345,11 +367,16 @@ class OuterLoop(runtime.RunBase):
                 bar.advance()
                 return result
 
+        not_needed: list[Candidate] = []
         with candidates_phase(generation, len(plan.candidates)) as bar:
-            gathered = await asyncio.gather(*(run(candidate, bar) for candidate in plan.candidates))
-        not_started = [c for c, result in zip(plan.candidates, gathered, strict=True) if result is None]
-        ran = [(c, result) for c, result in zip(plan.candidates, gathered, strict=True) if result is not None]
-        if self._validation_first:
+            if self.config.one_candidate_at_a_time:
+                gathered, not_needed = await self._until_accepted(plan.candidates, parent, lambda c: run(c, bar))
+            else:
+                gathered = await asyncio.gather(*(run(candidate, bar) for candidate in plan.candidates))
+        tried = [c for c in plan.candidates if c not in not_needed]
+        not_started = [c for c, result in zip(tried, gathered, strict=True) if result is None]
+        ran = [(c, result) for c, result in zip(tried, gathered, strict=True) if result is not None]
+        if self._validation_first and not self.config.one_candidate_at_a_time:
             ran = await self._confirm_on_train(ran, parent)
         accepted = [c for c, result in ran if self._accepts(c, result, parent)]
         scores = {**self.val_instances, **{c.id: r.val.instances() for c, r in ran if r.val is not None}}
@@ -366,11 +393,11 @@ class OuterLoop(runtime.RunBase):
             pruned=[c.id for c, r in ran if r.pruned], gated=[c.id for c, r in ran if r.gated],
             train_skipped=[c.id for c, r in ran if r.train_skipped],
             parent_val=mean_score(scores, kept), stats=plan.stats, not_started=[c.id for c in not_started],
-            stop_reason=stop,
+            not_needed=[c.id for c in not_needed], stop_reason=stop,
         )
         self._log_generation(outcome, [c for c, _ in ran], {c.id: r for c, r in ran}, feedback=plan.feedback,
                              usage=self._record_usage(generation))
-        self._tell(not_started, ran, outcome)  # after logging: each trial names its candidate's MLflow run
+        self._tell(not_started + not_needed, ran, outcome)  # after logging: each trial names its candidate's run
         write_record(path, outcome)
         log.info(generation_line(generation, candidates=len(plan.candidates),
                                  pruned=len(outcome.pruned) + len(outcome.gated),
@@ -419,22 +446,27 @@ class OuterLoop(runtime.RunBase):
     def _decide(self, val: CandidateEval, parent: Candidate) -> Decision:
         return self.acceptance.decide(val.instances(), self.val_instances[parent.id])
 
-    def _accepts(self, candidate: Candidate, result: CandidateRun, parent: Candidate) -> bool:
+    def _acceptance(self, result: CandidateRun, parent: Candidate) -> Decision:
         """The acceptance rule on validation; validation first, the candidate must also have been checked on train
         users (``_confirm_on_train``) and be not worse than its parent over those and the validation users."""
         if result.val is None:
-            return False
+            return Decision(accepted=False, reason="no validation score")
         decision = self._decide(result.val, parent)
         if decision.accepted and self._validation_first:
             parent_train = self._parent_train(parent)
             check = result.train_check
             if check is None:
-                decision = Decision(accepted=False, reason=f"{decision.reason}; not run on the train users: a "
-                                    "candidate better on validation was confirmed there first")
-            else:
-                confirmed = self._confirms(check, result.val, parent_train, parent)
-                decision = Decision(accepted=confirmed, reason=f"{decision.reason}; {len(check.users)} train user(s) "
-                                    f"and validation together: {'not worse' if confirmed else 'worse'} than the parent")
+                return Decision(accepted=False, reason=f"{decision.reason}; not run on the train users: a "
+                                "candidate better on validation was confirmed there first")
+            confirmed = self._confirms(check, result.val, parent_train, parent)
+            return Decision(accepted=confirmed, reason=f"{decision.reason}; {len(check.users)} train user(s) "
+                            f"and validation together: {'not worse' if confirmed else 'worse'} than the parent")
+        return decision
+
+    def _accepts(self, candidate: Candidate, result: CandidateRun, parent: Candidate) -> bool:
+        if result.val is None:
+            return False
+        decision = self._acceptance(result, parent)
         log.info("gen %d %s: %s (%s)", candidate.generation, candidate.label,
                  "accepted" if decision.accepted else "not accepted", decision.reason)
         return decision.accepted

@@ -75,6 +75,9 @@ class GenerationOutcome(BaseModel):
     parent_val: float = Field(description="Validation score of ``kept_id``.")
     stats: ProposalStats
     not_started: list[str] = Field(default_factory=list, description="Candidates left out: the budget was spent.")
+    not_needed: list[str] = Field(
+        default_factory=list, description="``strategy.first_accepted``: candidates not run, an earlier one of the "
+        "generation was accepted.")
     stop_reason: str | None = Field(None, description="Set when the budget ran out during this generation.")
 
 

@@ -65,7 +65,7 @@ def _history(run_dir: Path) -> list[GenerationOutcome]:
     return [GenerationOutcome.model_validate_json(path.read_text(encoding="utf-8")) for path in paths]
 
 
-def _history_table(history: list[GenerationOutcome]) -> list[str]:
+def _history_table(history: list[GenerationOutcome], objective: str) -> list[str]:
     lines = [
         "| generation | kept | improved | best train | best val | kept val (running best) | candidates | pruned "
         "| rejected proposals |",
@@ -78,11 +78,13 @@ def _history_table(history: list[GenerationOutcome]) -> list[str]:
             f"| {fmt(row.parent_val)} | {len({*row.train, *row.val, *row.gated})} | {len(row.pruned)} "
             f"| {row.stats.rejected} |"
         )
-    lines += ["", "Scores are mean per-user accuracy. *best val* is n/a when every candidate of the generation was "
+    what = "memory score" if objective == "memory_score" else "accuracy"
+    lines += ["", f"Scores are the run's objective, {what}, averaged over (user, period) cells. *best val* is n/a when every candidate of the generation was "
               "pruned on the training users before validation; *kept val* is the score of the candidate carried "
               "forward, which changes only when a candidate beats it on validation. *best train* covers only "
               "candidates run on all training users: validation first, the others' training score is not measured "
-              "(n/a when none was)."]
+              "(n/a when none was). *candidates* counts those run: validation first, a generation ends at its first "
+              "kept candidate and the proposals after it are not run."]
     return lines
 
 
@@ -197,7 +199,7 @@ def evolution_report(run_dir: Path) -> str:
     history = _history(run_dir)
     lines = [f"# Evolution: {config.get('name', run_dir.name)} ({config.get('protocol', 'outer_loop')})", ""]
     if history:
-        lines += _history_table(history) + [""]
+        lines += _history_table(history, config.get("objective", "memory_score")) + [""]
     result_path = run_dir / "result.json"
     if not result_path.exists():
         lines.append(f"Unfinished: no result.json yet. Continue it with `memevo evolve CONFIG --run-dir {run_dir} --resume`.")

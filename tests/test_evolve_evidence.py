@@ -88,10 +88,20 @@ def test_question_only_evidence_carries_no_choices_letters_states_or_outcomes() 
     assert shown(text)
     for leak in ("Something for a", "(A)", "Correct answer", "Assistant's answer", "answered", "failures first"):
         assert leak not in text
-    # Without the outcome the order is the question order: the first question of each period comes first.
+    # Without the outcome the choice depends on positions only, shown in question order within a period.
     for block in text.split("## User ")[1:]:
         numbers = [int(n) for n in re.findall(r"Question (\d+):", block)]
-        assert numbers == sorted(numbers) and numbers[0] == 1
+        assert numbers == sorted(numbers)
+
+
+def test_a_tight_budget_still_shows_every_question_somewhere() -> None:
+    """A few questions fit per period; each period starts from another one, so no question is never shown."""
+    episodes = [episode(item, wrong=set()) for item in ITEMS]
+    evidence = evidence_from_episodes(episodes, BY_ID, FeedbackConfig(mode=FeedbackMode.question_only))
+    text = render_evidence(evidence, max_tokens=1200)
+    per_block = [re.findall(r"Question (\d+):", block) for block in text.split("## User ")[1:]]
+    assert max(len(numbers) for numbers in per_block) < len(ITEMS[0].qas)  # the budget does cut
+    assert {int(n) for numbers in per_block for n in numbers} == set(range(1, len(ITEMS[0].qas) + 1))
 
 
 @pytest.mark.parametrize("budget", [300, 1500])

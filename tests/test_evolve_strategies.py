@@ -167,6 +167,37 @@ def test_validation_first_spends_train_episodes_only_on_the_candidate_it_keeps(t
     assert len(first_backend.calls_for("agent")) < len(train_backend.calls_for("agent"))
 
 
+def test_first_accepted_ends_a_generation_at_its_first_accepted_candidate(tmp_path: Path) -> None:
+    world = category_world(6, 3)
+    options: dict[str, Any] = {
+        "episode": {"rounds_init": 1, "rounds_update": 1, "user_concurrency": 1},
+        "budget": {"generations": 3, "candidates": 3},
+        "split": {"train": 3, "val": 2, "test": 1},
+    }
+    first, first_backend = evolve(tmp_path, "first", CategoryBackend(world, proposer_mode="step"), **options)
+    every, every_backend = evolve(tmp_path, "every", CategoryBackend(world, proposer_mode="step"),
+                                  strategy={"first_accepted": False}, **options)
+    plans = {plan.generation: plan for plan in (
+        GenerationPlan.model_validate_json(path.read_text())
+        for path in (tmp_path / "first" / "generations").glob("gen_*/plan.json"))}
+    study = optuna.load_study(study_name="test-evolution", storage=f"sqlite:///{tmp_path / 'first' / 'optuna.db'}")
+    trials = {t.user_attrs.get("candidate_id"): t for t in study.trials}
+    spared = 0
+    for outcome in first.history[1:]:
+        order = [c.id for c in plans[outcome.generation].candidates]
+        tried = [c for c in order if c not in outcome.not_needed]
+        assert tried == order[: len(tried)] and set(outcome.val) == set(tried)  # the plan's order, then none
+        if outcome.not_needed:
+            assert outcome.accepted_ids == [tried[-1]]  # the last one tried was accepted: the rest were not needed
+        for candidate_id in outcome.not_needed:
+            spared += 1
+            assert not (tmp_path / "first" / "evals" / candidate_id).exists()
+            assert trials[candidate_id].state == optuna.trial.TrialState.PRUNED
+    assert spared, "no generation ended early"
+    assert not any(outcome.not_needed for outcome in every.history)
+    assert len(first_backend.calls_for("agent")) < len(every_backend.calls_for("agent"))
+
+
 def test_validation_first_checks_a_minibatch_and_completes_a_parent_s_train_users(tmp_path: Path) -> None:
     world = category_world(6, 3)
     result, _ = evolve(tmp_path, "mini", CategoryBackend(world, proposer_mode="step"),
@@ -212,6 +243,8 @@ VALIDATION_FIRST = {**ALL_STRATEGIES, "strategy": {"proposers": ["reflection", "
 
 @pytest.mark.parametrize(("fraction", "strategies"), [(0.35, ALL_STRATEGIES), (0.8, ALL_STRATEGIES),
                                                       (0.4, VALIDATION_FIRST), (0.75, VALIDATION_FIRST),
+                                                      (0.55, {**VALIDATION_FIRST, "strategy": {
+                                                          **VALIDATION_FIRST["strategy"], "first_accepted": False}}),
                                                       (0.6, {**VALIDATION_FIRST, "strategy": {
                                                           **VALIDATION_FIRST["strategy"],
                                                           "complete_parent_train": False}})])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -55,6 +56,8 @@ def test_report_of_ablation_and_evolution_uses_no_llm(finished_ablation: Path, m
     text = report_run(evolution)
     assert "Stopped: max generations" in text
     assert "| generation | kept |" in text and "best - seed" in text and "| total |" in text
+    objective = json.loads((evolution / "config.json").read_text())["objective"].replace("_", " ")
+    assert f"Scores are the run's objective, {objective}," in text
     assert "### memory_types (evolved)" in text and "```diff" in text and "| update_every |" in text
     assert _ragged_table_rows(text) == []
     for name in ("test_periods.png", "test_failures.png", "score_per_generation.png"):

@@ -50,6 +50,7 @@ async def test_evaluate_writes_every_output(tmp_path: Path) -> None:
     usage = UsageReport(by_role={"agent": RoleUsage(calls=3, prompt_tokens=10, dollars=0.5)})
     with PlotProcess() as plot:
         write_outputs(tmp_path, outcome, items, usage, {"agent": "keyword"}, plot)
+        assert plot.wait() == tmp_path / "periods.png"
     rows = [json.loads(line) for line in (tmp_path / "questions.jsonl").read_text().splitlines()]
     assert len(rows) == 2 * 3 * 4 and {"question", "upper_bound", "probe_correct", "prompt"} <= set(rows[0])
     with (tmp_path / "questions.csv").open() as file:

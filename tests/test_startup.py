@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memevo.agents.errors import RunFailedError
-from memevo.environments.metrics import score_episodes
+from memevo.environments.metrics import Scores, score_episodes
 from memevo.environments.plot_process import PlotProcess
 from memevo.environments.runner import EpisodeConfig, run_episode
 from memevo.evolve.cli import COMMANDS, app
@@ -18,7 +19,9 @@ from tests.doubles.scripted_agents import KeywordMemoryAgent, ScriptedSimulator,
 
 NOT_BEFORE_THE_FIRST_REQUEST = ("matplotlib", "memevo.environments.plots", "memevo.evolve.commands",
                                 "memevo.evolve.config", "memevo.environments.synth.generator",
-                                "memevo.agents.llm.local_server", "json_repair", "dspy", "mlflow", "optuna")
+                                "memevo.agents.llm.local_server", "json_repair", "dspy", "mlflow", "optuna",
+                                "yaml",  # a YAML agent config imports it when read; AMemGym's are JSON
+                                "tqdm")  # imported when a bar is drawn (stderr a terminal) or a line logged
 
 
 def test_eval_start_up_loads_only_what_its_run_needs() -> None:
@@ -33,6 +36,19 @@ def test_eval_start_up_loads_only_what_its_run_needs() -> None:
     assert "memevo.environments.eval_cli" in loaded and "memevo.agents.llm.http11" in loaded
     assert not [name for name in loaded if name.split(".")[0] in NOT_BEFORE_THE_FIRST_REQUEST
                 or name in NOT_BEFORE_THE_FIRST_REQUEST]
+
+
+def test_the_command_line_skips_pydantics_plugin_search_unless_asked() -> None:
+    """Building memevo's models does not make pydantic search every installed distribution for plugins; an
+    explicit $PYDANTIC_DISABLE_PLUGINS is left alone."""
+    code = ("import os, sys\nfrom memevo.evolve import cli\nsys.argv = ['memevo', 'env', '--help']\n"
+            "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
+            "import pydantic.plugin._loader as loader\nprint(loader._plugins is None)")
+    for setting, searched in ((None, False), ("", True)):
+        env = {name: value for name, value in os.environ.items() if name != "PYDANTIC_DISABLE_PLUGINS"}
+        env |= {} if setting is None else {"PYDANTIC_DISABLE_PLUGINS": setting}
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+        assert run.stdout.split()[-1] == str(not searched), run.stdout
 
 
 def test_root_help_lists_every_command_in_order_and_each_loads() -> None:
@@ -55,9 +71,49 @@ async def _scores():  # type: ignore[no-untyped-def]
 
 async def test_plot_process_draws_the_plot_it_is_sent(tmp_path: Path) -> None:
     with PlotProcess() as plot:
+        plot.prepare(2, upper_bound=False, title="keyword: scores per period")
         plot.draw(await _scores(), tmp_path, "keyword: scores per period")
         path = plot.wait()
     assert path == tmp_path / "periods.png" and path.read_bytes()[:4] == b"\x89PNG"
+
+
+def _pixels(path: Path) -> tuple[tuple[int, int], bytes]:
+    from PIL import Image
+
+    with Image.open(path) as image:
+        return image.size, image.tobytes()
+
+
+def _with_memory(scores: Scores, memory: list[float | None]) -> Scores:
+    """``scores`` as if an upper bound of 0.9 had been computed, with these memory scores per period."""
+    periods = [period.model_copy(update={"upper_bound": 0.9, "memory_score": value})
+               for period, value in zip(scores.per_period, memory, strict=True)]
+    return scores.model_copy(update={"upper_bound": 0.9, "per_period": periods})
+
+
+async def test_a_figure_prepared_before_the_scores_draws_what_a_fresh_one_draws(tmp_path: Path) -> None:
+    """The plot process builds the figure from a guessed layout while the run goes on: filled with the scores
+    it must give the very pixels of a figure built for them, and a guess the scores do not fit is not used."""
+    from memevo.environments.plots import PeriodsFigure, PeriodsLayout, plot_periods
+
+    plain = await _scores()
+    cases = {"no upper bound": (plain, True), "memory in [0, 1]": (_with_memory(plain, [0.25, 0.75]), True),
+             "memory above 1": (_with_memory(plain, [0.5, 1.5]), False),
+             "a period without memory score": (_with_memory(plain, [None, 0.5]), False)}
+    for name, (scores, fits) in cases.items():
+        prepared = PeriodsFigure(PeriodsLayout.expected(2, scores.upper_bound is not None, "keyword"))
+        assert (prepared.layout == PeriodsLayout.of(scores, "keyword")) is fits, name
+        fresh = plot_periods(scores, tmp_path, title="keyword", filename=f"{name}-fresh.png")
+        if fits:
+            assert _pixels(prepared.save(scores, tmp_path, f"{name}-prepared.png")) == _pixels(fresh), name
+        else:
+            with pytest.raises(ValueError, match="do not fit"):
+                prepared.save(scores, tmp_path, f"{name}-prepared.png")
+    with PlotProcess() as plot:  # told the wrong number of periods: the child draws the scores' own layout
+        plot.prepare(5, upper_bound=False, title="keyword")
+        plot.draw(plain, tmp_path / "guessed wrong", "keyword")
+        path = plot.wait()
+    assert _pixels(path) == _pixels(tmp_path / "no upper bound-fresh.png")
 
 
 async def test_a_plot_that_cannot_be_written_is_a_run_failure_naming_it(tmp_path: Path) -> None:

@@ -112,7 +112,8 @@ def test_evolution_phases_size_their_bars_in_the_units_the_loop_reports(monkeypa
         def __exit__(self, *exc: object) -> None:
             return None
 
-    monkeypatch.setattr(progress, "tqdm", Recorder)
+    monkeypatch.setattr(progress, "_bar_class", lambda: Recorder)
+    monkeypatch.setattr(progress.sys.stderr, "isatty", lambda: True)  # bars are drawn on a terminal only
     with candidates_phase(2, total=3), evaluation_phase("g2c0-a2b3211f", "train", periods=12), \
             test_phase(periods=40):
         pass

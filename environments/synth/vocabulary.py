@@ -21,7 +21,7 @@ DEFAULT_VOCABULARY = Path(__file__).resolve().parent.parent / "assets" / "synth_
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # memevo eval validates only SimulatorParts
 
 
 class ValueText(_Strict):
