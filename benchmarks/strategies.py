@@ -195,16 +195,15 @@ def run_arm(workdir: Path, seed: int, arm: str, noise: float, generations: int, 
     )
     clean = asyncio.run(clean_test_scores(config, items, [known[i] for i in sorted(needed)], run_dir / "clean"))
     won = next((o.generation for o in result.history if result.best.id in o.accepted_ids), 0)
+    spent = {o.generation: agent_calls(run_dir / "generations" / f"gen_{o.generation:03d}" / "spend.json")
+             for o in result.history}
     return ArmRun(
         best_test=clean[result.best.id],
-        calls_to_best=agent_calls(run_dir / "generations" / f"gen_{won:03d}" / "spend.json"),
+        calls_to_best=spent[won],
         calls_total=result.usage.by_role["agent"].calls,
         accepted=len(accepted),
         false_accepted=sum(clean[c.id] < clean[c.parent_id or ""] for c in accepted),
-        progress=[
-            (agent_calls(run_dir / "generations" / f"gen_{o.generation:03d}" / "spend.json"), clean[o.kept_id])
-            for o in result.history
-        ],
+        progress=[(spent[o.generation], clean[o.kept_id]) for o in result.history],
     )
 
 

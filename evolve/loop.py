@@ -203,14 +203,14 @@ class OuterLoop(runtime.RunBase):
         return self.config.strategy.order == "validation_first"
 
     async def _confirm_on_train(self, ran: list[tuple[Candidate, CandidateRun]],
-                                parent: Candidate) -> list[tuple[Candidate, CandidateRun]]:
+                                parent: Candidate) -> tuple[list[tuple[Candidate, CandidateRun]], bool]:
         """Validation first: the candidates the acceptance rule prefers on validation are run on the train users
         (all, or the gate's minibatch) one at a time, best on validation first, until one is not worse than its
         parent over those train users and the validation users together. That one would be kept (the best
         accepted on validation); the others are never run on the train users. A candidate checked on a
         minibatch runs on the other train users only if it becomes a parent (``_plan``: its evidence); when it does
         not (``strategy.complete_parent_train`` off), its candidates are checked on its minibatch users. One at
-        a time and in a fixed order, so a resume takes the same path."""
+        a time and in a fixed order, so a resume takes the same path. Also says whether one was confirmed."""
         val_scores = {i: result.val.score for i, (_, result) in enumerate(ran)
                       if result.val is not None and self._decide(result.val, parent).accepted}
         preferred = sorted(val_scores, key=lambda i: -val_scores[i])  # stable: equal scores keep the plan's order
@@ -230,26 +230,23 @@ class OuterLoop(runtime.RunBase):
                 check = await self._evaluate(candidate, "train", users, label="minibatch")
                 confirmed[i] = (candidate, CandidateRun(train=None, val=result.val, minibatch=check))
             if self._confirms(check, result.val, parent_train, parent):
-                break
-        return confirmed
+                return confirmed, True
+        return confirmed, False
 
-    async def _until_accepted(
-        self, candidates: list[Candidate], parent: Candidate,
-        run: Callable[[Candidate], Awaitable[CandidateRun | None]],
-    ) -> tuple[list[CandidateRun | None], list[Candidate]]:
+    async def _until_accepted(self, candidates: list[Candidate], parent: Candidate,
+                              run: Callable[[Candidate], Awaitable[CandidateRun | None]]) -> list[CandidateRun | None]:
         """``strategy.first_accepted``: the candidates one at a time in the plan's order, each checked on the train
-        users right after validation (``_confirm_on_train``), until one is accepted; the runs of those tried, and
-        the candidates after the accepted one, which are not needed. In a fixed order, so a resume takes the same
-        path."""
+        users right after validation (``_confirm_on_train``), until one is accepted; the runs of those tried (the
+        candidates after them are not needed). In a fixed order, so a resume takes the same path."""
         runs: list[CandidateRun | None] = []
-        for index, candidate in enumerate(candidates):
-            result = await run(candidate)
+        for candidate in candidates:
+            result, accepted = await run(candidate), False
             if result is not None:
-                ((_, result),) = await self._confirm_on_train([(candidate, result)], parent)
+                [(_, result)], accepted = await self._confirm_on_train([(candidate, result)], parent)
             runs.append(result)
-            if result is not None and self._acceptance(result, parent).accepted:
-                return runs, candidates[index + 1:]
-        return runs, []
+            if accepted:
+                break
+        return runs
 
     def _parent_train(self, parent: Candidate) -> CandidateEval:
         """The parent's train evaluation: on all train users, or (``strategy.complete_parent_train`` off) the
@@ -367,17 +364,16 @@ class OuterLoop(runtime.RunBase):
                 bar.advance()
                 return result
 
-        not_needed: list[Candidate] = []
         with candidates_phase(generation, len(plan.candidates)) as bar:
             if self.config.one_candidate_at_a_time:
-                gathered, not_needed = await self._until_accepted(plan.candidates, parent, lambda c: run(c, bar))
+                gathered = await self._until_accepted(plan.candidates, parent, lambda c: run(c, bar))
             else:
                 gathered = await asyncio.gather(*(run(candidate, bar) for candidate in plan.candidates))
-        tried = [c for c in plan.candidates if c not in not_needed]
+        tried, not_needed = plan.candidates[:len(gathered)], plan.candidates[len(gathered):]
         not_started = [c for c, result in zip(tried, gathered, strict=True) if result is None]
         ran = [(c, result) for c, result in zip(tried, gathered, strict=True) if result is not None]
         if self._validation_first and not self.config.one_candidate_at_a_time:
-            ran = await self._confirm_on_train(ran, parent)
+            ran, _ = await self._confirm_on_train(ran, parent)
         accepted = [c for c, result in ran if self._accepts(c, result, parent)]
         scores = {**self.val_instances, **{c.id: r.val.instances() for c, r in ran if r.val is not None}}
         kept = best_of([*self.pool, *accepted], scores)
@@ -422,12 +418,12 @@ class OuterLoop(runtime.RunBase):
         """The generation changed the running best: it kept one of its own candidates."""
         return outcome.generation > 0 and outcome.kept_id in outcome.accepted_ids
 
-    def _tell(self, not_started: list[Candidate], ran: list[tuple[Candidate, CandidateRun]],
+    def _tell(self, never_run: list[Candidate], ran: list[tuple[Candidate, CandidateRun]],
               outcome: GenerationOutcome) -> None:
         """Close the generation's trials: the objective on the train users the candidate was run on, or pruned
-        (gate, pruner, budget, or validation first rejected on validation).
+        (gate, pruner, budget, not needed, or validation first rejected on validation).
         Each trial first gets its attributes (Optuna refuses to change a finished trial)."""
-        for candidate in not_started:
+        for candidate in never_run:
             assert candidate.trial_number is not None
             self.tuner.tell(candidate.trial_number, None, pruned=True)
         for candidate, result in ran:
@@ -446,27 +442,22 @@ class OuterLoop(runtime.RunBase):
     def _decide(self, val: CandidateEval, parent: Candidate) -> Decision:
         return self.acceptance.decide(val.instances(), self.val_instances[parent.id])
 
-    def _acceptance(self, result: CandidateRun, parent: Candidate) -> Decision:
+    def _accepts(self, candidate: Candidate, result: CandidateRun, parent: Candidate) -> bool:
         """The acceptance rule on validation; validation first, the candidate must also have been checked on train
         users (``_confirm_on_train``) and be not worse than its parent over those and the validation users."""
         if result.val is None:
-            return Decision(accepted=False, reason="no validation score")
+            return False
         decision = self._decide(result.val, parent)
         if decision.accepted and self._validation_first:
             parent_train = self._parent_train(parent)
             check = result.train_check
             if check is None:
-                return Decision(accepted=False, reason=f"{decision.reason}; not run on the train users: a "
-                                "candidate better on validation was confirmed there first")
-            confirmed = self._confirms(check, result.val, parent_train, parent)
-            return Decision(accepted=confirmed, reason=f"{decision.reason}; {len(check.users)} train user(s) "
-                            f"and validation together: {'not worse' if confirmed else 'worse'} than the parent")
-        return decision
-
-    def _accepts(self, candidate: Candidate, result: CandidateRun, parent: Candidate) -> bool:
-        if result.val is None:
-            return False
-        decision = self._acceptance(result, parent)
+                decision = Decision(accepted=False, reason=f"{decision.reason}; not run on the train users: a "
+                                    "candidate better on validation was confirmed there first")
+            else:
+                confirmed = self._confirms(check, result.val, parent_train, parent)
+                decision = Decision(accepted=confirmed, reason=f"{decision.reason}; {len(check.users)} train user(s) "
+                                    f"and validation together: {'not worse' if confirmed else 'worse'} than the parent")
         log.info("gen %d %s: %s (%s)", candidate.generation, candidate.label,
                  "accepted" if decision.accepted else "not accepted", decision.reason)
         return decision.accepted

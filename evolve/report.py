@@ -79,8 +79,8 @@ def _history_table(history: list[GenerationOutcome], objective: str) -> list[str
             f"| {row.stats.rejected} |"
         )
     what = "memory score" if objective == "memory_score" else "accuracy"
-    lines += ["", f"Scores are the run's objective, {what}, averaged over (user, period) cells. *best val* is n/a when every candidate of the generation was "
-              "pruned on the training users before validation; *kept val* is the score of the candidate carried "
+    lines += ["", f"Scores are the run's objective, {what}, averaged over (user, period) cells. *best val* is n/a "
+              "when every candidate of the generation was pruned on the training users before validation; *kept val* is the score of the candidate carried "
               "forward, which changes only when a candidate beats it on validation. *best train* covers only "
               "candidates run on all training users: validation first, the others' training score is not measured "
               "(n/a when none was). *candidates* counts those run: validation first, a generation ends at its first "
