@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -18,6 +19,7 @@ from memevo.agents.errors import UserInputError
 from memevo.environments.data.io import format_validation_error
 
 DEFAULT_VOCABULARY = Path(__file__).resolve().parent.parent / "assets" / "synth_vocabulary.json"
+Checked = TypeVar("Checked", bound=BaseModel)
 
 
 class _Strict(BaseModel):
@@ -123,11 +125,7 @@ def load_vocabulary(path: Path = DEFAULT_VOCABULARY) -> Vocabulary:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as error:
         raise UserInputError(f"cannot read vocabulary: {error}", source=str(path)) from error
-    try:
-        return Vocabulary.model_validate(raw)
-    except ValidationError as error:
-        field, message = format_validation_error(error)
-        raise UserInputError(message, source=str(path), field=field or None) from error
+    return _checked(Vocabulary, raw, path)
 
 
 @cache
@@ -138,8 +136,15 @@ def load_simulator_parts(path: Path = DEFAULT_VOCABULARY) -> SimulatorParts:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))["simulator"]
     except (OSError, json.JSONDecodeError, KeyError, TypeError) as error:
         raise UserInputError(f"cannot read the simulator part of the vocabulary: {error!r}", source=str(path)) from error
+    return _checked(SimulatorParts, raw, path, within="simulator")
+
+
+def _checked(model: type[Checked], raw: Any, path: Path, within: str | None = None) -> Checked:
+    """``raw`` validated as ``model``; an error names the file and the field (under ``within``, its place)."""
     try:
-        return SimulatorParts.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as error:
         field, message = format_validation_error(error)
-        raise UserInputError(message, source=str(path), field=f"simulator.{field}" if field else "simulator") from error
+        if within is not None:
+            field = f"{within}.{field}" if field else within
+        raise UserInputError(message, source=str(path), field=field or None) from error
