@@ -2,8 +2,10 @@
 
 memevo's work is LLM calls, so an evaluation cannot beat max(calls x latency / concurrency, the longest
 chain of calls one user must make in order x latency). This runs the real ``memevo eval`` command as a
-child process (start-up included) against the fault-server DOUBLE (tests/doubles/fault_server.py),
-served from this process with a fixed latency per request, on synthetic data made by ``memevo env synth``:
+child process (start-up included) against the latency-server DOUBLE (tests/doubles/latency_server.py),
+served from this process with a fixed latency per request and little time of its own (the fault server
+this used before queued bursts of requests behind each other: 2-4 ms more per request at 8 users), on
+synthetic data made by ``memevo env synth``:
 
 - ``small``: 8 users x 5 update periods x 5 questions;
 - ``amemgym``: AMemGym-sized, 16 users x 10 update periods x 10 questions, 3 changes per period and 150
@@ -35,21 +37,20 @@ import resource
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.doubles when run as a script
 
 from memevo.environments.metrics import Scores  # noqa: E402
 from memevo.environments.plot_process import PlotProcess  # noqa: E402
 from memevo.evolve import cli  # noqa: E402
-from tests.doubles.fault_server import Fault, FaultServer, echo_reply  # noqa: E402
+from tests.doubles.fault_server import echo_reply  # noqa: E402
+from tests.doubles.latency_server import LatencyServer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENTS = {name: ROOT / "tests" / "fixtures" / "amemgym_agent" / f"{name}.json" for name in ("native", "awi")}
@@ -78,47 +79,19 @@ def valid_reply(body: dict[str, Any]) -> str:
     return json.dumps({f"note {zlib.crc32(last.encode()) % NOTE_LABELS}": last[-80:]})
 
 
-class TimingServer(FaultServer):
-    """BENCHMARK DOUBLE: the fault server without the request log (native bodies reach megabytes), keeping
-    only each request's arrival and finish time, and with cheap token counts."""
+def completion(reply: Callable[[dict[str, Any]], str]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A chat completion of ``reply``'s text, prompt tokens estimated from characters: counting the words of a
+    native agent's history (up to ~800 KB per request) cost the server ~10 ms of CPU per call, more than the
+    client it measures."""
 
-    def __init__(self, latency_s: float, *, json_replies: bool = True) -> None:
-        super().__init__(valid_reply if json_replies else echo_reply, latency_s=latency_s)
-        self.spans: list[tuple[float, float]] = []
-        self._started: dict[int, float] = {}
-
-    def _begin(self, body: dict[str, Any], headers: dict[str, str], path: str = "") -> Fault | None:
-        with self._lock:
-            self._in_flight += 1
-            self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
-            self._started[threading.get_ident()] = time.monotonic()
-        return None
-
-    def _end(self) -> None:
-        with self._lock:
-            self._in_flight -= 1
-            self.spans.append((self._started.pop(threading.get_ident()), time.monotonic()))
-
-    def parse_body(self, raw: bytes) -> dict[str, Any]:
-        """orjson: the standard parser took ~5-10 ms per native request of ~800 KB, holding this process's GIL, so
-        requests arriving together waited for each other here and the floor's 50 ms per request was not kept
-        (measured, one request at a time at 50 ms latency: 826 KB requests took a median 61.0 ms, 53.4 ms with
-        orjson)."""
-        return orjson.loads(raw)
-
-    def reset(self) -> None:
-        with self._lock:
-            self.spans, self.peak_in_flight = [], 0
-
-    def completion(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The fault server's reply with prompt tokens estimated from characters: counting the words of a
-        native agent's history (up to ~800 KB per request) cost the server ~10 ms of CPU per call, more than
-        the client it measures, and made the server the bottleneck."""
-        text = self.reply(body)
+    def complete(body: dict[str, Any]) -> dict[str, Any]:
+        text = reply(body)
         prompt_tokens = sum(len(message["content"]) for message in body["messages"]) // 4
         return {"model": body["model"], "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                                                      "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text) // 4}}
+
+    return complete
 
 
 @dataclass
@@ -162,7 +135,7 @@ def last_period_times(run_dir: Path) -> list[float]:
     return sorted(end + offset for end in ends)
 
 
-def evaluate(server: TimingServer, data: Path, agent: str, concurrency: int, users_at_once: int | None,
+def evaluate(server: LatencyServer, data: Path, agent: str, concurrency: int, users_at_once: int | None,
              work: Path) -> Run:
     """One ``memevo eval`` in a child process with a fresh cache; CPU and peak RSS from ``wait4``."""
     out = Path(tempfile.mkdtemp(dir=work, prefix=f"{agent}-c{concurrency}-"))
@@ -248,7 +221,7 @@ def main() -> None:
           "| floor s | wall/floor "
           "| speed-up vs c=1 | CPU ms/call | peak RSS MB | output MB | load (1 min) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    with tempfile.TemporaryDirectory(prefix="memevo-throughput-") as folder, TimingServer(latency, json_replies=not args.echo_replies) as server:
+    with tempfile.TemporaryDirectory(prefix="memevo-throughput-") as folder, LatencyServer(completion(echo_reply if args.echo_replies else valid_reply), latency_s=latency) as server:
         work = Path(folder)
         for data_name in args.data:
             data = synthesize(work, data_name)
