@@ -26,6 +26,7 @@ from memevo.agents.base import MemoryAgent
 from memevo.agents.buffered import BufferedMemoryAgent, WriteCounters
 from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.llm.protocol import Message
+from memevo.agents.llm.urgency import Chain, chain_remaining, current_chain
 from memevo.environments.data.models import Item, Session
 from memevo.environments.diagnosis import run_probe
 from memevo.environments.qa import QuestionPrompts, answer_schema, ask_choice, build_qa_prompt
@@ -162,6 +163,7 @@ async def ask_questions(
 async def play_on_policy(agent: MemoryAgent, item: Item, period: int, simulator: UserSimulator,
                          config: EpisodeConfig) -> list[Transcript]:
     """Run the period's sessions in order as live conversations."""
+    chain = current_chain()
     transcripts = []
     for session in item.periods[period].sessions:
         now = session_time(item, period, session)
@@ -173,6 +175,7 @@ async def play_on_policy(agent: MemoryAgent, item: Item, period: int, simulator:
                 user_message = await simulator.follow_up(item, period, session, list(messages), now)
             messages.append({"role": "user", "content": user_message})
             messages.append({"role": "assistant", "content": await agent.respond(user_message, now)})
+            chain.advance()
         await agent.end_session(now)
         transcripts.append(messages)
     return transcripts
@@ -263,6 +266,8 @@ async def _run_periods(
 ) -> EpisodeResult:
     policy_id = agent.policy.policy_id
     periods = _restore(agent, item, config, store, user_id) if store is not None else []
+    chain = current_chain()
+    chain.remaining = _chain_length(item, config, first_period=len(periods))
     for result in periods:
         if on_period:
             on_period(result)
@@ -274,6 +279,7 @@ async def _run_periods(
             writes_before = _write_counters(agent)
             transcripts = await play(period)
             result = await _examine(agent, item, period, config, user_id, transcripts)
+            chain.advance()
             result.memory_writes = _writes_since(writes_before, _write_counters(agent))
             if after_period:
                 await after_period(agent, result)
@@ -332,8 +338,17 @@ async def run_episode(
         async def play(period: int) -> list[Transcript]:
             return await replay_recorded(agent, item, period, recorded.periods[period].transcripts, config)
 
-    return await _run_periods(agent, item, play, config, store=store, user_id=user_id, after_period=after_period,
-                              on_period=on_period, traces=traces)
+    with chain_remaining(Chain(0)):
+        return await _run_periods(agent, item, play, config, store=store, user_id=user_id,
+                                  after_period=after_period, on_period=on_period, traces=traces)
+
+
+def _chain_length(item: Item, config: EpisodeConfig, *, first_period: int) -> int:
+    """The calls a user makes in order from ``first_period`` on, as far as the data tells: one per conversation
+    round and one per period's questions (asked at once). An agent's own extra calls (memory writes) are not
+    known here; the estimate only orders users."""
+    return sum(len(item.periods[period].sessions) * config.rounds(period) + 1
+               for period in range(first_period, len(item.periods)))
 
 
 async def bounded_gather(values: Sequence[T], work: Callable[[T], Awaitable[R]], limit: int) -> list[R]:

@@ -26,6 +26,7 @@ from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
 from memevo.agents.llm.limiter import ConcurrencyLimit
 from memevo.agents.llm.protocol import ChatReply, LLMError, LLMJSONError, LLMRequestError, Message, Role
 from memevo.agents.llm.transport import Body, JSONTransport, RefusedHTTPError, TransientHTTPError
+from memevo.agents.llm.urgency import in_urgency_order
 
 OPENAI_HOST_SUFFIXES = ("openai.com", "openai.azure.com")
 EMBEDDING_FORMAT: dict[str, Any] = {"type": "embedding"}
@@ -125,6 +126,7 @@ class LLMGateway:
         if stored is None:
             try:
                 completion = await self._send(role, request.model, "chat/completions", request.chat_body())
+                await in_urgency_order()
                 stored = _stored_reply(completion, request.model)
             except LLMError:
                 self.accounting.record_error(role, wall_s=time.monotonic() - started)

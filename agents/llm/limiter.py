@@ -3,16 +3,22 @@
 ``asyncio.Semaphore`` binds to the first loop that waits on it, but a gateway is used from the main
 loop, from DSPy's worker threads (through the sync bridge loop) and from tests' own loops. This
 limiter keeps its count under a ``threading.Lock`` and wakes a waiter on that waiter's own loop, so
-the peak number of in-flight requests never exceeds the limit whichever loops are involved.
+the peak number of in-flight requests never exceeds the limit whichever loops are involved. Waiters get a
+freed slot most urgent first (see ``urgency``), in arrival order among equals.
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import threading
-from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+
+from memevo.agents.llm.urgency import urgency
+
+_Waiter = tuple[int, int, asyncio.AbstractEventLoop, "asyncio.Future[None]"]
 
 
 class ConcurrencyLimit:
@@ -24,7 +30,8 @@ class ConcurrencyLimit:
         self._limit = limit
         self._in_flight = 0
         self._lock = threading.Lock()
-        self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = deque()
+        self._waiters: list[_Waiter] = []  # a heap: most urgent, then earliest, first
+        self._arrivals = itertools.count()
 
     @property
     def limit(self) -> int:
@@ -53,18 +60,20 @@ class ConcurrencyLimit:
             if self._in_flight < self._limit and not self._waiters:
                 self._in_flight += 1
                 return
-            entry = (loop, loop.create_future())
-            self._waiters.append(entry)
+            entry = (-urgency(), next(self._arrivals), loop, loop.create_future())
+            heapq.heappush(self._waiters, entry)
+        future = entry[3]
         try:
-            await entry[1]
+            await future
         except asyncio.CancelledError:
             with self._lock:
                 queued = entry in self._waiters
                 if queued:
                     self._waiters.remove(entry)
+                    heapq.heapify(self._waiters)
             # Not queued any more means the slot was handed over: give it back unless the
             # hand-over callback will do so itself (it does when it finds the future cancelled).
-            if not queued and entry[1].done() and not entry[1].cancelled():
+            if not queued and future.done() and not future.cancelled():
                 self._release()
             raise
 
@@ -75,7 +84,7 @@ class ConcurrencyLimit:
             here = None
         with self._lock:
             while self._waiters and self._in_flight <= self._limit:
-                loop, future = self._waiters.popleft()
+                _, _, loop, future = heapq.heappop(self._waiters)
                 try:
                     # The slot passes to the waiter without the count changing; on this very loop without waking
                     # it through its self-pipe (a syscall per hand-over when every slot is taken).
