@@ -5,7 +5,8 @@ run lasts as long as its longest chain plus the client's own time between the li
 at once, the event loop handles them one after the other, and a user that waits its turn at every link of a
 long chain ends last. Serving the longest remaining chain first (list scheduling's critical-path rule) lets
 users with slack wait instead. A caller announces its remaining chain with ``chain_remaining``; requests
-outside any announced chain (a proposer, a generator) have urgency 0 and skip the ordering.
+outside any announced chain (a proposer, a generator, a baseline table) have urgency 0: their replies go on at
+once, and when the endpoint's limit is reached they get a slot after the waiting chains' requests.
 """
 
 from __future__ import annotations
