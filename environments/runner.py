@@ -14,8 +14,6 @@ only once its finished periods are on disk; a kill meanwhile loses at most the p
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, time
 from typing import Any, TypeVar
@@ -28,6 +26,7 @@ from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.llm.protocol import Message
 from memevo.agents.llm.urgency import Chain, chain_remaining, current_chain
 from memevo.environments.data.models import Item, Session
+from memevo.environments.data.times import parse_time
 from memevo.environments.diagnosis import run_probe
 from memevo.environments.qa import QuestionPrompts, answer_schema, ask_choice, build_qa_prompt
 from memevo.environments.records import EpisodeResult, PeriodResult, QARecord, remember
@@ -88,21 +87,11 @@ class EpisodeConfig(BaseModel):
         return self.rounds_init if period == 0 else self.rounds_update
 
 
-_ISO_FORMS = {"%Y-%m-%d %H:%M:%S": re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}"),
-              "%Y-%m-%d": re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")}
-"""Texts of these forms are read by ``fromisoformat`` (the same datetime; ``strptime``, pure Python, took ~20 us
-per session); anything else by ``strptime``, so exactly the same texts are accepted."""
-
-
 def _parse_time(text: str, fmt: str, where: str) -> datetime:
-    iso = _ISO_FORMS.get(fmt)
-    if iso is not None and iso.fullmatch(text):
-        with contextlib.suppress(ValueError):
-            return datetime.fromisoformat(text)
-    try:
-        return datetime.strptime(text, fmt)
-    except ValueError as error:
-        raise UserInputError(f"bad time {text!r} (expected {fmt})", field=where) from error
+    parsed = parse_time(text, fmt)
+    if parsed is None:
+        raise UserInputError(f"bad time {text!r} (expected {fmt})", field=where)
+    return parsed
 
 
 def session_time(item: Item, period: int, session: Session) -> datetime:

@@ -27,6 +27,7 @@ from pydantic import BaseModel
 
 from memevo.agents.errors import UserInputError
 from memevo.environments.data.models import Item, Period, Question
+from memevo.environments.data.times import parse_time
 from memevo.environments.store import folder_name
 
 Severity = Literal["error", "warning"]
@@ -298,7 +299,4 @@ class _ItemChecker:
 
 
 def _parse(text: str | None, fmt: str) -> dt.datetime | None:
-    try:
-        return dt.datetime.strptime(text, fmt) if text is not None else None
-    except ValueError:
-        return None
+    return parse_time(text, fmt) if text is not None else None
