@@ -126,7 +126,6 @@ class LLMGateway:
         if stored is None:
             try:
                 completion = await self._send(role, request.model, "chat/completions", request.chat_body())
-                await in_urgency_order()
                 stored = _stored_reply(completion, request.model)
             except LLMError:
                 self.accounting.record_error(role, wall_s=time.monotonic() - started)
@@ -145,6 +144,8 @@ class LLMGateway:
             wall_s=latency,
             cached=cached,
         )
+        if not cached:  # once the call is recorded: a kill while waiting here loses no answered call's usage
+            await in_urgency_order()
         # Built without validation: every field comes from a validated ``CachedReply``.
         return ChatReply.model_construct(text=stored.text, model=stored.model, prompt_tokens=stored.prompt_tokens,
                                          completion_tokens=stored.completion_tokens, cached=cached, latency_s=latency,
