@@ -147,12 +147,10 @@ class PeriodsFigure:
         self.figure.tight_layout()
         self.figure.set_layout_engine(None)  # laid out once: savefig need not draw it again to run a layout engine
         self.figure.dpi = SAVE_DPI  # laid out as shown, drawn as saved (what savefig does)
-        self.figure.draw_without_rendering()
-        content = self.figure.get_tightbbox(self.figure.canvas.get_renderer()).transformed(self.figure.dpi_scale_trans)
-        padding = plt.rcParams["savefig.pad_inches"] * SAVE_DPI
-        x0, y0, x1, y1 = content.padded(padding).extents
-        self._area = Bbox.from_extents(math.floor(x0), math.floor(y0), math.ceil(x1), math.ceil(y1))
-        """What savefig(bbox_inches="tight") saves, in pixels: the content's box, padded, widened to whole pixels."""
+        content = self._content()
+        x0, y0, x1, y1 = content.padded(plt.rcParams["savefig.pad_inches"] * SAVE_DPI).extents
+        self._area = (math.floor(x0), math.floor(y0), math.ceil(x1), math.ceil(y1))
+        """What savefig(bbox_inches="tight") saves, in pixels from the bottom left, widened to whole pixels."""
         self._redrawn = self._drawn_over_background()
         canvas = self.figure.bbox
         fits = canvas.contains(*content.p0) and canvas.contains(*content.p1)
@@ -177,7 +175,7 @@ class PeriodsFigure:
             self.figure.draw_artist(artist)
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / filename
-        # zlib level 1: ~20 ms faster than the default level on this figure, for a somewhat larger file
+        # zlib level 1: ~11 ms faster than the default level on this figure, for a 12% larger file
         matplotlib.image.imsave(path, self._cut(canvas), format="png", dpi=SAVE_DPI, pil_kwargs={"compress_level": 1})
         plt.close(self.figure)
         return path
@@ -185,11 +183,16 @@ class PeriodsFigure:
     @property
     def saved_area(self) -> Bbox:
         """The area of the figure ``save`` writes, in inches (savefig's ``bbox_inches``)."""
-        return self._area.transformed(Affine2D().scale(1 / SAVE_DPI))
+        return Bbox.from_extents(*self._area).transformed(Affine2D().scale(1 / SAVE_DPI))
 
     def _line(self, axis: Axes, name: str, periods: Sequence[int], **style: Any) -> None:
         low, high = axis.get_ylim()
         self._lines[name], = axis.plot(periods, [(low + high) / 2] * len(periods), label=name, **style)
+
+    def _content(self) -> Bbox:
+        """The box of everything drawn (savefig's "tight" box before its padding), in pixels."""
+        self.figure.draw_without_rendering()
+        return self.figure.get_tightbbox(self.figure.canvas.get_renderer()).transformed(self.figure.dpi_scale_trans)
 
     def _drawn_over_background(self) -> list[Artist]:
         """The artists ``save`` draws, in the order a full draw would: each axes' lines and its frame (spines),
@@ -207,14 +210,14 @@ class PeriodsFigure:
     def _blank_area(self) -> np.ndarray:
         """The saved area in the figure's face colour, which savefig paints where the area reaches past the canvas
         (its padding)."""
-        x0, y0, x1, y1 = (round(edge) for edge in self._area.extents)
+        x0, y0, x1, y1 = self._area
         blank = np.empty((y1 - y0, x1 - x0, 4), np.uint8)
         blank[...] = np.round(np.multiply(to_rgba(self.figure.get_facecolor()), 255))
         return blank
 
     def _cut(self, canvas: np.ndarray) -> np.ndarray:
         """The saved area of the drawn ``canvas``."""
-        x0, y0, x1, y1 = (round(edge) for edge in self._area.extents)
+        x0, y0, x1, y1 = self._area
         height, width = canvas.shape[:2]  # its rows run from the top, the figure's y from the bottom
         left, bottom, right, top = max(x0, 0), max(y0, 0), min(x1, width), min(y1, height)
         saved = self._blank.copy()
