@@ -156,7 +156,6 @@ class PeriodsFigure:
         fits = canvas.contains(*content.p0) and canvas.contains(*content.p1)
         self._background = self._drawn_background() if fits else None
         """None when the content reaches beyond the canvas (a very long title): only savefig can draw that."""
-        self._blank = self._blank_area()
 
     def save(self, scores: Scores, folder: Path, filename: str = PERIODS_PLOT) -> Path:
         """Plot ``scores`` (of this figure's layout) and write the PNG."""
@@ -207,20 +206,14 @@ class PeriodsFigure:
         self.figure.canvas.draw()
         return np.array(self.figure.canvas.buffer_rgba())
 
-    def _blank_area(self) -> np.ndarray:
-        """The saved area in the figure's face colour, which savefig paints where the area reaches past the canvas
-        (its padding)."""
-        x0, y0, x1, y1 = self._area
-        blank = np.empty((y1 - y0, x1 - x0, 4), np.uint8)
-        blank[...] = np.round(np.multiply(to_rgba(self.figure.get_facecolor()), 255))
-        return blank
-
     def _cut(self, canvas: np.ndarray) -> np.ndarray:
-        """The saved area of the drawn ``canvas``."""
+        """The saved area of the drawn ``canvas``; where its padding reaches past the canvas, the figure's face
+        colour, as savefig paints it there."""
         x0, y0, x1, y1 = self._area
+        face = np.round(np.multiply(to_rgba(self.figure.get_facecolor()), 255)).astype(np.uint8)
+        saved = np.tile(face, (y1 - y0, x1 - x0, 1))
         height, width = canvas.shape[:2]  # its rows run from the top, the figure's y from the bottom
         left, bottom, right, top = max(x0, 0), max(y0, 0), min(x1, width), min(y1, height)
-        saved = self._blank.copy()
         saved[y1 - top:y1 - bottom, left - x0:right - x0] = canvas[height - top:height - bottom, left:right]
         return saved
 
