@@ -116,6 +116,28 @@ async def test_a_figure_prepared_before_the_scores_draws_what_a_fresh_one_draws(
     assert _pixels(path) == _pixels(tmp_path / "no upper bound-fresh.png")
 
 
+async def test_a_prepared_figure_writes_what_savefig_writes(tmp_path: Path) -> None:
+    """``save`` draws only the lines over a background drawn beforehand and cuts its area out of the canvas: the
+    PNG must be savefig's for that area pixel for pixel (lines, their order over the reference lines, the crop,
+    the padding past the canvas) and a pixel at most larger than savefig's "tight" one (the area is widened to
+    whole pixels). A title wider than the canvas is left to savefig, the only one that draws past the canvas."""
+    from matplotlib import pyplot as plt
+
+    from memevo.environments.plots import SAVE_DPI, PeriodsFigure, PeriodsLayout
+
+    scores = _with_memory(await _scores(), [1.0, 0.0])  # on the reference lines, which are drawn over them
+    for title in ("keyword", "a title far wider than the figure " * 5):
+        prepared = PeriodsFigure(PeriodsLayout.expected(2, upper_bound=True, title=title))
+        (width, height), pixels = _pixels(prepared.save(scores, tmp_path, "fast.png"))
+        prepared.figure.savefig(tmp_path / "savefig.png", dpi=SAVE_DPI, bbox_inches=prepared.saved_area)
+        prepared.figure.savefig(tmp_path / "tight.png", dpi=SAVE_DPI, bbox_inches="tight")
+        plt.close(prepared.figure)
+        assert _pixels(tmp_path / "savefig.png") == ((width, height), pixels), title
+        (tight_width, tight_height), _ = _pixels(tmp_path / "tight.png")
+        assert 0 <= width - tight_width <= 1 and 0 <= height - tight_height <= 1, title
+    assert width > 11 * SAVE_DPI  # the long title was drawn past the canvas
+
+
 async def test_a_plot_that_cannot_be_written_is_a_run_failure_naming_it(tmp_path: Path) -> None:
     blocked = tmp_path / "file"
     blocked.write_text("not a folder", encoding="utf-8")
