@@ -29,6 +29,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import Accounting, Counts, RoleUsage, UsageReport
 from memevo.environments.data.models import Item
@@ -217,7 +219,8 @@ class UsageLedger(Accounting):
 
     def _add(self, role: str, counts: Counts) -> None:
         super()._add(role, counts)
-        os.write(self._fd, (json.dumps({"role": role, **counts}) + "\n").encode())
+        # orjson: json.dumps cost ~9 us of this per-call line, orjson ~1 us (the same JSON, without spaces).
+        os.write(self._fd, orjson.dumps({"role": role, **counts}, option=orjson.OPT_APPEND_NEWLINE))
 
     def close(self) -> None:
         """Close the ledger file; later counts would fail, so a run closes it when it stops counting."""

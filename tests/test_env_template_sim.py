@@ -8,7 +8,7 @@ import re
 import pytest
 
 from memevo.environments.data.models import Item
-from memevo.environments.simulators.template import TemplateUserSimulator
+from memevo.environments.simulators.template import TemplateUserSimulator, _value_pattern
 from memevo.environments.synth import SynthConfig, synthesize
 from memevo.environments.synth.vocabulary import SimulatorParts
 
@@ -91,3 +91,16 @@ def test_the_lazy_shuffle_draws_what_a_full_random_sample_would(size):
     population = [f"line {index}" for index in range(size)]
     for seed in ("0|user 1|3|2024-01-01 10:00:00|2", "7|u|0|t|0", *map(str, range(20))):
         assert list(shuffled(random.Random(seed), population)) == random.Random(seed).sample(population, size)
+
+
+@pytest.mark.parametrize(("text", "leaks"), [
+    ("I love Board Games with friends!", True),  # any case, a multi-word value
+    ("art.", True),  # punctuation is a boundary
+    ("a party tonight", False),  # inside another word
+    ("artistic cycling to workers", False),  # a value followed by more of a word
+    ("cycling to work", True),
+    ("nothing here", False),
+])
+def test_the_leak_check_matches_whole_values_in_any_case(text, leaks):
+    pattern = _value_pattern(("art", "board games with friends", "cycling to work"))
+    assert (pattern.search(text) is not None) is leaks

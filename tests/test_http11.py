@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from memevo.agents.errors import UserInputError
-from memevo.agents.llm.http11 import ConnectionPool, ProtocolError
+from memevo.agents.llm.http11 import MAX_HEAD_BYTES, ConnectionPool, ProtocolError
 from memevo.agents.llm.transport import JSONTransport, TransientHTTPError
 
 Script = Callable[[bytes], list[bytes]]
@@ -166,3 +166,15 @@ async def test_the_transport_decodes_a_json_reply_sent_in_parts(serve):
 def test_a_base_url_that_is_not_http_is_a_user_error(url):
     with pytest.raises(UserInputError, match="base_url"):
         JSONTransport(url, api_key=lambda: "k", timeout_s=1)
+
+
+def test_a_header_that_would_split_the_request_is_refused():
+    with pytest.raises(ValueError, match="Authorization"):
+        ConnectionPool("http://127.0.0.1:1/v1", {"Authorization": "Bearer k\r\nX-Injected: 1"})
+
+
+async def test_a_reply_head_longer_than_the_limit_is_a_protocol_error(serve):
+    server = await serve(reply_with(b"HTTP/1.1 200 OK\r\n", b"X-Long: " + b"a" * (MAX_HEAD_BYTES + 10) + b"\r\n"))
+    pool = ConnectionPool(server.url, {})
+    with pytest.raises(ProtocolError, match="head is longer"):
+        await asyncio.wait_for(post(pool), 5)

@@ -3,8 +3,8 @@
 The gateway only ever POSTs a JSON body and reads a JSON reply, so it does not need the openai SDK's
 request models: their per-call transform of every message cost several milliseconds of CPU per call
 (measured: SDK 4.6-6.1 ms, httpx 1.6-2.6 ms, aiohttp 0.5-0.7 ms per sequential call at zero latency),
-enough to make a run CPU-bound with a few calls in flight; ``http11`` (kept-alive asyncio connections,
-the protocol read and written by h11) needs ~0.25 ms. Failures come back as two kinds only:
+enough to make a run CPU-bound with a few calls in flight; ``http11`` (kept-alive asyncio connections, the
+reply read by httptools) needs ~0.12-0.18 ms. Failures come back as two kinds only:
 ``TransientHTTPError`` (worth retrying) and ``RefusedHTTPError`` (not), so the retry policy stays in
 the gateway.
 """
