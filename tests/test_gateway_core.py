@@ -453,6 +453,30 @@ def test_a_request_that_starts_with_an_earlier_ones_messages_reuses_their_chunks
         assert json.loads(b"".join(small.encode(third.messages).body(b"]}"))) == {"messages": third.messages}
 
 
+def test_flush_and_close_commit_at_once_instead_of_waiting_for_more_replies(tmp_path: Path):
+    """The writer waits ``write_delay_s`` for more replies to join a transaction; a flush or a close cuts that wait
+    short (a run's end waited out up to a whole delay). With a delay of a minute, both return within seconds."""
+    cache = ResponseCache(tmp_path, write_delay_s=60.0)
+    requests = [CacheRequest(endpoint="e", model="m", messages=[{"role": "user", "content": f"q{i}"}],
+                             temperature=0.0, max_tokens=1, response_format=None, sample_index=0) for i in range(2)]
+    reply = CachedReply(text="a", model="m", prompt_tokens=1, completion_tokens=1, finish_reason="stop")
+    finished = threading.Event()
+
+    def put_flush_and_close() -> None:
+        cache.put(requests[0], reply)
+        cache.flush()
+        assert not cache._pending
+        cache.put(requests[1], reply)
+        cache.close()
+        finished.set()
+
+    threading.Thread(target=put_flush_and_close, daemon=True).start()
+    assert finished.wait(10.0), "flush or close waited for the writer's delay"
+    reopened = ResponseCache(tmp_path)
+    assert len(reopened) == 2
+    reopened.close()
+
+
 def test_the_cache_is_culled_to_its_size_limit_when_it_closes_not_on_each_write(tmp_path: Path):
     """Writes skip diskcache's cull (half their CPU); ``close`` culls once, so the folder still keeps to its limit,
     and the folder's own settings are not changed for other processes."""

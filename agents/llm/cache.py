@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
-import time
 from functools import cached_property
 from json.encoder import encode_basestring  # type: ignore[attr-defined]  # the C encoder's
 from pathlib import Path
@@ -130,6 +129,7 @@ class ResponseCache:
         self._lock = threading.Lock()
         self._committed = threading.Condition(self._lock)
         self._wake = threading.Event()
+        self._hurry = threading.Event()  # set: commit what is queued without waiting for more (a flush, a close)
         self._writer = threading.Thread(target=self._write_batches, name="memevo-cache-writer", daemon=True)
         self._writer.start()
 
@@ -156,16 +156,18 @@ class ResponseCache:
         """Wait until every queued write is committed."""
         with self._lock:
             target = self._puts
+        self._hurry.set()
         self._wake.set()
         with self._committed:
             while self._commits < target and self._writer.is_alive():
                 self._committed.wait(0.1)
+        if not self._stopping:
+            self._hurry.clear()
 
     def _write_batches(self) -> None:
         while True:
             self._wake.wait()
-            if not self._stopping:
-                time.sleep(self.write_delay_s)  # let the replies arriving meanwhile join this transaction
+            self._hurry.wait(self.write_delay_s)  # let the replies arriving meanwhile join this transaction
             with self._lock:
                 batch, self._unwritten = self._unwritten, []
                 self._wake.clear()
@@ -195,6 +197,7 @@ class ResponseCache:
         if self._writer.is_alive():
             with self._lock:
                 self._stopping = True
+            self._hurry.set()  # a writer waiting for more replies commits at once: a run's end does not wait it out
             self._wake.set()
             self._writer.join()
             self._store.cull()  # what the writes left out: expired entries, and the oldest beyond the size limit
