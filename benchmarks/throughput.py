@@ -20,12 +20,13 @@ depth as one more than the deepest request that finished before it arrived, rest
 Columns: wall seconds (start-up included), seconds from start to the first request, seconds from the last
 reply to the end (scoring and writing the outputs), calls (requests the
 server answered), peak requests in flight, floor seconds, wall / floor, speed-up over concurrency 1, CPU
-ms per call (the child's user + system CPU time minus a run's fixed CPU, its start-up and its plot process,
-/ calls), peak RSS of the child, the size of its output folder, and the machine's 1-minute load average after the run
+ms per call (the eval process's own user + system CPU, all its threads, read as it exits, minus the CPU of a
+child that only starts up, / calls; the plot process's CPU is not in it: subtracting a separately measured plot
+CPU, as this did before, swung the figure by +-0.5 ms per call), peak RSS of the child and its plot process, the size of its output folder, and the machine's 1-minute load average after the run
 (the figures are only comparable on an otherwise idle machine). The server double answers JSON requests
 with valid JSON (``--echo-replies``: echo everything, as before).
 
-    python benchmarks/throughput.py [--data small amemgym] [--agents native awi] [--concurrency 16 64]
+    python benchmarks/throughput.py [--data small amemgym] [--agents native awi] [--concurrency 16 64] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,9 +47,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.doubles when run as a script
 
-from memevo.environments.metrics import Scores  # noqa: E402
-from memevo.environments.plot_process import PlotProcess  # noqa: E402
-from memevo.evolve import cli  # noqa: E402
 from tests.doubles.fault_server import echo_reply  # noqa: E402
 from tests.doubles.latency_server import LatencyServer  # noqa: E402
 
@@ -61,6 +59,7 @@ DATA = {
 }
 CHAIN_CONCURRENCY = 4096  # "unlimited": nothing waits on the limiter, so depth is the protocol's alone
 NOTE_LABELS = 20
+STARTUP_SAMPLES = 5
 
 
 def valid_reply(body: dict[str, Any]) -> str:
@@ -108,6 +107,21 @@ class Run:
     out: Path
 
 
+OWN_CPU_AT_EXIT = (
+    "import atexit, os, resource, sys\n"
+    "def own_cpu():\n"
+    "    usage = resource.getrusage(resource.RUSAGE_SELF)\n"
+    "    with open(os.environ['THROUGHPUT_CPU_FILE'], 'w') as file:\n"
+    "        file.write(repr(usage.ru_utime + usage.ru_stime))\n"
+    "atexit.register(own_cpu)\n"
+    "from memevo.evolve.cli import main\n"
+    "sys.argv[0] = 'memevo'\n"
+    "main()\n"
+)
+"""``memevo`` as its console script runs it, writing the process's own CPU time (not its children's) to
+``$THROUGHPUT_CPU_FILE`` when it exits: ``memevo eval`` runs exit callbacks even when it skips the teardown."""
+
+
 def child_env(**extra: str) -> dict[str, str]:
     """The environment of every child: as installed, memevo runs from compiled bytecode, so a shell's
     PYTHONDONTWRITEBYTECODE (which would make each child compile memevo's sources again, ~0.1-0.2 s of CPU)
@@ -137,11 +151,13 @@ def last_period_times(run_dir: Path) -> list[float]:
 
 def evaluate(server: LatencyServer, data: Path, agent: str, concurrency: int, users_at_once: int | None,
              work: Path) -> Run:
-    """One ``memevo eval`` in a child process with a fresh cache; CPU and peak RSS from ``wait4``."""
+    """One ``memevo eval`` in a child process with a fresh cache; its own CPU as it exits, peak RSS from
+    ``wait4``."""
     out = Path(tempfile.mkdtemp(dir=work, prefix=f"{agent}-c{concurrency}-"))
+    cpu_file = out / "cpu_s"
     env = child_env(OPENAI_BASE_URL=server.url, MEMEVO_CACHE_DIR=str(out / "cache"), MEMEVO_MODEL="",
-                    MLFLOW_DISABLE_TELEMETRY="true", DO_NOT_TRACK="1")
-    command = [sys.executable, "-m", "memevo.evolve.cli", "eval", "--agent", str(AGENTS[agent]), "--env", str(data),
+                    MLFLOW_DISABLE_TELEMETRY="true", DO_NOT_TRACK="1", THROUGHPUT_CPU_FILE=str(cpu_file))
+    command = [sys.executable, "-c", OWN_CPU_AT_EXIT, "eval", "--agent", str(AGENTS[agent]), "--env", str(data),
                "--out", str(out / "eval"), "--simulator", "template", "--concurrency", str(concurrency)]
     if users_at_once is not None:
         command += ["--max-concurrent-users", str(users_at_once)]
@@ -152,7 +168,7 @@ def evaluate(server: LatencyServer, data: Path, agent: str, concurrency: int, us
     wall = time.monotonic() - started
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"memevo eval failed: {' '.join(command)}\n{process.stderr.read().decode()[-2000:]}")
-    return Run(wall_s=wall, cpu_s=usage.ru_utime + usage.ru_stime, peak_rss_mb=usage.ru_maxrss / 1024,
+    return Run(wall_s=wall, cpu_s=float(cpu_file.read_text()), peak_rss_mb=usage.ru_maxrss / 1024,
                calls=len(server.spans), peak_in_flight=server.peak_in_flight,
                output_mb=folder_mb(out / "eval"), user_ends=last_period_times(out / "eval" / "run"),
                first_request_s=min(start for start, _ in server.spans) - started,
@@ -171,20 +187,6 @@ def startup_cpu_s(agent: str) -> float:
     process = subprocess.Popen([sys.executable, "-c", code], env=child_env())
     _, _, usage = os.wait4(process.pid, 0)
     return usage.ru_utime + usage.ru_stime
-
-
-def plot_cpu_s(summary: Path) -> float:
-    """CPU time of the plot process drawing the plot of the run that wrote ``summary`` as ``memevo eval`` has it
-    draw (imports, the figure prepared from the likely layout, the draw): a fixed cost per run, counted in the
-    run's CPU (``wait4`` includes the children a process waited for), so subtracted with the start-up."""
-    scores = Scores.model_validate(json.loads(summary.read_text(encoding="utf-8"))["scores"])
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    with tempfile.TemporaryDirectory() as folder, PlotProcess() as plot:
-        plot.prepare(len(scores.per_period), upper_bound=False, title="a: scores per period")
-        plot.draw(scores, Path(folder), "a: scores per period")
-        plot.wait()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 def longest_chain(spans: list[tuple[float, float]], user_ends: list[float]) -> int:
@@ -211,12 +213,15 @@ def main() -> None:
     parser.add_argument("--echo-replies", action="store_true",
                         help="Echo the last message even to JSON requests (the double's behaviour before).")
     parser.add_argument("--skip-sequential", action="store_true", help="No concurrency-1 run (no speed-up column).")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="Runs per concurrency above 1; the run of median wall time is shown, and the median CPU "
+                             "(an idle 2-core machine's start-up alone varied by 0.15 s between runs).")
     args = parser.parse_args()
     latency = args.latency_ms / 1000
     print(f"load average before: {os.getloadavg()}", flush=True)
-    startup = {agent: min(startup_cpu_s(agent) for _ in range(3)) for agent in args.agents}
-    print("start-up CPU (imports only, best of 3): " + ", ".join(f"{a} {s:.2f} s" for a, s in startup.items()))
-    cli._skip_pydantic_plugin_search()  # as in memevo's processes: the plot process measured below inherits it
+    startup = {agent: min(startup_cpu_s(agent) for _ in range(STARTUP_SAMPLES)) for agent in args.agents}
+    print(f"start-up CPU (imports only, best of {STARTUP_SAMPLES}): "
+          + ", ".join(f"{a} {s:.2f} s" for a, s in startup.items()))
     print("| data | agent | concurrency | wall s | first request s | after last reply s | calls | peak in flight "
           "| floor s | wall/floor "
           "| speed-up vs c=1 | CPU ms/call | peak RSS MB | output MB | load (1 min) |")
@@ -228,19 +233,20 @@ def main() -> None:
             for agent in args.agents:
                 chain_run = evaluate(server, data, agent, CHAIN_CONCURRENCY, 1, work)
                 chain = longest_chain(server.spans, chain_run.user_ends)
-                fixed = startup[agent] + min(plot_cpu_s(chain_run.out / "summary.json") for _ in range(3))
-                print(f"{data_name} {agent}: fixed CPU (start-up + plot process, best of 3) {fixed:.2f} s", flush=True)
                 levels = ([] if args.skip_sequential else [1]) + args.concurrency
                 sequential: Run | None = None
                 for concurrency in levels:
-                    run = evaluate(server, data, agent, concurrency, None, work)
+                    runs = [evaluate(server, data, agent, concurrency, None, work)
+                            for _ in range(1 if concurrency == 1 else args.repeats)]
+                    run = sorted(runs, key=lambda each: each.wall_s)[len(runs) // 2]
+                    cpu_s = statistics.median(each.cpu_s for each in runs)
                     sequential = run if concurrency == 1 else sequential
                     floor = max(run.calls * latency / concurrency, chain * latency)
                     speedup = f"{sequential.wall_s / run.wall_s:.1f}x" if sequential is not None else "n/a"
                     print(f"| {data_name} | {agent} | {concurrency} | {run.wall_s:.2f} | {run.first_request_s:.2f} | "
                           f"{run.after_last_reply_s:.2f} | "
                           f"{run.calls} | {run.peak_in_flight} | {floor:.2f} (chain {chain}) | "
-                          f"{run.wall_s / floor:.2f} | {speedup} | {1000 * (run.cpu_s - fixed) / run.calls:.2f} | "
+                          f"{run.wall_s / floor:.2f} | {speedup} | {1000 * (cpu_s - startup[agent]) / run.calls:.2f} | "
                           f"{run.peak_rss_mb:.0f} | {run.output_mb:.1f} | {os.getloadavg()[0]:.1f} |", flush=True)
     print(f"load average after: {os.getloadavg()}")
 
