@@ -246,7 +246,7 @@ def main() -> None:
                     print(f"| {data_name} | {agent} | {concurrency} | {run.wall_s:.2f} | {run.first_request_s:.2f} | "
                           f"{run.after_last_reply_s:.2f} | "
                           f"{run.calls} | {run.peak_in_flight} | {floor:.2f} (chain {chain}) | "
-                          f"{run.wall_s / floor:.2f} | {speedup} | {1000 * (cpu_s - startup[agent]) / run.calls:.2f} | "
+                          f"{f'{run.wall_s / floor:.2f}' if floor else 'n/a'} | {speedup} | {1000 * (cpu_s - startup[agent]) / run.calls:.2f} | "
                           f"{run.peak_rss_mb:.0f} | {run.output_mb:.1f} | {os.getloadavg()[0]:.1f} |", flush=True)
     print(f"load average after: {os.getloadavg()}")
 
