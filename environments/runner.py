@@ -255,34 +255,33 @@ async def _run_periods(
 ) -> EpisodeResult:
     policy_id = agent.policy.policy_id
     periods = _restore(agent, item, config, store, user_id) if store is not None else []
-    chain = current_chain()
-    chain.remaining = _chain_length(item, config, first_period=len(periods))
     for result in periods:
         if on_period:
             on_period(result)
     if not traces:
         periods = [result.without_traces() for result in periods]
     saving: asyncio.Future[None] | None = None  # the last finished period's save, still being written
-    try:
-        for period in range(len(periods), len(item.periods)):
-            writes_before = _write_counters(agent)
-            transcripts = await play(period)
-            result = await _examine(agent, item, period, config, user_id, transcripts)
-            chain.advance()
-            result.memory_writes = _writes_since(writes_before, _write_counters(agent))
-            if after_period:
-                await after_period(agent, result)
-            if store is not None:
-                state = agent.state()  # taken now: the next period changes the agent while this one is written
-                if saving is not None:
-                    await saving  # periods reach the disk in order
-                saving = asyncio.ensure_future(store.save_period_async(result, state))
-            periods.append(result if traces else result.without_traces())
-            if on_period:
-                on_period(result)
-    finally:
-        if saving is not None:  # the episode ends (or fails) only once its finished periods are on disk
-            await asyncio.shield(saving)
+    with chain_remaining(Chain(_chain_length(item, config, first_period=len(periods)))) as chain:
+        try:
+            for period in range(len(periods), len(item.periods)):
+                writes_before = _write_counters(agent)
+                transcripts = await play(period)
+                result = await _examine(agent, item, period, config, user_id, transcripts)
+                chain.advance()
+                result.memory_writes = _writes_since(writes_before, _write_counters(agent))
+                if after_period:
+                    await after_period(agent, result)
+                if store is not None:
+                    state = agent.state()  # taken now: the next period changes the agent while this one is written
+                    if saving is not None:
+                        await saving  # periods reach the disk in order
+                    saving = asyncio.ensure_future(store.save_period_async(result, state))
+                periods.append(result if traces else result.without_traces())
+                if on_period:
+                    on_period(result)
+        finally:
+            if saving is not None:  # the episode ends (or fails) only once its finished periods are on disk
+                await asyncio.shield(saving)
     return EpisodeResult(user_id=user_id, policy_id=policy_id, periods=periods)
 
 
@@ -327,9 +326,8 @@ async def run_episode(
         async def play(period: int) -> list[Transcript]:
             return await replay_recorded(agent, item, period, recorded.periods[period].transcripts, config)
 
-    with chain_remaining(Chain(0)):
-        return await _run_periods(agent, item, play, config, store=store, user_id=user_id,
-                                  after_period=after_period, on_period=on_period, traces=traces)
+    return await _run_periods(agent, item, play, config, store=store, user_id=user_id, after_period=after_period,
+                              on_period=on_period, traces=traces)
 
 
 def _chain_length(item: Item, config: EpisodeConfig, *, first_period: int) -> int:

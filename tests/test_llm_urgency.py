@@ -54,7 +54,7 @@ async def test_replies_of_one_turn_go_on_most_urgent_first():
 
 def test_outside_a_chain_urgency_is_zero_and_advancing_changes_nothing():
     assert urgency() == 0
-    current_chain().advance(5)
+    current_chain().advance()
     assert urgency() == 0
 
 

@@ -26,8 +26,9 @@ class Chain:
     def __init__(self, remaining: int) -> None:
         self.remaining = remaining
 
-    def advance(self, links: int = 1) -> None:
-        self.remaining = max(0, self.remaining - links)
+    def advance(self) -> None:
+        """One link made."""
+        self.remaining = max(0, self.remaining - 1)
 
 
 _current: ContextVar[Chain | None] = ContextVar("memevo_chain", default=None)
