@@ -168,9 +168,17 @@ def test_a_base_url_that_is_not_http_is_a_user_error(url):
         JSONTransport(url, api_key=lambda: "k", timeout_s=1)
 
 
-def test_a_header_that_would_split_the_request_is_refused():
+@pytest.mark.parametrize("key", ["k\r\nX-Injected: 1", "cl\u00e9", "k\u20ac"])
+def test_a_header_that_would_split_the_request_or_is_not_ascii_is_refused(key):
     with pytest.raises(ValueError, match="Authorization"):
-        ConnectionPool("http://127.0.0.1:1/v1", {"Authorization": "Bearer k\r\nX-Injected: 1"})
+        ConnectionPool("http://127.0.0.1:1/v1", {"Authorization": f"Bearer {key}"})
+
+
+async def test_an_api_key_a_header_cannot_carry_is_a_user_error_naming_its_setting():
+    transport = JSONTransport("http://127.0.0.1:1/v1", api_key=lambda: "s3cr\nt", timeout_s=1)
+    with pytest.raises(UserInputError, match="API key cannot be sent") as caught:
+        await transport.post("chat/completions", b"{}")
+    assert caught.value.field == "api_key_env" and "s3cr" not in str(caught.value)  # the key is not echoed
 
 
 async def test_a_reply_head_longer_than_the_limit_is_a_protocol_error(serve):

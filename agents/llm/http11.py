@@ -188,9 +188,9 @@ class ConnectionPool:
             host_header = f"[{self.host}]" if default_port else f"[{self.host}]:{self.port}"
         fields = [("Host", host_header), ("Accept-Encoding", "identity"), *headers.items()]
         for name, value in fields:
-            if _UNSAFE_HEADER.search(name + value) or ":" in name:
+            if _UNSAFE_HEADER.search(name + value) or ":" in name or not (name + value).isascii():
                 raise ValueError(f"HTTP header {name!r} has a character a header cannot hold")
-        self._fields = "".join(f"{name}: {value}\r\n" for name, value in fields).encode("latin-1")
+        self._fields = "".join(f"{name}: {value}\r\n" for name, value in fields).encode("ascii")
         self._heads: dict[str, bytes] = {}  # path -> the head's text up to its Content-Length
         self._idle: list[_Connection] = []
         self._ssl: ssl.SSLContext | None = None

@@ -95,8 +95,11 @@ class JSONTransport:
         """Runs on the home loop or the bridge loop: status, body and Retry-After of one POST."""
         pool = self._pools.get(at_home)
         if pool is None or pool.closed:
-            pool = self._pools[at_home] = ConnectionPool(
-                self.base_url, {"Authorization": f"Bearer {self.api_key()}", "Content-Type": "application/json"})
+            try:
+                pool = self._pools[at_home] = ConnectionPool(
+                    self.base_url, {"Authorization": f"Bearer {self.api_key()}", "Content-Type": "application/json"})
+            except ValueError as error:  # the URL was checked already: the key has a line break or a non-ASCII letter
+                raise UserInputError(f"the API key cannot be sent: {error}", field="api_key_env") from None
         parts = [body] if isinstance(body, bytes) else list(body)
         try:
             async with asyncio.timeout(self.timeout_s):
