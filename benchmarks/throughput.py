@@ -22,8 +22,9 @@ reply to the end (scoring and writing the outputs), calls (requests the
 server answered), peak requests in flight, floor seconds, wall / floor, speed-up over concurrency 1, CPU
 ms per call (the eval process's own user + system CPU, all its threads, read as it exits, minus the CPU of a
 child that only starts up, / calls; the plot process's CPU is not in it: subtracting a separately measured plot
-CPU, as this did before, swung the figure by +-0.5 ms per call), peak RSS of the child and its plot process, the size of its output folder, and the machine's 1-minute load average after the run
-(the figures are only comparable on an otherwise idle machine). The server double answers JSON requests
+CPU, as this did before, swung the figure by +-0.5 ms per call), peak RSS of the child and its plot process, the
+size of its output folder, and the machine's 1-minute load average after the run (the figures are only comparable
+on an otherwise idle machine). The server double answers JSON requests
 with valid JSON (``--echo-replies``: echo everything, as before).
 
     python benchmarks/throughput.py [--data small amemgym] [--agents native awi] [--concurrency 16 64] [--repeats 3]
@@ -104,7 +105,6 @@ class Run:
     user_ends: list[float]
     first_request_s: float
     after_last_reply_s: float
-    out: Path
 
 
 OWN_CPU_AT_EXIT = (
@@ -172,7 +172,7 @@ def evaluate(server: LatencyServer, data: Path, agent: str, concurrency: int, us
                calls=len(server.spans), peak_in_flight=server.peak_in_flight,
                output_mb=folder_mb(out / "eval"), user_ends=last_period_times(out / "eval" / "run"),
                first_request_s=min(start for start, _ in server.spans) - started,
-               after_last_reply_s=started + wall - max(end for _, end in server.spans), out=out / "eval")
+               after_last_reply_s=started + wall - max(end for _, end in server.spans))
 
 
 def startup_cpu_s(agent: str) -> float:
@@ -226,7 +226,9 @@ def main() -> None:
           "| floor s | wall/floor "
           "| speed-up vs c=1 | CPU ms/call | peak RSS MB | output MB | load (1 min) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    with tempfile.TemporaryDirectory(prefix="memevo-throughput-") as folder, LatencyServer(completion(echo_reply if args.echo_replies else valid_reply), latency_s=latency) as server:
+    reply = echo_reply if args.echo_replies else valid_reply
+    with tempfile.TemporaryDirectory(prefix="memevo-throughput-") as folder, \
+            LatencyServer(completion(reply), latency_s=latency) as server:
         work = Path(folder)
         for data_name in args.data:
             data = synthesize(work, data_name)
@@ -246,7 +248,8 @@ def main() -> None:
                     print(f"| {data_name} | {agent} | {concurrency} | {run.wall_s:.2f} | {run.first_request_s:.2f} | "
                           f"{run.after_last_reply_s:.2f} | "
                           f"{run.calls} | {run.peak_in_flight} | {floor:.2f} (chain {chain}) | "
-                          f"{f'{run.wall_s / floor:.2f}' if floor else 'n/a'} | {speedup} | {1000 * (cpu_s - startup[agent]) / run.calls:.2f} | "
+                          f"{f'{run.wall_s / floor:.2f}' if floor else 'n/a'} | {speedup} | "
+                          f"{1000 * (cpu_s - startup[agent]) / run.calls:.2f} | "
                           f"{run.peak_rss_mb:.0f} | {run.output_mb:.1f} | {os.getloadavg()[0]:.1f} |", flush=True)
     print(f"load average after: {os.getloadavg()}")
 

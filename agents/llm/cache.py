@@ -97,7 +97,8 @@ WRITE_DELAY_S = 0.25
 """How long the writer waits after being woken, so the replies of that spell share one transaction. Each wake-up and
 each commit costs CPU (measured on the 2-core benchmark machine: ~60 us per sleep and wake of a thread, and a cache
 key that takes 27 us back to back took ~210 us more after a 10 ms sleep; the writer spent ~0.58 ms per call, wake-ups
-included, when at 0.05 s a run with one call in flight woke it and committed once per call). A kill loses at most the replies of the last 0.25 s, which cost a request each again."""
+included, when at 0.05 s a run with one call in flight woke it and committed once per call). A kill loses at most
+the replies of the last 0.25 s, which cost a request each again; a flush or a close commits at once."""
 
 
 class CachedReply(BaseModel):
