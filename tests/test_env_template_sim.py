@@ -8,7 +8,7 @@ import re
 import pytest
 
 from memevo.environments.data.models import Item
-from memevo.environments.simulators.template import TemplateUserSimulator, _value_pattern
+from memevo.environments.simulators.template import TemplateUserSimulator, _value_pattern, names_a_value
 from memevo.environments.synth import SynthConfig, synthesize
 from memevo.environments.synth.vocabulary import SimulatorParts
 
@@ -100,7 +100,23 @@ def test_the_lazy_shuffle_draws_what_a_full_random_sample_would(size):
     ("artistic cycling to workers", False),  # a value followed by more of a word
     ("cycling to work", True),
     ("nothing here", False),
+    ("snake_art", False),  # an underscore is part of a word
+    ("Été: ART!", True),  # non-ASCII text goes through the regular expression
+    ("l'artiste", False),
 ])
 def test_the_leak_check_matches_whole_values_in_any_case(text, leaks):
-    pattern = _value_pattern(("art", "board games with friends", "cycling to work"))
-    assert (pattern.search(text) is not None) is leaks
+    assert names_a_value(text, ("art", "board games with friends", "cycling to work")) is leaks
+
+
+def test_the_ascii_leak_check_agrees_with_the_regular_expression():
+    """The lower-cased comparison stands in for the expression on ASCII text: both must give the same verdict,
+    values that overlap, repeat, sit at either end or hold the expression's special characters included."""
+    import random
+
+    words = ["art", "Art", "arts", "c++", "a.b", "x", "Board games", "_", "9", "games", "(x)"]
+    rng = random.Random(7)
+    for _ in range(2000):
+        values = tuple(sorted(set(rng.sample(words, rng.randint(1, 4)))))
+        text = rng.choice(["", " ", "-", "_"]).join(rng.choice(words + ["the", ".", "?"]) for _ in range(rng.randint(0, 6)))
+        assert names_a_value(text, values) is (_value_pattern(values).search(text) is not None), (text, values)
+    assert names_a_value("anything", ()) is False

@@ -5,13 +5,12 @@ deflection instead when the assistant just asked something, as AMemGym's simulat
 questions without revealing state), and any candidate that contains a schema value (whole word,
 case-insensitive) is skipped. The choice is seeded
 from the simulator seed, the user, the period, the session time and the turn, so it does not depend
-on call order (users run concurrently). The leak check is a regular expression over every value of the
-item's schema, slow to build and to run (~0.2 ms each), so the pattern per schema and the verdict per
-(schema, candidate) are kept for the run.
+on call order (users run concurrently). The verdict per (schema, candidate) is kept for the run.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from collections.abc import Callable, Iterator
@@ -32,7 +31,7 @@ class TemplateUserSimulator(UserSimulator):
     def __init__(self, seed: int = 0, parts: SimulatorParts | None = None) -> None:
         self.seed = seed
         self.parts = parts or load_simulator_parts()
-        self._leaks: dict[tuple[str, ...], tuple[re.Pattern[str] | None, dict[str, bool]]] = {}
+        self._leaks: dict[tuple[str, ...], dict[str, bool]] = {}
         self._items: dict[int, tuple[Item, tuple[str, ...]]] = {}  # by identity; the entry holds its item
 
     @cached_property
@@ -62,15 +61,12 @@ class TemplateUserSimulator(UserSimulator):
         if seen is None or seen[0] is not item:  # collected once per item, not per follow-up (~10 us each)
             seen = self._items[id(item)] = (item, _schema_values(item))
         values = seen[1]
-        known = self._leaks.get(values)
-        if known is None:
-            known = self._leaks[values] = (_value_pattern(values), {})
-        pattern, verdicts = known
+        verdicts = self._leaks.setdefault(values, {})
 
         def leaks(text: str) -> bool:
             verdict = verdicts.get(text)
             if verdict is None:
-                verdict = verdicts[text] = pattern is not None and pattern.search(text) is not None
+                verdict = verdicts[text] = names_a_value(text, values)
             return verdict
 
         return leaks
@@ -92,9 +88,36 @@ def _schema_values(item: Item) -> tuple[str, ...]:
     return tuple(sorted({value for options in item.state_schema.values() for value in options if value.strip()}))
 
 
-def _value_pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
+def names_a_value(text: str, values: tuple[str, ...]) -> bool:
+    """Whether ``text`` contains one of ``values`` as whole words, in any case.
+
+    ASCII text and values (the usual case) are compared lower-cased, value by value (~5 us per text): the
+    regular expression, ~1.8 ms to compile per schema, cost every user that much CPU at its first follow-up, when
+    all users start together. Other text goes through the expression, whose case folding covers all of Unicode.
+    """
     if not values:
-        return None
+        return False
+    if not (text.isascii() and all(value.isascii() for value in values)):
+        return _value_pattern(values).search(text) is not None
+    lowered = text.lower()
+    for value in values:
+        wanted = value.lower()
+        start = lowered.find(wanted)
+        while start != -1:
+            end = start + len(wanted)
+            if not (_is_word_char(lowered, start - 1) or _is_word_char(lowered, end)):
+                return True
+            start = lowered.find(wanted, start + 1)
+    return False
+
+
+def _is_word_char(text: str, index: int) -> bool:
+    """Whether ``text[index]`` exists and is what a regular expression's ``\\w`` matches."""
+    return 0 <= index < len(text) and (text[index].isalnum() or text[index] == "_")
+
+
+@functools.lru_cache(maxsize=64)
+def _value_pattern(values: tuple[str, ...]) -> re.Pattern[str]:
     # One pair of word-boundary checks around the alternation, not one per value: the same matches, ~1.6 times
     # cheaper to compile and ~6 times cheaper to search (measured on a synthetic item's 24 values: 2.9 -> 1.8 ms,
     # 87 -> 13 us per follow-up candidate).
