@@ -354,6 +354,13 @@ async def bounded_gather(values: Sequence[T], work: Callable[[T], Awaitable[R]],
     return [task.result() for task in tasks]
 
 
+def launch_order(items: Sequence[Item], config: EpisodeConfig) -> list[int]:
+    """The indexes of ``items`` in the order their users start: longest chain first, ties in item order (list
+    scheduling's rule: with more users than the width, a long user started last would end the run alone; with all
+    users at once, the longest chain's first request leaves first)."""
+    return sorted(range(len(items)), key=lambda index: -_chain_length(items[index], config, first_period=0))
+
+
 async def run_episodes(
     make_agent: Callable[[], MemoryAgent],
     items: Sequence[Item],
@@ -365,15 +372,20 @@ async def run_episodes(
     on_period: OnPeriod | None = None,
     traces: bool = True,
 ) -> list[EpisodeResult]:
-    """A fresh agent per item, live or replayed from a recorded run's folder; resumable per period
-    through ``store``. Users run concurrently up to the bound; results come back in ``items`` order
-    (``traces`` as in ``run_episode``)."""
+    """A fresh agent per item (``make_agent`` is called as each user starts, in ``launch_order``), live or replayed
+    from a recorded run's folder; resumable per period through ``store``. Users run concurrently up to the bound;
+    results come back in ``items`` order (``traces`` as in ``run_episode``)."""
     seen: set[str] = set()
     for item in items:
         if item.id in seen:
             raise UserInputError(f"duplicate item id {item.id!r}", field="id")
         seen.add(item.id)
-    return await bounded_gather(items, lambda item: run_episode(
+    order = launch_order(items, config)
+    episodes = await bounded_gather([items[index] for index in order], lambda item: run_episode(
         make_agent(), item, sessions, config, store=store, after_period=after_period, on_period=on_period,
         traces=traces,
     ), config.max_concurrent_users)
+    in_item_order: list[EpisodeResult] = [None] * len(items)  # type: ignore[list-item]  # each slot filled below
+    for index, episode in zip(order, episodes):
+        in_item_order[index] = episode
+    return in_item_order

@@ -25,7 +25,7 @@ import pytest
 from tests.doubles.killing_endpoint import KillingEndpoint, Trigger, after_file, at_request
 
 FIXTURE = Path(__file__).parent / "fixtures" / "amemgym_small.json"
-FIRST_USER = "3f1c2a7e-9b4d-4e21-8c55-0a6d2b9e7f10"
+FIRST_USER = "b7e0d914-2c6f-4a83-9e1b-5d4c8a2f6e33"  # the longer chain of the two: it starts first
 
 def _reply(body: dict[str, Any]) -> str:
     text = body["messages"][-1]["content"]
@@ -144,7 +144,7 @@ def test_resume_with_changed_data_exits_2_naming_the_user(endpoint: EvalEndpoint
     requests_before = len(endpoint.server.requests)
     resumed = endpoint.run_eval(out, cache, "--resume", data=changed)
     assert resumed.returncode == 2, resumed.stderr
-    assert f"inputs changed since this run started (data.{FIRST_USER})" in resumed.stderr
+    assert f"inputs changed since this run started (data.{data[0]['id']})" in resumed.stderr
     assert len(endpoint.server.requests) == requests_before
 
 

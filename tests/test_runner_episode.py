@@ -16,6 +16,7 @@ from memevo.environments.metrics.upper_bound import needed_states
 from memevo.environments.records import EpisodeResult, PeriodResult
 from memevo.environments.runner import (
     EpisodeConfig,
+    launch_order,
     run_episode,
     run_episodes,
 )
@@ -60,12 +61,26 @@ async def test_session_protocol_time_prefix_rounds_and_end_session() -> None:
 
 async def test_oracle_scores_like_a_perfect_upper_bound() -> None:
     items = [make_item(f"u{i}", n_periods=4) for i in range(3)]
-    agents = iter(OracleAgent(item) for item in items)
+    agents = iter(OracleAgent(items[index]) for index in launch_order(items, CONFIG))  # made as users start
     episodes = await run_episodes(lambda: next(agents), items, ScriptedSimulator(), CONFIG)
     scores = score_episodes(episodes, items, perfect_upper_bound(items))
     assert scores.accuracy == 1.0 and scores.upper_bound == 1.0 and scores.memory_score == 1.0
     assert scores.failure is not None and scores.failure.write == scores.failure.read == 0.0
     assert [e.user_id for e in episodes] == ["u0", "u1", "u2"]
+
+
+async def test_users_start_longest_chain_first_and_come_back_in_item_order() -> None:
+    """With one user at a time, the longest user runs first and the shortest last (list scheduling), whatever
+    the order of the items; the episodes still come back in item order."""
+    items = [make_item("short", n_periods=2), make_item("long", n_periods=4), make_item("mid", n_periods=3)]
+    config = CONFIG.model_copy(update={"max_concurrent_users": 1})
+    agents = iter(OracleAgent(items[index]) for index in launch_order(items, config))
+    finished: list[str] = []
+    episodes = await run_episodes(lambda: next(agents), items, ScriptedSimulator(), config,
+                                  on_period=lambda result: finished.append(result.user_id))
+    assert list(dict.fromkeys(finished)) == ["long", "mid", "short"]
+    assert [episode.user_id for episode in episodes] == ["short", "long", "mid"]
+    assert [len(episode.periods) for episode in episodes] == [2, 4, 3]
 
 
 async def test_amnesiac_scores_near_random() -> None:
@@ -124,7 +139,8 @@ class _CrashingKeyword(KeywordMemoryAgent):
 
 
 def _factory(items, cls, *, overrides=None, record=None, **kwargs):  # type: ignore[no-untyped-def]
-    """make_agent for run_episodes: hands out agents in item order (users start in order)."""
+    """make_agent for run_episodes: hands out agents in item order (users with chains of equal length, as
+    ``make_item`` gives, start in item order)."""
     queue = list(items)
 
     def make() -> MemoryAgent:
@@ -230,7 +246,7 @@ async def test_oracle_on_the_shared_amemgym_fixture() -> None:
     from memevo.environments.data.io import load_items
 
     items = load_items(fixture)
-    agents = iter(OracleAgent(item) for item in items)
+    agents = iter(OracleAgent(items[index]) for index in launch_order(items, CONFIG))  # made as users start
     episodes = await run_episodes(lambda: next(agents), items, ScriptedSimulator(), CONFIG)
     scores = score_episodes(episodes, items, perfect_upper_bound(items))
     assert scores.accuracy == 1.0 and scores.memory_score == 1.0 and scores.failure.write == 0.0
