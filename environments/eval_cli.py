@@ -293,6 +293,7 @@ def eval_command(
             llm = hub.client(policy.llm)
             width = max_concurrent_users or llm.limit.limit  # users wait on the LLM, so as many as can be served
             run_config = config.model_copy(update={"max_concurrent_users": width})
+            await llm.open_connections(min(width, len(items)))  # the users' first requests leave at once
             try:
                 simulate = make_simulator(simulator.value, seed, hub.client(simulator_llm), amemgym_compat=compat,
                                           template=None if prompts is None else prompts.simulator)

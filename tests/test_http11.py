@@ -93,6 +93,34 @@ async def test_a_length_framed_reply_is_read_and_the_connection_kept(serve):
     pool.close()
 
 
+async def test_connections_opened_ahead_serve_requests_made_at_once(serve):
+    server = await serve(reply_with(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"))
+    pool = ConnectionPool(server.url, {})
+    await pool.open(3)
+    await pool.open(2)  # already there: none more
+    await asyncio.sleep(0.01)  # let the server count them
+    assert server.connections == 3
+    assert await asyncio.gather(*(post(pool) for _ in range(3))) == [(200, b"{}")] * 3
+    assert server.connections == 3
+    pool.close()
+
+
+async def test_connections_that_cannot_be_opened_ahead_are_left_to_the_requests():
+    listener = await asyncio.start_server(lambda reader, writer: None, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    listener.close()
+    await listener.wait_closed()  # nothing listens there any more: every connection is refused
+    pool = ConnectionPool(f"http://127.0.0.1:{port}/v1", {})
+    await pool.open(2)  # no error here
+    with pytest.raises(OSError):
+        await post(pool)  # the request reports it
+    transport = JSONTransport(f"http://127.0.0.1:{port}/v1", api_key=lambda: "k", timeout_s=5,
+                              home_loop=asyncio.get_running_loop())
+    await transport.open_connections(2)
+    with pytest.raises(TransientHTTPError, match="connection error"):
+        await transport.post("chat/completions", b"{}")
+
+
 async def test_a_chunked_reply_with_extensions_and_trailers_is_decoded(serve):
     server = await serve(reply_with(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4;x=y\r\n{\"a\"\r\n",
                                     b"5\r\n: 12}\r\n0\r\n", b"Trailer-A: 1\r\n\r\n"))

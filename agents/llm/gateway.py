@@ -254,6 +254,10 @@ class LLMGateway:
         delay = step * random.uniform(0.5, 1.0)
         return min(self.backoff_cap_s, max(delay, retry_after or 0.0))
 
+    async def open_connections(self, count: int) -> None:
+        """Open up to ``count`` connections (at most the endpoint's limit) before a burst of requests."""
+        await self.transport.open_connections(min(count, self.limit.limit))
+
     async def aclose(self) -> None:
         """Close the HTTP session (a later request opens a new one)."""
         await self.transport.aclose()

@@ -216,12 +216,33 @@ class ConnectionPool:
             connection.close()
         return reply
 
+    async def open(self, count: int) -> None:
+        """Have ``count`` idle connections, opened together: requests that start at once then go out at once (each
+        one opening its own waits for the event loop to finish what every other request does first). A connection
+        that cannot be opened is left out: the request that needs it opens one and reports why it cannot."""
+        async def one() -> None:
+            connection = await self._open()
+            if self.closed:
+                connection.close()
+            else:
+                self._idle.append(connection)  # at once: a wait cut short keeps what is open
+
+        missing = count - len(self._idle)
+        if missing <= 0 or self.closed:
+            return
+        for failure in await asyncio.gather(*(one() for _ in range(missing)), return_exceptions=True):
+            if failure is not None and not isinstance(failure, OSError):
+                raise failure
+
     async def _connection(self) -> _Connection:
         while self._idle:
             connection = self._idle.pop()
             if connection.reusable:
                 return connection
             connection.close()
+        return await self._open()
+
+    async def _open(self) -> _Connection:
         loop = asyncio.get_running_loop()
         context = self._ssl_context() if self.tls else None
         _, connection = await loop.create_connection(_Connection, self.host, self.port, ssl=context)

@@ -91,8 +91,18 @@ class JSONTransport:
     def _at_home(self) -> bool:
         return self.home_loop is not None and asyncio.get_running_loop() is self.home_loop
 
-    async def _exchange(self, path: str, body: Body, *, at_home: bool) -> tuple[int, bytes, str | None]:
-        """Runs on the home loop or the bridge loop: status, body and Retry-After of one POST."""
+    async def open_connections(self, count: int) -> None:
+        """Open up to ``count`` connections ahead of the requests, waiting at most the request timeout (on the home
+        loop only; elsewhere they open as needed). What cannot be opened in time the requests open, or report."""
+        if not self._at_home():
+            return
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                await self._pool(at_home=True).open(count)
+        except TimeoutError:
+            pass
+
+    def _pool(self, *, at_home: bool) -> ConnectionPool:
         pool = self._pools.get(at_home)
         if pool is None or pool.closed:
             try:
@@ -100,6 +110,11 @@ class JSONTransport:
                     self.base_url, {"Authorization": f"Bearer {self.api_key()}", "Content-Type": "application/json"})
             except ValueError as error:  # the URL was checked already: the key has a line break or a non-ASCII letter
                 raise UserInputError(f"the API key cannot be sent: {error}", field="api_key_env") from None
+        return pool
+
+    async def _exchange(self, path: str, body: Body, *, at_home: bool) -> tuple[int, bytes, str | None]:
+        """Runs on the home loop or the bridge loop: status, body and Retry-After of one POST."""
+        pool = self._pool(at_home=at_home)
         parts = [body] if isinstance(body, bytes) else list(body)
         try:
             async with asyncio.timeout(self.timeout_s):
