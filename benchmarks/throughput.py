@@ -33,6 +33,7 @@ with valid JSON (``--echo-replies``: echo everything, as before).
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import statistics
@@ -45,11 +46,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.doubles when run as a script
 
 from tests.doubles.fault_server import echo_reply  # noqa: E402
-from tests.doubles.latency_server import LatencyServer  # noqa: E402
+from tests.doubles.latency_server import MODEL, LatencyServer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENTS = {name: ROOT / "tests" / "fixtures" / "amemgym_agent" / f"{name}.json" for name in ("native", "awi")}
@@ -61,6 +63,7 @@ DATA = {
 CHAIN_CONCURRENCY = 4096  # "unlimited": nothing waits on the limiter, so depth is the protocol's alone
 NOTE_LABELS = 20
 STARTUP_SAMPLES = 5
+ROUND_TRIP_SAMPLES = 40
 
 
 def valid_reply(body: dict[str, Any]) -> str:
@@ -189,6 +192,26 @@ def startup_cpu_s(agent: str) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def minimal_round_trip_s(server: LatencyServer, requests: int = ROUND_TRIP_SAMPLES) -> float:
+    """Median round trip of the double for the simplest client there is (``http.client``, one kept-alive connection,
+    one small request at a time): what a chain step costs here before any client work. On a 2-core VM it came to
+    ~1.5 ms above the latency (two wake-ups of idle cores per request), which no client can avoid."""
+    address = urlsplit(server.url)
+    body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "ping"}]}).encode()
+    connection = http.client.HTTPConnection(address.hostname or "", address.port)
+    times = []
+    try:
+        for _ in range(requests):
+            started = time.monotonic()
+            connection.request("POST", f"{address.path}/chat/completions", body, {"Content-Type": "application/json"})
+            connection.getresponse().read()
+            times.append(time.monotonic() - started)
+    finally:
+        connection.close()
+    server.reset()
+    return statistics.median(times)
+
+
 def longest_chain(spans: list[tuple[float, float]], user_ends: list[float]) -> int:
     """Depth of the deepest request, users run one at a time: 1 + the depth of the deepest request that finished
     before it arrived, counted afresh for each user (a user ends when its last period file is written)."""
@@ -222,14 +245,17 @@ def main() -> None:
     startup = {agent: min(startup_cpu_s(agent) for _ in range(STARTUP_SAMPLES)) for agent in args.agents}
     print(f"start-up CPU (imports only, best of {STARTUP_SAMPLES}): "
           + ", ".join(f"{a} {s:.2f} s" for a, s in startup.items()))
-    print("| data | agent | concurrency | wall s | first request s | after last reply s | calls | peak in flight "
-          "| floor s | wall/floor "
-          "| speed-up vs c=1 | CPU ms/call | peak RSS MB | output MB | load (1 min) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     reply = echo_reply if args.echo_replies else valid_reply
     with tempfile.TemporaryDirectory(prefix="memevo-throughput-") as folder, \
             LatencyServer(completion(reply), latency_s=latency) as server:
         work = Path(folder)
+        round_trip = minimal_round_trip_s(server)
+        print(f"round trip of the double for a minimal client (median of {ROUND_TRIP_SAMPLES} sequential requests): "
+              f"{1000 * round_trip:.2f} ms at a latency of {args.latency_ms:g} ms", flush=True)
+        print("| data | agent | concurrency | wall s | first request s | after last reply s | calls | peak in flight "
+              "| floor s | wall/floor "
+              "| speed-up vs c=1 | CPU ms/call | peak RSS MB | output MB | load (1 min) |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for data_name in args.data:
             data = synthesize(work, data_name)
             for agent in args.agents:
