@@ -56,6 +56,12 @@ def word_count(text: str) -> int:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128  # the default backlog of 5 refuses connections under a burst of 16+
+    connections = 0
+    """Connections accepted so far."""
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.connections += 1  # the serving thread alone accepts
+        super().process_request(request, client_address)
 
 
 class FaultServer:
@@ -83,6 +89,11 @@ class FaultServer:
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", port), self._handler_class())
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
+
+    @property
+    def connections(self) -> int:
+        """TCP connections accepted so far."""
+        return self._server.connections
 
     @property
     def url(self) -> str:
