@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from memevo.agents.config_io import read_mapping, user_error
 from memevo.agents.errors import UserInputError
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.policy import MemoryPolicy
 
@@ -26,7 +27,7 @@ AMemGymType = Literal["native", "awi", "awi-hack", "awi-evolve", "rag", "awe", "
 _STORE_TYPES = ("rag", "awe", "rag-evolve", "mem0-evolution")
 
 
-class AMemGymLLMConfig(BaseModel):
+class AMemGymLLMConfig(LazyModel):
     """``llm_config``: which model and sampling settings."""
 
     model_config = ConfigDict(extra="allow")
@@ -37,7 +38,7 @@ class AMemGymLLMConfig(BaseModel):
     base_url: str | None = None
 
 
-class AMemGymEvolutionConfig(BaseModel):
+class AMemGymEvolutionConfig(LazyModel):
     """``evolution_config`` of the evolvable agents (reference G.2)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -48,7 +49,7 @@ class AMemGymEvolutionConfig(BaseModel):
     init_prompt_type: str = "default"
 
 
-class AMemGymAgentSettings(BaseModel):
+class AMemGymAgentSettings(LazyModel):
     """``agent_config``: buffer and retrieval knobs."""
 
     model_config = ConfigDict(extra="forbid")
@@ -60,7 +61,7 @@ class AMemGymAgentSettings(BaseModel):
     evolution_config: AMemGymEvolutionConfig | None = None
 
 
-class AMemGymAgentFile(BaseModel):
+class AMemGymAgentFile(LazyModel):
     """One AMemGym agent config file. ``evolution_config`` may sit at the top level (released files)
     or inside ``agent_config``."""
 

@@ -14,11 +14,10 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel
-
 from memevo.agents.base import AgentSpec
 from memevo.agents.buffered import BufferedMessage, MalformedReply
 from memevo.agents.external import ExternalMemoryAgent
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.prompts.answer import answer_component
 from memevo.agents.prompts.awe import (
     EXTRACT_PLACEHOLDERS,
@@ -47,7 +46,7 @@ DECISION_SCHEMA: dict[str, Any] = {
 }
 
 
-class Decision(BaseModel):
+class Decision(LazyModel):
     """What to do with one fact; ``target`` indexes the memories shown."""
 
     action: Literal["add", "update", "delete", "keep"]

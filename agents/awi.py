@@ -12,10 +12,9 @@ import json
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
-
 from memevo.agents.base import AgentSpec
 from memevo.agents.buffered import BufferedMemoryAgent, BufferedMessage, MalformedReply
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import ChatClient
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.prompts.answer import answer_component
@@ -25,7 +24,7 @@ from memevo.agents.registry import register_agent
 WRITE_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": {"type": ["string", "null"]}}
 
 
-class NoteEntry(BaseModel):
+class NoteEntry(LazyModel):
     """One in-context memory entry."""
 
     label: str

@@ -6,15 +6,16 @@ from abc import ABC, abstractmethod
 from datetime import datetime
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import ChatClient, Role
 from memevo.agents.policy import MemoryPolicy
 
 HYPERPARAMETERS = ("update_every", "short_term", "top_k")
 
 
-class ComponentSpec(BaseModel):
+class ComponentSpec(LazyModel):
     """One evolvable prompt component of an agent kind and the rules a proposed text must keep."""
 
     model_config = ConfigDict(frozen=True)
@@ -34,7 +35,7 @@ class ComponentSpec(BaseModel):
         return frozenset((*self.required_placeholders, *self.optional_placeholders))
 
 
-class AgentSpec(BaseModel):
+class AgentSpec(LazyModel):
     """What an agent kind declares about itself, so the optimizer knows what it may evolve."""
 
     model_config = ConfigDict(frozen=True)
@@ -52,7 +53,7 @@ class AgentSpec(BaseModel):
         raise KeyError(f"agent kind '{self.kind}' has no prompt component '{name}' (known: {known})")
 
 
-class AgentAnswer(BaseModel):
+class AgentAnswer(LazyModel):
     """The reply to a question, with the memory text the agent consulted (feedback needs it)."""
 
     text: str

@@ -14,9 +14,8 @@ from collections.abc import Callable, Collection
 from datetime import datetime
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
-
 from memevo.agents.base import AgentAnswer, MemoryAgent
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import ChatClient, LLMJSONError, Message, Role
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.prompts.answer import ANSWER_PLACEHOLDERS, NO_MEMORIES
@@ -25,7 +24,7 @@ from memevo.agents.templates import render
 T = TypeVar("T")
 
 
-class BufferedMessage(BaseModel):
+class BufferedMessage(LazyModel):
     """A raw message waiting in the short-term buffer, with the simulated time it arrived."""
 
     role: str
@@ -33,7 +32,7 @@ class BufferedMessage(BaseModel):
     time: datetime
 
 
-class WriteCounters(BaseModel):
+class WriteCounters(LazyModel):
     """How memory writes went: LLM write requests, retries after a malformed reply, replies given up on."""
 
     requests: int = 0

@@ -6,12 +6,13 @@ import hashlib
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.config import LLMConfig
 
 
-class MemoryPolicy(BaseModel):
+class MemoryPolicy(LazyModel):
     """An agent kind plus its prompt components and hyperparameters.
 
     Immutable; ``policy_id`` is a content hash, so results saved under it can never be confused

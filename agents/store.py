@@ -12,7 +12,7 @@ import sqlite3
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
+from memevo.agents.lazy_model import LazyModel
 
 _SCHEMA = """
 CREATE TABLE memories (id INTEGER PRIMARY KEY, text TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
@@ -23,7 +23,7 @@ INSERT INTO meta VALUES ('next_id', 0);
 """
 
 
-class StoredMemory(BaseModel):
+class StoredMemory(LazyModel):
     """One memory row."""
 
     id: int

@@ -17,9 +17,10 @@ import ast
 import string
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from memevo.agents.errors import UserInputError
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.policy import MemoryPolicy
 from memevo.environments.qa import QuestionPrompts
 
@@ -42,7 +43,7 @@ SIMULATOR_FIELDS = {
 """The simulator f-string's expressions and the placeholder each becomes."""
 
 
-class AMemGymPrompts(BaseModel):
+class AMemGymPrompts(LazyModel):
     """The prompt texts of one AMemGym checkout, as memevo templates."""
 
     model_config = ConfigDict(frozen=True)

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from pydantic import BaseModel
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.config_file import load_policy
 from memevo.agents.errors import RunFailedError, UserInputError
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.llm.config import CONCURRENCY_HELP
 from memevo.agents.llm.protocol import ChatClient, LLMError
@@ -77,7 +77,7 @@ class SimulatorKind(str, Enum):
     llm = "llm"
 
 
-class EvalOutcome(BaseModel):
+class EvalOutcome(LazyModel):
     episodes: list[EpisodeResult]
     scores: Scores
     user_scores: list[UserScores]

@@ -14,8 +14,9 @@ import string
 from enum import Enum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import ConfigDict, model_validator
 
+from memevo.agents.lazy_model import LazyModel
 from memevo.environments.data.models import Item
 from memevo.environments.records import PeriodResult, QARecord
 
@@ -26,7 +27,7 @@ class FeedbackMode(str, Enum):
     complete = "complete"
 
 
-class FeedbackConfig(BaseModel):
+class FeedbackConfig(LazyModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     mode: FeedbackMode = FeedbackMode.complete
@@ -47,7 +48,7 @@ def letter(index: int) -> str:
     return letters[index] if index < len(letters) else letter(index // len(letters) - 1) + letters[index % len(letters)]
 
 
-class FeedbackRecord(BaseModel):
+class FeedbackRecord(LazyModel):
     """What the proposer sees about one question."""
 
     question: str
@@ -63,7 +64,7 @@ class FeedbackRecord(BaseModel):
     """Index into ``PeriodFeedback.memories`` of the memory the agent consulted."""
 
 
-class PeriodFeedback(BaseModel):
+class PeriodFeedback(LazyModel):
     """One period's feedback: the records, each distinct consulted memory once, optional state updates."""
 
     user_id: str

@@ -16,9 +16,10 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from memevo.agents.base import AgentAnswer
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.templates import render
 from memevo.environments.data.models import Question
 
@@ -34,7 +35,7 @@ def _choice_lines(question: Question) -> str:
     return "\n".join(f"{number}: {choice.answer}" for number, choice in enumerate(question.answer_choices, start=1))
 
 
-class QuestionPrompts(BaseModel):
+class QuestionPrompts(LazyModel):
     """Templates for the evaluation prompts, used instead of memevo's wording (``--amemgym-source``).
 
     Placeholders: ``qa`` {query} {choices}; ``upper_bound`` {query} {state} {choices}; ``probe``
@@ -166,7 +167,7 @@ def fallback_rng(*key: object) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-class ChoiceOutcome(BaseModel):
+class ChoiceOutcome(LazyModel):
     """What asking one multiple-choice question produced."""
 
     choice: int | None

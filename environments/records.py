@@ -11,9 +11,10 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
 
 from memevo.agents.buffered import WriteCounters
+from memevo.agents.lazy_model import LazyModel
 
 
 def remember(memories: dict[str, str], text: str) -> str:
@@ -35,7 +36,7 @@ def remember(memories: dict[str, str], text: str) -> str:
 
 
 
-class QARecord(BaseModel):
+class QARecord(LazyModel):
     """One multiple-choice question put to the agent at the end of one period."""
 
     user_id: str
@@ -55,7 +56,7 @@ class QARecord(BaseModel):
     completion_tokens: int = 0
 
 
-class ProbeRecord(BaseModel):
+class ProbeRecord(LazyModel):
     """The diagnosis probe (F.5) for one question's required states at one period."""
 
     user_id: str
@@ -78,7 +79,7 @@ class ProbeRecord(BaseModel):
         return [key for key, value in self.predicted.items() if value is None]
 
 
-class PeriodResult(BaseModel):
+class PeriodResult(LazyModel):
     """Everything one period of one user produced."""
 
     user_id: str
@@ -123,7 +124,7 @@ def _referenced(record: Any, memories: dict[str, str]) -> Any:
     return {**rest, "memory_id": remember(memories, text)}
 
 
-class EpisodeResult(BaseModel):
+class EpisodeResult(LazyModel):
     """One agent run through one item."""
 
     user_id: str

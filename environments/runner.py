@@ -18,11 +18,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, time
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.buffered import BufferedMemoryAgent, WriteCounters
 from memevo.agents.errors import RunFailedError, UserInputError
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import Message
 from memevo.agents.llm.urgency import Chain, chain_remaining, current_chain
 from memevo.environments.data.models import Item, Session
@@ -46,7 +47,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-class EpisodeConfig(BaseModel):
+class EpisodeConfig(LazyModel):
     """How episodes are run; the defaults are AMemGym v1.base's."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from statistics import mean
 
-from pydantic import BaseModel
-
+from memevo.agents.lazy_model import LazyModel
 from memevo.environments.data.models import Item
 
 CHARS_PER_TOKEN = 4
@@ -21,7 +20,7 @@ FOLLOW_UP_TOKENS = 30
 _TIME_PREFIX_CHARS = len("[Current Time: 2020-10-01 19:00:00]\n")
 
 
-class DatasetStats(BaseModel):
+class DatasetStats(LazyModel):
     """Counts are totals over users unless named ``mean_`` or ``max_``."""
 
     users: int

@@ -11,8 +11,7 @@ from __future__ import annotations
 import functools
 import threading
 
-from pydantic import BaseModel
-
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.config import LOCAL_MODEL_NAME
 
 PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
@@ -37,7 +36,7 @@ def price_of(model: str) -> tuple[float, float] | None:
     return None
 
 
-class RoleUsage(BaseModel):
+class RoleUsage(LazyModel):
     """Totals for one role. ``calls`` counts completed replies, cached or not."""
 
     calls: int = 0
@@ -57,7 +56,7 @@ class RoleUsage(BaseModel):
         return RoleUsage(**{name: getattr(self, name) - getattr(other, name) for name in RoleUsage.model_fields})
 
 
-class UsageReport(BaseModel):
+class UsageReport(LazyModel):
     """A snapshot of usage by role."""
 
     by_role: dict[str, RoleUsage] = {}

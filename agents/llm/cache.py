@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import diskcache
-from pydantic import BaseModel, ConfigDict, SkipValidation
+from pydantic import ConfigDict, SkipValidation
 
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.encoded_messages import PREFIXES, EncodedMessages, canonical_json
 from memevo.agents.llm.protocol import Message
 
@@ -33,7 +34,7 @@ KEY_VERSION = 3
 the messages' whole text on every call)."""
 
 
-class CacheRequest(BaseModel):
+class CacheRequest(LazyModel):
     """The parts of a request that decide its reply."""
 
     model_config = ConfigDict(frozen=True)
@@ -101,7 +102,7 @@ included, when at 0.05 s a run with one call in flight woke it and committed onc
 the replies of the last 0.25 s, which cost a request each again; a flush or a close commits at once."""
 
 
-class CachedReply(BaseModel):
+class CachedReply(LazyModel):
     """What is stored per key: enough to rebuild the original ``ChatReply`` exactly."""
 
     text: str

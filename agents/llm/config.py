@@ -6,9 +6,10 @@ import os
 import sys
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from memevo.agents.errors import UserInputError
+from memevo.agents.lazy_model import LazyModel
 
 LOCAL_MODEL_NAME = "smollm2-135m-instruct"
 MODEL_ENV = "MEMEVO_MODEL"
@@ -71,7 +72,7 @@ def served_model(base_url: str, api_key_env: str = DEFAULT_KEY_ENV) -> str:
     return names[0]
 
 
-class LLMConfig(BaseModel):
+class LLMConfig(LazyModel):
     """Settings for one OpenAI-compatible chat model.
 
     ``base_url`` None means: take ``OPENAI_BASE_URL`` if set, else start the embedded local model.

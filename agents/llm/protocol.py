@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from memevo.agents.errors import MemevoError
+from memevo.agents.lazy_model import LazyModel
 
 Role = Literal["agent", "probe", "upper_bound", "baseline", "user_simulator", "generator", "proposer", "judge"]
 ROLES: tuple[Role, ...] = (
@@ -19,7 +20,7 @@ Message = dict[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
 
 
-class ChatReply(BaseModel):
+class ChatReply(LazyModel):
     """One completion as the caller sees it, whether it came from the network or the cache."""
 
     model_config = ConfigDict(frozen=True)

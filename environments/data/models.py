@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from memevo.agents.lazy_model import LazyModel
 
 
-class _Record(BaseModel):
+class _Record(LazyModel):
     model_config = ConfigDict(extra="forbid")
 
 

@@ -23,9 +23,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Literal
 
-from pydantic import BaseModel
-
 from memevo.agents.errors import UserInputError
+from memevo.agents.lazy_model import LazyModel
 from memevo.environments.data.models import Item, Period, Question
 from memevo.environments.data.times import parse_time
 from memevo.environments.store import folder_name
@@ -35,7 +34,7 @@ DATE_FORMAT = "%Y-%m-%d"
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 
-class Violation(BaseModel):
+class Violation(LazyModel):
     """One broken invariant; ``period``/``question`` are 0-based indices, ``None`` when not specific."""
 
     item_id: str

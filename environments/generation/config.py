@@ -8,15 +8,16 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from memevo.agents.errors import UserInputError
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.config import LLMConfig
 
 SAMPLE_PERSONAS = Path(__file__).resolve().parent.parent / "assets" / "personas_sample.json"
 
 
-class GenerationConfig(BaseModel):
+class GenerationConfig(LazyModel):
     """One generation run. Defaults follow AMemGym v1.base except where noted.
 
     ``num_choices_per_state`` and ``max_changes_per_state`` are enforced here (the reference only

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from memevo.agents.errors import UserInputError
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import ChatClient
 from memevo.environments.data.models import UserProfile
 from memevo.environments.generation.ask import ask_json, object_schema, prompt, string_schema
@@ -37,7 +38,7 @@ FREE_TEXT_COLUMNS = (
 SUMMARY_MAX_WORDS = 500
 
 
-class Persona(BaseModel):
+class Persona(LazyModel):
     """One Nemotron-Personas row; optional columns are None when absent or blank."""
 
     model_config = ConfigDict(extra="ignore")

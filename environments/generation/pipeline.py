@@ -13,9 +13,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from memevo.agents.errors import UserInputError
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import ChatClient, LLMError
 from memevo.environments.data.models import Item
 from memevo.environments.data.validate import has_errors, validate_items
@@ -37,13 +38,13 @@ RUNTIME_ONLY: dict[str, Any] = {
 }
 
 
-class UserFailure(BaseModel):
+class UserFailure(LazyModel):
     uuid: str
     stage: str
     error: str
 
 
-class GenerationResult(BaseModel):
+class GenerationResult(LazyModel):
     items: list[Item]
     failures: list[UserFailure]
 

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from pydantic import BaseModel
-
+from memevo.agents.lazy_model import LazyModel
 from memevo.environments.data.models import Item
 from memevo.environments.metrics._items import item_lookup, item_of
 from memevo.environments.records import EpisodeResult, ProbeRecord
@@ -30,7 +29,7 @@ Shares = tuple[float, float, float]
 """(write, read, utilisation) shares of one incorrect answer; they sum to 1."""
 
 
-class ProbeCoverage(BaseModel):
+class ProbeCoverage(LazyModel):
     """How much of the diagnosis could be read."""
 
     n_probes: int
@@ -44,7 +43,7 @@ class ProbeCoverage(BaseModel):
     min_coverage: float
 
 
-class FailureSplit(BaseModel):
+class FailureSplit(LazyModel):
     """Failure rates as shares of all questions asked (correct answers count as successes)."""
 
     write: float
@@ -105,7 +104,7 @@ def _probe_index(episode: EpisodeResult) -> dict[tuple[int, int], ProbeRecord]:
     return probes
 
 
-class _Term(BaseModel):
+class _Term(LazyModel):
     period: int
     correct: bool
     shares: Shares | None

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from pydantic import BaseModel, PrivateAttr
+from pydantic import PrivateAttr
 
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import ChatClient, Role
 from memevo.environments.data.models import Item
 from memevo.environments.metrics.bare_llm import BareQuestion, ask_all
@@ -22,7 +23,7 @@ NO_MEMORY_FILE = "no_memory.json"
 """Where an eval folder keeps its no-memory baseline table."""
 
 
-class NoMemoryEntry(BaseModel):
+class NoMemoryEntry(LazyModel):
     """The bare LLM's choice for one question of one user (None when the reply never parsed)."""
 
     item_id: str
@@ -33,7 +34,7 @@ class NoMemoryEntry(BaseModel):
     raw_reply: str = ""
 
 
-class NoMemoryTable(BaseModel):
+class NoMemoryTable(LazyModel):
     """No-memory choices per (item, question); JSON-serialisable so a run can reuse it."""
 
     model: str = ""

@@ -22,8 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from statistics import fmean
 
-from pydantic import BaseModel
-
+from memevo.agents.lazy_model import LazyModel
 from memevo.environments.data.models import Item
 from memevo.environments.metrics._items import item_lookup, item_of
 from memevo.environments.metrics.baseline import random_baseline
@@ -39,7 +38,7 @@ from memevo.environments.metrics.upper_bound import UpperBoundEntry, UpperBoundT
 from memevo.environments.records import EpisodeResult, PeriodResult
 
 
-class Cell(BaseModel):
+class Cell(LazyModel):
     """One (user, period): question-averaged accuracy, baseline and upper bound."""
 
     user_id: str
@@ -77,7 +76,7 @@ class Cell(BaseModel):
         return (self.accuracy - self.random_baseline) / (self.upper_bound - self.random_baseline)
 
 
-class _Summary(BaseModel):
+class _Summary(LazyModel):
     """What every aggregate (overall, per period, per user) reports."""
 
     n_questions: int

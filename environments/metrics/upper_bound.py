@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from pydantic import BaseModel, PrivateAttr
+from pydantic import PrivateAttr
 
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import ChatClient, Role
 from memevo.environments.data.models import Item
 from memevo.environments.metrics.bare_llm import BareQuestion, ask_all
@@ -28,7 +29,7 @@ UpperBoundKey = tuple[str, int, tuple[str, ...]]
 """(item id, question index, state tuple): one upper-bound reply."""
 
 
-class UpperBoundEntry(BaseModel):
+class UpperBoundEntry(LazyModel):
     """The bare LLM's answer to one question given one true state."""
 
     item_id: str
@@ -44,7 +45,7 @@ class UpperBoundEntry(BaseModel):
         return self.item_id, self.question_index, tuple(self.state)
 
 
-class UpperBoundTable(BaseModel):
+class UpperBoundTable(LazyModel):
     """Upper-bound scores per (item, question, state); JSON-serialisable so a run can reuse it."""
 
     model: str = ""

@@ -19,8 +19,7 @@ import random
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel
-
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import ChatClient, Message
 from memevo.agents.templates import render
 from memevo.environments.data.models import Item, Session
@@ -37,7 +36,7 @@ LAST_RESORT = "Go on, please."
 TEMPLATE_PLACEHOLDERS = {"start_date", "profile", "current_date", "query", "context", "state_schema"}
 
 
-class SimulatorStats(BaseModel):
+class SimulatorStats(LazyModel):
     """How often the simulator was called, had to re-ask, or fell back to a neutral message."""
 
     calls: int = 0

@@ -5,10 +5,12 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
+
+from memevo.agents.lazy_model import LazyModel
 
 
-class SynthConfig(BaseModel):
+class SynthConfig(LazyModel):
     """What to generate. The same config always yields byte-identical data (everything flows from ``seed``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

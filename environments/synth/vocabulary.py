@@ -16,14 +16,15 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from memevo.agents.errors import UserInputError
+from memevo.agents.lazy_model import LazyModel
 from memevo.environments.data.io import format_validation_error
 
 DEFAULT_VOCABULARY = Path(__file__).resolve().parent.parent / "assets" / "synth_vocabulary.json"
 Checked = TypeVar("Checked", bound=BaseModel)
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # memevo eval validates only SimulatorParts
+class _Strict(LazyModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class ValueText(_Strict):
