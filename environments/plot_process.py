@@ -102,6 +102,7 @@ def main() -> None:
     os.nice(10)
     from memevo.environments.plots import PeriodsFigure, PeriodsLayout  # what this process exists to import
 
+    Scores.model_rebuild()  # its validator, built on first use, is built now, while the run goes on
     prepared: PeriodsFigure | None = None
     for line in sys.stdin.buffer:
         request = json.loads(line)
