@@ -23,7 +23,7 @@ class MemoryPolicy(LazyModel):
 
     kind: str = Field(description="Registered agent kind: native, rag, awi, awe or a plug-in name.")
     prompts: dict[str, str] = Field(
-        default_factory=dict,
+        {},
         description="Named prompt components; missing ones take the agent kind's defaults.",
     )
     update_every: int = Field(2, ge=1, description="Messages flushed to memory per write (AMemGym update_bsz).")

@@ -84,13 +84,13 @@ class PeriodResult(LazyModel):
 
     user_id: str
     period: int
-    transcripts: list[list[dict[str, str]]] = Field(default_factory=list)
-    qa: list[QARecord] = Field(default_factory=list)
-    probes: list[ProbeRecord] = Field(default_factory=list)
+    transcripts: list[list[dict[str, str]]] = []
+    qa: list[QARecord] = []
+    probes: list[ProbeRecord] = []
     memory_writes: WriteCounters | None = Field(
         None, description="The agent's memory-write requests, retries and failures during this period "
         "(None for agents without a write path).")
-    memories: dict[str, str] = Field(default_factory=dict, description="Consulted memories by key (see ``remember``).")
+    memories: dict[str, str] = Field({}, description="Consulted memories by key (see ``remember``).")
 
     @model_validator(mode="before")
     @classmethod
@@ -129,7 +129,7 @@ class EpisodeResult(LazyModel):
 
     user_id: str
     policy_id: str
-    periods: list[PeriodResult] = Field(default_factory=list)
+    periods: list[PeriodResult] = []
 
     def without_traces(self) -> EpisodeResult:
         """Every period ``without_traces``."""

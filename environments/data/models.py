@@ -35,7 +35,7 @@ class Session(_Record):
     event: str | None = None
     exposed_states: dict[str, str]
     query: str
-    messages: list[dict[str, str]] = Field(default_factory=list)
+    messages: list[dict[str, str]] = []
     session_time: str = Field(description="'YYYY-MM-DD HH:MM:SS' in simulated time.")
 
 

@@ -37,7 +37,7 @@ class GenerationConfig(LazyModel):
     num_changes_per_period: int = Field(4, ge=1)
     max_changes_per_state: int = Field(3, ge=1)
     min_state_variants: int = Field(4, ge=2)
-    exclude_ids: list[str] = Field(default_factory=list)
+    exclude_ids: list[str] = []
     seed: int = 42
     personas_path: Path = SAMPLE_PERSONAS
     llm: LLMConfig = Field(default_factory=lambda: LLMConfig(temperature=0.2, max_tokens=2048))
