@@ -12,10 +12,9 @@ its parent over those and the validation users together: only that one joins the
 episode is spent on the others. Under ``strategy.first_accepted`` (on by default) the candidates go one at a
 time instead, each checked on the train users as soon as the rule prefers it on validation, and the first
 one kept ends the generation: the later ones are not needed and never run. A pool candidate chosen as
-parent runs on the remaining train users then (its evidence), unless ``strategy.complete_parent_train`` is
-off. The best
-of the pool on validation is the run's best; at the end seed and best are scored on test users. Every
-comparison uses the one configured ``objective``.
+parent runs on the remaining train users then (its evidence; the scores go to its own MLflow run), unless
+``strategy.complete_parent_train`` is off. The best of the pool on validation is the run's best; at the end
+seed and best are scored on test users. Every comparison uses the one configured ``objective``.
 
 Everything is saved in the run folder as it finishes (the generation's first trial number before its
 proposals, its plan before any evaluation, each evaluation, each generation's outcome; every LLM call in
@@ -63,7 +62,7 @@ from memevo.evolve.selection import Decision, MinibatchGate, best_of, make_accep
 from memevo.evolve.selection.gate import not_worse
 from memevo.evolve.selection.parents import mean_score
 from memevo.evolve.spend import budget_exceeded
-from memevo.evolve.tracking.entries import candidate_entry, final_metrics, generation_counts
+from memevo.evolve.tracking.entries import candidate_entry, completed_train_metrics, final_metrics, generation_counts
 from memevo.evolve.tracking.payloads import (
     generation_metrics,
     generation_points,
@@ -281,8 +280,8 @@ class OuterLoop(runtime.RunBase):
         if stored is not None:
             return stored
         first_trial = self._first_trial(generation)
-        if self.evaluator.finished(parent.id, "train") is None and self.config.strategy.complete_parent_train:
-            await self._evaluate(parent, "train", self.split.train)  # checked on a minibatch only (validation first)
+        if self.config.strategy.complete_parent_train:
+            await self._complete_parent_train(parent)
         episodes = self.evaluator.episodes(parent.id, "train", self.split.train, traces=True)
         evidence = render_evidence(evidence_from_episodes(episodes, self.items, self.config.feedback),
                                    self.config.evidence_max_tokens)
@@ -317,6 +316,16 @@ class OuterLoop(runtime.RunBase):
                               candidates=candidates, stats=stats)
         write_record(path, plan)
         return plan
+
+    async def _complete_parent_train(self, parent: Candidate) -> None:
+        """A parent checked on a minibatch only (validation first) runs on the other train users, its evidence; the
+        scores go to its own MLflow candidate run (also when a killed process ran them and the resume logs them)."""
+        train = self.evaluator.finished(parent.id, "train") or await self._evaluate(parent, "train", self.split.train)
+        checked_on_minibatch = self._validation_first and self.evaluator.finished(parent.id, "minibatch") is not None
+        if self.tracker is not None and checked_on_minibatch:
+            self.tracker.log_candidate_metrics(
+                parent.generation, parent.label, completed_train_metrics(self.evaluator, self._users, parent, train),
+                key="completed_train")
 
     # ----- generations --------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import optuna
 import pytest
+from mlflow import MlflowClient
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.policy import MemoryPolicy
@@ -213,6 +214,28 @@ def test_validation_first_checks_a_minibatch_and_completes_a_parent_s_train_user
         assert len(check.users) == 1
         became_parent = any(plan.parent_id == candidate_id for plan in plans)
         assert (evals / candidate_id / "train.json").exists() == became_parent
+
+
+def test_a_parent_completing_its_train_users_logs_their_scores_to_its_own_candidate_run(tmp_path: Path) -> None:
+    world = category_world(6, 3)
+    result, _ = evolve(tmp_path, "logged", CategoryBackend(world, proposer_mode="step"),
+                       strategy={"order": "validation_first", "minibatch": 1}, tracking={"enabled": True},
+                       episode={"rounds_init": 1, "rounds_update": 1, "user_concurrency": 1})
+    evals = tmp_path / "logged" / "evals"
+    plans = [GenerationPlan.model_validate_json(path.read_text())
+             for path in sorted((tmp_path / "logged" / "generations").glob("gen_*/plan.json"))]
+    completed = {plan.parent_id for plan in plans if (evals / plan.parent_id / "minibatch.json").exists()}
+    assert completed, "no parent checked on a minibatch completed its train users"
+    client = MlflowClient(f"sqlite:///{tmp_path / 'logged' / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("test-evolution").experiment_id])
+    for candidate_id in completed:
+        (run,) = [run for run in runs if run.data.tags.get("memevo.candidate_id") == candidate_id]  # no second run
+        train = CandidateEval.model_validate_json((evals / candidate_id / "train.json").read_text())
+        generation = int(run.data.tags["memevo.generation"])
+        assert run.data.metrics["train_objective"] == pytest.approx(train.score)
+        assert run.data.metrics["train_accuracy"] == pytest.approx(sum(u.accuracy for u in train.users) / 2)
+        assert run.data.metrics["train_users_evaluated"] == 2 and "train_memory_score" in run.data.metrics
+        assert [m.step for m in client.get_metric_history(run.info.run_id, "train_accuracy")] == [generation]
 
 
 def test_a_parent_kept_on_its_minibatch_checks_its_children_on_the_same_train_users(tmp_path: Path) -> None:
