@@ -41,11 +41,13 @@ def proposal_error_line(error: BaseException) -> str:
 
 
 def proposals_line(generation: int, *, prompt_candidates: int, tuning_candidates: int, proposals: int,
-                   rejected: int, repaired: int) -> str:
-    """What a generation will evaluate, saying which candidates change only hyperparameters."""
+                   rejected: int, repaired: int, duplicates: int = 0) -> str:
+    """What a generation will evaluate, saying which candidates change only hyperparameters (and how many
+    proposals repeated a known policy, when some did)."""
     kinds = f"{prompt_candidates} with a new prompt, {tuning_candidates} hyperparameter-only"
+    repeated = f", {duplicates} repeated a known policy" if duplicates else ""
     return (f"generation {generation}: {prompt_candidates + tuning_candidates} candidate(s) ({kinds}) from "
-            f"{proposals} prompt proposal(s) ({rejected} rejected, {repaired} repaired)")
+            f"{proposals} prompt proposal(s) ({rejected} rejected, {repaired} repaired{repeated})")
 
 
 def generation_line(generation: int, *, candidates: int, pruned: int, generation_best: float | None, kept: str,

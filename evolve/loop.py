@@ -32,7 +32,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memevo.agents.llm.accounting import UsageReport
@@ -76,6 +76,9 @@ from memevo.evolve.tracking.payloads import (
 from memevo.evolve.tuner import Tuner
 
 log = logging.getLogger("memevo.evolve")
+
+MAX_RESAMPLES = 2
+"""How many times a generation asks its proposers again for the slots of proposals that repeated a known policy."""
 
 __all__ = ["EvolutionResult", "GenerationOutcome", "GenerationPlan", "OuterLoop", "evolve", "run_evolution"]
 
@@ -290,32 +293,58 @@ class OuterLoop(runtime.RunBase):
             components=[self.spec.component(name) for name in self.config.components], pool=tuple(self.pool),
             val_instances=self.val_instances, lineage=self.candidates,
         )
-        variants, stats = await propose_all(self.proposers, context, self.config.budget.candidates)
         self.tuner.reuse_from(first_trial)
-        candidates: list[Candidate] = []
-        seen = set(self.candidates)  # a policy proposed again (an ancestor, an earlier proposal) wastes a slot
-        for variant in variants:
-            if not variant.prompts and not self.config.hyperparameters:
-                continue
-            number, params = self.tuner.ask()
-            policy = parent.policy.with_prompts(**variant.prompts).with_hyperparameters(**params)
-            if policy.policy_id in seen:
-                self.tuner.tell(number, None, pruned=True)
-                continue
-            seen.add(policy.policy_id)
-            changed = bool(variant.prompts)
-            candidate = Candidate(
-                policy=policy, parent_id=parent.id, generation=generation, index=len(candidates),
-                origin="proposal" if changed else "tuning", changes=variant.changes, trial_number=number,
-                proposer=variant.proposer if changed else None,
-                other_parent_id=variant.other_parent_id if changed else None,
-            )
-            self.tuner.annotate(number, candidate_id=candidate.id)
-            candidates.append(candidate)
+        candidates, stats = await self._candidates(context)
         plan = GenerationPlan(generation=generation, parent_id=parent.id, feedback=evidence,
                               candidates=candidates, stats=stats)
         write_record(path, plan)
         return plan
+
+    async def _candidates(self, context: ProposalContext) -> tuple[list[Candidate], ProposalStats]:
+        """The generation's K candidates: the proposers' variants with Optuna's hyperparameters. A candidate whose
+        policy is already known (an ancestor, an earlier proposal, another proposer's same text) would waste its
+        slot: the proposers are asked again for that many new samples, at most ``MAX_RESAMPLES`` times; then the
+        generation has fewer candidates (logged)."""
+        parent, wanted = context.parent, self.config.budget.candidates
+        candidates: list[Candidate] = []
+        stats = ProposalStats()
+        seen = set(self.candidates)
+        for attempt in range(MAX_RESAMPLES + 1):
+            variants, made = await propose_all(self.proposers, context, wanted)
+            stats.add(made)
+            repeated = 0
+            for variant in variants:
+                if not variant.prompts and not self.config.hyperparameters:
+                    continue
+                number, params = self.tuner.ask()
+                policy = parent.policy.with_prompts(**variant.prompts).with_hyperparameters(**params)
+                if policy.policy_id in seen:
+                    self.tuner.tell(number, None, pruned=True)
+                    repeated += 1
+                    continue
+                seen.add(policy.policy_id)
+                changed = bool(variant.prompts)
+                candidate = Candidate(
+                    policy=policy, parent_id=parent.id, generation=context.generation, index=len(candidates),
+                    origin="proposal" if changed else "tuning", changes=variant.changes, trial_number=number,
+                    proposer=variant.proposer if changed else None,
+                    other_parent_id=variant.other_parent_id if changed else None,
+                )
+                self.tuner.annotate(number, candidate_id=candidate.id)
+                candidates.append(candidate)
+            stats.duplicates += repeated
+            if not repeated:
+                break
+            if attempt == MAX_RESAMPLES:
+                log.info("gen %d: %d proposal(s) still repeated a known policy after %d new tries: %d candidate(s) "
+                         "instead of %d", context.generation, repeated, MAX_RESAMPLES, len(candidates),
+                         self.config.budget.candidates)
+                break
+            log.info("gen %d: %d proposal(s) repeated a known policy; asking for %d new one(s)", context.generation,
+                     repeated, repeated)
+            context = replace(context, first_sample=context.first_sample + wanted)
+            wanted = repeated
+        return candidates, stats
 
     async def _complete_parent_train(self, parent: Candidate) -> None:
         """A parent checked on a minibatch only (validation first) runs on the other train users, its evidence; the
@@ -357,7 +386,8 @@ class OuterLoop(runtime.RunBase):
         tuning = sum(candidate.origin == "tuning" for candidate in plan.candidates)
         log.info("%s; parent %s", proposals_line(generation, prompt_candidates=len(plan.candidates) - tuning,
                                                  tuning_candidates=tuning, proposals=plan.stats.total,
-                                                 rejected=plan.stats.rejected, repaired=plan.stats.repaired),
+                                                 rejected=plan.stats.rejected, repaired=plan.stats.repaired,
+                                                 duplicates=plan.stats.duplicates),
                  parent.label)
         semaphore = asyncio.Semaphore(self.config.episode.candidate_concurrency or len(plan.candidates) or 1)
         budget_stop: list[str] = []

@@ -3,6 +3,7 @@ paired acceptance, merge and delta proposers, each resuming after a kill to the 
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +14,13 @@ from mlflow import MlflowClient
 from memevo.agents.errors import UserInputError
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.prompts.awi import MEMORY_TYPES_COMPONENT
+from memevo.evolve import proposers
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.evaluation import CandidateEval
-from memevo.evolve.proposers import ProposalContext, ProposerSettings, make_proposer
-from memevo.evolve.records import GenerationPlan
+from memevo.evolve.loop import MAX_RESAMPLES
+from memevo.evolve.proposers import ProposalContext, ProposerSettings, Variant, make_proposer
+from memevo.evolve.proposers.base import checked
+from memevo.evolve.records import GenerationPlan, ProposalStats
 from memevo.evolve.validation import LengthBounds
 from tests.doubles.category_backend import CategoryBackend, category_world
 from tests.test_evolve_loop import SEED_TYPES, CrashingBackend, Killed, _comparable, _served, evolve
@@ -257,6 +261,50 @@ def test_a_parent_kept_on_its_minibatch_checks_its_children_on_the_same_train_us
         users = [CandidateEval.model_validate_json((evals / c / "minibatch.json").read_text()).users
                  for c in (parent_id, child_id)]
         assert [u.user_id for u in users[0]] == [u.user_id for u in users[1]]
+
+
+class RepeatingProposer:
+    """TEST DOUBLE proposer: samples 0 and 1 add the same line (two proposals, one policy); each later sample adds
+    a line of its own. ``AlwaysRepeatingProposer``: every sample adds the same line."""
+
+    name = "repeating"
+    always = False
+
+    def __init__(self, settings: ProposerSettings) -> None:
+        del settings
+
+    async def propose(self, context: ProposalContext, n: int) -> tuple[list[Variant], ProposalStats]:
+        stats = ProposalStats()
+        (spec,) = context.components
+        current = context.current(spec)
+        variants = []
+        for sample in context.samples(n):
+            line = "instrument" if self.always or sample < 2 else f"instrument number {sample}"
+            text, _ = checked(spec, f"{current}\n- {line}", current, context.bounds, stats)
+            variants.append(Variant(prompts={spec.name: text}, proposer=self.name))
+        return variants, stats
+
+
+class AlwaysRepeatingProposer(RepeatingProposer):
+    always = True
+
+
+@pytest.mark.parametrize(("proposer", "expected"), [("RepeatingProposer", 3), ("AlwaysRepeatingProposer", 1)])
+def test_a_proposal_repeating_a_known_policy_is_asked_for_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                caplog: pytest.LogCaptureFixture, proposer: str,
+                                                                expected: int) -> None:
+    monkeypatch.setitem(proposers._REGISTRY, "repeating", f"tests.test_evolve_strategies:{proposer}")
+    caplog.set_level(logging.INFO, logger="memevo.evolve")
+    evolve(tmp_path, "repeat", strategy={"proposers": ["repeating"]}, budget={"generations": 1, "candidates": 3})
+    plan = GenerationPlan.model_validate_json((tmp_path / "repeat" / "generations" / "gen_001" / "plan.json").read_text())
+    ids = [candidate.id for candidate in plan.candidates]
+    assert len(ids) == expected == len(set(ids)) and [c.index for c in plan.candidates] == list(range(expected))
+    if expected == 3:  # one repeat, asked for again once: a new sample filled the slot
+        assert plan.stats.duplicates == 1 and "instrument number 3" in plan.candidates[2].policy.prompts["memory_types"]
+    else:  # every new sample repeated too: after the bounded tries the generation runs with fewer, and says so
+        assert plan.stats.duplicates == 2 + 2 * MAX_RESAMPLES
+        assert f"after {MAX_RESAMPLES} new tries: 1 candidate(s) instead of 3" in caplog.text
+    assert "repeated a known policy" in caplog.text
 
 
 VALIDATION_FIRST = {**ALL_STRATEGIES, "strategy": {"proposers": ["reflection", "delta", "merge"], "parents": "pareto",
