@@ -408,6 +408,7 @@ class OuterLoop(runtime.RunBase):
                 gathered = await self._until_accepted(plan.candidates, parent, lambda c: run(c, bar))
             else:
                 gathered = await asyncio.gather(*(run(candidate, bar) for candidate in plan.candidates))
+            bar.skip(len(plan.candidates) - len(gathered))  # not needed: the bar counts what was run
         tried, not_needed = plan.candidates[:len(gathered)], plan.candidates[len(gathered):]
         not_started = [c for c, result in zip(tried, gathered, strict=True) if result is None]
         ran = [(c, result) for c, result in zip(tried, gathered, strict=True) if result is not None]

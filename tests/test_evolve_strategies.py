@@ -4,6 +4,7 @@ paired acceptance, merge and delta proposers, each resuming after a kill to the 
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from mlflow import MlflowClient
 from memevo.agents.errors import UserInputError
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.prompts.awi import MEMORY_TYPES_COMPONENT
+from memevo.environments import progress
 from memevo.evolve import proposers
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.evaluation import CandidateEval
@@ -201,6 +203,21 @@ def test_first_accepted_ends_a_generation_at_its_first_accepted_candidate(tmp_pa
     assert spared, "no generation ended early"
     assert not any(outcome.not_needed for outcome in every.history)
     assert len(first_backend.calls_for("agent")) < len(every_backend.calls_for("agent"))
+
+
+def test_a_generation_s_bar_ends_full_when_candidates_were_not_needed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(progress.sys.stderr, "isatty", lambda: True)  # bars are drawn on a terminal only
+    result, _ = evolve(tmp_path, "bar", CategoryBackend(category_world(6, 3), proposer_mode="step"),
+                       episode={"rounds_init": 1, "rounds_update": 1, "user_concurrency": 1},
+                       budget={"generations": 3, "candidates": 3}, split={"train": 3, "val": 2, "test": 1})
+    assert any(outcome.not_needed for outcome in result.history[1:])
+    last: dict[int, tuple[int, int]] = {}  # each generation bar's last drawn state: done / total
+    for generation, done, total in re.findall(r"generation (\d+): +\d+%\|[^|]*\| (\d+)/(\d+)", capsys.readouterr().err):
+        last[int(generation)] = (int(done), int(total))
+    for outcome in result.history[1:]:
+        run = len(outcome.val)  # first accepted: every candidate tried ran on validation
+        assert last[outcome.generation] == (run, run)
 
 
 def test_validation_first_checks_a_minibatch_and_completes_a_parent_s_train_users(tmp_path: Path) -> None:
