@@ -45,7 +45,7 @@ from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
 from memevo.evolve.evaluation import CandidateEval, PruneHook, UserOutcome
 from memevo.evolve.evidence import evidence_from_episodes, render_evidence
-from memevo.evolve.explain import generation_line, proposals_line
+from memevo.evolve.explain import generation_line, held_out_line, proposals_line
 from memevo.evolve.generation_plot import plot_score_per_generation
 from memevo.evolve.progress import candidates_phase, evaluation_phase, test_phase
 from memevo.evolve.proposers import ProposalContext, propose_all
@@ -578,7 +578,7 @@ class OuterLoop(runtime.RunBase):
             best_user_scores=best_users, history=history, stop_reason=stop, usage=self.usage.report(),
         )
         write_record(self.run_dir / "result.json", result)
-        log.info("stopped: %s. test accuracy seed %.3f -> best %.3f", stop, seed_scores.accuracy, best_scores.accuracy)
+        log.info("stopped: %s. %s", stop, held_out_line(self.config.objective, seed_scores, best_scores))
         points = generation_points(history)
         plot = plot_score_per_generation(
             points, self.run_dir, title=f"{self.config.name}: score per generation (training and validation users)",

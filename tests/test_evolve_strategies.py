@@ -43,8 +43,11 @@ ALL_STRATEGIES = {
 }
 
 
-def test_one_objective_reaches_selection_tuner_and_result(tmp_path: Path) -> None:
+def test_one_objective_reaches_selection_tuner_and_result(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="memevo.evolve")
     result, _ = evolve(tmp_path, "memory", budget={"generations": 1})
+    assert (f"test memory score: seed {result.seed_scores.memory_score:.3f} -> best "
+            f"{result.best_scores.memory_score:.3f}") in caplog.text  # the final line names the objective
     assert result.objective == "memory_score"
     seed_val = CandidateEval.model_validate_json(
         (tmp_path / "memory" / "evals" / result.seed.id / "val.json").read_text()
@@ -59,6 +62,7 @@ def test_one_objective_reaches_selection_tuner_and_result(tmp_path: Path) -> Non
     assert seed_trial.user_attrs["val_memory_score"] == pytest.approx(result.history[0].val[result.seed.id])
     accuracy, _ = evolve(tmp_path, "accuracy", budget={"generations": 1}, objective="accuracy")
     assert accuracy.objective == "accuracy"
+    assert f"test accuracy: seed {accuracy.seed_scores.accuracy:.3f} -> best" in caplog.text
     val = CandidateEval.model_validate_json(
         (tmp_path / "accuracy" / "evals" / accuracy.seed.id / "val.json").read_text()
     )
