@@ -79,6 +79,13 @@ class Phase:
         if self._bar is not None:
             self._bar.update(units)
 
+    def skip(self, units: int) -> None:
+        """Units that turned out not to be needed (a generation's candidates after the one kept): the total
+        shrinks by them, so a finished phase ends full instead of looking cut short."""
+        if self._bar is not None and units:
+            self._bar.total -= units
+            self._bar.refresh()
+
     def note(self, text: str) -> None:
         """Short status at the right of the bar (e.g. the last user's accuracy)."""
         if self._bar is not None:

@@ -341,6 +341,7 @@ def parse_evolve_config(data: Any, *, source: Path | None = None) -> EvolveConfi
         raise UserInputError("objective memory_score needs the upper bound (upper_bound: true), or use "
                              "objective: accuracy", source=label, field="objective")
     check_strategy(config.strategy, source=label)
+    check_in_episode(config, source=label)
     if config.split.val >= 1:
         check_validation_users(config, int(config.split.val), source=label)
     return config
@@ -364,6 +365,23 @@ def check_strategy(strategy: StrategyConfig, *, source: str | None) -> None:
     if not 0 < strategy.confidence < 1:
         raise UserInputError(f"confidence must lie strictly between 0 and 1, not {strategy.confidence:g}",
                              source=source, field="strategy.confidence")
+
+
+OUTER_LOOP_ONLY = ("order", "minibatch", "first_accepted", "complete_parent_train")
+"""Strategy fields about a generation's candidates and their train users, which the in-episode protocol has not."""
+
+
+def check_in_episode(config: EvolveConfig, *, source: str | None) -> None:
+    """The in-episode protocol would silently ignore a strategy field of the outer loop's candidates: one set
+    in the file (not a default) is an error there."""
+    if config.protocol != "amemgym_period":
+        return
+    for name in OUTER_LOOP_ONLY:
+        if name in config.strategy.model_fields_set:
+            raise UserInputError(
+                "the amemgym_period protocol evolves each user's prompt within its episode and has no candidates to "
+                f"order, check on train users or stop at; strategy.{name} applies to protocol outer_loop only "
+                "(remove it)", source=source, field=f"strategy.{name}")
 
 
 def check_validation_users(config: EvolveConfig, n_val: int, *, source: str | None) -> None:

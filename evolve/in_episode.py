@@ -28,6 +28,7 @@ from memevo.evolve import runtime
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
 from memevo.evolve.evidence import evidence_from_periods, render_evidence
+from memevo.evolve.explain import held_out_line
 from memevo.evolve.proposers import ProposalContext, propose_all
 from memevo.evolve.records import EvolutionResult, ProposalStats
 
@@ -110,8 +111,8 @@ class InEpisodeEvolution(runtime.RunBase):
         )
         write_json_atomic(self.run_dir / "result.json", result.model_dump(mode="json"))
         self._track(result)
-        log.info("in-episode evolution: accuracy %.3f without -> %.3f with evolution",
-                 seed_scores.accuracy, evolved_scores.accuracy)
+        log.info("in-episode evolution, %s", held_out_line(self.config.objective, seed_scores, evolved_scores,
+                                                         best_label="evolving"))
         return result
 
     def _track(self, result: EvolutionResult) -> None:

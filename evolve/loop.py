@@ -12,10 +12,9 @@ its parent over those and the validation users together: only that one joins the
 episode is spent on the others. Under ``strategy.first_accepted`` (on by default) the candidates go one at a
 time instead, each checked on the train users as soon as the rule prefers it on validation, and the first
 one kept ends the generation: the later ones are not needed and never run. A pool candidate chosen as
-parent runs on the remaining train users then (its evidence), unless ``strategy.complete_parent_train`` is
-off. The best
-of the pool on validation is the run's best; at the end seed and best are scored on test users. Every
-comparison uses the one configured ``objective``.
+parent runs on the remaining train users then (its evidence; the scores go to its own MLflow run), unless
+``strategy.complete_parent_train`` is off. The best of the pool on validation is the run's best; at the end
+seed and best are scored on test users. Every comparison uses the one configured ``objective``.
 
 Everything is saved in the run folder as it finishes (the generation's first trial number before its
 proposals, its plan before any evaluation, each evaluation, each generation's outcome; every LLM call in
@@ -33,7 +32,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memevo.agents.llm.accounting import UsageReport
@@ -46,7 +45,7 @@ from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
 from memevo.evolve.evaluation import CandidateEval, PruneHook, UserOutcome
 from memevo.evolve.evidence import evidence_from_episodes, render_evidence
-from memevo.evolve.explain import generation_line, proposals_line
+from memevo.evolve.explain import generation_line, held_out_line, proposals_line
 from memevo.evolve.generation_plot import plot_score_per_generation
 from memevo.evolve.progress import candidates_phase, evaluation_phase, test_phase
 from memevo.evolve.proposers import ProposalContext, propose_all
@@ -63,7 +62,7 @@ from memevo.evolve.selection import Decision, MinibatchGate, best_of, make_accep
 from memevo.evolve.selection.gate import not_worse
 from memevo.evolve.selection.parents import mean_score
 from memevo.evolve.spend import budget_exceeded
-from memevo.evolve.tracking.entries import candidate_entry, final_metrics, generation_counts
+from memevo.evolve.tracking.entries import candidate_entry, completed_train_metrics, final_metrics, generation_counts
 from memevo.evolve.tracking.payloads import (
     generation_metrics,
     generation_points,
@@ -77,6 +76,9 @@ from memevo.evolve.tracking.payloads import (
 from memevo.evolve.tuner import Tuner
 
 log = logging.getLogger("memevo.evolve")
+
+MAX_RESAMPLES = 2
+"""How many times a generation asks its proposers again for the slots of proposals that repeated a known policy."""
 
 __all__ = ["EvolutionResult", "GenerationOutcome", "GenerationPlan", "OuterLoop", "evolve", "run_evolution"]
 
@@ -281,8 +283,8 @@ class OuterLoop(runtime.RunBase):
         if stored is not None:
             return stored
         first_trial = self._first_trial(generation)
-        if self.evaluator.finished(parent.id, "train") is None and self.config.strategy.complete_parent_train:
-            await self._evaluate(parent, "train", self.split.train)  # checked on a minibatch only (validation first)
+        if self.config.strategy.complete_parent_train:
+            await self._complete_parent_train(parent)
         episodes = self.evaluator.episodes(parent.id, "train", self.split.train, traces=True)
         evidence = render_evidence(evidence_from_episodes(episodes, self.items, self.config.feedback),
                                    self.config.evidence_max_tokens)
@@ -291,32 +293,68 @@ class OuterLoop(runtime.RunBase):
             components=[self.spec.component(name) for name in self.config.components], pool=tuple(self.pool),
             val_instances=self.val_instances, lineage=self.candidates,
         )
-        variants, stats = await propose_all(self.proposers, context, self.config.budget.candidates)
         self.tuner.reuse_from(first_trial)
-        candidates: list[Candidate] = []
-        seen = set(self.candidates)  # a policy proposed again (an ancestor, an earlier proposal) wastes a slot
-        for variant in variants:
-            if not variant.prompts and not self.config.hyperparameters:
-                continue
-            number, params = self.tuner.ask()
-            policy = parent.policy.with_prompts(**variant.prompts).with_hyperparameters(**params)
-            if policy.policy_id in seen:
-                self.tuner.tell(number, None, pruned=True)
-                continue
-            seen.add(policy.policy_id)
-            changed = bool(variant.prompts)
-            candidate = Candidate(
-                policy=policy, parent_id=parent.id, generation=generation, index=len(candidates),
-                origin="proposal" if changed else "tuning", changes=variant.changes, trial_number=number,
-                proposer=variant.proposer if changed else None,
-                other_parent_id=variant.other_parent_id if changed else None,
-            )
-            self.tuner.annotate(number, candidate_id=candidate.id)
-            candidates.append(candidate)
+        candidates, stats = await self._candidates(context)
         plan = GenerationPlan(generation=generation, parent_id=parent.id, feedback=evidence,
                               candidates=candidates, stats=stats)
         write_record(path, plan)
         return plan
+
+    async def _candidates(self, context: ProposalContext) -> tuple[list[Candidate], ProposalStats]:
+        """The generation's K candidates: the proposers' variants with Optuna's hyperparameters. A candidate whose
+        policy is already known (an ancestor, an earlier proposal, another proposer's same text) would waste its
+        slot: the proposers are asked again for that many new samples, at most ``MAX_RESAMPLES`` times; then the
+        generation has fewer candidates (logged)."""
+        parent, wanted = context.parent, self.config.budget.candidates
+        candidates: list[Candidate] = []
+        stats = ProposalStats()
+        seen = set(self.candidates)
+        for attempt in range(MAX_RESAMPLES + 1):
+            variants, made = await propose_all(self.proposers, context, wanted)
+            stats.add(made)
+            repeated = 0
+            for variant in variants:
+                if not variant.prompts and not self.config.hyperparameters:
+                    continue
+                number, params = self.tuner.ask()
+                policy = parent.policy.with_prompts(**variant.prompts).with_hyperparameters(**params)
+                if policy.policy_id in seen:
+                    self.tuner.tell(number, None, pruned=True)
+                    repeated += 1
+                    continue
+                seen.add(policy.policy_id)
+                changed = bool(variant.prompts)
+                candidate = Candidate(
+                    policy=policy, parent_id=parent.id, generation=context.generation, index=len(candidates),
+                    origin="proposal" if changed else "tuning", changes=variant.changes, trial_number=number,
+                    proposer=variant.proposer if changed else None,
+                    other_parent_id=variant.other_parent_id if changed else None,
+                )
+                self.tuner.annotate(number, candidate_id=candidate.id)
+                candidates.append(candidate)
+            stats.duplicates += repeated
+            if not repeated:
+                break
+            if attempt == MAX_RESAMPLES:
+                log.info("gen %d: %d proposal(s) still repeated a known policy after %d new tries: %d candidate(s) "
+                         "instead of %d", context.generation, repeated, MAX_RESAMPLES, len(candidates),
+                         self.config.budget.candidates)
+                break
+            log.info("gen %d: %d proposal(s) repeated a known policy; asking for %d new one(s)", context.generation,
+                     repeated, repeated)
+            context = replace(context, first_sample=context.first_sample + wanted)
+            wanted = repeated
+        return candidates, stats
+
+    async def _complete_parent_train(self, parent: Candidate) -> None:
+        """A parent checked on a minibatch only (validation first) runs on the other train users, its evidence; the
+        scores go to its own MLflow candidate run (also when a killed process ran them and the resume logs them)."""
+        train = self.evaluator.finished(parent.id, "train") or await self._evaluate(parent, "train", self.split.train)
+        checked_on_minibatch = self._validation_first and self.evaluator.finished(parent.id, "minibatch") is not None
+        if self.tracker is not None and checked_on_minibatch:
+            self.tracker.log_candidate_metrics(
+                parent.generation, parent.label, completed_train_metrics(self.evaluator, self._users, parent, train),
+                key="completed_train")
 
     # ----- generations --------------------------------------------------------------------------
 
@@ -348,7 +386,8 @@ class OuterLoop(runtime.RunBase):
         tuning = sum(candidate.origin == "tuning" for candidate in plan.candidates)
         log.info("%s; parent %s", proposals_line(generation, prompt_candidates=len(plan.candidates) - tuning,
                                                  tuning_candidates=tuning, proposals=plan.stats.total,
-                                                 rejected=plan.stats.rejected, repaired=plan.stats.repaired),
+                                                 rejected=plan.stats.rejected, repaired=plan.stats.repaired,
+                                                 duplicates=plan.stats.duplicates),
                  parent.label)
         semaphore = asyncio.Semaphore(self.config.episode.candidate_concurrency or len(plan.candidates) or 1)
         budget_stop: list[str] = []
@@ -369,6 +408,7 @@ class OuterLoop(runtime.RunBase):
                 gathered = await self._until_accepted(plan.candidates, parent, lambda c: run(c, bar))
             else:
                 gathered = await asyncio.gather(*(run(candidate, bar) for candidate in plan.candidates))
+            bar.skip(len(plan.candidates) - len(gathered))  # not needed: the bar counts what was run
         tried, not_needed = plan.candidates[:len(gathered)], plan.candidates[len(gathered):]
         not_started = [c for c, result in zip(tried, gathered, strict=True) if result is None]
         ran = [(c, result) for c, result in zip(tried, gathered, strict=True) if result is not None]
@@ -538,7 +578,7 @@ class OuterLoop(runtime.RunBase):
             best_user_scores=best_users, history=history, stop_reason=stop, usage=self.usage.report(),
         )
         write_record(self.run_dir / "result.json", result)
-        log.info("stopped: %s. test accuracy seed %.3f -> best %.3f", stop, seed_scores.accuracy, best_scores.accuracy)
+        log.info("stopped: %s. %s", stop, held_out_line(self.config.objective, seed_scores, best_scores))
         points = generation_points(history)
         plot = plot_score_per_generation(
             points, self.run_dir, title=f"{self.config.name}: score per generation (training and validation users)",

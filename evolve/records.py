@@ -30,6 +30,8 @@ class ProposalStats(BaseModel):
     accepted: int = 0
     repaired: int = 0
     rejected: int = 0
+    duplicates: int = 0
+    """Valid proposals dropped for repeating a known policy (each asked for again while retries last)."""
     reasons: list[str] = Field(default_factory=list)
 
     def count(self, verdict: Verdict) -> None:
@@ -46,6 +48,7 @@ class ProposalStats(BaseModel):
         self.accepted += other.accepted
         self.repaired += other.repaired
         self.rejected += other.rejected
+        self.duplicates += other.duplicates
         self.reasons += other.reasons
 
 

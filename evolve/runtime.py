@@ -40,7 +40,7 @@ from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig, check_validation_users
 from memevo.evolve.evaluation import Evaluator
 from memevo.evolve.proposers import ProposerSettings, make_proposer
-from memevo.evolve.tracking.payloads import experiment_tags, split_dataset_input
+from memevo.evolve.tracking.payloads import experiment_tags, minibatch_param, split_dataset_input
 from memevo.evolve.tracking.store import Tracker, git_commit
 from memevo.evolve.validation import LengthBounds
 
@@ -306,7 +306,8 @@ class RunBase:
             "proposer_model": self.config.llm.proposer.model, "feedback_mode": self.config.feedback.mode.value,
             "objective": self.config.objective, "proposers": ",".join(self.config.strategy.proposers),
             "parents": self.config.strategy.parents, "acceptance": self.config.strategy.acceptance,
-            "order": self.config.strategy.order, "minibatch": self.config.strategy.minibatch or 0,
+            "order": self.config.strategy.order,
+            "minibatch": minibatch_param(self.config.strategy.minibatch, order=self.config.strategy.order),
             "components": ",".join(self.config.components), "split_seed": self.config.split.seed,
             "optuna_seed": self.config.optuna.seed, "data_hash": data_hash(self.users),
             "n_train": len(self.split.train), "n_val": len(self.split.val), "n_test": len(self.split.test),

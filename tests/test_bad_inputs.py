@@ -188,6 +188,11 @@ EVOLVE_CASES = [
         ["evolve.yaml", "'seed.policy.prompts.memory_types'", "unknown placeholder(s) {hobby}"],
     ),
     ("missing local data path", {"data": {"path": "nope/data.json"}}, ["nope/data.json", "no such file"]),
+    (
+        "in-episode protocol with a minibatch",
+        {"protocol": "amemgym_period", "strategy": {"minibatch": 1}},
+        ["evolve.yaml", "'strategy.minibatch'", "amemgym_period protocol", "outer_loop only"],
+    ),
 ]
 
 

@@ -49,6 +49,18 @@ def test_full_config(tmp_path: Path) -> None:
     assert config.protocol == "amemgym_period"
 
 
+@pytest.mark.parametrize("field", ["order", "minibatch", "first_accepted", "complete_parent_train"])
+def test_an_outer_loop_strategy_field_set_for_the_in_episode_protocol_is_named(tmp_path: Path, field: str) -> None:
+    values = {"order": "train_first", "minibatch": 2, "first_accepted": True, "complete_parent_train": True}
+    in_episode = {**MINIMAL, "protocol": "amemgym_period"}
+    path = write(tmp_path, {**in_episode, "strategy": {"proposers": ["delta"], field: values[field]}})
+    with pytest.raises(UserInputError, match="amemgym_period") as caught:
+        load_evolve_config(path)
+    assert caught.value.field == f"strategy.{field}" and str(path.resolve()) in str(caught.value)
+    assert load_evolve_config(write(tmp_path, {**in_episode, "strategy": {"proposers": ["delta"]}})).strategy.minibatch
+    assert load_evolve_config(write(tmp_path, {**MINIMAL, "strategy": {field: values[field]}}))
+
+
 @pytest.mark.parametrize(
     ("patch", "field"),
     [

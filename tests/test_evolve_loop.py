@@ -260,6 +260,16 @@ def test_mlflow_store_holds_runs_metrics_and_artifacts(tmp_path: Path) -> None:
     assert best_trial.user_attrs["generation"] == 1 and best_trial.user_attrs["candidate"] == best_label
 
 
+@pytest.mark.parametrize(("strategy", "shown"), [({"minibatch": None}, "all"), ({"minibatch": 2}, "2"),
+                                                  ({"order": "train_first", "minibatch": None}, "none")])
+def test_mlflow_minibatch_param_says_what_was_configured(tmp_path: Path, strategy: dict[str, Any], shown: str) -> None:
+    evolve(tmp_path, "params", tracking={"enabled": True}, budget={"generations": 0}, strategy=strategy)
+    client = MlflowClient(f"sqlite:///{tmp_path / 'params' / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("test-evolution").experiment_id])
+    (parent,) = [run for run in runs if run.info.run_name == "test-evolution"]
+    assert parent.data.params["minibatch"] == shown
+
+
 def test_budget_stops_the_run(tmp_path: Path) -> None:
     result, _ = evolve(tmp_path, "budget", budget={"generations": 5, "max_calls": 10})
     assert "call budget" in result.stop_reason and len(result.history) == 1

@@ -1,9 +1,14 @@
 """The DSPy proposer through a gateway-style LM: useful replies parse, bad ones become rejected proposals."""
 
+from dataclasses import replace
+
 from memevo.agents.llm.dspy_lm import GatewayLM
+from memevo.agents.policy import MemoryPolicy
 from memevo.agents.prompts.awi import MEMORY_TYPES_COMPONENT, WRITE_COMPONENT
-from memevo.evolve.proposers import ProposerSettings
+from memevo.evolve.candidates import Candidate
+from memevo.evolve.proposers import ProposalContext, ProposerSettings, make_proposer
 from memevo.evolve.proposers.reflection import ReflectionProposer
+from memevo.evolve.validation import LengthBounds
 from tests.doubles.category_backend import CategoryBackend, category_world
 
 FEEDBACK = "Question 1: Which option should I pick for plan number 2?\n(A) Something for a instrument of piano\n"
@@ -53,3 +58,16 @@ async def test_unparsable_reply_is_an_error_not_an_exception() -> None:
     proposals = await prop.rewrites(MEMORY_TYPES_COMPONENT, "- commute", FEEDBACK, "task", 3)
     assert len(proposals) == 3
     assert all(p.text is None and p.error for p in proposals)
+
+
+async def test_proposals_asked_for_again_are_new_samples_not_the_first_answer_repeated() -> None:
+    backend = CategoryBackend(category_world(1, 1), proposer_mode="mixed")  # sample 0 adds a category, others forget
+    settings = ProposerSettings(lm=GatewayLM(backend, role="proposer"))  # type: ignore[arg-type]
+    parent = Candidate(policy=MemoryPolicy(kind="awi", prompts={"memory_types": "- commute (how the user travels)"}))
+    context = ProposalContext(generation=1, parent=parent, evidence=FEEDBACK, components=[MEMORY_TYPES_COMPONENT],
+                              task="task", bounds=LengthBounds())
+    for name in ("reflection", "delta"):
+        (first,), _ = await make_proposer(name, settings).propose(context, 1)
+        (again,), _ = await make_proposer(name, settings).propose(replace(context, first_sample=1), 1)
+        assert first.prompts == {"memory_types": "- commute (how the user travels)\n- instrument"}, name
+        assert again.prompts != first.prompts, name

@@ -3,19 +3,26 @@ paired acceptance, merge and delta proposers, each resuming after a kill to the 
 
 from __future__ import annotations
 
+import logging
+import re
 from pathlib import Path
 from typing import Any
 
 import optuna
 import pytest
+from mlflow import MlflowClient
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.prompts.awi import MEMORY_TYPES_COMPONENT
+from memevo.environments import progress
+from memevo.evolve import proposers
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.evaluation import CandidateEval
-from memevo.evolve.proposers import ProposalContext, ProposerSettings, make_proposer
-from memevo.evolve.records import GenerationPlan
+from memevo.evolve.loop import MAX_RESAMPLES
+from memevo.evolve.proposers import ProposalContext, ProposerSettings, Variant, make_proposer
+from memevo.evolve.proposers.base import checked
+from memevo.evolve.records import GenerationPlan, ProposalStats
 from memevo.evolve.validation import LengthBounds
 from tests.doubles.category_backend import CategoryBackend, category_world
 from tests.test_evolve_loop import SEED_TYPES, CrashingBackend, Killed, _comparable, _served, evolve
@@ -36,8 +43,11 @@ ALL_STRATEGIES = {
 }
 
 
-def test_one_objective_reaches_selection_tuner_and_result(tmp_path: Path) -> None:
+def test_one_objective_reaches_selection_tuner_and_result(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="memevo.evolve")
     result, _ = evolve(tmp_path, "memory", budget={"generations": 1})
+    assert (f"test memory score: seed {result.seed_scores.memory_score:.3f} -> best "
+            f"{result.best_scores.memory_score:.3f}") in caplog.text  # the final line names the objective
     assert result.objective == "memory_score"
     seed_val = CandidateEval.model_validate_json(
         (tmp_path / "memory" / "evals" / result.seed.id / "val.json").read_text()
@@ -52,6 +62,7 @@ def test_one_objective_reaches_selection_tuner_and_result(tmp_path: Path) -> Non
     assert seed_trial.user_attrs["val_memory_score"] == pytest.approx(result.history[0].val[result.seed.id])
     accuracy, _ = evolve(tmp_path, "accuracy", budget={"generations": 1}, objective="accuracy")
     assert accuracy.objective == "accuracy"
+    assert f"test accuracy: seed {accuracy.seed_scores.accuracy:.3f} -> best" in caplog.text
     val = CandidateEval.model_validate_json(
         (tmp_path / "accuracy" / "evals" / accuracy.seed.id / "val.json").read_text()
     )
@@ -198,6 +209,21 @@ def test_first_accepted_ends_a_generation_at_its_first_accepted_candidate(tmp_pa
     assert len(first_backend.calls_for("agent")) < len(every_backend.calls_for("agent"))
 
 
+def test_a_generation_s_bar_ends_full_when_candidates_were_not_needed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(progress.sys.stderr, "isatty", lambda: True)  # bars are drawn on a terminal only
+    result, _ = evolve(tmp_path, "bar", CategoryBackend(category_world(6, 3), proposer_mode="step"),
+                       episode={"rounds_init": 1, "rounds_update": 1, "user_concurrency": 1},
+                       budget={"generations": 3, "candidates": 3}, split={"train": 3, "val": 2, "test": 1})
+    assert any(outcome.not_needed for outcome in result.history[1:])
+    last: dict[int, tuple[int, int]] = {}  # each generation bar's last drawn state: done / total
+    for generation, done, total in re.findall(r"generation (\d+): +\d+%\|[^|]*\| (\d+)/(\d+)", capsys.readouterr().err):
+        last[int(generation)] = (int(done), int(total))
+    for outcome in result.history[1:]:
+        run = len(outcome.val)  # first accepted: every candidate tried ran on validation
+        assert last[outcome.generation] == (run, run)
+
+
 def test_validation_first_checks_a_minibatch_and_completes_a_parent_s_train_users(tmp_path: Path) -> None:
     world = category_world(6, 3)
     result, _ = evolve(tmp_path, "mini", CategoryBackend(world, proposer_mode="step"),
@@ -213,6 +239,28 @@ def test_validation_first_checks_a_minibatch_and_completes_a_parent_s_train_user
         assert len(check.users) == 1
         became_parent = any(plan.parent_id == candidate_id for plan in plans)
         assert (evals / candidate_id / "train.json").exists() == became_parent
+
+
+def test_a_parent_completing_its_train_users_logs_their_scores_to_its_own_candidate_run(tmp_path: Path) -> None:
+    world = category_world(6, 3)
+    result, _ = evolve(tmp_path, "logged", CategoryBackend(world, proposer_mode="step"),
+                       strategy={"order": "validation_first", "minibatch": 1}, tracking={"enabled": True},
+                       episode={"rounds_init": 1, "rounds_update": 1, "user_concurrency": 1})
+    evals = tmp_path / "logged" / "evals"
+    plans = [GenerationPlan.model_validate_json(path.read_text())
+             for path in sorted((tmp_path / "logged" / "generations").glob("gen_*/plan.json"))]
+    completed = {plan.parent_id for plan in plans if (evals / plan.parent_id / "minibatch.json").exists()}
+    assert completed, "no parent checked on a minibatch completed its train users"
+    client = MlflowClient(f"sqlite:///{tmp_path / 'logged' / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("test-evolution").experiment_id])
+    for candidate_id in completed:
+        (run,) = [run for run in runs if run.data.tags.get("memevo.candidate_id") == candidate_id]  # no second run
+        train = CandidateEval.model_validate_json((evals / candidate_id / "train.json").read_text())
+        generation = int(run.data.tags["memevo.generation"])
+        assert run.data.metrics["train_objective"] == pytest.approx(train.score)
+        assert run.data.metrics["train_accuracy"] == pytest.approx(sum(u.accuracy for u in train.users) / 2)
+        assert run.data.metrics["train_users_evaluated"] == 2 and "train_memory_score" in run.data.metrics
+        assert [m.step for m in client.get_metric_history(run.info.run_id, "train_accuracy")] == [generation]
 
 
 def test_a_parent_kept_on_its_minibatch_checks_its_children_on_the_same_train_users(tmp_path: Path) -> None:
@@ -234,6 +282,50 @@ def test_a_parent_kept_on_its_minibatch_checks_its_children_on_the_same_train_us
         users = [CandidateEval.model_validate_json((evals / c / "minibatch.json").read_text()).users
                  for c in (parent_id, child_id)]
         assert [u.user_id for u in users[0]] == [u.user_id for u in users[1]]
+
+
+class RepeatingProposer:
+    """TEST DOUBLE proposer: samples 0 and 1 add the same line (two proposals, one policy); each later sample adds
+    a line of its own. ``AlwaysRepeatingProposer``: every sample adds the same line."""
+
+    name = "repeating"
+    always = False
+
+    def __init__(self, settings: ProposerSettings) -> None:
+        del settings
+
+    async def propose(self, context: ProposalContext, n: int) -> tuple[list[Variant], ProposalStats]:
+        stats = ProposalStats()
+        (spec,) = context.components
+        current = context.current(spec)
+        variants = []
+        for sample in context.samples(n):
+            line = "instrument" if self.always or sample < 2 else f"instrument number {sample}"
+            text, _ = checked(spec, f"{current}\n- {line}", current, context.bounds, stats)
+            variants.append(Variant(prompts={spec.name: text}, proposer=self.name))
+        return variants, stats
+
+
+class AlwaysRepeatingProposer(RepeatingProposer):
+    always = True
+
+
+@pytest.mark.parametrize(("proposer", "expected"), [("RepeatingProposer", 3), ("AlwaysRepeatingProposer", 1)])
+def test_a_proposal_repeating_a_known_policy_is_asked_for_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                caplog: pytest.LogCaptureFixture, proposer: str,
+                                                                expected: int) -> None:
+    monkeypatch.setitem(proposers._REGISTRY, "repeating", f"tests.test_evolve_strategies:{proposer}")
+    caplog.set_level(logging.INFO, logger="memevo.evolve")
+    evolve(tmp_path, "repeat", strategy={"proposers": ["repeating"]}, budget={"generations": 1, "candidates": 3})
+    plan = GenerationPlan.model_validate_json((tmp_path / "repeat" / "generations" / "gen_001" / "plan.json").read_text())
+    ids = [candidate.id for candidate in plan.candidates]
+    assert len(ids) == expected == len(set(ids)) and [c.index for c in plan.candidates] == list(range(expected))
+    if expected == 3:  # one repeat, asked for again once: a new sample filled the slot
+        assert plan.stats.duplicates == 1 and "instrument number 3" in plan.candidates[2].policy.prompts["memory_types"]
+    else:  # every new sample repeated too: after the bounded tries the generation runs with fewer, and says so
+        assert plan.stats.duplicates == 2 + 2 * MAX_RESAMPLES
+        assert f"after {MAX_RESAMPLES} new tries: 1 candidate(s) instead of 3" in caplog.text
+    assert "repeated a known policy" in caplog.text
 
 
 VALIDATION_FIRST = {**ALL_STRATEGIES, "strategy": {"proposers": ["reflection", "delta", "merge"], "parents": "pareto",

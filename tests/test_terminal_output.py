@@ -86,6 +86,10 @@ def test_unreadable_proposer_reply_is_one_line_without_the_reply() -> None:
 def test_generation_lines_name_hyperparameter_only_candidates_and_the_kept_one() -> None:
     line = proposals_line(2, prompt_candidates=1, tuning_candidates=2, proposals=3, rejected=2, repaired=0)
     assert "3 candidate(s) (1 with a new prompt, 2 hyperparameter-only) from 3 prompt proposal(s)" in line
+    assert "repeated" not in line
+    repeated = proposals_line(2, prompt_candidates=2, tuning_candidates=0, proposals=3, rejected=0, repaired=0,
+                              duplicates=1)
+    assert repeated.endswith("(0 rejected, 0 repaired, 1 repeated a known policy)")
     summary = generation_line(2, candidates=3, pruned=3, generation_best=None, kept="g1c0-a2b3211f", improved=False,
                               kept_objective=1.0, usage=RoleUsage(calls=10, unpriced_calls=10))
     assert "best validation n/a (no candidate reached validation)" in summary

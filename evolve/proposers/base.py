@@ -43,6 +43,13 @@ class ProposalContext:
     """Per pool candidate id, its objective per validation (user, period)."""
     lineage: Mapping[str, Candidate] = field(default_factory=dict)
     """Every known candidate by id, to walk parent links."""
+    first_sample: int = 0
+    """The number of the first sample drawn: proposals asked for again (their first answers repeated a known
+    policy) start after those already drawn, so they are new samples, not cached repeats."""
+
+    def samples(self, n: int) -> range:
+        """The sample numbers of ``n`` proposals (sample 0 is the LM's default answer)."""
+        return range(self.first_sample, self.first_sample + n)
 
     def current(self, spec: ComponentSpec, candidate: Candidate | None = None) -> str:
         return (candidate or self.parent).policy.prompts.get(spec.name, spec.default)

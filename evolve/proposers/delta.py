@@ -79,7 +79,7 @@ class DeltaProposer:
         variants = [Variant(prompts={}, proposer=self.name) for _ in range(n)]
         for spec in context.components:
             current = context.current(spec)
-            samples = await asyncio.gather(*(self._edits(spec, current, context, i) for i in range(n)))
+            samples = await asyncio.gather(*(self._edits(spec, current, context, i) for i in context.samples(n)))
             for index, edits in enumerate(samples):
                 new, applied = apply_edits(current, edits) if edits else (None, [])
                 text, repairs = checked(spec, new if applied else None, current, context.bounds, stats)

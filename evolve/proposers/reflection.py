@@ -128,10 +128,11 @@ class ReflectionProposer:
         )
 
     async def rewrites(
-        self, spec: ComponentSpec, current: str, feedback: str, task: str, n: int, generation: int = 0
+        self, spec: ComponentSpec, current: str, feedback: str, task: str, n: int, generation: int = 0, *,
+        first_sample: int = 0,
     ) -> list[Proposal]:
-        """``n`` raw proposals for one component."""
-        samples = (self._one(spec, current, feedback, task, i, generation) for i in range(n))
+        """``n`` raw proposals for one component (sample numbers from ``first_sample`` on)."""
+        samples = (self._one(spec, current, feedback, task, first_sample + i, generation) for i in range(n))
         return list(await asyncio.gather(*samples))
 
     async def propose(self, context: ProposalContext, n: int) -> tuple[list[Variant], ProposalStats]:
@@ -139,7 +140,8 @@ class ReflectionProposer:
         variants = [Variant(prompts={}, proposer=self.name) for _ in range(n)]
         for spec in context.components:
             current = context.current(spec)
-            proposals = await self.rewrites(spec, current, context.evidence, context.task, n, context.generation)
+            proposals = await self.rewrites(spec, current, context.evidence, context.task, n, context.generation,
+                                            first_sample=context.first_sample)
             for index, proposal in enumerate(proposals):
                 text, repairs = checked(spec, proposal.text, current, context.bounds, stats)
                 if text is None:

@@ -54,10 +54,23 @@ def candidate_metrics(
         if result is not None:
             metrics[f"{label}_objective"] = result.score
     for split in SPLITS:
-        scored = evaluator.scores(candidate.id, split, users[split]) if evals.get(split) is not None else None
-        if scored is not None:
-            metrics |= score_metrics(split, scored[0])
+        if evals.get(split) is not None:
+            metrics |= split_metrics(evaluator, users, candidate.id, split)
     return metrics
+
+
+def split_metrics(evaluator: Evaluator, users: dict[str, list[str]], candidate_id: str, split: str) -> dict[str, float]:
+    """``score_metrics`` of a candidate's finished episodes on one split (nothing when none finished)."""
+    scored = evaluator.scores(candidate_id, split, users[split])
+    return score_metrics(split, scored[0]) if scored is not None else {}
+
+
+def completed_train_metrics(evaluator: Evaluator, users: dict[str, list[str]], candidate: Candidate,
+                            train: CandidateEval) -> dict[str, float]:
+    """The train scores of a candidate that ran on the other train users when it became a parent (validation
+    first): the names its run would have had, had its generation run it on them all."""
+    return ({"train_users_evaluated": len(train.users), "train_objective": train.score}
+            | split_metrics(evaluator, users, candidate.id, "train"))
 
 
 def qa_table(evaluator: Evaluator, users: dict[str, list[str]], candidate_id: str) -> str:

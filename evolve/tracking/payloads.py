@@ -168,6 +168,14 @@ def trial_attributes(*, candidate_id: str, label: str, generation: int, objectiv
     return attrs
 
 
+def minibatch_param(minibatch: int | None, *, order: str) -> str:
+    """``strategy.minibatch`` as the parent run's param. None reads as what it means under the order: a proposal
+    is checked on all train users (validation first), or meets no gate before them (train first)."""
+    if minibatch is not None:
+        return str(minibatch)
+    return "all" if order == "validation_first" else "none"
+
+
 def experiment_tags(*, name: str, protocol: str, components: Sequence[str], feedback_mode: str) -> dict[str, str]:
     """An experiment description (shown on the experiment page) and the kind that opens it on its runs."""
     evolving = ", ".join(components) or "no prompt (hyperparameters only)"
