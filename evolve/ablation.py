@@ -18,9 +18,9 @@ from typing import Any
 
 from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
-from pydantic import BaseModel
 
 from memevo.agents.errors import UserInputError
+from memevo.agents.lazy_model import LazyModel
 from memevo.environments.metrics.scores import Scores, UserScores
 from memevo.environments.store import write_json_atomic
 from memevo.evolve import runtime
@@ -51,7 +51,7 @@ MANIFEST_TAG = "memevo.ablation_manifest"
 """The ablation parent run's tag: the hash of the manifest as first written."""
 
 
-class AblationManifest(BaseModel):
+class AblationManifest(LazyModel):
     """What ``memevo report`` needs to re-render an ablation, and what resume checks against."""
 
     name: str
@@ -72,7 +72,7 @@ class AblationManifest(BaseModel):
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
-class AblationOutcome(BaseModel):
+class AblationOutcome(LazyModel):
     summary: AblationSummary
     outputs: dict[str, Path]
     parent_run_id: str | None

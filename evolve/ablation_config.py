@@ -12,10 +12,11 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from memevo.agents.config_io import read_mapping, user_error
 from memevo.agents.errors import UserInputError
+from memevo.agents.lazy_model import LazyModel
 from memevo.evolve.config import EvolveConfig, parse_evolve_config
 
 DEFAULT_ARMS: tuple[dict[str, Any], ...] = (
@@ -31,14 +32,14 @@ DEFAULT_ARMS: tuple[dict[str, Any], ...] = (
 SAME_USERS_FIELDS = ("data", "split", "episode.max_periods", "episode.max_questions")
 
 
-class ArmSpec(BaseModel):
+class ArmSpec(LazyModel):
     """One arm: a name, optionally its own evolve config file, and overrides applied on top."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
     config: Path | None = Field(None, description="An evolve config file; default: the ablation's base.")
-    overrides: dict[str, Any] = Field(default_factory=dict, description="Deep-merged into the evolve config.")
+    overrides: dict[str, Any] = Field({}, description="Deep-merged into the evolve config.")
 
     @field_validator("name")
     @classmethod
@@ -48,7 +49,7 @@ class ArmSpec(BaseModel):
         return value
 
 
-class AblationConfig(BaseModel):
+class AblationConfig(LazyModel):
     """Arms x seeds over the same users; see experiments/feedback-ablation*.yaml."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -9,15 +9,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.accounting import UsageReport
 from memevo.environments.store import write_json_atomic
 
 ARM_RECORD_FILE = "arm_result.json"
 
 
-class UnitScore(BaseModel):
+class UnitScore(LazyModel):
     """Test scores of one user under one (arm, seed): the unit every statistic is computed over."""
 
     arm: str
@@ -25,11 +26,11 @@ class UnitScore(BaseModel):
     user_id: str
     memory: float | None = Field(description="Normalized memory score (mean over periods); None without an upper bound.")
     overall: float = Field(description="Overall QA accuracy (mean over periods).")
-    period_memory: list[float | None] = Field(default_factory=list)
-    period_overall: list[float] = Field(default_factory=list)
+    period_memory: list[float | None] = []
+    period_overall: list[float] = []
 
 
-class FailureRates(BaseModel):
+class FailureRates(LazyModel):
     """Write / read / utilization failure shares of all test questions of one run (they sum to 1 - accuracy)."""
 
     write: float
@@ -38,18 +39,18 @@ class FailureRates(BaseModel):
     n_questions: int
 
 
-class ArmSeedRecord(BaseModel):
+class ArmSeedRecord(LazyModel):
     """One finished (arm, seed) evolution: its best candidate's per-user test scores, the seed candidate's, spend."""
 
     arm: str
     seed: int
     units: list[UnitScore]
-    seed_units: list[UnitScore] = Field(default_factory=list, description="The un-evolved seed candidate on the same users.")
+    seed_units: list[UnitScore] = Field([], description="The un-evolved seed candidate on the same users.")
     failure: FailureRates | None = Field(None, description="None when the run did not diagnose.")
     usage: UsageReport = Field(default_factory=UsageReport, description="Calls, tokens and dollars by role.")
     evolution_run_id: str | None = None
     best_policy_id: str | None = None
-    config: dict = Field(default_factory=dict, description="The resolved evolve config this run used.")
+    config: dict = Field({}, description="The resolved evolve config this run used.")
 
 
 def arm_seed_dir(run_dir: Path, arm: str, seed: int) -> Path:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.accounting import RoleUsage
 from memevo.evolve.ablation_records import ArmSeedRecord, FailureRates, UnitScore
 from memevo.evolve.stats import CIMethod, Interval, PairedTest, interval, paired_test
@@ -16,7 +17,7 @@ METRICS: dict[str, Callable[[UnitScore], float | None]] = {
 }
 
 
-class ArmSummary(BaseModel):
+class ArmSummary(LazyModel):
     arm: str
     seeds: list[int]
     n_units: int = Field(description="Units the intervals use (one seed's when all seeds were identical).")
@@ -28,14 +29,14 @@ class ArmSummary(BaseModel):
     identical_seeds: bool = False
 
 
-class Comparison(BaseModel):
+class Comparison(LazyModel):
     arm: str
     baseline: str
     metric: str
     test: PairedTest
 
 
-class AblationSummary(BaseModel):
+class AblationSummary(LazyModel):
     name: str
     ci_method: CIMethod
     confidence: float

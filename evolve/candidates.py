@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.policy import MemoryPolicy
 
 Origin = Literal["seed", "proposal", "tuning"]
 
 
-class Candidate(BaseModel):
+class Candidate(LazyModel):
     """One point of the search: the policy to evaluate and its lineage.
 
     ``id`` is the policy id, so two candidates with identical prompts and settings share results.
@@ -24,7 +25,7 @@ class Candidate(BaseModel):
     generation: int = 0
     origin: Origin = "seed"
     index: int = Field(0, description="Position within its generation.")
-    changes: list[str] = Field(default_factory=list, description="The proposer's summary of what it changed.")
+    changes: list[str] = Field([], description="The proposer's summary of what it changed.")
     trial_number: int | None = Field(None, description="Optuna trial that set its hyperparameters.")
     proposer: str | None = Field(None, description="The proposer that wrote its prompts (None: seed or tuning).")
     other_parent_id: str | None = Field(None, description="The second parent of a merge.")

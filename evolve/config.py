@@ -10,10 +10,11 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from memevo.agents.config_io import read_mapping
 from memevo.agents.errors import UserInputError
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.policy import MemoryPolicy
 from memevo.environments.feedback import FeedbackConfig
@@ -23,7 +24,7 @@ AMEMGYM_DEFAULTS = {"update_every": 2, "short_term": 4, "top_k": 30}
 """AMemGym's (2, 4, 30) settings: enqueued as the tuner's first trial."""
 
 
-class _Strict(BaseModel):
+class _Strict(LazyModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -240,7 +241,7 @@ class EvolveConfig(_Strict):
         "about the user's current situation and preferences.",
         description="Task description shown to the proposer.",
     )
-    hyperparameters: dict[Literal["update_every", "short_term", "top_k"], IntRange] = Field(default_factory=dict)
+    hyperparameters: dict[Literal["update_every", "short_term", "top_k"], IntRange] = {}
     feedback: FeedbackConfig = Field(default_factory=FeedbackConfig)
     evidence_max_tokens: int = Field(
         3000, ge=100,

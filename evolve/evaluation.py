@@ -22,9 +22,8 @@ from pathlib import Path
 from statistics import fmean
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, Field
-
 from memevo.agents.base import MemoryAgent
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.policy import MemoryPolicy
 from memevo.environments.data.models import Item
 from memevo.environments.metrics import Scores, UpperBoundTable, UserScores, score_episodes, user_scores
@@ -38,14 +37,14 @@ from memevo.evolve.records import Instance
 Objective = Literal["memory_score", "accuracy"]
 
 
-class UserOutcome(BaseModel):
+class UserOutcome(LazyModel):
     """One user's accuracy and memory score, overall and per period (memory None where undefined)."""
 
     user_id: str
     accuracy: float
     period_accuracy: list[float]
     memory_score: float | None = None
-    period_memory: list[float | None] = Field(default_factory=list)
+    period_memory: list[float | None] = []
 
     def value(self, objective: Objective) -> float | None:
         return self.accuracy if objective == "accuracy" else self.memory_score
@@ -62,13 +61,13 @@ def user_outcome(episode: EpisodeResult, item: Item, table: UpperBoundTable | No
     )
 
 
-class CandidateEval(BaseModel):
+class CandidateEval(LazyModel):
     """A candidate's result on one split; ``pruned`` ones cover only a prefix of the users."""
 
     candidate_id: str
     split: str
     objective: Objective = "accuracy"
-    users: list[UserOutcome] = Field(default_factory=list)
+    users: list[UserOutcome] = []
     n_users_total: int
     pruned: bool = False
 

@@ -30,8 +30,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import tiktoken
-from pydantic import BaseModel, Field
 
+from memevo.agents.lazy_model import LazyModel
 from memevo.environments.data.models import Item
 from memevo.environments.feedback import FeedbackConfig, FeedbackRecord, PeriodFeedback, build_feedback, render_feedback
 from memevo.environments.records import EpisodeResult, PeriodResult
@@ -84,10 +84,10 @@ def count_tokens(text: str) -> int:
     return len(encoding.encode(text, disallowed_special=()))
 
 
-class Evidence(BaseModel):
+class Evidence(LazyModel):
     """The reflective dataset of one candidate: one ``PeriodFeedback`` per (user, period) with questions."""
 
-    periods: list[PeriodFeedback] = Field(default_factory=list)
+    periods: list[PeriodFeedback] = []
 
     @property
     def n_questions(self) -> int:

@@ -17,9 +17,8 @@ import logging
 import re
 from pathlib import Path
 
-from pydantic import BaseModel, Field
-
 from memevo.agents.base import MemoryAgent
+from memevo.agents.lazy_model import LazyModel
 from memevo.environments.metrics import score_episodes, user_scores
 from memevo.environments.records import PeriodResult
 from memevo.environments.runner import bounded_gather, run_episode
@@ -35,13 +34,13 @@ from memevo.evolve.records import EvolutionResult, ProposalStats
 log = logging.getLogger("memevo.evolve")
 
 
-class EvolutionStep(BaseModel):
+class EvolutionStep(LazyModel):
     """One in-episode evolution step of one user (the reference's evolution_history entry)."""
 
     user_id: str
     period: int
     prompts: dict[str, str]
-    changes: list[str] = Field(default_factory=list)
+    changes: list[str] = []
     stats: ProposalStats
 
 

@@ -12,6 +12,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.accounting import UsageReport
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.store import write_json_atomic
@@ -23,7 +24,7 @@ Instance = tuple[str, int]
 """A validation instance: (user id, period)."""
 
 
-class ProposalStats(BaseModel):
+class ProposalStats(LazyModel):
     """How a generation's proposals fared in validation."""
 
     total: int = 0
@@ -32,7 +33,7 @@ class ProposalStats(BaseModel):
     rejected: int = 0
     duplicates: int = 0
     """Valid proposals dropped for repeating a known policy (each asked for again while retries last)."""
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[str] = []
 
     def count(self, verdict: Verdict) -> None:
         self.total += 1
@@ -52,7 +53,7 @@ class ProposalStats(BaseModel):
         self.reasons += other.reasons
 
 
-class GenerationPlan(BaseModel):
+class GenerationPlan(LazyModel):
     """What a generation will evaluate, fixed before any evaluation so a resume reuses it."""
 
     generation: int
@@ -62,29 +63,29 @@ class GenerationPlan(BaseModel):
     stats: ProposalStats
 
 
-class GenerationOutcome(BaseModel):
+class GenerationOutcome(LazyModel):
     generation: int
     parent_id: str
     kept_id: str = Field(description="The best accepted candidate so far (on validation).")
     accepted: bool = Field(description="Whether this generation added at least one candidate to the pool.")
-    accepted_ids: list[str] = Field(default_factory=list, description="Candidates this generation accepted.")
+    accepted_ids: list[str] = Field([], description="Candidates this generation accepted.")
     train: dict[str, float]
     val: dict[str, float]
     pruned: list[str]
-    gated: list[str] = Field(default_factory=list, description="Stopped by the minibatch gate.")
+    gated: list[str] = Field([], description="Stopped by the minibatch gate.")
     train_skipped: list[str] = Field(
-        default_factory=list, description="Validation first: not run on all train users (rejected on validation, "
+        [], description="Validation first: not run on all train users (rejected on validation, "
         "or checked on a minibatch of them), so ``train`` has no score for them: it was not measured.")
     parent_val: float = Field(description="Validation score of ``kept_id``.")
     stats: ProposalStats
-    not_started: list[str] = Field(default_factory=list, description="Candidates left out: the budget was spent.")
+    not_started: list[str] = Field([], description="Candidates left out: the budget was spent.")
     not_needed: list[str] = Field(
-        default_factory=list, description="``strategy.first_accepted``: candidates not run, an earlier one of the "
+        [], description="``strategy.first_accepted``: candidates not run, an earlier one of the "
         "generation was accepted.")
     stop_reason: str | None = Field(None, description="Set when the budget ran out during this generation.")
 
 
-class EvolutionResult(BaseModel):
+class EvolutionResult(LazyModel):
     """The outcome of a run: seed and best candidates with their test scores, history and spend."""
 
     protocol: Literal["outer_loop", "amemgym_period"]
@@ -95,7 +96,7 @@ class EvolutionResult(BaseModel):
     best_scores: Scores
     seed_user_scores: list[UserScores]
     best_user_scores: list[UserScores]
-    history: list[GenerationOutcome] = Field(default_factory=list)
+    history: list[GenerationOutcome] = []
     stop_reason: str
     usage: UsageReport
 

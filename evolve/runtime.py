@@ -14,10 +14,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import BaseModel
-
 from memevo.agents.base import MemoryAgent
 from memevo.agents.errors import UserInputError, nested_in
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.llm.limiter import ConcurrencyLimit
 from memevo.agents.llm.protocol import ChatClient, Role
@@ -55,7 +54,7 @@ class Hub(Protocol):
     def dspy_lm(self, config: LLMConfig, role: Role = "proposer") -> Any: ...
 
 
-class Split(BaseModel):
+class Split(LazyModel):
     """Disjoint user ids per split, recorded in the run folder."""
 
     train: list[str]

@@ -16,14 +16,15 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel
 from scipy import stats as scipy_stats
+
+from memevo.agents.lazy_model import LazyModel
 
 CIMethod = Literal["t", "bootstrap"]
 NA = "n/a"
 
 
-class Interval(BaseModel):
+class Interval(LazyModel):
     """A mean with its confidence interval; ``low``/``high`` are None when the interval is undefined."""
 
     mean: float | None
@@ -41,7 +42,7 @@ class Interval(BaseModel):
         return (self.high - self.low) / 2
 
 
-class PairedTest(BaseModel):
+class PairedTest(LazyModel):
     """Arm B minus arm A over matched units: mean difference, its t-interval, and two p-values."""
 
     n: int

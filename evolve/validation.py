@@ -7,22 +7,21 @@ Nothing here raises on bad model output: a bad proposal is data, not an error.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
-
 from memevo.agents.base import ComponentSpec
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.templates import placeholders_in, prompt_problems
 
 
-class Verdict(BaseModel):
+class Verdict(LazyModel):
     """The outcome of validating one proposal: the (possibly repaired) text or a rejection reason."""
 
     accepted: bool
     text: str | None = None
-    repairs: list[str] = Field(default_factory=list)
+    repairs: list[str] = []
     reason: str | None = None
 
 
-class LengthBounds(BaseModel):
+class LengthBounds(LazyModel):
     """A proposal's length relative to its parent's; the floor also stops empty replies."""
 
     min_ratio: float = 0.3

@@ -1,4 +1,5 @@
-"""Project rules that code review alone would let slip: ruff's lint and import order, and the layer order."""
+"""Project rules that code review alone would let slip: ruff's lint and import order, the layer order, and how
+models are declared."""
 
 from __future__ import annotations
 
@@ -43,3 +44,39 @@ def test_ruff_lint_and_import_order_pass():
     assert ruff is not None, "ruff is part of the test extra: pip install -e '.[test]'"
     result = subprocess.run([ruff, "check", "--no-cache", "."], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _sources() -> list[Path]:
+    return sorted(path for layer in LAYERS for path in (REPO / layer).rglob("*.py"))
+
+
+def _tree(path: Path) -> ast.AST:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+def test_models_derive_from_lazy_model():
+    """memevo's pydantic models build their validators on first use (agents/lazy_model.py): one deriving from
+    ``BaseModel`` itself would be built at import again, by every command that imports it."""
+    offenders = [
+        f"{path.relative_to(REPO)}:{node.lineno} {node.name}"
+        for path in _sources() if path != REPO / "agents" / "lazy_model.py"
+        for node in ast.walk(_tree(path)) if isinstance(node, ast.ClassDef)
+        for base in node.bases
+        if (base.id if isinstance(base, ast.Name) else getattr(base, "attr", None)) == "BaseModel"
+    ]
+    assert not offenders, offenders
+
+
+def test_no_builtin_default_factory_in_model_fields():
+    """``Field(default_factory=list)`` makes pydantic compile ``tokenize``'s patterns when it builds the model (~20 ms,
+    see agents/lazy_model.py); a mutable default written as a value is copied for each instance all the same."""
+    builtins = {"list", "dict", "set", "tuple", "frozenset"}
+    offenders = [
+        f"{path.relative_to(REPO)}:{node.lineno}"
+        for path in _sources()
+        for node in ast.walk(_tree(path))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Field"
+        for keyword in node.keywords
+        if keyword.arg == "default_factory" and isinstance(keyword.value, ast.Name) and keyword.value.id in builtins
+    ]
+    assert not offenders, offenders

@@ -10,19 +10,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from memevo.agents.base import ComponentSpec
+from memevo.agents.lazy_model import LazyModel
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.records import Instance, ProposalStats
 from memevo.evolve.validation import LengthBounds, validate_proposal
 
 
-class Variant(BaseModel):
+class Variant(LazyModel):
     """One proposed set of changed component texts (already validated)."""
 
     prompts: dict[str, str]
-    changes: list[str] = Field(default_factory=list)
+    changes: list[str] = []
     proposer: str
     other_parent_id: str | None = Field(None, description="The second parent of a merge.")
 

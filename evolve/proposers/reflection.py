@@ -14,9 +14,9 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 import dspy
-from pydantic import BaseModel, Field
 
 from memevo.agents.base import ComponentSpec
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import LLMError, LLMJSONError
 from memevo.evolve.explain import proposal_error_line
 from memevo.evolve.proposers.base import ProposalContext, Variant, checked
@@ -30,12 +30,12 @@ log = logging.getLogger(__name__)
 ROLLOUTS_PER_GENERATION = 100
 
 
-class Proposal(BaseModel):
+class Proposal(LazyModel):
     """One raw proposal for one component (not yet validated)."""
 
     component: str
     text: str | None = None
-    changes: list[str] = Field(default_factory=list)
+    changes: list[str] = []
     error: str | None = None
 
 

@@ -12,13 +12,13 @@ from collections.abc import Mapping
 from statistics import fmean
 from typing import Protocol
 
-from pydantic import BaseModel
 from scipy import stats
 
+from memevo.agents.lazy_model import LazyModel
 from memevo.evolve.records import Instance
 
 
-class Decision(BaseModel):
+class Decision(LazyModel):
     accepted: bool
     reason: str
 

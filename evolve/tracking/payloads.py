@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import pandas as pd
-from pydantic import BaseModel
 
 from memevo.agents.base import ComponentSpec
+from memevo.agents.lazy_model import LazyModel
 from memevo.agents.policy import MemoryPolicy
 
 KEPT_TAG = "memevo.kept"
@@ -46,7 +46,7 @@ class GenerationOutcomeLike(Protocol):
     parent_val: float
 
 
-class GenerationPoint(BaseModel):
+class GenerationPoint(LazyModel):
     """One generation's scores, as plotted and logged."""
 
     generation: int
