@@ -328,7 +328,7 @@ def requests_at_once(items: Sequence[Item], users_at_once: int) -> int:
     together. Eval opens that many connections before the users start: a request that must open its own waits for
     the event loop to finish what every other ready user does first (measured, 8 users at once: ~15 ms more for a
     user's first request, ~10 ms for its first questions)."""
-    return min(users_at_once, len(items)) * max(1, *(len(item.qas) for item in items))
+    return min(users_at_once, len(items)) * max([1, *(len(item.qas) for item in items)])
 
 
 def _agent(policy: MemoryPolicy, llm: ChatClient, prompts: AMemGymPrompts | None) -> MemoryAgent:

@@ -250,3 +250,4 @@ def test_requests_at_once_count_every_question_of_the_users_in_flight() -> None:
     assert requests_at_once(items, users_at_once=2) == 2 * questions
     assert requests_at_once(items, users_at_once=16) == 3 * questions  # no more users than items
     assert requests_at_once([items[0].model_copy(update={"qas": []})], users_at_once=4) == 1
+    assert requests_at_once([], users_at_once=4) == 0
