@@ -187,14 +187,10 @@ class Tracker:
 
     def log_candidate_metrics(self, generation: int, label: str, metrics: dict[str, float], *, key: str) -> None:
         """Metrics measured after a candidate's generation was logged (a parent completing its train users), on
-        the candidate's own run at its generation's step, like the rest of its scores; once per ``key``."""
+        the candidate's own run at its generation's step, like the rest of its scores (a repeat under the same
+        ``key`` stores no second row)."""
         cand_key = f"gen{generation}/{label}"
-        written = self.ids.setdefault("late_metrics", [])
-        if f"{cand_key}@{key}" in written:
-            return
         self._log_metrics(self.ids[cand_key]["id"], metrics, generation, stamp_key=f"{cand_key}@{key}")
-        written.append(f"{cand_key}@{key}")
-        self._save_ids()
 
     def log_metrics(self, metrics: dict[str, float], *, step: int) -> None:
         """Metrics on the parent run at ``step`` (a repeat after a kill stores no second row)."""
