@@ -183,7 +183,8 @@ def startup_cpu_s(agent: str) -> float:
     ``memevo.evolve.cli.main`` before the command runs (the eval command's modules imported with the collector
     off, the pydantic plugin search skipped), then the gateway, the template simulator and the agent's kind.
     Importing these with the collector on, as this did before, cost ~0.2 s more CPU than a run spends, which
-    made the CPU per call look smaller than it is."""
+    made the CPU per call look smaller than it is. Models build their validators on first use (agents/lazy_model.py),
+    so the builds a run needs are in its CPU per call, not here."""
     code = ("from memevo.evolve import cli\ncli._return_large_frees_to_the_os()\ncli._skip_pydantic_plugin_search()\n"
             "cli._import_command(['eval'])\nimport gc\nimport memevo.agents.llm.hub, memevo.environments.simulators.template\n"
             f"gc.freeze()\nfrom memevo.agents.registry import agent_class\nagent_class({agent!r})")
@@ -195,7 +196,8 @@ def startup_cpu_s(agent: str) -> float:
 def minimal_round_trip_s(server: LatencyServer, requests: int = ROUND_TRIP_SAMPLES) -> float:
     """Median round trip of the double for the simplest client there is (``http.client``, one kept-alive connection,
     one small request at a time): what a chain step costs here before any client work. On a 2-core VM it came to
-    ~1.5 ms above the latency (two wake-ups of idle cores per request), which no client can avoid."""
+    1.1-1.5 ms above the latency (0.27 ms at zero latency: most of it is likely the wake-ups of idle cores), which no
+    client can avoid."""
     address = urlsplit(server.url)
     body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "ping"}]}).encode()
     connection = http.client.HTTPConnection(address.hostname or "", address.port)
