@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from memevo.agents.errors import RunFailedError
 from memevo.environments.metrics import Scores, score_episodes
-from memevo.environments.plot_process import PlotProcess
+from memevo.environments.plot_process import CHILD_NICENESS, PlotProcess
 from memevo.environments.runner import EpisodeConfig, run_episode
 from memevo.evolve.cli import COMMANDS, app
 from tests.doubles.scripted_agents import KeywordMemoryAgent, ScriptedSimulator, make_item
@@ -75,6 +75,14 @@ async def test_plot_process_draws_the_plot_it_is_sent(tmp_path: Path) -> None:
         plot.draw(await _scores(), tmp_path, "keyword: scores per period")
         path = plot.wait()
     assert path == tmp_path / "periods.png" and path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_plot_process_runs_below_the_runs_priority_from_its_start() -> None:
+    """Its interpreter start and imports fall in the run's start: it is niced before it runs any of them, not once
+    its own code gets to it (~0.1 s later)."""
+    with PlotProcess() as plot:
+        niceness = os.getpriority(os.PRIO_PROCESS, plot._child.pid)
+    assert niceness == min(os.getpriority(os.PRIO_PROCESS, 0) + CHILD_NICENESS, 19)
 
 
 def _pixels(path: Path) -> tuple[tuple[int, int], bytes]:
