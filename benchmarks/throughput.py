@@ -19,7 +19,8 @@ depth as one more than the deepest request that finished before it arrived, rest
 
 Columns: wall seconds (start-up included), seconds from start to the first request, seconds from the last
 reply to the end (scoring and writing the outputs), calls (requests the
-server answered), peak requests in flight, floor seconds, wall / floor, speed-up over concurrency 1, CPU
+server answered), peak requests in flight, floor seconds, wall / floor, its lowest and highest over the
+``--repeats`` runs (the machine's speed drifts between runs), speed-up over concurrency 1, CPU
 ms per call (the eval process's own user + system CPU, all its threads, read as it exits, minus the CPU of a
 child that only starts up, / calls; the plot process's CPU is not in it: subtracting a separately measured plot
 CPU, as this did before, swung the figure by +-0.5 ms per call), peak RSS of the child and its plot process, the
@@ -239,8 +240,9 @@ def main() -> None:
                         help="Echo the last message even to JSON requests (the double's behaviour before).")
     parser.add_argument("--skip-sequential", action="store_true", help="No concurrency-1 run (no speed-up column).")
     parser.add_argument("--repeats", type=int, default=1,
-                        help="Runs per concurrency above 1; the run of median wall time is shown, and the median CPU "
-                             "(an idle 2-core machine's start-up alone varied by 0.15 s between runs).")
+                        help="Runs per concurrency above 1; the run of median wall time is shown, with the range of "
+                             "wall/floor over the runs and the median CPU (an idle 2-core machine's start-up alone "
+                             "varied by 0.15 s between runs).")
     args = parser.parse_args()
     latency = args.latency_ms / 1000
     print(f"load average before: {os.getloadavg()}", flush=True)
@@ -255,9 +257,9 @@ def main() -> None:
         print(f"round trip of the double for a minimal client (median of {ROUND_TRIP_SAMPLES} sequential requests): "
               f"{1000 * round_trip:.2f} ms at a latency of {args.latency_ms:g} ms", flush=True)
         print("| data | agent | concurrency | wall s | first request s | after last reply s | calls | peak in flight "
-              "| floor s | wall/floor "
+              "| floor s | wall/floor | wall/floor range "
               "| speed-up vs c=1 | CPU ms/call | peak RSS MB | output MB | load (1 min) |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for data_name in args.data:
             data = synthesize(work, data_name)
             for agent in args.agents:
@@ -273,10 +275,12 @@ def main() -> None:
                     sequential = run if concurrency == 1 else sequential
                     floor = max(run.calls * latency / concurrency, chain * latency)
                     speedup = f"{sequential.wall_s / run.wall_s:.1f}x" if sequential is not None else "n/a"
+                    spread = (f"{min(r.wall_s for r in runs) / floor:.2f}-{max(r.wall_s for r in runs) / floor:.2f}"
+                              if floor and len(runs) > 1 else "n/a")  # the machine's speed drifts between runs
                     print(f"| {data_name} | {agent} | {concurrency} | {run.wall_s:.2f} | {run.first_request_s:.2f} | "
                           f"{run.after_last_reply_s:.2f} | "
                           f"{run.calls} | {run.peak_in_flight} | {floor:.2f} (chain {chain}) | "
-                          f"{f'{run.wall_s / floor:.2f}' if floor else 'n/a'} | {speedup} | "
+                          f"{f'{run.wall_s / floor:.2f}' if floor else 'n/a'} | {spread} | {speedup} | "
                           f"{1000 * (cpu_s - startup[agent]) / run.calls:.2f} | "
                           f"{run.peak_rss_mb:.0f} | {run.output_mb:.1f} | {os.getloadavg()[0]:.1f} |", flush=True)
     print(f"load average after: {os.getloadavg()}")
