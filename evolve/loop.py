@@ -77,9 +77,6 @@ from memevo.evolve.tuner import Tuner
 
 log = logging.getLogger("memevo.evolve")
 
-MAX_RESAMPLES = 2
-"""How many times a generation asks its proposers again for the slots of proposals that repeated a known policy."""
-
 __all__ = ["EvolutionResult", "GenerationOutcome", "GenerationPlan", "OuterLoop", "evolve", "run_evolution"]
 
 
@@ -303,13 +300,14 @@ class OuterLoop(runtime.RunBase):
     async def _candidates(self, context: ProposalContext) -> tuple[list[Candidate], ProposalStats]:
         """The generation's K candidates: the proposers' variants with Optuna's hyperparameters. A candidate whose
         policy is already known (an ancestor, an earlier proposal, another proposer's same text) would waste its
-        slot: the proposers are asked again for that many new samples, at most ``MAX_RESAMPLES`` times; then the
+        slot: the proposers are asked again for that many new samples, at most ``strategy.resamples`` times; then the
         generation has fewer candidates (logged)."""
         parent, wanted = context.parent, self.config.budget.candidates
         candidates: list[Candidate] = []
         stats = ProposalStats()
         seen = set(self.candidates)
-        for attempt in range(MAX_RESAMPLES + 1):
+        resamples = self.config.strategy.resamples
+        for attempt in range(resamples + 1):
             variants, made = await propose_all(self.proposers, context, wanted)
             stats.add(made)
             repeated = 0
@@ -335,9 +333,9 @@ class OuterLoop(runtime.RunBase):
             stats.duplicates += repeated
             if not repeated:
                 break
-            if attempt == MAX_RESAMPLES:
+            if attempt == resamples:
                 log.info("gen %d: %d proposal(s) still repeated a known policy after %d new tries: %d candidate(s) "
-                         "instead of %d", context.generation, repeated, MAX_RESAMPLES, len(candidates),
+                         "instead of %d", context.generation, repeated, resamples, len(candidates),
                          self.config.budget.candidates)
                 break
             log.info("gen %d: %d proposal(s) repeated a known policy; asking for %d new one(s)", context.generation,

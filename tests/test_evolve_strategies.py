@@ -19,7 +19,6 @@ from memevo.environments import progress
 from memevo.evolve import proposers
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.evaluation import CandidateEval
-from memevo.evolve.loop import MAX_RESAMPLES
 from memevo.evolve.proposers import ProposalContext, ProposerSettings, Variant, make_proposer
 from memevo.evolve.proposers.base import checked
 from memevo.evolve.records import GenerationPlan, ProposalStats
@@ -310,21 +309,25 @@ class AlwaysRepeatingProposer(RepeatingProposer):
     always = True
 
 
-@pytest.mark.parametrize(("proposer", "expected"), [("RepeatingProposer", 3), ("AlwaysRepeatingProposer", 1)])
+@pytest.mark.parametrize(("proposer", "resamples", "expected"),
+                         [("RepeatingProposer", None, 3), ("AlwaysRepeatingProposer", None, 1),
+                          ("AlwaysRepeatingProposer", 1, 1), ("AlwaysRepeatingProposer", 0, 1)])
 def test_a_proposal_repeating_a_known_policy_is_asked_for_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                 caplog: pytest.LogCaptureFixture, proposer: str,
-                                                                expected: int) -> None:
+                                                                resamples: int | None, expected: int) -> None:
     monkeypatch.setitem(proposers._REGISTRY, "repeating", f"tests.test_evolve_strategies:{proposer}")
     caplog.set_level(logging.INFO, logger="memevo.evolve")
-    evolve(tmp_path, "repeat", strategy={"proposers": ["repeating"]}, budget={"generations": 1, "candidates": 3})
+    strategy: dict[str, Any] = {"proposers": ["repeating"]} | ({} if resamples is None else {"resamples": resamples})
+    evolve(tmp_path, "repeat", strategy=strategy, budget={"generations": 1, "candidates": 3})
     plan = GenerationPlan.model_validate_json((tmp_path / "repeat" / "generations" / "gen_001" / "plan.json").read_text())
     ids = [candidate.id for candidate in plan.candidates]
     assert len(ids) == expected == len(set(ids)) and [c.index for c in plan.candidates] == list(range(expected))
+    tries = 2 if resamples is None else resamples  # strategy.resamples, default 2
     if expected == 3:  # one repeat, asked for again once: a new sample filled the slot
         assert plan.stats.duplicates == 1 and "instrument number 3" in plan.candidates[2].policy.prompts["memory_types"]
     else:  # every new sample repeated too: after the bounded tries the generation runs with fewer, and says so
-        assert plan.stats.duplicates == 2 + 2 * MAX_RESAMPLES
-        assert f"after {MAX_RESAMPLES} new tries: 1 candidate(s) instead of 3" in caplog.text
+        assert plan.stats.duplicates == 2 + 2 * tries
+        assert f"after {tries} new tries: 1 candidate(s) instead of 3" in caplog.text
     assert "repeated a known policy" in caplog.text
 
 
