@@ -31,8 +31,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from memevo.agents.llm.accounting import UsageReport
@@ -306,9 +307,9 @@ class OuterLoop(runtime.RunBase):
         candidates: list[Candidate] = []
         stats = ProposalStats()
         seen = set(self.candidates)
-        resamples = self.config.strategy.resamples
+        resamples, drawn = self.config.strategy.resamples, Counter[int]()
         for attempt in range(resamples + 1):
-            variants, made = await propose_all(self.proposers, context, wanted)
+            variants, made = await propose_all(self.proposers, context, wanted, drawn)
             stats.add(made)
             repeated = 0
             for variant in variants:
@@ -340,7 +341,6 @@ class OuterLoop(runtime.RunBase):
                 break
             log.info("gen %d: %d proposal(s) repeated a known policy; asking for %d new one(s)", context.generation,
                      repeated, repeated)
-            context = replace(context, first_sample=context.first_sample + wanted)
             wanted = repeated
         return candidates, stats
 

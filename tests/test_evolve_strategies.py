@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +128,49 @@ def test_merge_combines_two_pool_candidates() -> None:
     assert variant.other_parent_id == two.id and stats.accepted == 1
     alone = context(seed, (seed,))
     assert _run(merge.propose(alone, 1))[0] == []
+
+
+def test_a_merge_asked_for_again_takes_the_next_partner() -> None:
+    seed = Candidate(policy=MemoryPolicy(kind="awi", prompts={"memory_types": SEED_TYPES}))
+    lines = ("- instrument", "- genre", "- decade")
+    one, two, three = (Candidate(policy=seed.policy.with_prompts(memory_types=f"{SEED_TYPES}\n{line}"),
+                                 parent_id=seed.id, generation=1, index=index) for index, line in enumerate(lines))
+    val = {seed.id: {("u", 0): 0.0, ("u", 1): 0.0, ("u", 2): 0.0},  # wins over the parent one: three 2, two 1
+           one.id: {("u", 0): 1.0, ("u", 1): 0.0, ("u", 2): 0.0},
+           two.id: {("u", 0): 0.0, ("u", 1): 1.0, ("u", 2): 0.0},
+           three.id: {("u", 0): 0.0, ("u", 1): 1.0, ("u", 2): 1.0}}
+    context = ProposalContext(generation=2, parent=one, evidence="", components=[MEMORY_TYPES_COMPONENT], task="t",
+                              bounds=LengthBounds(), pool=(seed, one, two, three), val_instances=val,
+                              lineage={c.id: c for c in (seed, one, two, three)})
+    merge = make_proposer("merge", ProposerSettings(lm=None))
+    (first,), _ = _run(merge.propose(context, 1))
+    (again,), stats = _run(merge.propose(replace(context, first_sample=1), 1))
+    assert (first.other_parent_id, again.other_parent_id) == (three.id, two.id) and stats.accepted == 1
+    assert again.prompts["memory_types"] == f"{SEED_TYPES}\n- instrument\n- genre"
+    assert _run(merge.propose(replace(context, first_sample=2), 1))[0] == []  # no third partner
+    assert [v.other_parent_id for v in _run(merge.propose(context, 3))[0]] == [three.id, two.id]
+    assert _run(merge.propose(context, 1))[0] == [first]  # the same pool, the same merge
+
+
+class SampleRecorder:
+    """TEST DOUBLE proposer: notes the sample numbers it is asked for and proposes nothing."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.asked = name, []
+
+    async def propose(self, context: ProposalContext, n: int) -> tuple[list[Variant], ProposalStats]:
+        self.asked.append(list(context.samples(n)))
+        return [], ProposalStats()
+
+
+def test_proposers_asked_again_continue_from_their_own_samples() -> None:
+    first, second = SampleRecorder("first"), SampleRecorder("second")
+    context = ProposalContext(generation=1, parent=Candidate(policy=MemoryPolicy(kind="awi")), evidence="",
+                              components=[MEMORY_TYPES_COMPONENT], task="t", bounds=LengthBounds())
+    drawn: Counter[int] = Counter()
+    for wanted in (3, 2, 3):
+        _run(proposers.propose_all([first, second], context, wanted, drawn))
+    assert first.asked == [[0, 1], [2], [3, 4]] and second.asked == [[0], [1], [2]]  # no sample skipped or repeated
 
 
 def _run(coroutine: Any) -> Any:
