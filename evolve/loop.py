@@ -63,7 +63,7 @@ from memevo.evolve.selection import Decision, MinibatchGate, best_of, make_accep
 from memevo.evolve.selection.gate import not_worse
 from memevo.evolve.selection.parents import mean_score
 from memevo.evolve.spend import budget_exceeded
-from memevo.evolve.tracking.entries import candidate_entry, completed_train_metrics, final_metrics, generation_counts
+from memevo.evolve.tracking.entries import candidate_entry, completed_train_entry, final_metrics, generation_counts
 from memevo.evolve.tracking.payloads import (
     generation_metrics,
     generation_points,
@@ -346,13 +346,13 @@ class OuterLoop(runtime.RunBase):
 
     async def _complete_parent_train(self, parent: Candidate) -> None:
         """A parent checked on a minibatch only (validation first) runs on the other train users, its evidence; the
-        scores go to its own MLflow candidate run (also when a killed process ran them and the resume logs them)."""
+        scores and its answers table (now with every train user) go to its own MLflow candidate run, also when a
+        killed process ran them and the resume logs them."""
         train = self.evaluator.finished(parent.id, "train") or await self._evaluate(parent, "train", self.split.train)
         checked_on_minibatch = self._validation_first and self.evaluator.finished(parent.id, "minibatch") is not None
         if self.tracker is not None and checked_on_minibatch:
-            self.tracker.log_candidate_metrics(
-                parent.generation, parent.label, completed_train_metrics(self.evaluator, self._users, parent, train),
-                key="completed_train")
+            metrics, artifacts = completed_train_entry(self.evaluator, self._users, parent, train)
+            self.tracker.update_candidate(parent.generation, parent.label, metrics, artifacts, key="completed_train")
 
     # ----- generations --------------------------------------------------------------------------
 

@@ -3,6 +3,8 @@ paired acceptance, merge and delta proposers, each resuming after a kill to the 
 
 from __future__ import annotations
 
+import csv
+import io
 import logging
 import re
 from collections import Counter
@@ -24,6 +26,7 @@ from memevo.evolve.evaluation import CandidateEval
 from memevo.evolve.proposers import ProposalContext, ProposerSettings, Variant, make_proposer
 from memevo.evolve.proposers.base import checked
 from memevo.evolve.records import GenerationPlan, ProposalStats
+from memevo.evolve.tracking.store import Tracker
 from memevo.evolve.validation import LengthBounds
 from tests.doubles.category_backend import CategoryBackend, category_world
 from tests.test_evolve_loop import SEED_TYPES, CrashingBackend, Killed, _comparable, _served, evolve
@@ -305,6 +308,54 @@ def test_a_parent_completing_its_train_users_logs_their_scores_to_its_own_candid
         assert run.data.metrics["train_accuracy"] == pytest.approx(sum(u.accuracy for u in train.users) / 2)
         assert run.data.metrics["train_users_evaluated"] == 2 and "train_memory_score" in run.data.metrics
         assert [m.step for m in client.get_metric_history(run.info.run_id, "train_accuracy")] == [generation]
+
+
+def test_a_completed_parent_s_results_csv_lists_every_train_user_also_after_a_kill(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    world = category_world(6, 3)
+    options: dict[str, Any] = {"strategy": {"order": "validation_first", "minibatch": 1}, "tracking": {"enabled": True},
+                               "episode": {"rounds_init": 1, "rounds_update": 1, "user_concurrency": 1}}
+    writes = Tracker.update_candidate
+
+    def killed_after_the_writes(self: Tracker, *args: Any, **kwargs: Any) -> None:
+        writes(self, *args, **kwargs)
+        raise Killed("killed after the completed parent's writes, before its generation's plan was saved")
+
+    monkeypatch.setattr(Tracker, "update_candidate", killed_after_the_writes)
+    with pytest.raises(Killed):
+        evolve(tmp_path, "results", CategoryBackend(world, proposer_mode="step"), **options)
+    monkeypatch.undo()
+    result, _ = evolve(tmp_path, "results", CategoryBackend(world, proposer_mode="step"), resume=True, **options)
+    run_dir = tmp_path / "results"
+    evals = run_dir / "evals"
+    plans = [GenerationPlan.model_validate_json(path.read_text())
+             for path in sorted((run_dir / "generations").glob("gen_*/plan.json"))]
+    completed = {plan.parent_id for plan in plans if (evals / plan.parent_id / "minibatch.json").exists()}
+    assert completed, "no parent checked on a minibatch completed its train users"
+    client = MlflowClient(f"sqlite:///{run_dir / 'mlflow.db'}")
+    runs = {run.data.tags.get("memevo.candidate_id"): run
+            for run in client.search_runs([client.get_experiment_by_name("test-evolution").experiment_id])}
+
+    def results(candidate_id: str) -> list[dict[str, str]]:
+        run_id = runs[candidate_id].info.run_id
+        assert [f.path for f in client.list_artifacts(run_id) if f.path.endswith(".csv")] == ["results.csv"]
+        return list(csv.DictReader(io.StringIO(Path(client.download_artifacts(run_id, "results.csv", str(
+            tmp_path / run_id))).read_text())))
+
+    seed_rows = results(result.seed.id)  # run on every train user in generation 0
+    for candidate_id in completed:
+        rows = results(candidate_id)
+        assert list(rows[0]) == list(seed_rows[0])  # the same columns
+        train = CandidateEval.model_validate_json((evals / candidate_id / "train.json").read_text())
+        val = CandidateEval.model_validate_json((evals / candidate_id / "val.json").read_text())
+        for split, users in (("train", train.users), ("val", val.users)):
+            listed = [row for row in rows if row["split"] == split]
+            assert {row["user_id"] for row in listed} == {user.user_id for user in users}
+            assert len(listed) == len([row for row in seed_rows if row["split"] == split])  # same questions
+        keys = [(row["split"], row["user_id"], row["period"], row["question"]) for row in rows]
+        assert len(keys) == len(set(keys))  # the resume wrote no row twice
+        history = client.get_metric_history(runs[candidate_id].info.run_id, "train_objective")
+        assert [m.value for m in history] == [pytest.approx(train.score)]  # nor a metric row
 
 
 def test_a_parent_kept_on_its_minibatch_checks_its_children_on_the_same_train_users(tmp_path: Path) -> None:
