@@ -215,6 +215,11 @@ class StrategyConfig(_Strict):
         "ends the generation and the rest are not run (GEPA's one proposal at a time: fewer agent calls, but a "
         "generation's candidates do not run at once; false runs them at once, episode.candidate_concurrency wide).",
     )
+    resamples: int = Field(
+        2, ge=0, description="How many times a generation asks its proposers again for the slots of proposals that "
+        "repeated a known policy (new samples: a known policy is never evaluated twice); after that, or with 0, the "
+        "generation runs with fewer candidates.",
+    )
     order: Literal["train_first", "validation_first"] = Field(
         "validation_first", description="validation_first: validation users first; the candidates the acceptance "
         "rule prefers there are checked on the minibatch of train users, best first, until one is not worse than its "
@@ -368,8 +373,9 @@ def check_strategy(strategy: StrategyConfig, *, source: str | None) -> None:
                              source=source, field="strategy.confidence")
 
 
-OUTER_LOOP_ONLY = ("order", "minibatch", "first_accepted", "complete_parent_train")
-"""Strategy fields about a generation's candidates and their train users, which the in-episode protocol has not."""
+OUTER_LOOP_ONLY = ("order", "minibatch", "first_accepted", "complete_parent_train", "resamples")
+"""Strategy fields about a generation's candidates and their train users, which the in-episode protocol has not
+(it takes one proposal per period as it comes, never asking again)."""
 
 
 def check_in_episode(config: EvolveConfig, *, source: str | None) -> None:
@@ -381,7 +387,7 @@ def check_in_episode(config: EvolveConfig, *, source: str | None) -> None:
         if name in config.strategy.model_fields_set:
             raise UserInputError(
                 "the amemgym_period protocol evolves each user's prompt within its episode and has no candidates to "
-                f"order, check on train users or stop at; strategy.{name} applies to protocol outer_loop only "
+                f"order, check on train users, stop at or ask for again; strategy.{name} applies to protocol outer_loop only "
                 "(remove it)", source=source, field=f"strategy.{name}")
 
 

@@ -31,8 +31,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from memevo.agents.llm.accounting import UsageReport
@@ -62,7 +63,7 @@ from memevo.evolve.selection import Decision, MinibatchGate, best_of, make_accep
 from memevo.evolve.selection.gate import not_worse
 from memevo.evolve.selection.parents import mean_score
 from memevo.evolve.spend import budget_exceeded
-from memevo.evolve.tracking.entries import candidate_entry, completed_train_metrics, final_metrics, generation_counts
+from memevo.evolve.tracking.entries import candidate_entry, completed_train_entry, final_metrics, generation_counts
 from memevo.evolve.tracking.payloads import (
     generation_metrics,
     generation_points,
@@ -76,9 +77,6 @@ from memevo.evolve.tracking.payloads import (
 from memevo.evolve.tuner import Tuner
 
 log = logging.getLogger("memevo.evolve")
-
-MAX_RESAMPLES = 2
-"""How many times a generation asks its proposers again for the slots of proposals that repeated a known policy."""
 
 __all__ = ["EvolutionResult", "GenerationOutcome", "GenerationPlan", "OuterLoop", "evolve", "run_evolution"]
 
@@ -303,14 +301,15 @@ class OuterLoop(runtime.RunBase):
     async def _candidates(self, context: ProposalContext) -> tuple[list[Candidate], ProposalStats]:
         """The generation's K candidates: the proposers' variants with Optuna's hyperparameters. A candidate whose
         policy is already known (an ancestor, an earlier proposal, another proposer's same text) would waste its
-        slot: the proposers are asked again for that many new samples, at most ``MAX_RESAMPLES`` times; then the
+        slot: the proposers are asked again for that many new samples, at most ``strategy.resamples`` times; then the
         generation has fewer candidates (logged)."""
         parent, wanted = context.parent, self.config.budget.candidates
         candidates: list[Candidate] = []
         stats = ProposalStats()
         seen = set(self.candidates)
-        for attempt in range(MAX_RESAMPLES + 1):
-            variants, made = await propose_all(self.proposers, context, wanted)
+        resamples, drawn = self.config.strategy.resamples, Counter[int]()
+        for attempt in range(resamples + 1):
+            variants, made = await propose_all(self.proposers, context, wanted, drawn)
             stats.add(made)
             repeated = 0
             for variant in variants:
@@ -335,26 +334,25 @@ class OuterLoop(runtime.RunBase):
             stats.duplicates += repeated
             if not repeated:
                 break
-            if attempt == MAX_RESAMPLES:
+            if attempt == resamples:
                 log.info("gen %d: %d proposal(s) still repeated a known policy after %d new tries: %d candidate(s) "
-                         "instead of %d", context.generation, repeated, MAX_RESAMPLES, len(candidates),
+                         "instead of %d", context.generation, repeated, resamples, len(candidates),
                          self.config.budget.candidates)
                 break
             log.info("gen %d: %d proposal(s) repeated a known policy; asking for %d new one(s)", context.generation,
                      repeated, repeated)
-            context = replace(context, first_sample=context.first_sample + wanted)
             wanted = repeated
         return candidates, stats
 
     async def _complete_parent_train(self, parent: Candidate) -> None:
         """A parent checked on a minibatch only (validation first) runs on the other train users, its evidence; the
-        scores go to its own MLflow candidate run (also when a killed process ran them and the resume logs them)."""
+        scores and its answers table (now with every train user) go to its own MLflow candidate run, also when a
+        killed process ran them and the resume logs them."""
         train = self.evaluator.finished(parent.id, "train") or await self._evaluate(parent, "train", self.split.train)
         checked_on_minibatch = self._validation_first and self.evaluator.finished(parent.id, "minibatch") is not None
         if self.tracker is not None and checked_on_minibatch:
-            self.tracker.log_candidate_metrics(
-                parent.generation, parent.label, completed_train_metrics(self.evaluator, self._users, parent, train),
-                key="completed_train")
+            metrics, artifacts = completed_train_entry(self.evaluator, self._users, parent, train)
+            self.tracker.update_candidate(parent.generation, parent.label, metrics, artifacts, key="completed_train")
 
     # ----- generations --------------------------------------------------------------------------
 

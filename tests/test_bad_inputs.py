@@ -193,6 +193,8 @@ EVOLVE_CASES = [
         {"protocol": "amemgym_period", "strategy": {"minibatch": 1}},
         ["evolve.yaml", "'strategy.minibatch'", "amemgym_period protocol", "outer_loop only"],
     ),
+    ("negative resamples", {"strategy": {"resamples": -1}},
+     ["evolve.yaml", "'strategy.resamples'", "greater than or equal to 0"]),
 ]
 
 

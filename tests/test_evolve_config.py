@@ -22,7 +22,8 @@ def test_minimal_config_takes_defaults(tmp_path: Path) -> None:
     assert config.components == ["memory_types"]
     assert config.objective == "memory_score" and config.strategy.proposers == ["reflection"]
     assert (config.strategy.parents, config.strategy.acceptance, config.strategy.minibatch) == ("elitist", "mean", 2)
-    assert config.strategy.order == "validation_first"
+    assert config.strategy.order == "validation_first" and config.strategy.resamples == 2
+    assert load_evolve_config(write(tmp_path, {**MINIMAL, "strategy": {"resamples": 0}})).strategy.resamples == 0
     accuracy = load_evolve_config(write(tmp_path, {**MINIMAL, "upper_bound": False, "objective": "accuracy"}))
     assert accuracy.objective == "accuracy"
     assert config.feedback.mode.value == "complete"
@@ -49,9 +50,10 @@ def test_full_config(tmp_path: Path) -> None:
     assert config.protocol == "amemgym_period"
 
 
-@pytest.mark.parametrize("field", ["order", "minibatch", "first_accepted", "complete_parent_train"])
+@pytest.mark.parametrize("field", ["order", "minibatch", "first_accepted", "complete_parent_train", "resamples"])
 def test_an_outer_loop_strategy_field_set_for_the_in_episode_protocol_is_named(tmp_path: Path, field: str) -> None:
-    values = {"order": "train_first", "minibatch": 2, "first_accepted": True, "complete_parent_train": True}
+    values = {"order": "train_first", "minibatch": 2, "first_accepted": True, "complete_parent_train": True,
+              "resamples": 2}
     in_episode = {**MINIMAL, "protocol": "amemgym_period"}
     path = write(tmp_path, {**in_episode, "strategy": {"proposers": ["delta"], field: values[field]}})
     with pytest.raises(UserInputError, match="amemgym_period") as caught:
@@ -78,6 +80,8 @@ def test_an_outer_loop_strategy_field_set_for_the_in_episode_protocol_is_named(t
         ({"strategy": {"acceptance": "paired", "confidence": 1.0}}, "strategy.confidence"),
         ({"strategy": {"confidence": 0}}, "strategy.confidence"),
         ({"strategy": {"minibatch": 0}}, "strategy.minibatch"),
+        ({"strategy": {"resamples": -1}}, "strategy.resamples"),
+        ({"strategy": {"resamples": "twice"}}, "strategy.resamples"),
         ({"strategy": {"parents": "pareto"}, "split": {"train": 2, "val": 1, "test": 1}}, "strategy.parents"),
         ({"upper_bound": False}, "objective"),
         ({"objective": "f1"}, "objective"),

@@ -3,8 +3,12 @@ paired acceptance, merge and delta proposers, each resuming after a kill to the 
 
 from __future__ import annotations
 
+import csv
+import io
 import logging
 import re
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +23,10 @@ from memevo.environments import progress
 from memevo.evolve import proposers
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.evaluation import CandidateEval
-from memevo.evolve.loop import MAX_RESAMPLES
 from memevo.evolve.proposers import ProposalContext, ProposerSettings, Variant, make_proposer
 from memevo.evolve.proposers.base import checked
 from memevo.evolve.records import GenerationPlan, ProposalStats
+from memevo.evolve.tracking.store import Tracker
 from memevo.evolve.validation import LengthBounds
 from tests.doubles.category_backend import CategoryBackend, category_world
 from tests.test_evolve_loop import SEED_TYPES, CrashingBackend, Killed, _comparable, _served, evolve
@@ -127,6 +131,49 @@ def test_merge_combines_two_pool_candidates() -> None:
     assert variant.other_parent_id == two.id and stats.accepted == 1
     alone = context(seed, (seed,))
     assert _run(merge.propose(alone, 1))[0] == []
+
+
+def test_a_merge_asked_for_again_takes_the_next_partner() -> None:
+    seed = Candidate(policy=MemoryPolicy(kind="awi", prompts={"memory_types": SEED_TYPES}))
+    lines = ("- instrument", "- genre", "- decade")
+    one, two, three = (Candidate(policy=seed.policy.with_prompts(memory_types=f"{SEED_TYPES}\n{line}"),
+                                 parent_id=seed.id, generation=1, index=index) for index, line in enumerate(lines))
+    val = {seed.id: {("u", 0): 0.0, ("u", 1): 0.0, ("u", 2): 0.0},  # wins over the parent one: three 2, two 1
+           one.id: {("u", 0): 1.0, ("u", 1): 0.0, ("u", 2): 0.0},
+           two.id: {("u", 0): 0.0, ("u", 1): 1.0, ("u", 2): 0.0},
+           three.id: {("u", 0): 0.0, ("u", 1): 1.0, ("u", 2): 1.0}}
+    context = ProposalContext(generation=2, parent=one, evidence="", components=[MEMORY_TYPES_COMPONENT], task="t",
+                              bounds=LengthBounds(), pool=(seed, one, two, three), val_instances=val,
+                              lineage={c.id: c for c in (seed, one, two, three)})
+    merge = make_proposer("merge", ProposerSettings(lm=None))
+    (first,), _ = _run(merge.propose(context, 1))
+    (again,), stats = _run(merge.propose(replace(context, first_sample=1), 1))
+    assert (first.other_parent_id, again.other_parent_id) == (three.id, two.id) and stats.accepted == 1
+    assert again.prompts["memory_types"] == f"{SEED_TYPES}\n- instrument\n- genre"
+    assert _run(merge.propose(replace(context, first_sample=2), 1))[0] == []  # no third partner
+    assert [v.other_parent_id for v in _run(merge.propose(context, 3))[0]] == [three.id, two.id]
+    assert _run(merge.propose(context, 1))[0] == [first]  # the same pool, the same merge
+
+
+class SampleRecorder:
+    """TEST DOUBLE proposer: notes the sample numbers it is asked for and proposes nothing."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.asked = name, []
+
+    async def propose(self, context: ProposalContext, n: int) -> tuple[list[Variant], ProposalStats]:
+        self.asked.append(list(context.samples(n)))
+        return [], ProposalStats()
+
+
+def test_proposers_asked_again_continue_from_their_own_samples() -> None:
+    first, second = SampleRecorder("first"), SampleRecorder("second")
+    context = ProposalContext(generation=1, parent=Candidate(policy=MemoryPolicy(kind="awi")), evidence="",
+                              components=[MEMORY_TYPES_COMPONENT], task="t", bounds=LengthBounds())
+    drawn: Counter[int] = Counter()
+    for wanted in (3, 2, 3):
+        _run(proposers.propose_all([first, second], context, wanted, drawn))
+    assert first.asked == [[0, 1], [2], [3, 4]] and second.asked == [[0], [1], [2]]  # no sample skipped or repeated
 
 
 def _run(coroutine: Any) -> Any:
@@ -263,6 +310,54 @@ def test_a_parent_completing_its_train_users_logs_their_scores_to_its_own_candid
         assert [m.step for m in client.get_metric_history(run.info.run_id, "train_accuracy")] == [generation]
 
 
+def test_a_completed_parent_s_results_csv_lists_every_train_user_also_after_a_kill(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    world = category_world(6, 3)
+    options: dict[str, Any] = {"strategy": {"order": "validation_first", "minibatch": 1}, "tracking": {"enabled": True},
+                               "episode": {"rounds_init": 1, "rounds_update": 1, "user_concurrency": 1}}
+    writes = Tracker.update_candidate
+
+    def killed_after_the_writes(self: Tracker, *args: Any, **kwargs: Any) -> None:
+        writes(self, *args, **kwargs)
+        raise Killed("killed after the completed parent's writes, before its generation's plan was saved")
+
+    monkeypatch.setattr(Tracker, "update_candidate", killed_after_the_writes)
+    with pytest.raises(Killed):
+        evolve(tmp_path, "results", CategoryBackend(world, proposer_mode="step"), **options)
+    monkeypatch.undo()
+    result, _ = evolve(tmp_path, "results", CategoryBackend(world, proposer_mode="step"), resume=True, **options)
+    run_dir = tmp_path / "results"
+    evals = run_dir / "evals"
+    plans = [GenerationPlan.model_validate_json(path.read_text())
+             for path in sorted((run_dir / "generations").glob("gen_*/plan.json"))]
+    completed = {plan.parent_id for plan in plans if (evals / plan.parent_id / "minibatch.json").exists()}
+    assert completed, "no parent checked on a minibatch completed its train users"
+    client = MlflowClient(f"sqlite:///{run_dir / 'mlflow.db'}")
+    runs = {run.data.tags.get("memevo.candidate_id"): run
+            for run in client.search_runs([client.get_experiment_by_name("test-evolution").experiment_id])}
+
+    def results(candidate_id: str) -> list[dict[str, str]]:
+        run_id = runs[candidate_id].info.run_id
+        assert [f.path for f in client.list_artifacts(run_id) if f.path.endswith(".csv")] == ["results.csv"]
+        return list(csv.DictReader(io.StringIO(Path(client.download_artifacts(run_id, "results.csv", str(
+            tmp_path / run_id))).read_text())))
+
+    seed_rows = results(result.seed.id)  # run on every train user in generation 0
+    for candidate_id in completed:
+        rows = results(candidate_id)
+        assert list(rows[0]) == list(seed_rows[0])  # the same columns
+        train = CandidateEval.model_validate_json((evals / candidate_id / "train.json").read_text())
+        val = CandidateEval.model_validate_json((evals / candidate_id / "val.json").read_text())
+        for split, users in (("train", train.users), ("val", val.users)):
+            listed = [row for row in rows if row["split"] == split]
+            assert {row["user_id"] for row in listed} == {user.user_id for user in users}
+            assert len(listed) == len([row for row in seed_rows if row["split"] == split])  # same questions
+        keys = [(row["split"], row["user_id"], row["period"], row["question"]) for row in rows]
+        assert len(keys) == len(set(keys))  # the resume wrote no row twice
+        history = client.get_metric_history(runs[candidate_id].info.run_id, "train_objective")
+        assert [m.value for m in history] == [pytest.approx(train.score)]  # nor a metric row
+
+
 def test_a_parent_kept_on_its_minibatch_checks_its_children_on_the_same_train_users(tmp_path: Path) -> None:
     world = category_world(6, 3)
     result, _ = evolve(tmp_path, "kept", CategoryBackend(world, proposer_mode="step"),
@@ -310,21 +405,25 @@ class AlwaysRepeatingProposer(RepeatingProposer):
     always = True
 
 
-@pytest.mark.parametrize(("proposer", "expected"), [("RepeatingProposer", 3), ("AlwaysRepeatingProposer", 1)])
+@pytest.mark.parametrize(("proposer", "resamples", "expected"),
+                         [("RepeatingProposer", None, 3), ("AlwaysRepeatingProposer", None, 1),
+                          ("AlwaysRepeatingProposer", 1, 1), ("AlwaysRepeatingProposer", 0, 1)])
 def test_a_proposal_repeating_a_known_policy_is_asked_for_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                 caplog: pytest.LogCaptureFixture, proposer: str,
-                                                                expected: int) -> None:
+                                                                resamples: int | None, expected: int) -> None:
     monkeypatch.setitem(proposers._REGISTRY, "repeating", f"tests.test_evolve_strategies:{proposer}")
     caplog.set_level(logging.INFO, logger="memevo.evolve")
-    evolve(tmp_path, "repeat", strategy={"proposers": ["repeating"]}, budget={"generations": 1, "candidates": 3})
+    strategy: dict[str, Any] = {"proposers": ["repeating"]} | ({} if resamples is None else {"resamples": resamples})
+    evolve(tmp_path, "repeat", strategy=strategy, budget={"generations": 1, "candidates": 3})
     plan = GenerationPlan.model_validate_json((tmp_path / "repeat" / "generations" / "gen_001" / "plan.json").read_text())
     ids = [candidate.id for candidate in plan.candidates]
     assert len(ids) == expected == len(set(ids)) and [c.index for c in plan.candidates] == list(range(expected))
+    tries = 2 if resamples is None else resamples  # strategy.resamples, default 2
     if expected == 3:  # one repeat, asked for again once: a new sample filled the slot
         assert plan.stats.duplicates == 1 and "instrument number 3" in plan.candidates[2].policy.prompts["memory_types"]
     else:  # every new sample repeated too: after the bounded tries the generation runs with fewer, and says so
-        assert plan.stats.duplicates == 2 + 2 * MAX_RESAMPLES
-        assert f"after {MAX_RESAMPLES} new tries: 1 candidate(s) instead of 3" in caplog.text
+        assert plan.stats.duplicates == 2 + 2 * tries
+        assert f"after {tries} new tries: 1 candidate(s) instead of 3" in caplog.text
     assert "repeated a known policy" in caplog.text
 
 

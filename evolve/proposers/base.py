@@ -6,8 +6,9 @@ made, accepted or not, in ``ProposalStats``. It never raises on bad model output
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from pydantic import Field
@@ -45,8 +46,8 @@ class ProposalContext:
     lineage: Mapping[str, Candidate] = field(default_factory=dict)
     """Every known candidate by id, to walk parent links."""
     first_sample: int = 0
-    """The number of the first sample drawn: proposals asked for again (their first answers repeated a known
-    policy) start after those already drawn, so they are new samples, not cached repeats."""
+    """The number of the proposer's first sample: proposals asked for again (their first answers repeated a known
+    policy) start after those it already drew (``propose_all``), so they are new samples, not cached repeats."""
 
     def samples(self, n: int) -> range:
         """The sample numbers of ``n`` proposals (sample 0 is the LM's default answer)."""
@@ -79,14 +80,21 @@ def shares(k: int, n: int) -> list[int]:
 
 
 async def propose_all(
-    proposers: Sequence[Proposer], context: ProposalContext, k: int
+    proposers: Sequence[Proposer], context: ProposalContext, k: int, drawn: Counter[int] | None = None
 ) -> tuple[list[Variant], ProposalStats]:
-    """Up to ``k`` variants from the proposers in turn, and the counts of all their proposals."""
+    """Up to ``k`` variants from the proposers in turn, and the counts of all their proposals.
+
+    ``drawn``: the samples each proposer (by its place in ``proposers``) already drew for this context, updated
+    here. When the proposers are asked again, each one's samples then follow its own earlier ones with no gap, so
+    a proposer with few possible proposals (a merge per pool partner) reaches its next one."""
+    drawn = Counter() if drawn is None else drawn
     stats = ProposalStats()
     variants: list[Variant] = []
-    for proposer, share in zip(proposers, shares(k, len(proposers)), strict=True):
+    for place, (proposer, share) in enumerate(zip(proposers, shares(k, len(proposers)), strict=True)):
         if share:
-            made, made_stats = await proposer.propose(context, share)
+            own = replace(context, first_sample=context.first_sample + drawn[place])
+            made, made_stats = await proposer.propose(own, share)
+            drawn[place] += share
             variants += made
             stats.add(made_stats)
     return variants, stats

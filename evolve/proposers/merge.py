@@ -1,9 +1,10 @@
-"""The merge proposer: one candidate from the components of two pool candidates, without an LM call.
+"""The merge proposer: candidates from the components of two pool candidates, without an LM call.
 
-The second parent is the pool candidate that beats the parent on the most validation instances (the
-one whose strengths the parent lacks). Per component, a side that kept the common ancestor's text gives
-way to the side that changed it (GEPA's merge rule); where both changed it, the parent's lines come
-first and the other's new lines are appended, which suits list-like components such as memory types.
+The second parent is a pool candidate that beats the parent on some validation instances (one whose strengths
+the parent lacks): the first sample takes the one that beats it on the most, each later sample the next. Per
+component, a side that kept the common ancestor's text gives way to the side that changed it (GEPA's merge
+rule); where both changed it, the parent's lines come first and the other's new lines are appended, which
+suits list-like components such as memory types.
 """
 
 from __future__ import annotations
@@ -36,31 +37,29 @@ def merge_text(parent: str, other: str, ancestor: str) -> str:
     return "\n".join(lines + [line for line in other.splitlines() if line.strip() and line not in lines])
 
 
+def partners(context: ProposalContext) -> list[Candidate]:
+    """The pool candidates that beat the parent on some validation instances, most such wins first (equal wins in
+    pool order): the same order for the same pool, so a resumed run merges the same pairs."""
+    mine = context.val_instances.get(context.parent.id, {})
+    wins: dict[str, int] = {}
+    for candidate in context.pool:
+        if candidate.id != context.parent.id:
+            theirs = context.val_instances.get(candidate.id, {})
+            wins[candidate.id] = sum(1 for key, value in theirs.items() if key in mine and value > mine[key])
+    return sorted((c for c in context.pool if wins.get(c.id)), key=lambda c: -wins[c.id])
+
+
 class MergeProposer:
-    """Proposes at most one merge per call, and none while the pool holds a single candidate."""
+    """Proposes one merge per sample: sample ``i`` merges the parent with its ``i``-th partner (``partners``), so a
+    merge asked for again (its first repeated a known policy) takes the next partner; none while the pool holds
+    no partner."""
 
     name = "merge"
 
     def __init__(self, settings: ProposerSettings) -> None:
         del settings  # a merge needs no LM
 
-    def _partner(self, context: ProposalContext) -> Candidate | None:
-        mine = context.val_instances.get(context.parent.id, {})
-        best: tuple[int, Candidate] | None = None
-        for candidate in context.pool:
-            if candidate.id == context.parent.id:
-                continue
-            theirs = context.val_instances.get(candidate.id, {})
-            wins = sum(1 for key, value in theirs.items() if key in mine and value > mine[key])
-            if wins and (best is None or wins > best[0]):
-                best = (wins, candidate)
-        return best[1] if best else None
-
-    async def propose(self, context: ProposalContext, n: int) -> tuple[list[Variant], ProposalStats]:
-        stats = ProposalStats()
-        partner = self._partner(context)
-        if partner is None or n < 1:
-            return [], stats
+    def _merge(self, context: ProposalContext, partner: Candidate, stats: ProposalStats) -> Variant | None:
         lineage = dict(context.lineage)
         theirs = set(ancestors(partner, lineage))
         common = next((i for i in ancestors(context.parent, lineage) if i in theirs), None)
@@ -75,4 +74,10 @@ class MergeProposer:
             if text is not None:
                 variant.prompts[spec.name] = text
                 variant.changes += [f"{spec.name}: merged with {partner.label}"] + repairs
-        return ([variant] if variant.prompts else []), stats
+        return variant if variant.prompts else None
+
+    async def propose(self, context: ProposalContext, n: int) -> tuple[list[Variant], ProposalStats]:
+        stats = ProposalStats()
+        ranked = partners(context)
+        merged = [self._merge(context, ranked[i], stats) for i in context.samples(n) if i < len(ranked)]
+        return [variant for variant in merged if variant is not None], stats

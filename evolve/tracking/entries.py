@@ -19,6 +19,8 @@ from memevo.evolve.records import EvolutionResult, GenerationOutcome
 from memevo.evolve.tracking.payloads import DIFF_ARTIFACT, candidate_diff, candidate_tags
 from memevo.evolve.tracking.store import table_csv
 
+RESULTS_ARTIFACT = "results.csv"
+"""A candidate's answers, one row per question of each train and validation user it finished."""
 SPLITS = ("train", "val")
 """The splits whose episodes are logged; a minibatch's episodes are part of the train split's."""
 
@@ -65,12 +67,14 @@ def split_metrics(evaluator: Evaluator, users: dict[str, list[str]], candidate_i
     return score_metrics(split, scored[0]) if scored is not None else {}
 
 
-def completed_train_metrics(evaluator: Evaluator, users: dict[str, list[str]], candidate: Candidate,
-                            train: CandidateEval) -> dict[str, float]:
-    """The train scores of a candidate that ran on the other train users when it became a parent (validation
-    first): the names its run would have had, had its generation run it on them all."""
-    return ({"train_users_evaluated": len(train.users), "train_objective": train.score}
-            | split_metrics(evaluator, users, candidate.id, "train"))
+def completed_train_entry(evaluator: Evaluator, users: dict[str, list[str]], candidate: Candidate,
+                          train: CandidateEval) -> tuple[dict[str, float], dict[str, str]]:
+    """The train scores and the answers table of a candidate that ran on the other train users when it became a
+    parent (validation first): the metric names and the ``RESULTS_ARTIFACT`` its run would have had, had its
+    generation run it on them all."""
+    metrics = ({"train_users_evaluated": len(train.users), "train_objective": train.score}
+               | split_metrics(evaluator, users, candidate.id, "train"))
+    return metrics, {RESULTS_ARTIFACT: qa_table(evaluator, users, candidate.id)}
 
 
 def qa_table(evaluator: Evaluator, users: dict[str, list[str]], candidate_id: str) -> str:
@@ -110,7 +114,7 @@ def candidate_entry(
                                               before_name=parent.label, after_name=candidate.label)
     artifacts["feedback.txt"] = feedback or "(seed: no feedback)"
     artifacts["changes.txt"] = "\n".join(candidate.changes) or "(none)"
-    artifacts["results.csv"] = qa_table(evaluator, users, candidate.id)
+    artifacts[RESULTS_ARTIFACT] = qa_table(evaluator, users, candidate.id)
     artifacts["policy.json"] = candidate.policy.model_dump_json(indent=2)
     return {
         "label": candidate.label,

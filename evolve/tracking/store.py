@@ -178,19 +178,27 @@ class Tracker:
             self._log_metrics(cand_run, entry["metrics"] | upper_bound, generation, stamp_key=cand_key)
             params = {k: str(v)[:500] for k, v in entry["params"].items()}
             self.client.log_batch(cand_run, params=[Param(k, v) for k, v in sorted(params.items())])
-            for path, text in entry["artifacts"].items():
-                self.client.log_text(cand_run, text, path)
+            self._log_texts(cand_run, entry["artifacts"])
             self._finish(cand_key)
         self._log_metrics(gen_run, metrics, generation, stamp_key=key)
         self._log_metrics(self.parent_id, metrics, generation, stamp_key=f"parent@{generation}")
         self._finish(key)
 
-    def log_candidate_metrics(self, generation: int, label: str, metrics: dict[str, float], *, key: str) -> None:
-        """Metrics measured after a candidate's generation was logged (a parent completing its train users), on
-        the candidate's own run at its generation's step, like the rest of its scores (a repeat under the same
-        ``key`` stores no second row)."""
+    def update_candidate(self, generation: int, label: str, metrics: dict[str, float], artifacts: dict[str, str], *,
+                         key: str) -> None:
+        """What a candidate measured after its generation was logged (a parent completing its train users), on the
+        candidate's own run: metrics at its generation's step, like the rest of its scores, and artifacts replacing
+        the ones at the same paths. Repeatable: a repeat under the same ``key`` stores no second metric row, and an
+        artifact written again replaces its file."""
         cand_key = f"gen{generation}/{label}"
-        self._log_metrics(self.ids[cand_key]["id"], metrics, generation, stamp_key=f"{cand_key}@{key}")
+        run_id = self.ids[cand_key]["id"]
+        self._log_metrics(run_id, metrics, generation, stamp_key=f"{cand_key}@{key}")
+        self._log_texts(run_id, artifacts)
+
+    def _log_texts(self, run_id: str, artifacts: dict[str, str]) -> None:
+        """Text artifacts (artifact path -> text); MLflow writes each at its path, replacing an earlier one."""
+        for path, text in artifacts.items():
+            self.client.log_text(run_id, text, path)
 
     def log_metrics(self, metrics: dict[str, float], *, step: int) -> None:
         """Metrics on the parent run at ``step`` (a repeat after a kill stores no second row)."""
@@ -266,8 +274,7 @@ class Tracker:
             self.client.set_tag(self.parent_id, key, value)
         if best_run_id is not None:
             self.client.set_tag(best_run_id, BEST_TAG, "true")
-        for path, text in artifacts.items():
-            self.client.log_text(self.parent_id, text, path)
+        self._log_texts(self.parent_id, artifacts)
         for figure in figures:
             self.client.log_artifact(self.parent_id, str(figure))
         self._finish("parent")
