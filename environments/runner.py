@@ -386,7 +386,5 @@ async def run_episodes(
         make_agent(), item, sessions, config, store=store, after_period=after_period, on_period=on_period,
         traces=traces,
     ), config.max_concurrent_users)
-    in_item_order: list[EpisodeResult] = [None] * len(items)  # type: ignore[list-item]  # each slot filled below
-    for index, episode in zip(order, episodes):
-        in_item_order[index] = episode
-    return in_item_order
+    by_index = dict(zip(order, episodes, strict=True))
+    return [by_index[index] for index in range(len(items))]
