@@ -18,7 +18,6 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.image
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.artist import Artist
@@ -30,9 +29,12 @@ from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import Affine2D, Bbox
 
 from memevo.environments.metrics import Scores
+from memevo.environments.png import write_png
 
 PERIODS_PLOT = "periods.png"
 SAVE_DPI = 120
+SOFTWARE = f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/"
+"""What savefig writes in its PNGs' Software field."""
 REFERENCE_STYLE = {"random": ("grey", ":"), "upper bound": ("black", "--")}
 
 
@@ -174,8 +176,7 @@ class PeriodsFigure:
             self.figure.draw_artist(artist)
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / filename
-        # zlib level 1: ~11 ms faster than the default level on this figure, for a 12% larger file
-        matplotlib.image.imsave(path, self._cut(canvas), format="png", dpi=SAVE_DPI, pil_kwargs={"compress_level": 1})
+        write_png(path, self._cut(canvas), dpi=SAVE_DPI, software=SOFTWARE)
         plt.close(self.figure)
         return path
 
