@@ -129,6 +129,21 @@ def endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[n
         yield server
 
 
+def test_a_broken_response_cache_exits_2_naming_it_before_any_request(
+    tmp_path: Path, endpoint: FaultServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "cache.db").write_text("not a database")
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps(_fixture()), encoding="utf-8")
+    (tmp_path / "agent.yaml").write_text("kind: native\n", encoding="utf-8")
+    code, err = _run_memevo(["eval", "--agent", str(tmp_path / "agent.yaml"), "--env", str(data), "--out",
+                             str(tmp_path / "out"), "--simulator", "template"], monkeypatch, capsys)
+    assert code == 2 and "Traceback" not in err
+    assert err.startswith(f"memevo: error: {tmp_path / 'cache'}: the LLM response cache cannot be opened"), err
+    assert endpoint.requests == []
+
+
 @pytest.mark.parametrize("case", EVAL_CASES, ids=[case.name for case in EVAL_CASES])
 def test_bad_eval_input_exits_2_naming_file_and_field(
     case: Case,

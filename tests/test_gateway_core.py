@@ -414,6 +414,19 @@ def test_cache_writes_from_many_threads_are_read_at_once_and_all_committed_by_cl
     reopened.close()
 
 
+def test_a_cache_that_is_no_database_is_named_when_first_used_and_closes_quietly(tmp_path: Path):
+    """The writer opens the store in the background: a broken one surfaces at the first lookup as a user error
+    naming the folder (not a traceback from the thread), and closing the cache after it raises nothing."""
+    (tmp_path / "cache.db").write_text("not a database")
+    cache = ResponseCache(tmp_path)
+    request = CacheRequest(endpoint="e", model="m", messages=HELLO, temperature=0.0, max_tokens=1,
+                           response_format=None, sample_index=0)
+    with pytest.raises(UserInputError, match="cannot be opened .*not a database.*--no-cache") as raised:
+        cache.get(request)
+    assert raised.value.source == str(tmp_path)
+    cache.close()
+
+
 def test_a_request_that_starts_with_an_earlier_ones_messages_reuses_their_chunks_and_is_never_confused():
     """A native agent resends its history with new messages at the end: the body of the part seen before is the
     chunks joined then, the key and body equal those made from scratch, and messages equal in identity but changed

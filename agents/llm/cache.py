@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import sqlite3
 import threading
 from functools import cached_property
 from json.encoder import encode_basestring  # type: ignore[attr-defined]  # the C encoder's
@@ -25,6 +26,7 @@ from typing import Any
 import diskcache
 from pydantic import ConfigDict, SkipValidation
 
+from memevo.agents.errors import UserInputError
 from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.encoded_messages import PREFIXES, EncodedMessages, canonical_json
 from memevo.agents.llm.protocol import Message
@@ -119,11 +121,9 @@ class ResponseCache:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.write_delay_s = write_delay_s
-        self._store = diskcache.Cache(str(self.directory))
-        # No cull on each write (this instance only; the folder's settings are left as they are): it queried
-        # expired entries and the database's size per entry, half of a write's CPU (~55 of ~115 us, on a thread
-        # that holds the GIL meanwhile). ``close`` culls once instead.
-        self._store.reset("cull_limit", 0, update=False)
+        self._opened = threading.Event()
+        self._opened_store: diskcache.Cache | None = None
+        self._open_failure = ""  # why the store could not be opened
         self._pending: dict[str, str] = {}  # put, not yet committed
         self._unwritten: list[tuple[str, str]] = []  # put, not yet taken by the writer
         self._puts = self._commits = 0  # entries put / committed (or given up on a failed write)
@@ -132,8 +132,18 @@ class ResponseCache:
         self._committed = threading.Condition(self._lock)
         self._wake = threading.Event()
         self._hurry = threading.Event()  # set: commit what is queued without waiting for more (a flush, a close)
-        self._writer = threading.Thread(target=self._write_batches, name="memevo-cache-writer", daemon=True)
+        self._writer = threading.Thread(target=self._open_then_write, name="memevo-cache-writer", daemon=True)
         self._writer.start()
+
+    @property
+    def _store(self) -> diskcache.Cache:
+        """The store, once the writer has opened it: opening a new one took 11-20 ms, mostly waiting on the disk,
+        which the writer spends while the run's start goes on (connecting, the first prompts)."""
+        self._opened.wait()
+        if self._opened_store is None:
+            raise UserInputError(f"the LLM response cache cannot be opened ({self._open_failure}); remove it, point "
+                                 "$MEMEVO_CACHE_DIR elsewhere or pass --no-cache", source=str(self.directory))
+        return self._opened_store
 
     def get(self, request: CacheRequest) -> CachedReply | None:
         with self._lock:
@@ -166,6 +176,21 @@ class ResponseCache:
         if not self._stopping:
             self._hurry.clear()
 
+    def _open_then_write(self) -> None:
+        try:
+            store = diskcache.Cache(str(self.directory))
+            # No cull on each write (this instance only; the folder's settings are left as they are): it queried
+            # expired entries and the database's size per entry, half of a write's CPU (~55 of ~115 us, on a
+            # thread that holds the GIL meanwhile). ``close`` culls once instead.
+            store.reset("cull_limit", 0, update=False)
+            self._opened_store = store
+        except (sqlite3.Error, OSError) as error:  # not a database, a folder it may not write
+            self._open_failure = str(error)
+        finally:
+            self._opened.set()
+        if self._opened_store is not None:
+            self._write_batches()
+
     def _write_batches(self) -> None:
         while True:
             self._wake.wait()
@@ -196,6 +221,9 @@ class ResponseCache:
 
     def close(self) -> None:
         """Commit what is queued, stop the writer and close the store."""
+        self._opened.wait()
+        if self._opened_store is None:
+            return  # never opened: nothing to commit to or close
         if self._writer.is_alive():
             with self._lock:
                 self._stopping = True
