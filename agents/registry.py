@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from importlib.metadata import entry_points
 
 from memevo.agents.base import AgentSpec, MemoryAgent
 from memevo.agents.errors import UserInputError, nested_in
@@ -46,6 +45,8 @@ def _discover() -> None:
     if _discovered:
         return
     _discovered = True
+    from importlib.metadata import entry_points  # ~15 ms to import, and only a plug-in needs it
+
     for module in _BUILTIN_MODULES:
         importlib.import_module(f"memevo.agents.{module}")
     for entry in entry_points(group=ENTRY_POINT_GROUP):

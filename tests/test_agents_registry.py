@@ -1,5 +1,6 @@
 """The plug-in registry: built-ins, decorator, entry points, policy validation."""
 
+import importlib.metadata
 from datetime import datetime
 from types import SimpleNamespace
 
@@ -64,7 +65,7 @@ def test_decorator_registers_a_plugin(clean_registry):
 
 def test_entry_point_plugin_is_discovered(clean_registry, monkeypatch):
     fake = SimpleNamespace(name="echo", load=lambda: EchoAgent)
-    monkeypatch.setattr(registry, "entry_points", lambda group: [fake] if group == "memevo.agents" else [])
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [fake] if group == "memevo.agents" else [])
     monkeypatch.setattr(registry, "_discovered", False)
     assert registry.agent_class("echo") is EchoAgent
 

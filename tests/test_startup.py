@@ -39,16 +39,32 @@ def test_eval_start_up_loads_only_what_its_run_needs() -> None:
 
 
 def test_the_command_line_skips_pydantics_plugin_search_unless_asked() -> None:
-    """Building memevo's models does not make pydantic search every installed distribution for plugins; an
-    explicit $PYDANTIC_DISABLE_PLUGINS is left alone."""
+    """Building memevo's models neither makes pydantic search every installed distribution for plugins nor imports
+    ``importlib.metadata`` for that search: pydantic's loader is replaced by one that finds none, as pydantic's own
+    finds none with every plugin off. An explicit $PYDANTIC_DISABLE_PLUGINS is left alone: empty, pydantic's own
+    loader searches."""
     code = ("import os, sys\nfrom memevo.evolve import cli\nsys.argv = ['memevo', 'env', '--help']\n"
             "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
-            "import pydantic.plugin._loader as loader\nprint(loader._plugins is None)")
-    for setting, searched in ((None, False), ("", True)):
+            "from memevo.agents.amemgym_config import AMemGymAgentSettings\n"
+            "AMemGymAgentSettings.model_rebuild(force=True)\nAMemGymAgentSettings()\n"
+            "import pydantic.plugin._loader as loader\n"
+            "print(getattr(loader, '_plugins', 'stand-in'), 'importlib.metadata' in sys.modules)")
+    for setting, expected in ((None, "stand-in False"), ("", "{} True")):
         env = {name: value for name, value in os.environ.items() if name != "PYDANTIC_DISABLE_PLUGINS"}
         env |= {} if setting is None else {"PYDANTIC_DISABLE_PLUGINS": setting}
         run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
-        assert run.stdout.split()[-1] == str(not searched), run.stdout
+        assert run.stdout.splitlines()[-1] == expected, run.stdout
+
+
+def test_the_stand_in_plugin_loader_answers_as_pydantics_own_with_every_plugin_off() -> None:
+    from memevo.evolve.cli import PLUGIN_LOADER, PLUGINS_OFF
+
+    code = (f"import os, importlib\nloader = importlib.import_module({PLUGIN_LOADER!r})\n"
+            f"for value in {PLUGINS_OFF!r}:\n    os.environ['PYDANTIC_DISABLE_PLUGINS'] = value\n"
+            "    print(tuple(loader.get_plugins()))")
+    env = {name: value for name, value in os.environ.items() if name != "PYDANTIC_DISABLE_PLUGINS"}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert run.stdout.split() == ["()"] * len(PLUGINS_OFF)
 
 
 def test_root_help_lists_every_command_in_order_and_each_loads() -> None:
