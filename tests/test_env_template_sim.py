@@ -10,7 +10,7 @@ import pytest
 from memevo.environments.data.models import Item
 from memevo.environments.simulators.template import TemplateUserSimulator, _value_pattern, names_a_value
 from memevo.environments.synth import SynthConfig, synthesize
-from memevo.environments.synth.vocabulary import SimulatorParts
+from memevo.environments.synth.simulator_parts import SimulatorParts
 
 NOW = dt.datetime(2021, 1, 1, 20, 0)
 

@@ -20,7 +20,7 @@ from functools import cached_property
 from memevo.agents.llm.protocol import Message
 from memevo.environments.data.models import Item, Session
 from memevo.environments.simulators.base import UserSimulator
-from memevo.environments.synth.vocabulary import SimulatorParts, load_simulator_parts
+from memevo.environments.synth.simulator_parts import SimulatorParts, load_simulator_parts
 
 _LAST_RESORT = "Could you say a bit more about that?"
 

@@ -11,23 +11,14 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
 from memevo.agents.errors import UserInputError
-from memevo.agents.lazy_model import LazyModel
-from memevo.environments.data.io import format_validation_error
-
-DEFAULT_VOCABULARY = Path(__file__).resolve().parent.parent / "assets" / "synth_vocabulary.json"
-Checked = TypeVar("Checked", bound=BaseModel)
+from memevo.environments.synth.simulator_parts import DEFAULT_VOCABULARY, SimulatorParts, StrictPart, checked
 
 
-class _Strict(LazyModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ValueText(_Strict):
+class ValueText(StrictPart):
     """One allowed value of a variable, the sentences that reveal it, and the advice that fits it."""
 
     value: str
@@ -35,14 +26,14 @@ class ValueText(_Strict):
     advice: str
 
 
-class EventText(_Strict):
+class EventText(StrictPart):
     """A life event behind a change: ``event`` is third person (with ``{name}``), ``mention`` first person."""
 
     event: str
     mention: str
 
 
-class Variable(_Strict):
+class Variable(StrictPart):
     """A state variable of one life domain, with at least three mutually exclusive values."""
 
     name: str
@@ -53,7 +44,7 @@ class Variable(_Strict):
     values: list[ValueText] = Field(min_length=3)
 
 
-class ProfileParts(_Strict):
+class ProfileParts(StrictPart):
     female_names: list[str]
     male_names: list[str]
     last_names: list[str]
@@ -66,22 +57,14 @@ class ProfileParts(_Strict):
     traits: list[str]
 
 
-class QueryParts(_Strict):
+class QueryParts(StrictPart):
     greetings: list[str]
     filler_openers: list[str]
     filler_activities: list[str]
     filler_comments: list[str]
 
 
-class SimulatorParts(_Strict):
-    """Follow-up pieces: ``deflections`` answer an assistant's question without giving state away."""
-
-    deflections: list[str] = Field(min_length=1)
-    acknowledgements: list[str]
-    asks: list[str]
-
-
-class Vocabulary(_Strict):
+class Vocabulary(StrictPart):
     variables: list[Variable]
     profile: ProfileParts
     queries: QueryParts
@@ -126,26 +109,4 @@ def load_vocabulary(path: Path = DEFAULT_VOCABULARY) -> Vocabulary:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as error:
         raise UserInputError(f"cannot read vocabulary: {error}", source=str(path)) from error
-    return _checked(Vocabulary, raw, path)
-
-
-@cache
-def load_simulator_parts(path: Path = DEFAULT_VOCABULARY) -> SimulatorParts:
-    """Only the simulator's part of a vocabulary file: the template simulator needs no more, and checking the
-    whole vocabulary (every pair of phrasings) took ~0.1 s of every ``memevo eval``."""
-    try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))["simulator"]
-    except (OSError, json.JSONDecodeError, KeyError, TypeError) as error:
-        raise UserInputError(f"cannot read the simulator part of the vocabulary: {error!r}", source=str(path)) from error
-    return _checked(SimulatorParts, raw, path, within="simulator")
-
-
-def _checked(model: type[Checked], raw: Any, path: Path, within: str | None = None) -> Checked:
-    """``raw`` validated as ``model``; an error names the file and the field (under ``within``, its place)."""
-    try:
-        return model.model_validate(raw)
-    except ValidationError as error:
-        field, message = format_validation_error(error)
-        if within is not None:
-            field = f"{within}.{field}" if field else within
-        raise UserInputError(message, source=str(path), field=field or None) from error
+    return checked(Vocabulary, raw, path)
