@@ -24,9 +24,10 @@ server answered), peak requests in flight, floor seconds, wall / floor, its lowe
 ms per call (the eval process's own user + system CPU, all its threads, read as it exits, minus the CPU of a
 child that only starts up, / calls; the plot process's CPU is not in it: subtracting a separately measured plot
 CPU, as this did before, swung the figure by +-0.5 ms per call), peak RSS of the child and its plot process, the
-size of its output folder, and the machine's 1-minute load average after the run (the figures are only comparable
-on an otherwise idle machine). The server double answers JSON requests
-with valid JSON (``--echo-replies``: echo everything, as before).
+size of its output folder, the machine's 1-minute load average after the run (the figures are only comparable
+on an otherwise idle machine), and a speed check: a fixed Python loop timed just before the run (the run shown, then
+the lowest and highest over the repeats), since an idle machine's speed drifts too. The server double answers JSON
+requests with valid JSON (``--echo-replies``: echo everything, as before).
 
     python benchmarks/throughput.py [--data small amemgym] [--agents native awi] [--concurrency 16 64] [--repeats 3]
 """
@@ -64,6 +65,7 @@ DATA = {
 CHAIN_CONCURRENCY = 4096  # "unlimited": nothing waits on the limiter, so depth is the protocol's alone
 NOTE_LABELS = 20
 STARTUP_SAMPLES = 5
+SPEED_CHECK_LOOPS = 200_000
 ROUND_TRIP_SAMPLES = 40
 
 
@@ -109,6 +111,7 @@ class Run:
     user_ends: list[float]
     first_request_s: float
     after_last_reply_s: float
+    speed_check_ms: float
 
 
 OWN_CPU_AT_EXIT = (
@@ -142,6 +145,17 @@ def synthesize(folder: Path, name: str) -> Path:
     return path
 
 
+def speed_check_ms() -> float:
+    """Time of a fixed pure-Python loop, taken just before each run: this VM's speed changed by up to 2x within
+    minutes (the same native run spent 0.9 or 1.8 ms of CPU per call, its start-up 0.29 or 0.37 s), and every
+    figure here moves with it; this says which speed a run had."""
+    started = time.perf_counter()
+    total = 0
+    for number in range(SPEED_CHECK_LOOPS):
+        total += number % 7
+    return 1000 * (time.perf_counter() - started)
+
+
 def folder_mb(path: Path) -> float:
     return sum(file.stat().st_size for file in path.rglob("*") if file.is_file()) / 1e6
 
@@ -166,6 +180,7 @@ def evaluate(server: LatencyServer, data: Path, agent: str, concurrency: int, us
     if users_at_once is not None:
         command += ["--max-concurrent-users", str(users_at_once)]
     server.reset()
+    speed = speed_check_ms()
     started = time.monotonic()
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
@@ -176,7 +191,7 @@ def evaluate(server: LatencyServer, data: Path, agent: str, concurrency: int, us
                calls=len(server.spans), peak_in_flight=server.peak_in_flight,
                output_mb=folder_mb(out / "eval"), user_ends=last_period_times(out / "eval" / "run"),
                first_request_s=min(start for start, _ in server.spans) - started,
-               after_last_reply_s=started + wall - max(end for _, end in server.spans))
+               after_last_reply_s=started + wall - max(end for _, end in server.spans), speed_check_ms=speed)
 
 
 def startup_cpu_s(agent: str) -> float:
@@ -258,8 +273,8 @@ def main() -> None:
               f"{1000 * round_trip:.2f} ms at a latency of {args.latency_ms:g} ms", flush=True)
         print("| data | agent | concurrency | wall s | first request s | after last reply s | calls | peak in flight "
               "| floor s | wall/floor | wall/floor range "
-              "| speed-up vs c=1 | CPU ms/call | peak RSS MB | output MB | load (1 min) |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+              "| speed-up vs c=1 | CPU ms/call | peak RSS MB | output MB | load (1 min) | speed check ms |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for data_name in args.data:
             data = synthesize(work, data_name)
             for agent in args.agents:
@@ -282,7 +297,9 @@ def main() -> None:
                           f"{run.calls} | {run.peak_in_flight} | {floor:.2f} (chain {chain}) | "
                           f"{f'{run.wall_s / floor:.2f}' if floor else 'n/a'} | {spread} | {speedup} | "
                           f"{1000 * (cpu_s - startup[agent]) / run.calls:.2f} | "
-                          f"{run.peak_rss_mb:.0f} | {run.output_mb:.1f} | {os.getloadavg()[0]:.1f} |", flush=True)
+                          f"{run.peak_rss_mb:.0f} | {run.output_mb:.1f} | {os.getloadavg()[0]:.1f} | "
+                          f"{run.speed_check_ms:.1f} ({min(r.speed_check_ms for r in runs):.1f}-"
+                          f"{max(r.speed_check_ms for r in runs):.1f}) |", flush=True)
     print(f"load average after: {os.getloadavg()}")
 
 
