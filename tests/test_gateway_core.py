@@ -414,16 +414,20 @@ def test_cache_writes_from_many_threads_are_read_at_once_and_all_committed_by_cl
     reopened.close()
 
 
-def test_a_cache_that_is_no_database_is_named_when_first_used_and_closes_quietly(tmp_path: Path):
-    """The writer opens the store in the background: a broken one surfaces at the first lookup as a user error
-    naming the folder (not a traceback from the thread), and closing the cache after it raises nothing."""
+@pytest.mark.parametrize(("broken", "reason"), [("cache.db", "not a database"), ("sub", "could not be created")])
+def test_a_cache_that_cannot_be_opened_is_named_when_first_used_and_closes_quietly(tmp_path: Path, broken: str,
+                                                                                    reason: str):
+    """The writer makes and opens the store in the background: a folder holding no database, or one that cannot be
+    made (under a file), surfaces at the first lookup as a user error naming the folder (not a traceback from the
+    thread), and closing the cache after it raises nothing."""
     (tmp_path / "cache.db").write_text("not a database")
-    cache = ResponseCache(tmp_path)
+    folder = tmp_path if broken == "cache.db" else tmp_path / "cache.db" / broken
+    cache = ResponseCache(folder)
     request = CacheRequest(endpoint="e", model="m", messages=HELLO, temperature=0.0, max_tokens=1,
                            response_format=None, sample_index=0)
-    with pytest.raises(UserInputError, match="cannot be opened .*not a database.*--no-cache") as raised:
+    with pytest.raises(UserInputError, match=f"cannot be opened .*{reason}.*--no-cache") as raised:
         cache.get(request)
-    assert raised.value.source == str(tmp_path)
+    assert raised.value.source == str(folder)
     cache.close()
 
 

@@ -118,8 +118,7 @@ class ResponseCache:
     """A directory-backed map from request key to reply."""
 
     def __init__(self, directory: Path, write_delay_s: float = WRITE_DELAY_S) -> None:
-        self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory = Path(directory)  # made by the store as it opens, when missing
         self.write_delay_s = write_delay_s
         self._opened = threading.Event()
         self._opened_store: diskcache.Cache | None = None
@@ -184,7 +183,7 @@ class ResponseCache:
             # thread that holds the GIL meanwhile). ``close`` culls once instead.
             store.reset("cull_limit", 0, update=False)
             self._opened_store = store
-        except (sqlite3.Error, OSError) as error:  # not a database, a folder it may not write
+        except (sqlite3.Error, OSError) as error:  # not a database, a folder it may not make or write
             self._open_failure = str(error)
         finally:
             self._opened.set()
