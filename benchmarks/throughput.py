@@ -156,6 +156,11 @@ def speed_check_ms() -> float:
     return 1000 * (time.perf_counter() - started)
 
 
+def low_high(values: list[float], decimals: int) -> str:
+    """The lowest and highest of ``values``, as the tables show a range over repeated runs."""
+    return f"{min(values):.{decimals}f}-{max(values):.{decimals}f}"
+
+
 def folder_mb(path: Path) -> float:
     return sum(file.stat().st_size for file in path.rglob("*") if file.is_file()) / 1e6
 
@@ -290,7 +295,7 @@ def main() -> None:
                     sequential = run if concurrency == 1 else sequential
                     floor = max(run.calls * latency / concurrency, chain * latency)
                     speedup = f"{sequential.wall_s / run.wall_s:.1f}x" if sequential is not None else "n/a"
-                    spread = (f"{min(r.wall_s for r in runs) / floor:.2f}-{max(r.wall_s for r in runs) / floor:.2f}"
+                    spread = (low_high([r.wall_s / floor for r in runs], 2)
                               if floor and len(runs) > 1 else "n/a")  # the machine's speed drifts between runs
                     print(f"| {data_name} | {agent} | {concurrency} | {run.wall_s:.2f} | {run.first_request_s:.2f} | "
                           f"{run.after_last_reply_s:.2f} | "
@@ -298,8 +303,7 @@ def main() -> None:
                           f"{f'{run.wall_s / floor:.2f}' if floor else 'n/a'} | {spread} | {speedup} | "
                           f"{1000 * (cpu_s - startup[agent]) / run.calls:.2f} | "
                           f"{run.peak_rss_mb:.0f} | {run.output_mb:.1f} | {os.getloadavg()[0]:.1f} | "
-                          f"{run.speed_check_ms:.1f} ({min(r.speed_check_ms for r in runs):.1f}-"
-                          f"{max(r.speed_check_ms for r in runs):.1f}) |", flush=True)
+                          f"{run.speed_check_ms:.1f} ({low_high([r.speed_check_ms for r in runs], 1)}) |", flush=True)
     print(f"load average after: {os.getloadavg()}")
 
 
