@@ -166,7 +166,7 @@ async def clean_test_scores(
         make_agent=lambda policy: build_agent(policy, backend),
         simulator=make_simulator("template", config.split.seed),
         episode_config=episode_config(config, candidates[0].policy),
-        objective="memory_score",
+        objective="accuracy",
     )
     evaluator.upper_bound = await compute_upper_bound(backend, test_items, constrained=True, seed=config.split.seed)
     return {c.id: (await evaluator.evaluate(c, "test", test_ids)).score for c in candidates}

@@ -61,7 +61,7 @@ from memevo.environments.rundir import (
     item_fingerprints,
 )
 from memevo.environments.runner import EpisodeConfig, run_episodes
-from memevo.environments.score_text import scores_line
+from memevo.environments.score_text import score_lines
 from memevo.environments.simulators.base import UserSimulator
 from memevo.environments.simulators.factory import make_simulator
 from memevo.environments.store import RunStore, write_json_atomic
@@ -353,7 +353,7 @@ def _protocol_notes(compat: bool, amemgym_prompts: bool) -> list[str]:
 
 
 def _headline(scores: Scores, out: Path, notes: Sequence[str] = ()) -> str:
-    lines = [f"{scores_line(scores)}  ->  {out}"]
+    lines = [*score_lines(scores), f"results: {out}"]
     if scores.upper_bound_format_errors:
         lines.append(
             f"note: the memory score is computed against an upper bound with {scores.upper_bound_format_errors} "

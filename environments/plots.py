@@ -78,6 +78,11 @@ def save_figure(figure: Figure, folder: Path, filename: str, *, bbox: Bbox | str
     return path
 
 
+NO_UPPER_BOUND = "no upper bound computed\n(run with --upper-bound)"
+NOT_MEASURED = ("n/a: the upper bound is not measurably\nabove random in any period\n(memory cannot be measured\n"
+                "with this model on this data)")
+
+
 @dataclass(frozen=True)
 class PeriodsLayout:
     """All the per-period figure's layout depends on: which lines and panels it has and its axis ranges, not
@@ -89,16 +94,18 @@ class PeriodsLayout:
     accuracy_range: tuple[float, float]
     upper_bound: bool
     memory_periods: tuple[int, ...]
-    """Periods with a memory score; none: the right panel says that no upper bound was computed."""
+    """Periods with a (pooled) memory score; none: the right panel says why there is none."""
     memory_range: tuple[float, float]
+    memory_missing: str = NO_UPPER_BOUND
 
     @classmethod
     def of(cls, scores: Scores, title: str = "") -> PeriodsLayout:
-        memory = [p for p in scores.per_period if p.memory_score is not None]
+        memory = [p for p in scores.per_period if p.pooled_memory_score is not None]
         return cls(title=title or "Scores per period", periods=tuple(p.period for p in scores.per_period),
                    accuracy_range=y_range(p.accuracy for p in scores.per_period),
                    upper_bound=scores.upper_bound is not None, memory_periods=tuple(p.period for p in memory),
-                   memory_range=y_range(p.memory_score for p in memory))
+                   memory_range=y_range(p.pooled_memory_score for p in memory),
+                   memory_missing=NO_UPPER_BOUND if scores.upper_bound is None else NOT_MEASURED)
 
     @classmethod
     def expected(cls, periods: int, upper_bound: bool, title: str = "") -> PeriodsLayout:
@@ -137,10 +144,9 @@ class PeriodsFigure:
             right.set_ylim(*layout.memory_range)
             right.set(ylabel="memory score (0 = random, 1 = upper bound)")
         else:
-            right.text(0.5, 0.5, "no upper bound computed\n(run with --upper-bound)", ha="center", va="center",
-                       transform=right.transAxes)
+            right.text(0.5, 0.5, layout.memory_missing, ha="center", va="center", transform=right.transAxes)
             right.set(yticks=[])
-        right.set(xlabel="period", title="Memory score per period")
+        right.set(xlabel="period", title="Memory score per period (pooled)")
         for axis in (left, right):
             integer_x(axis)
             axis.grid(alpha=0.3)
@@ -165,7 +171,7 @@ class PeriodsFigure:
             raise ValueError("the scores do not fit this figure's layout")
         per_period = {p.period: p for p in scores.per_period}
         values = {"accuracy": lambda p: p.accuracy, "random": lambda p: p.random_baseline,
-                  "upper bound": lambda p: p.upper_bound, "memory score": lambda p: p.memory_score}
+                  "upper bound": lambda p: p.upper_bound, "memory score": lambda p: p.pooled_memory_score}
         for name, line in self._lines.items():
             line.set_ydata([values[name](per_period[period]) for period in line.get_xdata()])
         if self._background is None:

@@ -6,7 +6,9 @@ Used by ``memevo eval`` and by every report that prints scores, so the wording i
 
 from __future__ import annotations
 
-from memevo.environments.metrics import PeriodScores, Scores
+import textwrap
+
+from memevo.environments.metrics import PeriodScores, Scores, ScoreSummary
 
 
 def _num(value: float | None) -> str:
@@ -16,26 +18,17 @@ def _num(value: float | None) -> str:
 MEMORY_SCORE_SCALE = "0 = random guessing, 1 = the model's perfect-information upper bound"
 
 
-def memory_score_text(scores: Scores) -> str:
-    """AMemGym's memory score with the cells it rests on, the pooled variant beside it, and why either is
-    n/a or below zero."""
-    if scores.upper_bound is None:
-        return "memory score n/a (no upper bound was computed; set upper_bound: true or pass --upper-bound)"
+def memory_score_text(scores: ScoreSummary) -> str:
+    """The pooled memory score and AMemGym's mean of per-cell ratios beside it with the cells it rests on, or
+    n/a with the reason (no upper bound, or one not measurably above random)."""
+    if scores.memory_na_reason is not None or scores.pooled_memory_score is None:
+        return f"memory score n/a ({scores.memory_na_reason or 'no upper bound above random'})"
     cells = scores.n_memory_points + scores.n_excluded
-    rests = f"mean of {scores.n_memory_points} of {cells} (user, period) cells"
-    if scores.n_excluded:
-        rests += f", {scores.n_excluded} excluded as upper bound = random"
+    rests = f"{scores.n_memory_points}/{cells} cells"
     if scores.n_inverted:
         rests += f", {scores.n_inverted} with upper bound below random"
-    text = (f"memory score (AMemGym, {rests}) {_explained(scores.memory_score)}, "
-            f"pooled memory score (sum over questions) {_pooled(scores)}")
-    return text if scores.memory_score is not None else text + " [n/a: the upper bound equals random in every cell]"
-
-
-def _pooled(scores: Scores) -> str:
-    if scores.pooled_memory_score is None:
-        return "n/a (the summed upper bound equals the summed random baseline)"
-    return _explained(scores.pooled_memory_score)
+    return (f"memory score {_explained(scores.pooled_memory_score)} "
+            f"(AMemGym's mean of cell ratios {_explained(scores.memory_score)}, {rests})")
 
 
 def _explained(value: float | None) -> str:
@@ -57,23 +50,27 @@ def failure_text(scores: Scores) -> str | None:
             f"(unattributed {split.unattributed:.3f}, probe coverage {probes.coverage:.0%}; {unread})")
 
 
-def scores_line(scores: Scores) -> str:
-    """Every headline figure of a set of scores, comma-separated."""
-    parts = [f"accuracy {scores.accuracy:.3f}", f"random {scores.random_baseline:.3f}"]
+def score_lines(scores: Scores, width: int = 100) -> list[str]:
+    """Every headline figure of a set of scores, a few short lines (wrapped at ``width``, never cut)."""
+    first = f"accuracy {scores.accuracy:.3f} (random {scores.random_baseline:.3f}"
     if scores.upper_bound is not None:
-        parts.append(f"upper bound {scores.upper_bound:.3f}")
-    parts.append(memory_score_text(scores))
+        first += f", upper bound {scores.upper_bound:.3f}"
     if scores.no_memory_accuracy is not None and scores.memory_gain is not None:
-        parts.append(f"no-memory accuracy {scores.no_memory_accuracy:.3f} (memory gain {scores.memory_gain:+.3f})")
+        first += f", no-memory accuracy {scores.no_memory_accuracy:.3f}, memory gain {scores.memory_gain:+.3f}"
+    lines = [first + ")", memory_score_text(scores)]
+    if scores.answer_collapse is not None:
+        lines.append(f"note: {scores.answer_collapse}")
     failure = failure_text(scores)
     if failure is not None:
-        parts.append(failure)
-    if scores.write_requests is not None:
-        parts.append(f"memory-write failures {scores.write_failures}/{scores.write_requests}")
-    parts.append(f"format errors {scores.format_error_rate:.1%}")
+        lines.append(failure)
+    errors = [f"format errors {scores.format_error_rate:.1%}"]
     if scores.upper_bound_format_error_rate is not None:
-        parts.append(f"upper-bound format errors {scores.upper_bound_format_error_rate:.1%}")
-    return ", ".join(parts)
+        errors.append(f"upper-bound format errors {scores.upper_bound_format_error_rate:.1%}")
+    if scores.write_requests is not None:
+        errors.append(f"memory-write failures {scores.write_failures}/{scores.write_requests}")
+    lines.append(", ".join(errors))
+    return [part for line in lines
+            for part in textwrap.wrap(line, width, subsequent_indent="    ", break_on_hyphens=False)]
 
 
 def extra_metrics(scores: Scores | PeriodScores) -> dict[str, float]:

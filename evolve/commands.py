@@ -15,7 +15,6 @@ import typer
 from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.llm.config import CONCURRENCY_HELP
 from memevo.environments.rundir import claim_run_folder
-from memevo.environments.score_text import MEMORY_SCORE_SCALE, scores_line
 from memevo.evolve.config import load_evolve_config
 from memevo.evolve.explain import spend_line
 from memevo.evolve.progress import show_progress
@@ -36,23 +35,29 @@ def evolve_command(
 ) -> None:
     """Evolve a memory agent's prompts and settings; prints seed vs best on the test users."""
     from memevo.agents.llm.hub import LLMHub
+    from memevo.evolve.headline import held_out_lines, objective_label
     from memevo.evolve.loop import run_evolution
 
+    show_progress()
     settings = load_evolve_config(config)
     folder = run_dir or _default_run_dir(config)
-    show_progress()
     with claim_run_folder(folder, flag="--run-dir"), LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub:
         result = run_evolution(settings, run_dir=folder, hub=hub, resume=resume)
     typer.echo(f"run folder: {folder}")
     typer.echo(f"stopped: {result.stop_reason}")
-    typer.echo(f"objective: {result.objective} (selection, acceptance, tuning and pruning all used it)")
-    typer.echo(f"on the held-out test users (memory score: {MEMORY_SCORE_SCALE}):")
-    for label, scores in ((f"seed {result.seed.id[:8]}", result.seed_scores), (f"best {result.best.id[:8]}", result.best_scores)):
-        typer.echo(f"  {label}: {scores_line(scores)}, {scores.n_users} user(s)")
+    typer.echo(f"objective: {objective_label(result.objective)} (selection, acceptance, tuning and pruning used it); "
+               f"seed {result.seed.id[:8]}, best {result.best.id[:8]}")
+    for line in held_out_lines(result.objective, result.seed_scores, result.best_scores, result.seed_user_scores,
+                               result.best_user_scores, best_label=_best_label(result.protocol)):
+        typer.echo(line)
     typer.echo(f"spend: {spend_line(result.usage.total())}")
     typer.echo(f"report (hyperparameters, prompt, diff): memevo report {shlex.quote(str(folder))}")
     if settings.tracking.enabled:
         typer.echo(f"MLflow UI: memevo ui --run-dir {shlex.quote(str(folder))}")
+
+
+def _best_label(protocol: str) -> str:
+    return "evolving" if protocol == "amemgym_period" else "best"
 
 
 def _store(run_dir: Path | None, tracking_uri: str | None) -> tuple[str, str | None]:

@@ -6,11 +6,12 @@ Validated by pydantic; any error becomes a ``UserInputError`` naming the file an
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from memevo.agents.config_io import read_mapping
 from memevo.agents.errors import UserInputError
@@ -182,7 +183,32 @@ class OptunaConfig(_Strict):
     p_threshold: float = Field(0.1, gt=0, lt=1, description="Wilcoxon pruner p-value.")
 
 
-Objective = Literal["memory_score", "accuracy"]
+Objective = Literal["accuracy", "amemgym_memory_score"]
+
+LEGACY_OBJECTIVE = "memory_score"
+LEGACY_OBJECTIVE_NOTE = (
+    "objective: memory_score now means accuracy for every decision: on the same users the pooled memory score is "
+    "accuracy shifted and scaled, and AMemGym's mean of per-cell ratios amplifies noise; both memory scores are "
+    "reported beside it (objective: amemgym_memory_score decides on AMemGym's ratio, at that risk)"
+)
+AMEMGYM_OBJECTIVE_NOTE = (
+    "objective: amemgym_memory_score decides on AMemGym's mean of per-(user, period) ratios; a cell whose upper "
+    "bound is barely above random weighs 10-20x and one below random flips its sign, so small runs choose by "
+    "noise (objective: accuracy is the stable choice)"
+)
+
+
+_SAID: set[str] = set()
+
+
+def _say_objective(data: dict[str, Any], label: str) -> None:
+    """Warn once per process what a legacy or risky objective means for this run (an ablation parses its
+    base config once per arm and seed)."""
+    note = {LEGACY_OBJECTIVE: LEGACY_OBJECTIVE_NOTE, "amemgym_memory_score": AMEMGYM_OBJECTIVE_NOTE}.get(
+        data.get("objective"))
+    if note is not None and note not in _SAID:
+        _SAID.add(note)
+        logging.getLogger("memevo.evolve").warning("%s: %s", label, note)
 
 
 class StrategyConfig(_Strict):
@@ -253,7 +279,9 @@ class EvolveConfig(_Strict):
         description="Token budget (cl100k_base tokens) of the evidence rendered for the proposer (stratified choice).",
     )
     objective: Objective = Field(
-        "memory_score", description="What selection, acceptance, the tuner, pruning and reports optimize."
+        "accuracy",
+        description="What selection, acceptance, the tuner, pruning and the headline use: accuracy, or (explicitly, "
+        "with its noise) amemgym_memory_score. The legacy memory_score reads as accuracy.",
     )
     strategy: StrategyConfig = Field(default_factory=StrategyConfig)
     upper_bound: bool = Field(True, description="Compute the perfect-information upper bound (memory score).")
@@ -269,6 +297,11 @@ class EvolveConfig(_Strict):
     min_length_ratio: float = Field(0.3, gt=0, le=1, description="A proposal shorter than this x parent is rejected.")
     max_length_ratio: float = Field(4.0, ge=1, description="A proposal longer than this x parent is rejected.")
     source: Path | None = Field(None, exclude=True, description="The file this config came from.")
+
+    @field_validator("objective", mode="before")
+    @classmethod
+    def _legacy_objective(cls, value: Any) -> Any:
+        return "accuracy" if value == LEGACY_OBJECTIVE else value
 
     @model_validator(mode="after")
     def _llm_simulator(self) -> EvolveConfig:
@@ -335,6 +368,7 @@ def parse_evolve_config(data: Any, *, source: Path | None = None) -> EvolveConfi
     except ValidationError as error:
         first = error.errors()[0]
         raise UserInputError(first["msg"], source=label, field=_field_path(first)) from None
+    _say_objective(data, label)
     if not (config.split.train or config.split.val or config.split.test):
         raise UserInputError("the split gives no users", source=label, field="split")
     for name in config.required_splits:
@@ -343,8 +377,8 @@ def parse_evolve_config(data: Any, *, source: Path | None = None) -> EvolveConfi
                 f"the {config.protocol} protocol needs at least 1 {SPLIT_ROLES[name]} user", source=label,
                 field=f"split.{name}",
             )
-    if config.objective == "memory_score" and not config.upper_bound:
-        raise UserInputError("objective memory_score needs the upper bound (upper_bound: true), or use "
+    if config.objective == "amemgym_memory_score" and not config.upper_bound:
+        raise UserInputError("objective amemgym_memory_score needs the upper bound (upper_bound: true), or use "
                              "objective: accuracy", source=label, field="objective")
     check_strategy(config.strategy, source=label)
     check_in_episode(config, source=label)

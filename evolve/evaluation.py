@@ -7,8 +7,8 @@ A minibatch on some train users shares the train store: the full train evaluatio
 Users run concurrently, but intermediate values go to the pruner in user order (prefix by prefix), so whether a
 candidate is pruned does not depend on which user finished first.
 
-Every summary keeps, per user and period, both accuracy and memory score; ``objective`` picks the one
-the loop compares. Scores, and episodes without their transcripts and consulted memories, are kept in
+Every summary keeps, per user and period, both accuracy and AMemGym's memory ratio; ``objective`` picks the
+one the loop compares (accuracy unless a config asks for ``amemgym_memory_score`` explicitly). Scores, and episodes without their transcripts and consulted memories, are kept in
 memory once loaded.
 """
 
@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
-from typing import Literal, Protocol
+from typing import Protocol
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.lazy_model import LazyModel
@@ -32,9 +32,8 @@ from memevo.environments.runner import AfterPeriod, EpisodeConfig, run_episode
 from memevo.environments.simulators.base import UserSimulator
 from memevo.environments.store import RunStore, write_json_atomic
 from memevo.evolve.candidates import Candidate
+from memevo.evolve.config import Objective
 from memevo.evolve.records import Instance
-
-Objective = Literal["memory_score", "accuracy"]
 
 
 class UserOutcome(LazyModel):
@@ -47,10 +46,10 @@ class UserOutcome(LazyModel):
     period_memory: list[float | None] = []
 
     def value(self, objective: Objective) -> float | None:
-        return self.accuracy if objective == "accuracy" else self.memory_score
+        return self.memory_score if objective == "amemgym_memory_score" else self.accuracy
 
     def period_values(self, objective: Objective) -> list[float | None]:
-        return list(self.period_accuracy) if objective == "accuracy" else list(self.period_memory)
+        return list(self.period_memory) if objective == "amemgym_memory_score" else list(self.period_accuracy)
 
 
 def user_outcome(episode: EpisodeResult, item: Item, table: UpperBoundTable | None) -> UserOutcome:

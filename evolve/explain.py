@@ -8,8 +8,6 @@ spend). Scores themselves are worded by ``memevo.environments.score_text``, shar
 from __future__ import annotations
 
 from memevo.agents.llm.accounting import RoleUsage
-from memevo.environments.metrics import Scores
-from memevo.evolve.config import Objective
 
 
 def dollars_text(usage: RoleUsage) -> str:
@@ -50,16 +48,6 @@ def proposals_line(generation: int, *, prompt_candidates: int, tuning_candidates
     repeated = f", {duplicates} repeated a known policy" if duplicates else ""
     return (f"generation {generation}: {prompt_candidates + tuning_candidates} candidate(s) ({kinds}) from "
             f"{proposals} prompt proposal(s) ({rejected} rejected, {repaired} repaired{repeated})")
-
-
-def held_out_line(objective: Objective, seed: Scores, best: Scores, *, best_label: str = "best") -> str:
-    """Seed against best on the test users in the run's objective (a memory score is n/a without an upper bound
-    above random)."""
-    def value(scores: Scores) -> str:
-        number = scores.memory_score if objective == "memory_score" else scores.accuracy
-        return "n/a" if number is None else f"{number:.3f}"
-
-    return f"test {objective.replace('_', ' ')}: seed {value(seed)} -> {best_label} {value(best)}"
 
 
 def generation_line(generation: int, *, candidates: int, pruned: int, generation_best: float | None, kept: str,

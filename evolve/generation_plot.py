@@ -23,7 +23,7 @@ def plot_score_per_generation(points: Sequence[GenerationPoint], folder: Path, *
 
     The scores are the run's ``objective``; for the memory score the two references are 0 and 1 by
     its definition, on every split, so the accuracy references given are not used."""
-    if objective == "memory_score":
+    if objective != "accuracy":
         random_baseline, upper_bound, reference_users = 0.0, 1.0, ""
     figure, axis = plt.subplots(figsize=(8, 4))
     generations = [p.generation for p in points]
@@ -40,7 +40,7 @@ def plot_score_per_generation(points: Sequence[GenerationPoint], folder: Path, *
     if upper_bound is not None:
         reference_line(axis, upper_bound, "upper bound", f"upper bound{where}")
     fit_y(axis, [*kept, *(v for _, v in val), *(v for _, v in train)])
-    ylabel = "memory score (0 = random, 1 = upper bound)" if objective == "memory_score" else \
+    ylabel = "AMemGym memory score (0 = random, 1 = upper bound)" if objective != "accuracy" else \
         "accuracy (share of questions right)"
     axis.set(xlabel="generation (0 = seed)", ylabel=ylabel, title=title)
     integer_x(axis)

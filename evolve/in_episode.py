@@ -27,7 +27,7 @@ from memevo.evolve import runtime
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
 from memevo.evolve.evidence import evidence_from_periods, render_evidence
-from memevo.evolve.explain import held_out_line
+from memevo.evolve.headline import held_out_line
 from memevo.evolve.proposers import ProposalContext, propose_all
 from memevo.evolve.records import EvolutionResult, ProposalStats
 

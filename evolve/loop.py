@@ -46,8 +46,9 @@ from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
 from memevo.evolve.evaluation import CandidateEval, PruneHook, UserOutcome
 from memevo.evolve.evidence import evidence_from_episodes, render_evidence
-from memevo.evolve.explain import generation_line, held_out_line, proposals_line
+from memevo.evolve.explain import generation_line, proposals_line
 from memevo.evolve.generation_plot import plot_score_per_generation
+from memevo.evolve.headline import held_out_line
 from memevo.evolve.progress import candidates_phase, evaluation_phase, test_phase
 from memevo.evolve.proposers import ProposalContext, propose_all
 from memevo.evolve.records import (
@@ -63,7 +64,13 @@ from memevo.evolve.selection import Decision, MinibatchGate, best_of, make_accep
 from memevo.evolve.selection.gate import not_worse
 from memevo.evolve.selection.parents import mean_score
 from memevo.evolve.spend import budget_exceeded
-from memevo.evolve.tracking.entries import candidate_entry, completed_train_entry, final_metrics, generation_counts
+from memevo.evolve.tracking.entries import (
+    candidate_entry,
+    completed_train_entry,
+    final_metrics,
+    generation_counts,
+    memory_tags,
+)
 from memevo.evolve.tracking.payloads import (
     generation_metrics,
     generation_points,
@@ -587,7 +594,8 @@ class OuterLoop(runtime.RunBase):
             self.tracker.finish(final_metrics(result) | objective_summary(points),
                                 {"result.json": result.model_dump_json(indent=2),
                                  "best_policy.json": best.policy.model_dump_json(indent=2)},
-                                step=len(history), tags=parent_tags(best_id=best.id, best_label=best.label),
+                                step=len(history),
+                                tags=parent_tags(best_id=best.id, best_label=best.label) | memory_tags(result),
                                 best_run_id=self.tracker.candidate_run_id(best.generation, best.label),
                                 figures=(plot,))
         return result

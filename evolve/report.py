@@ -20,6 +20,7 @@ from memevo.evolve.ablation import MANIFEST_FILE, load_manifest, render_ablation
 from memevo.evolve.ablation_plots import plot_failure_split, plot_period_curves
 from memevo.evolve.explain import dollars_text
 from memevo.evolve.generation_plot import plot_score_per_generation
+from memevo.evolve.headline import objective_label
 from memevo.evolve.loop import EvolutionResult, GenerationOutcome
 from memevo.evolve.stats import Interval, fmt, fmt_p, paired_test
 from memevo.evolve.tracking.payloads import HYPERPARAMETERS, candidate_diff, generation_points, resolved_prompts
@@ -78,8 +79,7 @@ def _history_table(history: list[GenerationOutcome], objective: str) -> list[str
             f"| {fmt(row.parent_val)} | {len({*row.train, *row.val, *row.gated})} | {len(row.pruned)} "
             f"| {row.stats.rejected} |"
         )
-    what = "memory score" if objective == "memory_score" else "accuracy"
-    lines += ["", f"Scores are the run's objective, {what}, averaged over (user, period) cells. *best val* is n/a "
+    lines += ["", f"Scores are the run's objective, {objective_label(objective)}, averaged over (user, period) cells. *best val* is n/a "
               "when every candidate of the generation was pruned on the training users before validation; *kept val* is the score of the candidate carried "
               "forward, which changes only when a candidate beats it on validation. *best train* covers only "
               "candidates run on all training users: validation first, the others' training score is not measured "
@@ -89,31 +89,46 @@ def _history_table(history: list[GenerationOutcome], objective: str) -> list[str
 
 
 SCORE_HEADER = [
-    "| candidate | test users | accuracy | random | memory score (AMemGym; cells used/all) | pooled memory score "
+    "| candidate | test users | accuracy | random | memory score (pooled) | AMemGym memory score (cells used/all) "
     "| format errors | write / read / utilization failures | accuracy per period |",
     "|---|---|---|---|---|---|---|---|---|",
 ]
 
 
+def _failure_cell(scores: Scores) -> str:
+    """The split, or why there is none: undiagnosed, or diagnosed with too few readable probes."""
+    failure, probes = scores.failure, scores.probes
+    if failure is not None:
+        return f"{failure.write:.3f} / {failure.read:.3f} / {failure.utilization:.3f}"
+    if probes is None:
+        return "n/a (no diagnosis; set episode.diagnose: true)"
+    return f"n/a (probe coverage {probes.coverage:.0%})"
+
+
+def _memory_cell(value: float | None, scores: Scores, cells: str = "") -> str:
+    if value is None:
+        return f"n/a ({scores.memory_na_reason})" if scores.memory_na_reason else "n/a"
+    return f"{fmt(value)}{cells}"
+
+
 def _scores_line(label: str, scores: Scores) -> str:
-    failure = scores.failure
-    split = f"{failure.write:.3f} / {failure.read:.3f} / {failure.utilization:.3f}" if failure else "n/a (no diagnosis)"
+    cells = f" ({scores.n_memory_points}/{scores.n_memory_points + scores.n_excluded})"
     return (
         f"| {label} | {scores.n_users} | {fmt(scores.accuracy)} | {fmt(scores.random_baseline)} "
-        f"| {fmt(scores.memory_score)} ({scores.n_memory_points}/{scores.n_memory_points + scores.n_excluded}) "
-        f"| {fmt(scores.pooled_memory_score)} | {fmt(scores.format_error_rate)} | {split} "
+        f"| {_memory_cell(scores.pooled_memory_score, scores)} | {_memory_cell(scores.memory_score, scores, cells)} "
+        f"| {fmt(scores.format_error_rate)} | {_failure_cell(scores)} "
         f"| {' '.join(fmt(p.accuracy, 2) for p in scores.per_period)} |"
     )
 
 
 def _score_notes(result: EvolutionResult) -> list[str]:
-    notes = [f"Memory score: {MEMORY_SCORE_SCALE}; below 0 is worse than random guessing. It is AMemGym's mean of "
-             "per-(user, period) ratios over the cells whose upper bound differs from random (cells used/all); the "
-             "pooled memory score, (sum of accuracy - sum of random) / (sum of upper bound - sum of random) over all "
-             "questions, is steadier on small runs."]
-    if result.best_scores.memory_score is None:
-        notes.append("Memory score n/a: no upper bound was computed (`upper_bound: true` computes it), or the upper "
-                     "bound is not above random guessing on these users.")
+    notes = [f"Memory score: {MEMORY_SCORE_SCALE}; below 0 is worse than random guessing. The pooled memory score "
+             "is (sum of accuracy - sum of random) / (sum of upper bound - sum of random) over all questions; "
+             "AMemGym's is the mean of per-(user, period) ratios over the cells whose upper bound differs from random "
+             "(cells used/all), reported for comparison with published figures. Both are n/a, with the reason, when "
+             "the upper bound's 95% lower bound (Wilson) is not above random or over 20% of its replies are unreadable."]
+    notes += [f"Note ({label}): {scores.answer_collapse}." for label, scores in
+              (("seed", result.seed_scores), ("best", result.best_scores)) if scores.answer_collapse]
     notes.append("Write / read / utilization failures are shares of all questions that failed because the fact never "
                  "reached memory, was in memory but not retrieved, or was retrieved but not used (AMemGym's "
                  "diagnosis; n/a without `episode.diagnose: true`).")
@@ -122,7 +137,7 @@ def _score_notes(result: EvolutionResult) -> list[str]:
 
 def _paired_lines(seed: list[UserScores], best: list[UserScores]) -> list[str]:
     lines = []
-    for metric, pick in (("accuracy", lambda u: u.accuracy), ("memory score", lambda u: u.memory_score)):
+    for metric, pick in (("accuracy", lambda u: u.accuracy), ("AMemGym memory score", lambda u: u.memory_score)):
         a = {u.user_id: pick(u) for u in seed if pick(u) is not None}
         b = {u.user_id: pick(u) for u in best if pick(u) is not None}
         test = paired_test(a, b)
@@ -168,16 +183,18 @@ def _point(value: float | None) -> Interval:
 
 
 def _evolution_plots(result: EvolutionResult, history: list[GenerationOutcome], out_dir: Path) -> list[Path]:
+    # One scale for the whole figure: the pooled memory score only where every period can measure it.
+    has_memory = all(p.pooled_memory_score is not None
+                     for p in result.best_scores.per_period + result.seed_scores.per_period)
     curves = {
-        label: [_point(p.memory_score if p.memory_score is not None else p.accuracy) for p in scores.per_period]
+        label: [_point(p.pooled_memory_score if has_memory else p.accuracy) for p in scores.per_period]
         for label, scores in (("seed", result.seed_scores), ("best", result.best_scores))
     }
-    has_memory = all(p.memory_score is not None for p in result.best_scores.per_period + result.seed_scores.per_period)
     split = {
         label: (s.failure.write, s.failure.read, s.failure.utilization) if s.failure else (None,) * 3
         for label, s in (("seed", result.seed_scores), ("best", result.best_scores))
     }
-    ylabel = "memory score (0 = random, 1 = upper bound)" if has_memory else "accuracy (share of questions right)"
+    ylabel = "memory score, pooled (0 = random, 1 = upper bound)" if has_memory else "accuracy (share of questions right)"
     plots = [
         plot_period_curves(curves, out_dir, "test_periods.png", ylabel=ylabel, memory_score=has_memory,
                            title=f"Seed vs best on {result.best_scores.n_users} test user(s), per period"),
@@ -199,7 +216,7 @@ def evolution_report(run_dir: Path) -> str:
     history = _history(run_dir)
     lines = [f"# Evolution: {config.get('name', run_dir.name)} ({config.get('protocol', 'outer_loop')})", ""]
     if history:
-        lines += _history_table(history, config.get("objective", "memory_score")) + [""]
+        lines += _history_table(history, config.get("objective", "accuracy")) + [""]
     result_path = run_dir / "result.json"
     if not result_path.exists():
         lines.append(f"Unfinished: no result.json yet. Continue it with `memevo evolve CONFIG --run-dir {run_dir} --resume`.")

@@ -94,7 +94,7 @@ def reference(endpoint: EvalEndpoint, tmp_path_factory: pytest.TempPathFactory) 
     before = endpoint.answered
     finished = endpoint.run_eval(out, out.parent / "cache", "--upper-bound")
     assert finished.returncode == 0, finished.stderr
-    assert f"->  {out}" in finished.stdout  # the headline reaches a pipe though the finished eval skips teardown
+    assert f"results: {out}" in finished.stdout  # the headline reaches a pipe though the finished eval skips teardown
     return out, endpoint.answered - before
 
 

@@ -21,6 +21,7 @@ from memevo.environments.metrics import (
     user_scores,
     write_position,
 )
+from memevo.environments.metrics.scores import cells, mean_of_ratios, pooled_ratio
 from memevo.environments.records import EpisodeResult, PeriodResult, ProbeRecord, QARecord
 from tests.doubles.scripted_llm import ScriptedLLM
 
@@ -88,6 +89,16 @@ def table(item_id: str = "h") -> UpperBoundTable:
                                     for q, s, c in rows])
 
 
+def formula(eps: list[EpisodeResult], items: list[Item], ub: UpperBoundTable
+            ) -> tuple[tuple[float | None, float | None], list[tuple[float | None, float | None]]]:
+    """(AMemGym's mean of ratios, pooled ratio) as the formulas read, overall and per period: these runs are
+    too small for ``score_episodes`` to report either (their upper bounds are not measurably above random)."""
+    group = cells(eps, items, ub)
+    periods = sorted({cell.period for cell in group})
+    by_period = [[cell for cell in group if cell.period == period] for period in periods]
+    return (mean_of_ratios(group), pooled_ratio(group)), [(mean_of_ratios(g), pooled_ratio(g)) for g in by_period]
+
+
 def test_random_baseline_is_share_of_choices_matching_gold() -> None:
     item = hand_item()
     assert random_baseline(item, 0, 0) == 0.25
@@ -118,13 +129,14 @@ def test_memory_score_is_amemgyms_mean_of_ratios_and_keeps_a_cell_with_upper_bou
     scores = score_episodes([ep], [hand_item()], table())
     assert scores.accuracy == 0.5 and scores.random_baseline == 0.375
     assert scores.upper_bound == pytest.approx(0.5)
-    assert scores.memory_score == pytest.approx(-7 / 9)
+    (amemgym, pooled), per_period = formula([ep], [hand_item()], table())
+    assert amemgym == pytest.approx(-7 / 9)
     assert (scores.n_memory_points, scores.n_excluded, scores.n_inverted) == (3, 0, 1)
-    assert scores.pooled_memory_score == pytest.approx(1.0)
-    assert [p.memory_score for p in scores.per_period] == [pytest.approx(1.0), pytest.approx(-3.0),
-                                                           pytest.approx(-1 / 3)]
-    assert [p.pooled_memory_score for p in scores.per_period] == [pytest.approx(1.0), pytest.approx(-3.0),
-                                                                  pytest.approx(-1 / 3)]
+    assert pooled == pytest.approx(1.0)
+    assert per_period == [(pytest.approx(1.0),) * 2, (pytest.approx(-3.0),) * 2, (pytest.approx(-1 / 3),) * 2]
+    # An upper bound of 0.5 against random 0.375 on 6 questions is no measurement: both scores are n/a.
+    assert scores.memory_score is None and scores.pooled_memory_score is None
+    assert "not above random 0.375 over 6 questions" in (scores.memory_na_reason or "")
     assert [p.accuracy for p in scores.per_period] == [1.0, 0.0, 0.5]
     assert scores.per_period[2].n_inverted == 1 and scores.per_period[2].n_excluded == 0
     assert scores.failure is None and scores.probes is None
@@ -144,11 +156,13 @@ def test_only_a_cell_whose_upper_bound_equals_random_exactly_is_excluded_and_cou
                   2: [qa(2, 1, False), qa(2, 2, False)]})
     scores = score_episodes([ep], [item], ub)
     assert (scores.n_memory_points, scores.n_excluded, scores.n_inverted) == (2, 1, 2)
-    assert scores.memory_score == pytest.approx(0.5)
-    assert [p.memory_score for p in scores.per_period] == [None, pytest.approx(0.0), pytest.approx(1.0)]
+    (amemgym, pooled), per_period = formula([ep], [item], ub)
+    assert amemgym == pytest.approx(0.5)
+    assert [m for m, _ in per_period] == [None, pytest.approx(0.0), pytest.approx(1.0)]
     # pooled: acc 3/6 = .5, rand .5, ub 1/6 -> (.5-.5)/(1/6-.5) = 0
-    assert scores.pooled_memory_score == pytest.approx(0.0)
-    assert scores.per_period[0].pooled_memory_score is None  # 0/0 is not a number
+    assert pooled == pytest.approx(0.0)
+    assert per_period[0][1] is None  # 0/0 is not a number
+    assert scores.memory_score is None and scores.per_period[1].pooled_memory_score is None
 
 
 def test_pooled_score_differs_from_the_mean_of_ratios_on_unequal_cells() -> None:
@@ -162,9 +176,9 @@ def test_pooled_score_differs_from_the_mean_of_ratios_on_unequal_cells() -> None
     #   -> (1/3 - 13/36) / (2/3 - 13/36) = (-1/36) / (11/36) = -1/11. AMemGym mean: (1 - 1/11)/2 = 5/11.
     # pooled over 5 questions: acc 3/5, rand (.25+.5+.25+.5+1/3)/5 = 11/30, ub (1+1+1+0+1)/5 = 4/5
     #   -> (3/5 - 11/30) / (4/5 - 11/30) = (7/30) / (13/30) = 7/13
-    scores = score_episodes(eps, items, ub)
-    assert scores.memory_score == pytest.approx(5 / 11)
-    assert scores.pooled_memory_score == pytest.approx(7 / 13)
+    (amemgym, pooled), _ = formula(eps, items, ub)
+    assert amemgym == pytest.approx(5 / 11)
+    assert pooled == pytest.approx(7 / 13)
 
 
 def test_without_upper_bound_there_is_no_memory_score() -> None:
@@ -180,13 +194,14 @@ def test_per_period_memory_is_a_mean_over_users_and_overall_over_all_points() ->
            episode({0: [qa(0, 0, False, user="v"), qa(0, 1, True, user="v")],
                     1: [qa(1, 0, False, user="v"), qa(1, 1, False, user="v")]}, user="v")]
     # u: p0 1.0, p1 (.5-.375)/.125 = 1.0; v: p0 (.5-.375)/.625 = .2, p1 -3.0
-    scores = score_episodes(eps, items, ub)
-    assert [p.memory_score for p in scores.per_period] == [pytest.approx(0.6), pytest.approx(-1.0)]
-    assert scores.memory_score == pytest.approx((1 + 1 + 0.2 - 3) / 4)
+    (amemgym, _), per_period = formula(eps, items, ub)
+    assert [m for m, _ in per_period] == [pytest.approx(0.6), pytest.approx(-1.0)]
+    assert amemgym == pytest.approx((1 + 1 + 0.2 - 3) / 4)
     per_user = user_scores(eps, items, ub)
     assert [u.user_id for u in per_user] == ["u", "v"]
     assert per_user[1].per_period_memory == [pytest.approx(0.2), pytest.approx(-3.0)]
-    assert per_user[1].memory_score == pytest.approx(-1.4) and per_user[0].accuracy == 0.75
+    assert mean_of_ratios(cells([eps[1]], items, ub)) == pytest.approx(-1.4) and per_user[0].accuracy == 0.75
+    assert per_user[1].memory_score is None  # 4 questions: the cells' ratios, but no score for the user
 
 
 def test_format_error_rate() -> None:
@@ -382,16 +397,16 @@ def test_memory_write_failures_are_summed_from_the_period_records() -> None:
 
 
 def test_tracking_metrics_and_summary_line_name_both_memory_scores() -> None:
-    from memevo.environments.score_text import extra_metrics, scores_line
+    from memevo.environments.score_text import extra_metrics, score_lines
 
     ep = episode({0: [qa(0, 0, True), qa(0, 1, True)], 1: [qa(1, 0, False), qa(1, 1, False)],
                   2: [qa(2, 0, True), qa(2, 1, False)]})
     scores = score_episodes([ep], [hand_item()], table(), no_memory=no_memory_table({0: 1, 1: 1}))
     metrics = extra_metrics(scores)
     assert metrics == {"memory_cells_used": 3.0, "memory_cells_excluded": 0.0,
-                       "pooled_memory_score": pytest.approx(1.0), "no_memory_accuracy": pytest.approx(1 / 3),
-                       "memory_gain": pytest.approx(1 / 6)}
-    line = scores_line(scores)
-    assert "memory score (AMemGym, mean of 3 of 3 (user, period) cells, 1 with upper bound below random) -0.778" in line
-    assert "pooled memory score (sum over questions) 1.000" in line and "memory gain +0.167" in line
+                       "no_memory_accuracy": pytest.approx(1 / 3), "memory_gain": pytest.approx(1 / 6)}
+    lines = score_lines(scores)
+    assert lines[0] == "accuracy 0.500 (random 0.375, upper bound 0.500, no-memory accuracy 0.333, memory gain +0.167)"
+    assert lines[1].startswith("memory score n/a (upper bound 0.500 not above random 0.375 over 6 questions")
+    assert all(len(line) <= 100 for line in lines)
     assert extra_metrics(score_episodes([ep], [hand_item()])) == {}

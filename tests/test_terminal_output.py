@@ -10,7 +10,7 @@ import pytest
 from memevo.agents.llm.accounting import RoleUsage
 from memevo.environments.metrics import Scores
 from memevo.environments.progress import configure_terminal, phase
-from memevo.environments.score_text import memory_score_text, scores_line
+from memevo.environments.score_text import memory_score_text, score_lines
 from memevo.evolve.explain import dollars_text, generation_line, proposal_error_line, proposals_line
 
 
@@ -56,14 +56,17 @@ def _scores(**fields: object) -> Scores:
 
 
 def test_memory_score_says_why_it_is_missing_or_negative() -> None:
-    assert memory_score_text(_scores(upper_bound=None, memory_score=None)).startswith("memory score n/a (no upper bound")
-    assert "n/a: the upper bound equals random in every cell" in memory_score_text(_scores(memory_score=None))
-    assert ") -0.500 (below random guessing; 0 = random" in memory_score_text(_scores())
-    assert ") 0.400, pooled" in memory_score_text(_scores(memory_score=0.4))
-    assert "pooled memory score (sum over questions) n/a (the summed upper bound equals the summed random" in (
-        memory_score_text(_scores(memory_score=0.4, pooled_memory_score=None)))
-    assert "pooled memory score (sum over questions) 0.200" in memory_score_text(_scores(pooled_memory_score=0.2))
-    assert "random 0.500" in scores_line(_scores())
+    missing = "no upper bound was computed (set upper_bound: true or pass --upper-bound)"
+    assert memory_score_text(_scores(upper_bound=None, memory_score=None, memory_na_reason=missing)) == (
+        f"memory score n/a ({missing})")
+    reason = "upper bound 0.500 not above random 0.500 over 8 questions"
+    assert memory_score_text(_scores(memory_na_reason=reason, memory_score=None)) == f"memory score n/a ({reason})"
+    negative = memory_score_text(_scores(pooled_memory_score=-0.5))
+    assert negative.startswith("memory score -0.500 (below random guessing; 0 = random")
+    assert "(AMemGym's mean of cell ratios -0.500 (below random" in negative and "2/2 cells" in negative
+    assert memory_score_text(_scores(memory_score=0.4, pooled_memory_score=0.2)) == (
+        "memory score 0.200 (AMemGym's mean of cell ratios 0.400, 2/2 cells)")
+    assert score_lines(_scores())[0] == "accuracy 0.250 (random 0.500, upper bound 1.000)"
 
 
 class RewriteTypes(dspy.Signature):

@@ -12,7 +12,15 @@ from memevo.environments.metrics.failure import (
     write_position,
 )
 from memevo.environments.metrics.no_memory import NO_MEMORY_FILE, NoMemoryEntry, NoMemoryTable, compute_no_memory
-from memevo.environments.metrics.scores import Cell, PeriodScores, Scores, UserScores, score_episodes, user_scores
+from memevo.environments.metrics.scores import (
+    Cell,
+    PeriodScores,
+    Scores,
+    ScoreSummary,
+    UserScores,
+    score_episodes,
+    user_scores,
+)
 from memevo.environments.metrics.upper_bound import (
     UPPER_BOUND_FILE,
     UpperBoundEntry,
@@ -30,6 +38,7 @@ __all__ = [
     "NoMemoryTable",
     "PeriodScores",
     "ProbeCoverage",
+    "ScoreSummary",
     "Scores",
     "UpperBoundEntry",
     "UpperBoundTable",

@@ -15,6 +15,10 @@ all); ``memory_gain`` is the agent's accuracy minus it: what memory adds over wh
 An upper-bound reply that could not be read counts as wrong, which lowers the upper bound and raises the
 memory score; every aggregate therefore reports how many distinct upper-bound replies behind it were
 unreadable (``upper_bound_format_errors``) and their share (``upper_bound_format_error_rate``).
+
+Both memory scores of an aggregate are None, with ``memory_na_reason`` saying why, whenever its upper bound
+is not measurably above random or too often unreadable (``measurable.memory_not_measurable``): a ratio over a
+denominator that is noise is no score.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from memevo.environments.metrics.failure import (
     failure_split,
     probe_coverage,
 )
+from memevo.environments.metrics.measurable import memory_not_measurable, position_collapse
 from memevo.environments.metrics.no_memory import NoMemoryTable
 from memevo.environments.metrics.upper_bound import UpperBoundEntry, UpperBoundTable
 from memevo.environments.records import EpisodeResult, PeriodResult
@@ -76,7 +81,7 @@ class Cell(LazyModel):
         return (self.accuracy - self.random_baseline) / (self.upper_bound - self.random_baseline)
 
 
-class _Summary(LazyModel):
+class ScoreSummary(LazyModel):
     """What every aggregate (overall, per period, per user) reports."""
 
     n_questions: int
@@ -91,7 +96,9 @@ class _Summary(LazyModel):
     n_inverted: int = 0
     """Cells among the used ones whose upper bound is below random (their ratio has a flipped sign)."""
     pooled_memory_score: float | None = None
-    """(sum acc - sum rand) / (sum ub - sum rand) over all questions; None without an upper bound or at 0/0."""
+    """(sum acc - sum rand) / (sum ub - sum rand) over all questions; None whenever ``memory_score`` is."""
+    memory_na_reason: str | None = None
+    """Why both memory scores are None (no upper bound, or one not measurably above random); None when defined."""
     no_memory_accuracy: float | None = None
     """Accuracy of the same LLM answering with no memory at all (None when not run)."""
     memory_gain: float | None = None
@@ -109,14 +116,14 @@ class _Summary(LazyModel):
     """Their share of the distinct upper-bound replies behind these scores."""
 
 
-class PeriodScores(_Summary):
+class PeriodScores(ScoreSummary):
     period: int
     n_users: int
     failure: FailureSplit | None = None
     probes: ProbeCoverage | None = None
 
 
-class UserScores(_Summary):
+class UserScores(ScoreSummary):
     """One user's scores, for paired comparisons between candidates on the same users."""
 
     user_id: str
@@ -124,12 +131,14 @@ class UserScores(_Summary):
     per_period_memory: list[float | None]
 
 
-class Scores(_Summary):
+class Scores(ScoreSummary):
     n_users: int
     per_period: list[PeriodScores]
     failure: FailureSplit | None = None
     """None when undiagnosed, or when too few probes could be read (see ``probes``)."""
     probes: ProbeCoverage | None = None
+    answer_collapse: str | None = None
+    """Names an answer-position collapse of the agent's answers (one option for nearly every question)."""
 
 
 def _write_counts(result: PeriodResult) -> dict[str, int | None]:
@@ -169,10 +178,6 @@ def cells(episodes: Sequence[EpisodeResult], items: Sequence[Item], upper_bound:
     return out
 
 
-def _ratio(numerator: float, denominator: float) -> float | None:
-    return None if denominator == 0 else numerator / denominator
-
-
 def _write_summary(group: Sequence[Cell]) -> dict[str, float | int | None]:
     known = [cell for cell in group if cell.write_requests is not None]
     if not known:
@@ -183,10 +188,26 @@ def _write_summary(group: Sequence[Cell]) -> dict[str, float | int | None]:
             "write_failure_rate": failures / requests if requests else 0.0}
 
 
-def summarize(group: Sequence[Cell]) -> dict[str, float | int | None]:
-    """Question-weighted means, AMemGym's mean of per-cell memory ratios and the pooled ratio."""
-    n = sum(cell.n_questions for cell in group)
+def mean_of_ratios(group: Sequence[Cell]) -> float | None:
+    """AMemGym's memory score as its formula reads, over the cells that define a ratio (no measurability check)."""
     ratios = [cell.memory_score for cell in group if cell.memory_score is not None]
+    return fmean(ratios) if ratios else None
+
+
+def pooled_ratio(group: Sequence[Cell]) -> float | None:
+    """(sum acc - sum rand) / (sum ub - sum rand) over the questions, as the formula reads (None at 0/0)."""
+    if not group or any(cell.upper_bound is None for cell in group):
+        return None
+    gain = sum((cell.accuracy - cell.random_baseline) * cell.n_questions for cell in group)
+    room = sum(((cell.upper_bound or 0.0) - cell.random_baseline) * cell.n_questions for cell in group)
+    return None if room == 0 else gain / room
+
+
+def summarize(group: Sequence[Cell]) -> dict[str, float | int | None]:
+    """Question-weighted means and both memory scores, which are None with a reason when the group's upper
+    bound does not measurably beat random."""
+    n = sum(cell.n_questions for cell in group)
+    n_ratios = sum(cell.memory_score is not None for cell in group)
     has_ub = all(cell.upper_bound is not None for cell in group)
     has_no_memory = all(cell.no_memory is not None for cell in group)
     replies = {entry.key: entry for cell in group for entry in cell.upper_bound_replies}
@@ -199,22 +220,27 @@ def summarize(group: Sequence[Cell]) -> dict[str, float | int | None]:
     rand = weighted([c.random_baseline for c in group])
     upper = weighted([c.upper_bound for c in group]) if has_ub else None
     no_memory = weighted([c.no_memory for c in group]) if has_no_memory else None
+    ub_error_rate = ub_errors / len(replies) if has_ub and replies else None
+    reason = memory_not_measurable(n_questions=n, upper_bound=upper, random_baseline=rand,
+                                   upper_bound_unreadable=ub_error_rate)
+    measurable = reason is None
     return {
         "n_questions": n,
         "accuracy": accuracy,
         "random_baseline": rand,
         "upper_bound": upper,
-        "memory_score": fmean(ratios) if ratios else None,
-        "n_memory_points": len(ratios),
+        "memory_score": mean_of_ratios(group) if measurable else None,
+        "n_memory_points": n_ratios,
         "n_excluded": sum(cell.excluded for cell in group),
         "n_inverted": sum(cell.inverted for cell in group),
-        "pooled_memory_score": None if upper is None else _ratio(accuracy - rand, upper - rand),
+        "pooled_memory_score": pooled_ratio(group) if measurable else None,
+        "memory_na_reason": reason,
         "no_memory_accuracy": no_memory,
         "memory_gain": None if no_memory is None else accuracy - no_memory,
         "format_error_rate": sum(c.format_errors for c in group) / n,
         "random_fallback_rate": sum(c.random_fallbacks for c in group) / n,
         "upper_bound_format_errors": ub_errors if has_ub else None,
-        "upper_bound_format_error_rate": ub_errors / len(replies) if has_ub else None,
+        "upper_bound_format_error_rate": (ub_error_rate or 0.0) if has_ub else None,
         **_write_summary(group),
     }
 
@@ -246,6 +272,8 @@ def score_episodes(
     return Scores(
         n_users=len({cell.user_id for cell in all_cells}),
         per_period=per_period,
+        answer_collapse=position_collapse(qa.choice for episode in episodes for period in episode.periods
+                                          for qa in period.qa),
         **diagnosis(None),
         **summarize(all_cells),
     )

@@ -153,6 +153,12 @@ def generation_counts(outcome: GenerationOutcome, n_candidates: int, usage: Usag
     return metrics
 
 
+def memory_tags(result: EvolutionResult) -> dict[str, str]:
+    """The reason the test memory scores are missing from the metrics, as a tag the runs table can show."""
+    reason = result.seed_scores.memory_na_reason or result.best_scores.memory_na_reason
+    return {} if reason is None else {"test_memory_score": f"n/a ({reason})"}
+
+
 def final_metrics(result: EvolutionResult) -> dict[str, float]:
     metrics = {"test_seed_accuracy": result.seed_scores.accuracy, "test_best_accuracy": result.best_scores.accuracy}
     if result.seed_scores.memory_score is not None and result.best_scores.memory_score is not None:

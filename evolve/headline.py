@@ -1,0 +1,99 @@
+"""The lines a person reads at the end of an evolution: seed against best on the held-out test users.
+
+They lead with the run's objective and its interval over the test users (the unit that varies), then the
+paired difference, then the memory figures, which are n/a with their reason when the upper bound does not
+measurably beat random. Each line is wrapped to a terminal's width; a figure is never cut.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Sequence
+
+from memevo.environments.metrics import Scores, UserScores
+from memevo.environments.score_text import MEMORY_SCORE_SCALE, failure_text
+from memevo.evolve.config import Objective
+from memevo.evolve.stats import fmt, fmt_interval, fmt_p, mean_ci, paired_test
+
+WIDTH = 100
+INDENT = "  "
+
+
+def objective_label(objective: str) -> str:
+    """What an objective is called in text (a run folder written before the rename says ``memory_score``,
+    which decided on AMemGym's ratio)."""
+    return "accuracy" if objective == "accuracy" else "AMemGym memory score"
+
+
+def _per_user(users: Sequence[UserScores], pick: Callable[[UserScores], float | None]) -> dict[str, float]:
+    return {user.user_id: value for user in users if (value := pick(user)) is not None}
+
+
+def _pick(objective: str) -> Callable[[UserScores], float | None]:
+    if objective == "accuracy":
+        return lambda user: user.accuracy
+    return lambda user: user.memory_score
+
+
+def _objective_line(objective: str, seed: Sequence[UserScores], best: Sequence[UserScores], best_label: str) -> str:
+    pick = _pick(objective)
+    seed_values, best_values = _per_user(seed, pick), _per_user(best, pick)
+    test = paired_test(seed_values, best_values)
+    p = "n/a" if test.t_p is None else fmt_p(test.t_p)
+    return (f"{objective_label(objective)}: seed {fmt_interval(mean_ci(list(seed_values.values())))} -> "
+            f"{best_label} {fmt_interval(mean_ci(list(best_values.values())))}; {best_label} - seed "
+            f"{fmt(test.mean_diff)} [{fmt(test.diff_low)}, {fmt(test.diff_high)}], paired t p {p} over "
+            f"{test.n} users" + (f" ({test.note})" if test.note else ""))
+
+
+def _memory_line(seed: Scores, best: Scores, best_label: str) -> str:
+    if seed.pooled_memory_score is None or best.pooled_memory_score is None:
+        reason = seed.memory_na_reason or best.memory_na_reason or "no upper bound above random"
+        return f"memory score: n/a ({reason})"
+    return (f"memory score: seed {fmt(seed.pooled_memory_score)} -> {best_label} {fmt(best.pooled_memory_score)} "
+            f"({MEMORY_SCORE_SCALE}; AMemGym's mean of cell ratios {fmt(seed.memory_score)} -> "
+            f"{fmt(best.memory_score)})")
+
+
+def _references_line(seed: Scores, best: Scores, best_label: str) -> str:
+    parts = [f"random {fmt(seed.random_baseline)}", f"upper bound {fmt(seed.upper_bound)}"]
+    if seed.no_memory_accuracy is not None:
+        parts.append(f"no-memory accuracy {fmt(seed.no_memory_accuracy)}")
+    parts.append(f"format errors seed {seed.format_error_rate:.1%} -> {best_label} {best.format_error_rate:.1%}")
+    return "references: " + ", ".join(parts)
+
+
+def _diagnosis_lines(seed: Scores, best: Scores, best_label: str) -> list[str]:
+    lines = []
+    for label, scores in (("seed", seed), (best_label, best)):
+        if scores.answer_collapse is not None:
+            lines.append(f"note ({label}): {scores.answer_collapse}")
+        failure = failure_text(scores)
+        if failure is not None:
+            lines.append(f"{label}: {failure}")
+    return lines
+
+
+def held_out_lines(objective: Objective | str, seed: Scores, best: Scores, seed_users: Sequence[UserScores],
+                   best_users: Sequence[UserScores], *, best_label: str = "best") -> list[str]:
+    """The headline block: objective with intervals, paired difference, memory score, references, notes."""
+    head = (f"held-out test: {seed.n_users} users, {seed.n_questions} questions; "
+            "[95% t-intervals over users]")
+    body = [
+        _objective_line(objective, seed_users, best_users, best_label),
+        _memory_line(seed, best, best_label),
+        _references_line(seed, best, best_label),
+        *_diagnosis_lines(seed, best, best_label),
+    ]
+    wrapped = [head]
+    for line in body:
+        wrapped += textwrap.wrap(line, WIDTH, initial_indent=INDENT, subsequent_indent=INDENT * 3,
+                                 break_on_hyphens=False)
+    return wrapped
+
+
+def held_out_line(objective: Objective | str, seed: Scores, best: Scores, *, best_label: str = "best") -> str:
+    """Seed against best in the objective on one short log line (the full block is ``held_out_lines``)."""
+    pick = seed.accuracy if objective == "accuracy" else seed.memory_score
+    other = best.accuracy if objective == "accuracy" else best.memory_score
+    return f"test {objective_label(objective)}: seed {fmt(pick)} -> {best_label} {fmt(other)}"
