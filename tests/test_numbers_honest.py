@@ -128,6 +128,11 @@ def test_a_stored_result_that_decided_on_memory_score_reads_as_amemgyms_ratio() 
         "seed_scores": scores, "best_scores": scores, "seed_user_scores": [], "best_user_scores": [],
         "stop_reason": "x", "usage": {"by_role": {}}})
     assert result.objective == "amemgym_memory_score"
+    from memevo.evolve.evaluation import CandidateEval
+
+    stored = CandidateEval.model_validate({"candidate_id": "c", "split": "val", "objective": "memory_score",
+                                           "n_users_total": 1})
+    assert stored.objective == "amemgym_memory_score"  # an old run folder's evaluations still load, named truly
 
 
 def _candidate() -> dict:
