@@ -112,6 +112,7 @@ class AMemGymReference:
     def evaluate(self, item: Item, agent_config: Path, out: Path) -> list[list[float]]:
         """``evaluate_item`` on-policy for one item with the agent of ``agent_config`` (a checkout config file);
         the accuracy per (period, question)."""
+        (out / "interactions").mkdir(parents=True, exist_ok=True)  # made by AMemGym's main before evaluate_item
         with self._loaded() as amemgym:
             config = json.loads(agent_config.read_text(encoding="utf-8"))
             agent = amemgym.create_agent(config, output_dir=str(out))
@@ -121,6 +122,7 @@ class AMemGymReference:
 
     def upper_bound(self, items: Sequence[Item], out: Path) -> list[list[list[float]]]:
         """``evaluate_utilization`` over ``items``: the accuracy per (item, period, question)."""
+        out.mkdir(parents=True, exist_ok=True)
         with self._loaded() as amemgym:
             amemgym.evaluate_utilization([item.model_dump(mode="json") for item in items], {}, str(out))
         return json.loads((out / "utilization_metrics.json").read_text(encoding="utf-8"))["accuracy"]  # type: ignore[no-any-return]
