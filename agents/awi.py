@@ -84,16 +84,18 @@ class AWIAgent(BufferedMemoryAgent):
         values = {
             "memory_types": self.prompt("memory_types"),
             "current_memories": json.dumps({n.label: n.value for n in self.notes}, ensure_ascii=False, indent=indent),
-            "conversation": json.dumps([{"role": m.role, "content": m.content} for m in batch], ensure_ascii=False,
-                                       indent=indent),
+            "conversation": json.dumps(
+                [{"role": m.role, "content": m.content} for m in batch], ensure_ascii=False, indent=indent
+            ),
         }
         changes = await self.ask_prompt(
             "write_prompt", WRITE_PLACEHOLDERS, at, values, WRITE_SCHEMA, parse_note_changes
         )
         written = max((n.written for n in self.notes), default=0) + 1
         for label, value in (changes or {}).items():
-            self.set_note(label, None if value is None else NoteEntry(label=label, value=value, timestamp=at,
-                                                                      written=written))
+            self.set_note(
+                label, None if value is None else NoteEntry(label=label, value=value, timestamp=at, written=written)
+            )
 
     def set_note(self, label: str, note: NoteEntry | None) -> None:
         """Replace, add or (``note`` None) delete ``label``: a replaced note moves to the end of the list, or

@@ -42,7 +42,10 @@ async def test_compat_changes_a_label_in_place_and_shows_notes_in_write_order():
     agent = make("awi", llm, update_every=2, short_term=0, amemgym_compat=True)
     await run_rounds(agent, 3)
     assert [(n.label, n.value, n.written) for n in agent.notes] == [
-        ("city", "Bergen", 3), ("pet", "cat", 1), ("diet", "vegan", 2)]
+        ("city", "Bergen", 3),
+        ("pet", "cat", 1),
+        ("diet", "vegan", 2),
+    ]
     assert await agent.memory_text("") == "- pet: cat\n- diet: vegan\n- city: Bergen"
     await run_rounds(agent, 1, first_day=4)
     assert '{\n  "city": "Bergen",\n  "pet": "cat",\n  "diet": "vegan"\n}' in json_calls(llm)[-1]
@@ -53,8 +56,9 @@ async def test_compat_changes_a_label_in_place_and_shows_notes_in_write_order():
 async def test_notes_are_shown_by_simulated_time_or_under_compat_by_write(compat, shown):
     """Replayed or resumed input can arrive out of simulated-time order: memevo shows notes by the time they
     speak of, AMemGym (compat) by when they were written."""
-    agent = make("awi", scripted(['{"first": "a"}', '{"second": "b"}']), update_every=2, short_term=0,
-                 amemgym_compat=compat)
+    agent = make(
+        "awi", scripted(['{"first": "a"}', '{"second": "b"}']), update_every=2, short_term=0, amemgym_compat=compat
+    )
     await run_rounds(agent, 1, first_day=9)
     await run_rounds(agent, 1, first_day=1)
     assert [n.label for n in agent.notes] == ["first", "second"]
@@ -63,8 +67,13 @@ async def test_notes_are_shown_by_simulated_time_or_under_compat_by_write(compat
 
 async def test_compat_still_deletes_on_empty_or_null():
     """A documented difference kept under compat: AMemGym stored null and "" as values."""
-    agent = make("awi", scripted(['{"a": "x", "b": "y"}', '{"a": null, "b": ""}']), update_every=2, short_term=0,
-                 amemgym_compat=True)
+    agent = make(
+        "awi",
+        scripted(['{"a": "x", "b": "y"}', '{"a": null, "b": ""}']),
+        update_every=2,
+        short_term=0,
+        amemgym_compat=True,
+    )
     await run_rounds(agent, 2)
     assert agent.notes == []
 

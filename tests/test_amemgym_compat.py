@@ -56,7 +56,8 @@ def test_prompts_are_read_from_the_fixture_checkout() -> None:
     assert qa == f'{question.query}\nPick one of:\n{lines}\nReply as ```json\n{{"answer": int}}\n```\n'
     state = dict(zip(question.required_info, question.answer_choices[0].state, strict=True))
     assert f"Known state: {json.dumps(state, ensure_ascii=False, indent=2)}" in build_upper_bound_prompt(
-        question, state, prompts.questions)
+        question, state, prompts.questions
+    )
     probe = build_probe_prompt({"diet": ["vegan"]}, prompts.questions)
     assert probe.startswith('{\n  "diet": [\n    "vegan"\n  ]\n}\nName my') and '{"type": "value"}' in probe
     assert prompts.awi_answer == "Fixture AWI helper.\nNotes:\n{memories}"
@@ -95,7 +96,8 @@ def test_rendered_prompts_equal_the_checkouts_own_format_calls() -> None:
     state = dict(zip(question.required_info, question.answer_choices[1].state, strict=True))
     upper = _constant(CHECKOUT / UPPER_BOUND_FILE, "UTILIZATION_PROMPT")
     assert build_upper_bound_prompt(question, state, prompts.questions) == upper.format(
-        query=question.query, state=json.dumps(state, ensure_ascii=False, indent=2), choices=choices)
+        query=question.query, state=json.dumps(state, ensure_ascii=False, indent=2), choices=choices
+    )
     assert "{current_memories}" in prompts.awi_write and "{conversation}" in prompts.awi_write
     assert "{memories}" in prompts.awi_answer and "{context}" in prompts.simulator
     assert (CHECKOUT / SIMULATOR_FILE).exists()
@@ -112,8 +114,12 @@ async def test_simulator_dates_and_template_under_compat() -> None:
     assert f"Current date: {item.periods[1].period_end}\n" in compat[0]["content"]
     template = load_amemgym_prompts(FIXTURE).simulator
     simulator = LLMUserSimulator(llm, current_date="period_end", template=template)
-    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
-                {"role": "user", "content": "more"}, {"role": "assistant", "content": "sure"}]
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": "more"},
+        {"role": "assistant", "content": "sure"},
+    ]
     [sent] = simulator.prompt(item, session, messages, now, 1)
     assert sent["role"] == "user" and f"Today: {item.periods[1].period_end}." in sent["content"]
     assert "Lately: User: more\nAssistant: sure\nSecret: {" in sent["content"]
@@ -151,16 +157,21 @@ def reply_to(messages: list[Message], role: Role, wants_json: bool) -> str:
     return f"Happy to help ({digest % 1000})."
 
 
-async def memevo_episode(agent_file: Path, item: Item, llm: ScriptedLLM, reference: AMemGymReference,
-                         after_period: AfterPeriod | None = None) -> EpisodeResult:
+async def memevo_episode(
+    agent_file: Path, item: Item, llm: ScriptedLLM, reference: AMemGymReference, after_period: AfterPeriod | None = None
+) -> EpisodeResult:
     """What ``memevo eval --agent <agent_file> --amemgym-compat --amemgym-source <checkout>`` runs for one item."""
     prompts = load_amemgym_prompts(CHECKOUT)
     policy = prompts.apply_to(load_amemgym_agent_config(agent_file, amemgym_compat=True))
     agent = agent_class(policy.kind)(policy, llm)  # as eval builds it: AMemGym's write prompt has no format clause
     simulator = make_simulator("llm", 0, llm, amemgym_compat=True, template=prompts.simulator)
     env = reference.env_config()
-    config = EpisodeConfig(amemgym_compat=True, question_prompts=prompts.questions,
-                           rounds_init=env["num_rounds_init"], rounds_update=env["num_rounds_update"])
+    config = EpisodeConfig(
+        amemgym_compat=True,
+        question_prompts=prompts.questions,
+        rounds_init=env["num_rounds_init"],
+        rounds_update=env["num_rounds_update"],
+    )
     return await run_episode(agent, item, simulator, config, after_period=after_period)
 
 
@@ -200,7 +211,12 @@ async def test_upper_bound_asks_a_subset_of_amemgym_requests_with_identical_scor
     table = await cached_table(UpperBoundTable, llm, items, tmp_path / "upper_bound.json", config)  # as eval does
     ours = scripted_requests(llm.calls)
     assert len(set(ours)) == len(ours) and set(ours) < set(reference.requests)
-    scores = [[[table.score(item, period, question) for question in range(len(item.qas))]
-               for period in range(len(item.periods))] for item in items]
+    scores = [
+        [
+            [table.score(item, period, question) for question in range(len(item.qas))]
+            for period in range(len(item.periods))
+        ]
+        for item in items
+    ]
     assert scores == theirs
     assert 0 < sum(sum(map(sum, user)) for user in theirs) < sum(len(i.periods) * len(i.qas) for i in items)

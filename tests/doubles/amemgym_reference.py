@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any, Literal, NamedTuple
 
-from memevo.agents.llm.protocol import Message
+from memevo.agents.llm.protocol import Message, Role
 from memevo.environments.data.models import Item
 from tests.doubles.scripted_llm import Handler
 
@@ -51,9 +51,14 @@ class Request(NamedTuple):
 
 def scripted_requests(calls: list[dict[str, Any]]) -> list[Request]:
     """The requests a ``ScriptedLLM`` recorded, in the same form."""
-    return [Request.of(call["role"], call["messages"],
-                       "schema" if call["json_schema"] is not None else "json" if call["json"] else "free")
-            for call in calls]
+    return [
+        Request.of(
+            call["role"],
+            call["messages"],
+            "schema" if call["json_schema"] is not None else "json" if call["json"] else "free",
+        )
+        for call in calls
+    ]
 
 
 def has_checkout(root: Path = CHECKOUT) -> bool:
@@ -82,15 +87,23 @@ def _refuse(*args: Any, **kwargs: Any) -> Any:
     raise AssertionError("AMemGym reached for the network in a test")
 
 
+def _module(name: str, **attributes: Any) -> ModuleType:
+    module = ModuleType(name)
+    module.__dict__.update(attributes)
+    return module
+
+
 def _stand_ins() -> dict[str, ModuleType]:
-    modules = {name: ModuleType(name) for name in ("openai", "dotenv", "loguru", "backoff", "tqdm", "tiktoken")}
-    modules["openai"].OpenAI = _refuse  # type: ignore[attr-defined]
-    modules["dotenv"].load_dotenv = lambda *args, **kwargs: False  # type: ignore[attr-defined]
-    modules["loguru"].logger = _Silent()  # type: ignore[attr-defined]
-    modules["backoff"].on_exception = lambda *args, **kwargs: (lambda function: function)  # type: ignore[attr-defined]
-    modules["backoff"].expo = None  # type: ignore[attr-defined]
-    modules["tqdm"].tqdm = lambda iterable=None, *args, **kwargs: iterable  # type: ignore[attr-defined]
-    return modules
+    """Inert modules for the third-party imports of AMemGym's evaluator and agents."""
+    modules = [
+        _module("openai", OpenAI=_refuse),
+        _module("dotenv", load_dotenv=lambda *args, **kwargs: False),
+        _module("loguru", logger=_Silent()),
+        _module("backoff", on_exception=lambda *args, **kwargs: lambda function: function, expo=None),
+        _module("tqdm", tqdm=lambda iterable=None, *args, **kwargs: iterable),
+        _module("tiktoken"),  # counts tokens only for off-policy RAG, never run here
+    ]
+    return {module.__name__: module for module in modules}
 
 
 class AMemGymReference:
@@ -107,7 +120,8 @@ class AMemGymReference:
 
     def env_config(self) -> dict[str, Any]:
         """The checkout's v1.base environment config (rounds per session)."""
-        return json.loads((self.checkout / ENV_CONFIG).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+        config: dict[str, Any] = json.loads((self.checkout / ENV_CONFIG).read_text(encoding="utf-8"))
+        return config
 
     def evaluate(self, item: Item, agent_config: Path, out: Path) -> list[list[float]]:
         """``evaluate_item`` on-policy for one item with the agent of ``agent_config`` (a checkout config file);
@@ -125,16 +139,19 @@ class AMemGymReference:
         out.mkdir(parents=True, exist_ok=True)
         with self._loaded() as amemgym:
             amemgym.evaluate_utilization([item.model_dump(mode="json") for item in items], {}, str(out))
-        return json.loads((out / "utilization_metrics.json").read_text(encoding="utf-8"))["accuracy"]  # type: ignore[no-any-return]
+        metrics = json.loads((out / "utilization_metrics.json").read_text(encoding="utf-8"))
+        accuracy: list[list[list[float]]] = metrics["accuracy"]
+        return accuracy
 
-    def _client(self, role: str) -> Callable[..., Any]:
+    def _client(self, role: Role) -> Callable[..., Any]:
         """AMemGym's ``call_llm``, answered by the handler."""
 
-        def call_llm(messages: list[Message], llm_config: dict[str, Any], json: bool = False,
-                     return_token_usage: bool = False) -> Any:
+        def call_llm(
+            messages: list[Message], llm_config: dict[str, Any], json: bool = False, return_token_usage: bool = False
+        ) -> Any:
             sent = copy.deepcopy(messages)  # AMemGym's native agent goes on appending to the list it sent
             self.requests.append(Request.of(role, sent, "json" if json else "free"))
-            text = self.handler(sent, role, json)  # type: ignore[arg-type]
+            text = self.handler(sent, role, json)
             return (text, {"input_tokens": 0, "output_tokens": 0, "time_elapsed": 0.0}) if return_token_usage else text
 
         return call_llm
@@ -152,21 +169,28 @@ class AMemGymReference:
             overall = importlib.import_module("amemgym.eval.overall")
             upperbound = importlib.import_module("amemgym.eval.upperbound")
             assistants = importlib.import_module("amemgym.assistants")
-            for module, role in ((assistants.awi, "agent"), (assistants.native, "agent"),
-                                 (importlib.import_module("amemgym.env.sample_interactions"), "user_simulator"),
-                                 (upperbound, "upper_bound")):
-                module.call_llm = self._client(role)
-            assistants.awi.datetime = _Clock()
-            upperbound.time = SimpleNamespace(sleep=lambda seconds: None)
-            yield SimpleNamespace(create_agent=assistants.create_agent, evaluate_item=overall.evaluate_item,
-                                  evaluate_utilization=upperbound.evaluate_utilization)
+            clients: list[tuple[ModuleType, Role]] = [
+                (assistants.awi, "agent"),
+                (assistants.native, "agent"),
+                (importlib.import_module("amemgym.env.sample_interactions"), "user_simulator"),
+                (upperbound, "upper_bound"),
+            ]
+            for module, role in clients:
+                setattr(module, "call_llm", self._client(role))
+            setattr(assistants.awi, "datetime", _Clock())
+            setattr(upperbound, "time", SimpleNamespace(sleep=lambda seconds: None))
+            yield SimpleNamespace(
+                create_agent=assistants.create_agent,
+                evaluate_item=overall.evaluate_item,
+                evaluate_utilization=upperbound.evaluate_utilization,
+            )
         finally:
             sys.path.remove(str(self.checkout / "src"))
             for name in [name for name in sys.modules if name == "amemgym" or name.startswith("amemgym.")]:
                 del sys.modules[name]
-            for name, module in replaced.items():
-                if module is None:
+            for name, original in replaced.items():
+                if original is None:
                     sys.modules.pop(name, None)
                 else:
-                    sys.modules[name] = module
+                    sys.modules[name] = original
             random.setstate(random_state)
