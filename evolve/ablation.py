@@ -211,6 +211,7 @@ def record_from_result(
         units=_units(result.best_user_scores, arm, seed),
         seed_units=_units(result.seed_user_scores, arm, seed),
         failure=_failure(result.best_scores),
+        scores=result.best_scores,
         usage=result.usage,
         evolution_run_id=_evolution_run_id(folder),
         best_policy_id=result.best.id,

@@ -1,12 +1,15 @@
-"""Honest summary statistics for experiments: confidence intervals and paired tests between arms.
+"""Honest summary statistics for experiments: confidence intervals, paired tests and sample sizes.
 
 Why these choices:
-- The unit of analysis is one (user, seed) pair: every arm is run on the same users with the same seeds,
-  so arms can be compared pair by pair, which removes the (large) between-user variance.
-- Confidence intervals are Student-t intervals over those units (``mean_ci``); a seeded percentile
-  bootstrap (``bootstrap_ci``) is offered for skewed or bounded scores. Both state their method.
-- Where a statistic is undefined (fewer than two units, zero variance, all differences zero) the value
-  is ``None`` with a reason, and renders as "n/a" — never a made-up p-value.
+- Arms are compared pair by pair on the same units, which removes the (large) between-unit variance.
+  Which unit is independent is the caller's choice: an evolution whose prompt all its test users share
+  is replicated once per seed, not once per user (see ``ablation_summary``).
+- Student-t intervals (``mean_ci``) and a seeded percentile bootstrap (``bootstrap_ci``) over flat
+  values; ``hierarchical_bootstrap_ci`` for values nested in groups (users within seeds), resampling the
+  groups and then the values inside each drawn group, so both sources of variance reach the interval.
+- ``paired_t_sample_size``: how many pairs a paired t-test needs to detect an effect, from an SD.
+- Where a statistic is undefined (too few units, zero variance, all differences zero) the value is
+  ``None`` with a reason, and renders as "n/a (reason)", never as a made-up number.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from scipy import stats as scipy_stats
 from memevo.agents.lazy_model import LazyModel
 
 CIMethod = Literal["t", "bootstrap"]
+IntervalMethod = Literal["t", "bootstrap", "hierarchical_bootstrap"]
 NA = "n/a"
+BOOTSTRAP_RESAMPLES = 10_000
 
 
 class Interval(LazyModel):
@@ -31,7 +36,7 @@ class Interval(LazyModel):
     low: float | None
     high: float | None
     n: int
-    method: CIMethod
+    method: IntervalMethod
     confidence: float = 0.95
     note: str = ""
 
@@ -98,6 +103,37 @@ def bootstrap_ci(
     return Interval(mean=mean, low=float(low), high=float(high), n=n, method="bootstrap", confidence=confidence)
 
 
+def hierarchical_bootstrap_ci(
+    groups: Sequence[Sequence[float]], confidence: float = 0.95, *, min_groups: int = 2, group_name: str = "group",
+    resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0,
+) -> Interval:
+    """Mean of the group means with a seeded two-level percentile bootstrap: each resample draws the groups
+    with replacement, then the values inside every drawn group with replacement (a group drawn twice gets
+    two independent draws). With fewer than ``min_groups`` groups the spread between groups is unknown and
+    the interval is undefined; ``min_groups=1`` is for groups known not to vary (one group stands for all).
+    """
+    arrays = [data for data in map(_clean, groups) if len(data)]
+    k = len(arrays)
+    if k == 0:
+        return Interval(mean=None, low=None, high=None, n=0, method="hierarchical_bootstrap", confidence=confidence,
+                        note="no data")
+    mean = float(np.mean([data.mean() for data in arrays]))
+    common = dict(mean=mean, n=k, method="hierarchical_bootstrap", confidence=confidence)
+    if k < min_groups:
+        return Interval(**common, low=None, high=None, note=f"only {k} {group_name}: the spread between {group_name}s is unknown")
+    if np.ptp(np.concatenate(arrays)) == 0.0:
+        return Interval(**common, low=mean, high=mean, note="zero variance")
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, k, size=(resamples, k))
+    draws = np.empty((resamples, k))
+    for index, data in enumerate(arrays):
+        slots = picks == index
+        draws[slots] = data[rng.integers(0, len(data), size=(int(slots.sum()), len(data)))].mean(axis=1)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(draws.mean(axis=1), [alpha, 1 - alpha])
+    return Interval(**common, low=float(low), high=float(high))
+
+
 def interval(values: Sequence[float], method: CIMethod = "t", confidence: float = 0.95, seed: int = 0) -> Interval:
     """Dispatch on the configured CI method."""
     if method == "bootstrap":
@@ -138,6 +174,55 @@ def paired_test(
     )
 
 
+class SampleSize(LazyModel):
+    """How many pairs a two-sided paired t-test needs to reach ``power`` at ``alpha`` for ``effect``, given the
+    SD of the pair differences; ``n`` is None with the reason in ``note`` when that cannot be said."""
+
+    effect: float
+    sd: float
+    n: int | None
+    power: float = 0.8
+    alpha: float = 0.05
+    note: str = ""
+
+
+MAX_SAMPLE_SIZE = 1000
+"""Largest sample size ``paired_t_sample_size`` searches; a need beyond it is reported as "more than"."""
+
+
+def paired_t_power(effect: float, sd: float, n: np.ndarray | int, alpha: float = 0.05) -> np.ndarray:
+    """Power of the two-sided paired t-test with ``n`` pairs: P(|T| > t crit) for T noncentral t with
+    n - 1 degrees of freedom and noncentrality effect / (sd / sqrt n)."""
+    sizes = np.asarray(n, dtype=float)
+    df = sizes - 1
+    critical = scipy_stats.t.ppf(1 - alpha / 2, df)
+    shift = abs(effect) / sd * np.sqrt(sizes)
+    return scipy_stats.nct.sf(critical, df, shift) + scipy_stats.nct.cdf(-critical, df, shift)
+
+
+def paired_t_sample_size(
+    effect: float, sd: float, *, power: float = 0.8, alpha: float = 0.05, max_n: int = MAX_SAMPLE_SIZE
+) -> SampleSize:
+    """The smallest number of pairs (at least 2) whose paired t-test has ``power`` against ``effect``."""
+    plan = dict(effect=effect, sd=sd, power=power, alpha=alpha)
+    if not math.isfinite(effect) or not math.isfinite(sd):
+        raise ValueError("a sample size needs a finite effect and SD")
+    if effect == 0.0:
+        return SampleSize(**plan, n=None, note="the effect is zero")
+    if sd <= 0.0:
+        return SampleSize(**plan, n=None, note="the differences have zero variance")
+    sizes = np.arange(2, max_n + 1)
+    enough = np.flatnonzero(paired_t_power(effect, sd, sizes, alpha) >= power)
+    if not len(enough):
+        return SampleSize(**plan, n=None, note=f"more than {max_n}")
+    return SampleSize(**plan, n=int(sizes[enough[0]]))
+
+
+def na(reason: str) -> str:
+    """The text of a figure that cannot be given: "n/a (reason)", or plain "n/a" without a reason."""
+    return f"{NA} ({reason})" if reason else NA
+
+
 def fmt(value: float | None, digits: int = 3) -> str:
     """A number for a table, or "n/a" when undefined."""
     return NA if value is None else f"{value:.{digits}f}"
@@ -151,9 +236,9 @@ def fmt_p(value: float | None) -> str:
 
 
 def fmt_interval(ci: Interval, digits: int = 3) -> str:
-    """``mean [low, high]``, or just the mean with "n/a" for the interval when undefined."""
+    """``mean [low, high]``, or the mean with "n/a (reason)" for an undefined interval, or "n/a (reason)"."""
     if ci.mean is None:
-        return NA
+        return na(ci.note)
     if ci.low is None or ci.high is None:
-        return f"{fmt(ci.mean, digits)} [{NA}]"
+        return f"{fmt(ci.mean, digits)} [{na(ci.note)}]"
     return f"{fmt(ci.mean, digits)} [{fmt(ci.low, digits)}, {fmt(ci.high, digits)}]"
