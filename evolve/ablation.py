@@ -24,7 +24,7 @@ from memevo.agents.lazy_model import LazyModel
 from memevo.environments.metrics.scores import Scores, UserScores
 from memevo.environments.store import write_json_atomic
 from memevo.evolve import runtime
-from memevo.evolve.ablation_config import AblationConfig, resolve_all
+from memevo.evolve.ablation_config import DEFAULT_MIN_EFFECT, REPORT_ONLY_FIELDS, AblationConfig, resolve_all
 from memevo.evolve.ablation_records import (
     ArmSeedRecord,
     FailureRates,
@@ -65,10 +65,13 @@ class AblationManifest(LazyModel):
     parent_run_id: str | None = None
     summary_stamp: int | None = None
     """Timestamp of the summary's metric rows, saved before their first write."""
+    min_effect: float = DEFAULT_MIN_EFFECT
+    """The difference the report plans seeds for; the latest config's (absent from manifests written before it)."""
 
     def digest(self) -> str:
-        """What identifies this ablation in the store (not the ids and stamps noted as it runs)."""
-        payload = self.model_dump(mode="json", exclude={"parent_run_id", "summary_stamp"})
+        """What identifies this ablation in the store (not the ids and stamps noted as it runs, nor what only the
+        report uses)."""
+        payload = self.model_dump(mode="json", exclude={"parent_run_id", "summary_stamp", *REPORT_ONLY_FIELDS})
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -91,8 +94,8 @@ def _save_manifest(manifest: AblationManifest, run_dir: Path) -> None:
 
 def _identity(dump: dict[str, Any]) -> dict[str, Any]:
     """An ablation config dump as resume compares it: its arms' width overrides (requests, users and
-    candidates at once) may change, as an evolve run's may."""
-    copy = json.loads(json.dumps(dump))
+    candidates at once) may change, as an evolve run's may, and so may what only the report uses."""
+    copy = {key: value for key, value in json.loads(json.dumps(dump)).items() if key not in REPORT_ONLY_FIELDS}
     for arm in copy.get("arms", []):
         arm["overrides"] = _without_empty(without_widths(arm.get("overrides") or {}))
     return copy
@@ -120,6 +123,9 @@ def _prepare(config: AblationConfig, run_dir: Path, resume: bool) -> AblationMan
             raise UserInputError(
                 "the config changed since this ablation started; resume needs the same config", source=str(run_dir), field=changed[0]
             )
+        if stored.min_effect != config.min_effect:
+            stored.min_effect = config.min_effect
+            _save_manifest(stored, run_dir)
         return stored
     run_dir.mkdir(parents=True, exist_ok=True)
     manifest = AblationManifest(
@@ -131,6 +137,7 @@ def _prepare(config: AblationConfig, run_dir: Path, resume: bool) -> AblationMan
         confidence=config.confidence,
         config=dump,
         tracking_uri=config.tracking_uri or default_tracking_uri(run_dir),
+        min_effect=config.min_effect,
     )
     _save_manifest(manifest, run_dir)
     return manifest
@@ -309,6 +316,7 @@ def render_ablation(run_dir: Path, manifest: AblationManifest | None = None) -> 
         baseline=manifest.baseline,
         ci_method=manifest.ci_method,  # type: ignore[arg-type]
         confidence=manifest.confidence,
+        min_effect=manifest.min_effect,
     )
     outputs = write_ablation_outputs(summary, records, run_dir)
     return AblationOutcome(summary=summary, outputs=outputs, parent_run_id=manifest.parent_run_id)

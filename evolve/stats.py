@@ -60,6 +60,10 @@ class PairedTest(LazyModel):
     wilcoxon_statistic: float | None
     wilcoxon_p: float | None
     note: str = ""
+    t_reason: str = ""
+    """Why ``t_p`` is None (empty when it is defined)."""
+    wilcoxon_reason: str = ""
+    """Why ``wilcoxon_p`` is None (empty when it is defined)."""
 
 
 def _clean(values: Sequence[float]) -> np.ndarray:
@@ -155,22 +159,28 @@ def paired_test(
     diff_ci = mean_ci(diffs, confidence)
     result = dict(n=n, unmatched=unmatched, mean_diff=diff_ci.mean, diff_low=diff_ci.low, diff_high=diff_ci.high)
     if n < 2:
-        return PairedTest(**result, t_statistic=None, t_p=None, wilcoxon_statistic=None, wilcoxon_p=None, note="n<2")
+        few = "fewer than 2 pairs"
+        return PairedTest(**result, t_statistic=None, t_p=None, wilcoxon_statistic=None, wilcoxon_p=None, note="n<2",
+                          t_reason=few, wilcoxon_reason=few)
     notes: list[str] = []
     t_stat = t_p = None
+    t_reason = w_reason = ""
     if np.ptp(diffs) == 0.0:
         notes.append("differences have zero variance: t-test undefined")
+        t_reason = "differences have zero variance"
     else:
         t_res = scipy_stats.ttest_1samp(diffs, 0.0)
         t_stat, t_p = float(t_res.statistic), float(t_res.pvalue)
     w_stat = w_p = None
     if np.all(diffs == 0.0):
         notes.append("all differences are zero: Wilcoxon undefined")
+        w_reason = "all differences are zero"
     else:
         w_res = scipy_stats.wilcoxon(diffs, zero_method="wilcox", alternative="two-sided")
         w_stat, w_p = float(w_res.statistic), float(w_res.pvalue)
     return PairedTest(
-        **result, t_statistic=t_stat, t_p=t_p, wilcoxon_statistic=w_stat, wilcoxon_p=w_p, note="; ".join(notes)
+        **result, t_statistic=t_stat, t_p=t_p, wilcoxon_statistic=w_stat, wilcoxon_p=w_p, note="; ".join(notes),
+        t_reason=t_reason, wilcoxon_reason=w_reason,
     )
 
 
@@ -181,6 +191,8 @@ class SampleSize(LazyModel):
     effect: float
     sd: float
     n: int | None
+    exceeds: int | None = None
+    """The largest size searched, when even it falls short of the power (``n`` is then None)."""
     power: float = 0.8
     alpha: float = 0.05
     note: str = ""
@@ -214,7 +226,7 @@ def paired_t_sample_size(
     sizes = np.arange(2, max_n + 1)
     enough = np.flatnonzero(paired_t_power(effect, sd, sizes, alpha) >= power)
     if not len(enough):
-        return SampleSize(**plan, n=None, note=f"more than {max_n}")
+        return SampleSize(**plan, n=None, exceeds=max_n)
     return SampleSize(**plan, n=int(sizes[enough[0]]))
 
 
@@ -223,15 +235,15 @@ def na(reason: str) -> str:
     return f"{NA} ({reason})" if reason else NA
 
 
-def fmt(value: float | None, digits: int = 3) -> str:
-    """A number for a table, or "n/a" when undefined."""
-    return NA if value is None else f"{value:.{digits}f}"
+def fmt(value: float | None, digits: int = 3, *, reason: str = "") -> str:
+    """A number for a table, or "n/a (reason)" when undefined."""
+    return na(reason) if value is None else f"{value:.{digits}f}"
 
 
-def fmt_p(value: float | None) -> str:
-    """A p-value for a table: "n/a" when undefined, "<0.001" when tiny."""
+def fmt_p(value: float | None, reason: str = "") -> str:
+    """A p-value for a table: "n/a (reason)" when undefined, "<0.001" when tiny."""
     if value is None:
-        return NA
+        return na(reason)
     return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
