@@ -35,7 +35,7 @@ from memevo.evolve.ablation_records import (
     save_arm_record,
 )
 from memevo.evolve.ablation_render import write_ablation_outputs
-from memevo.evolve.ablation_summary import AblationSummary, summarize
+from memevo.evolve.ablation_summary import REPLICATE_NAMES, AblationSummary, summarize
 from memevo.evolve.config import EvolveConfig, without_widths
 from memevo.evolve.loop import EvolutionResult, run_evolution
 from memevo.evolve.tracking.store import (
@@ -227,23 +227,25 @@ def record_from_result(
 
 
 def summary_metrics(summary: AblationSummary) -> dict[str, float]:
-    """The parent run's metrics: per arm its means, intervals and spend; per comparison its p-values."""
-    metrics: dict[str, float] = {}
+    """The parent run's metrics: per arm the objective's mean over seeds with its interval, the memory score and
+    spend; per comparison the test over seeds (p-values, seeds needed) and the conditional p-value over units.
+    A figure that cannot be computed is left out, never logged as a number."""
+    metrics: dict[str, float | int | None] = {}
     for arm in summary.arms:
-        for metric, ci in arm.metrics.items():
-            if ci.mean is not None:
-                metrics[f"{arm.arm}.{metric}"] = ci.mean
-            if ci.low is not None and ci.high is not None:
-                metrics[f"{arm.arm}.{metric}_ci_low"] = ci.low
-                metrics[f"{arm.arm}.{metric}_ci_high"] = ci.high
-        metrics[f"{arm.arm}.calls"] = arm.spend.calls
-        metrics[f"{arm.arm}.dollars"] = arm.spend.dollars
-    for comparison in summary.comparisons:
-        if comparison.test.t_p is not None:
-            metrics[f"{comparison.arm}.{comparison.metric}.paired_t_p"] = comparison.test.t_p
-        if comparison.test.wilcoxon_p is not None:
-            metrics[f"{comparison.arm}.{comparison.metric}.wilcoxon_p"] = comparison.test.wilcoxon_p
-    return metrics
+        key = f"{arm.arm}.{summary.metric}"
+        metrics |= {key: arm.mean.mean, f"{key}_ci_low": arm.mean.low, f"{key}_ci_high": arm.mean.high,
+                    f"{arm.arm}.memory_score": arm.memory, f"{arm.arm}.calls": arm.spend.calls,
+                    f"{arm.arm}.dollars": arm.spend.dollars}
+    for c in summary.comparisons:
+        key = f"{c.arm}.{c.metric}"
+        name = REPLICATE_NAMES[c.level]
+        metrics |= {
+            f"{key}.mean_diff": c.interval.mean, f"{key}.paired_t_p": c.test.t_p, f"{key}.wilcoxon_p": c.test.wilcoxon_p,
+            f"{key}.{name}s_for_80pct_power": c.need_observed.n if c.need_observed else None,
+            f"{key}.{name}s_for_80pct_power_at_min_effect": c.need_minimal.n if c.need_minimal else None,
+            f"{key}.conditional_paired_t_p": c.conditional.t_p,
+        }
+    return {name: float(value) for name, value in metrics.items() if value is not None}
 
 
 def _log_summary(client: MlflowClient, run_id: str, manifest: AblationManifest, run_dir: Path,
