@@ -14,7 +14,7 @@ from memevo.evolve.ablation_plots import plot_failure_split, plot_period_curves
 from memevo.evolve.ablation_records import ArmSeedRecord
 from memevo.evolve.ablation_summary import REPLICATE_NAMES, AblationSummary, ArmSummary, Comparison, SeedResult
 from memevo.evolve.headline import objective_label
-from memevo.evolve.stats import BOOTSTRAP_RESAMPLES, SampleSize, fmt, fmt_interval, fmt_p, na
+from memevo.evolve.stats import BOOTSTRAP_RESAMPLES, PairedTest, SampleSize, fmt, fmt_interval, fmt_p, na
 
 OUTPUT_FILES = {
     "markdown": "ablation.md",
@@ -44,6 +44,13 @@ def _need_cell(plan: SampleSize | None, note: str) -> str:
     return na(plan.note)
 
 
+def _t_interval(test: PairedTest) -> str:
+    """The Student-t interval of a paired test's mean difference, or why it has none."""
+    if test.diff_low is None or test.diff_high is None:
+        return f"[{na(test.t_reason)}]"
+    return f"[{fmt(test.diff_low)}, {fmt(test.diff_high)}]"
+
+
 def _design(summary: AblationSummary, level: str, metric: str) -> list[str]:
     intervals = (f"intervals are {level} hierarchical bootstrap intervals (seeds drawn with replacement, then users "
                  f"within each drawn seed; {BOOTSTRAP_RESAMPLES} seeded resamples)")
@@ -54,8 +61,8 @@ def _design(summary: AblationSummary, level: str, metric: str) -> list[str]:
     return [f"Metric: {metric}, the runs' objective, as the mean over a seed's test users. All test users of a seed "
             "are scored with the one prompt that seed's evolution found, so the effect of evolving is replicated once "
             f"per seed, not once per user: arms are paired seed by seed, and {intervals}. With few seeds a bootstrap "
-            "interval is too narrow (it cannot show spread the seeds did not show); the paired t-test over seeds is "
-            "the check."]
+            "interval is too narrow (it cannot show spread the seeds did not show); the paired t-test over seeds, "
+            "with its t interval, is the check."]
 
 
 def _arm_rows(summary: AblationSummary, level: str, metric: str) -> list[str]:
@@ -79,17 +86,17 @@ def _test_rows(summary: AblationSummary, level: str) -> list[str]:
     lines = [
         f"Against **{summary.baseline}**, paired {pairs} (difference = arm − baseline):",
         "",
-        f"| arm | {name}s | mean difference [{level} CI] | paired t p | Wilcoxon p | SD of {name} differences "
-        f"| {name}s for 80% power at the observed difference | {name}s for 80% power at ±{fmt(summary.min_effect)} "
-        "| note |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"| arm | {name}s | mean difference [{level} CI] | [{level} t CI over {name}s] | paired t p | Wilcoxon p "
+        f"| SD of {name} differences | {name}s for 80% power at the observed difference | {name}s for 80% power at "
+        f"±{fmt(summary.min_effect)} | note |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in summary.comparisons:
         t = c.test
         note = "; ".join(part for part in (t.note, f"{t.unmatched} unmatched {name}s left out" if t.unmatched else "")
                          if part)
         lines.append(
-            f"| {c.arm} | {t.n} | {fmt_interval(c.interval)} | {fmt_p(t.t_p, t.t_reason)} "
+            f"| {c.arm} | {t.n} | {fmt_interval(c.interval)} | {_t_interval(t)} | {fmt_p(t.t_p, t.t_reason)} "
             f"| {fmt_p(t.wilcoxon_p, t.wilcoxon_reason)} | {fmt(c.sd_diff, reason=c.need_note)} "
             f"| {_need_cell(c.need_observed, c.need_note)} | {_need_cell(c.need_minimal, c.need_note)} | {note} |"
         )
@@ -128,9 +135,8 @@ def _conditional_rows(summary: AblationSummary, level: str) -> list[str]:
         t = c.conditional
         note = "; ".join(part for part in (t.note, f"{t.unmatched} unmatched units left out" if t.unmatched else "")
                          if part)
-        diff = f"{fmt(t.mean_diff)} [{fmt(t.diff_low, reason=t.t_reason)}, {fmt(t.diff_high, reason=t.t_reason)}]"
-        lines.append(f"| {c.arm} | {t.n} | {diff} | {fmt_p(t.t_p, t.t_reason)} "
-                     f"| {fmt_p(t.wilcoxon_p, t.wilcoxon_reason)} | {note} |")
+        lines.append(f"| {c.arm} | {t.n} | {fmt(t.mean_diff, reason=t.t_reason)} {_t_interval(t)} "
+                     f"| {fmt_p(t.t_p, t.t_reason)} | {fmt_p(t.wilcoxon_p, t.wilcoxon_reason)} | {note} |")
     return lines
 
 

@@ -27,6 +27,8 @@ CIMethod = Literal["t", "bootstrap"]
 IntervalMethod = Literal["t", "bootstrap", "hierarchical_bootstrap"]
 NA = "n/a"
 BOOTSTRAP_RESAMPLES = 10_000
+ROUNDING = 1e-12
+"""Relative spread below which values count as equal (float rounding, not variance)."""
 
 
 class Interval(LazyModel):
@@ -73,16 +75,22 @@ def _clean(values: Sequence[float]) -> np.ndarray:
     return array
 
 
+def _constant(data: np.ndarray) -> bool:
+    """All values equal, up to the rounding of differences of scores (0.3 - 0.1 against 0.4 - 0.2): a float
+    spread of 1e-17 is no variance, and a t-test over it would print p = 0."""
+    return bool(np.ptp(data) <= ROUNDING * max(1.0, float(np.max(np.abs(data)))))
+
+
 def mean_ci(values: Sequence[float], confidence: float = 0.95) -> Interval:
     """Mean with a two-sided Student-t interval: mean ± t(1-α/2, n-1) · s/√n."""
     data = _clean(values)
     n = len(data)
     if n == 0:
         return Interval(mean=None, low=None, high=None, n=0, method="t", confidence=confidence, note="no data")
-    mean = float(data[0]) if np.ptp(data) == 0.0 else float(data.mean())
+    mean = float(data[0]) if _constant(data) else float(data.mean())
     if n < 2:
         return Interval(mean=mean, low=None, high=None, n=n, method="t", confidence=confidence, note="n<2")
-    if np.ptp(data) == 0.0:  # exact test: a float std of equal values can come out as 1e-17
+    if _constant(data):
         return Interval(mean=mean, low=mean, high=mean, n=n, method="t", confidence=confidence, note="zero variance")
     sd = float(data.std(ddof=1))
     half = float(scipy_stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
@@ -125,7 +133,7 @@ def hierarchical_bootstrap_ci(
     common = dict(mean=mean, n=k, method="hierarchical_bootstrap", confidence=confidence)
     if k < min_groups:
         return Interval(**common, low=None, high=None, note=f"only {k} {group_name}: the spread between {group_name}s is unknown")
-    if np.ptp(np.concatenate(arrays)) == 0.0:
+    if _constant(np.concatenate(arrays)):
         return Interval(**common, low=mean, high=mean, note="zero variance")
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, k, size=(resamples, k))
@@ -155,6 +163,7 @@ def paired_test(
     keys = [key for key in baseline if key in treatment]
     unmatched = len(set(baseline) ^ set(treatment))
     diffs = _clean([treatment[key] - baseline[key] for key in keys])
+    diffs[np.abs(diffs) <= ROUNDING] = 0.0  # 0.3 - 0.3 computed two ways is no difference
     n = len(diffs)
     diff_ci = mean_ci(diffs, confidence)
     result = dict(n=n, unmatched=unmatched, mean_diff=diff_ci.mean, diff_low=diff_ci.low, diff_high=diff_ci.high)
@@ -165,7 +174,7 @@ def paired_test(
     notes: list[str] = []
     t_stat = t_p = None
     t_reason = w_reason = ""
-    if np.ptp(diffs) == 0.0:
+    if _constant(diffs):
         notes.append("differences have zero variance: t-test undefined")
         t_reason = "differences have zero variance"
     else:
