@@ -84,7 +84,7 @@ def _test_rows(summary: AblationSummary, level: str) -> list[str]:
     name = REPLICATE_NAMES[summary.level]
     pairs = "seed by seed" if summary.level == "seed" else "over (user, seed) units"
     lines = [
-        f"Against **{summary.baseline}**, paired {pairs} (difference = arm − baseline):",
+        f"Paired tests against **{summary.baseline}**, {pairs} (difference = arm − baseline):",
         "",
         f"| arm | {name}s | mean difference [{level} CI] | [{level} t CI over {name}s] | paired t p | Wilcoxon p "
         f"| SD of {name} differences | {name}s for 80% power at the observed difference | {name}s for 80% power at "
