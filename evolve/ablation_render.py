@@ -67,7 +67,7 @@ def _design(summary: AblationSummary, level: str, metric: str) -> list[str]:
 
 def _arm_rows(summary: AblationSummary, level: str, metric: str) -> list[str]:
     lines = [
-        f"| arm | seeds | (user, seed) units | {metric}, mean over seeds [{level} CI] | memory score (pooled, mean "
+        f"| arm | seeds | (user, seed) units | {metric}, mean over seeds [{level} bootstrap CI] | memory score (pooled, mean "
         f"over seeds) | {FAILURES} | calls | tokens | $ |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
@@ -86,7 +86,7 @@ def _test_rows(summary: AblationSummary, level: str) -> list[str]:
     lines = [
         f"Paired tests against **{summary.baseline}**, {pairs} (difference = arm − baseline):",
         "",
-        f"| arm | {name}s | mean difference [{level} CI] | [{level} t CI over {name}s] | paired t p | Wilcoxon p "
+        f"| arm | {name}s | mean difference [{level} bootstrap CI] | [{level} t CI over {name}s] | paired t p | Wilcoxon p "
         f"| SD of {name} differences | {name}s for 80% power at the observed difference | {name}s for 80% power at "
         f"±{fmt(summary.min_effect)} | note |",
         "|---|---|---|---|---|---|---|---|---|---|",
