@@ -240,7 +240,8 @@ def summary_metrics(summary: AblationSummary) -> dict[str, float]:
         key = f"{c.arm}.{c.metric}"
         name = REPLICATE_NAMES[c.level]
         metrics |= {
-            f"{key}.mean_diff": c.interval.mean, f"{key}.paired_t_p": c.test.t_p, f"{key}.wilcoxon_p": c.test.wilcoxon_p,
+            f"{key}.mean_diff": c.interval.mean, f"{key}.paired_t_p": c.test.t_p,
+            f"{key}.wilcoxon_p": c.test.wilcoxon_p,
             f"{key}.{name}s_for_80pct_power": c.need_observed.n if c.need_observed else None,
             f"{key}.{name}s_for_80pct_power_at_min_effect": c.need_minimal.n if c.need_minimal else None,
             f"{key}.conditional_paired_t_p": c.conditional.t_p,

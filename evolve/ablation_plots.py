@@ -75,8 +75,8 @@ def plot_failure_split(split: Mapping[str, tuple[float | None, float | None, flo
         axis.annotate(textwrap.fill(text, NOTE_WIDTH), (x, total), ha="center", va="bottom", xytext=(0, 2),
                       textcoords="offset points", fontsize="medium" if diagnosed else "small")
     if not any(value is not None for values in split.values() for value in values):
-        empty = "no failure split in these runs" if notes else "no diagnosis in these runs\n(set episode.diagnose: true)"
-        axis.text(0.5, 0.5, empty, ha="center", transform=axis.transAxes)
+        empty = "no diagnosis in these runs\n(set episode.diagnose: true)"
+        axis.text(0.5, 0.5, "no failure split in these runs" if notes else empty, ha="center", transform=axis.transAxes)
     fit_y(axis, bottoms, high=1.15 * max(bottoms, default=0.0) or 1.0)  # room for the totals above the bars
     axis.set(ylabel="failed questions (share of all questions)", title=title)
     axis.grid(alpha=0.3, axis="y")

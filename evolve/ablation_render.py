@@ -67,8 +67,8 @@ def _design(summary: AblationSummary, level: str, metric: str) -> list[str]:
 
 def _arm_rows(summary: AblationSummary, level: str, metric: str) -> list[str]:
     lines = [
-        f"| arm | seeds | (user, seed) units | {metric}, mean over seeds [{level} bootstrap CI] | memory score (pooled, mean "
-        f"over seeds) | {FAILURES} | calls | tokens | $ |",
+        f"| arm | seeds | (user, seed) units | {metric}, mean over seeds [{level} bootstrap CI] "
+        f"| memory score (pooled, mean over seeds) | {FAILURES} | calls | tokens | $ |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for arm in summary.arms:
@@ -86,8 +86,8 @@ def _test_rows(summary: AblationSummary, level: str) -> list[str]:
     lines = [
         f"Paired tests against **{summary.baseline}**, {pairs} (difference = arm − baseline):",
         "",
-        f"| arm | {name}s | mean difference [{level} bootstrap CI] | [{level} t CI over {name}s] | paired t p | Wilcoxon p "
-        f"| SD of {name} differences | {name}s for 80% power at the observed difference | {name}s for 80% power at "
+        f"| arm | {name}s | mean difference [{level} bootstrap CI] | [{level} t CI over {name}s] | paired t p "
+        f"| Wilcoxon p | SD of {name} differences | {name}s for 80% power at the observed difference | {name}s for 80% power at "
         f"±{fmt(summary.min_effect)} | note |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -255,7 +255,8 @@ def _plots(summary: AblationSummary, paths: dict[str, Path]) -> None:
     period_plot, failure_plot = paths["period_plot"], paths["failure_plot"]
     plot_period_curves(
         {arm.arm: arm.period for arm in summary.arms}, period_plot.parent, period_plot.name,
-        ylabel="accuracy (share of questions right)" if accuracy else "AMemGym memory score (0 = random, 1 = upper bound)",
+        ylabel="accuracy (share of questions right)" if accuracy
+        else "AMemGym memory score (0 = random, 1 = upper bound)",
         title=f"{summary.name}: test {objective_label(summary.metric)} per period by arm "
               f"(mean over seeds, {summary.confidence:.0%} hierarchical bootstrap)",
         memory_score=not accuracy,

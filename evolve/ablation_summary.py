@@ -70,7 +70,7 @@ class ArmSummary(LazyModel):
     period: list[Interval] = Field(description="The metric per period, as ``mean``.")
     memory: float | None = Field(description="Mean over seeds of the per-seed pooled memory scores.")
     memory_na_reason: str | None = None
-    failure: FailureRates | None = Field(None, description="Question-weighted over seeds; None unless every seed split.")
+    failure: FailureRates | None = Field(None, description="Question-weighted over seeds; None unless all seeds split.")
     failure_cell: str
     spend: RoleUsage = Field(description="All roles, summed over seeds.")
     identical_seeds: bool = False
@@ -258,7 +258,8 @@ def summarize_arm(arm: str, records: Sequence[ArmSeedRecord], *, metric: str, le
     )
 
 
-def _by_unit(records: Sequence[ArmSeedRecord], pick: Callable[[UnitScore], float | None]) -> dict[tuple[str, int], float]:
+def _by_unit(records: Sequence[ArmSeedRecord], pick: Callable[[UnitScore], float | None]
+             ) -> dict[tuple[str, int], float]:
     return {(unit.user_id, unit.seed): value for record in records for unit in record.units
             if (value := pick(unit)) is not None}
 

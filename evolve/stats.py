@@ -116,8 +116,13 @@ def bootstrap_ci(
 
 
 def hierarchical_bootstrap_ci(
-    groups: Sequence[Sequence[float]], confidence: float = 0.95, *, min_groups: int = 2, group_name: str = "group",
-    resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0,
+    groups: Sequence[Sequence[float]],
+    confidence: float = 0.95,
+    *,
+    min_groups: int = 2,
+    group_name: str = "group",
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
 ) -> Interval:
     """Mean of the group means with a seeded two-level percentile bootstrap: each resample draws the groups
     with replacement, then the values inside every drawn group with replacement (a group drawn twice gets
@@ -127,12 +132,14 @@ def hierarchical_bootstrap_ci(
     arrays = [data for data in map(_clean, groups) if len(data)]
     k = len(arrays)
     if k == 0:
-        return Interval(mean=None, low=None, high=None, n=0, method="hierarchical_bootstrap", confidence=confidence,
-                        note="no data")
+        return Interval(
+            mean=None, low=None, high=None, n=0, method="hierarchical_bootstrap", confidence=confidence, note="no data"
+        )
     mean = float(np.mean([data.mean() for data in arrays]))
     common = dict(mean=mean, n=k, method="hierarchical_bootstrap", confidence=confidence)
     if k < min_groups:
-        return Interval(**common, low=None, high=None, note=f"only {k} {group_name}: the spread between {group_name}s is unknown")
+        unknown = f"only {k} {group_name}: the spread between {group_name}s is unknown"
+        return Interval(**common, low=None, high=None, note=unknown)
     if _constant(np.concatenate(arrays)):
         return Interval(**common, low=mean, high=mean, note="zero variance")
     rng = np.random.default_rng(seed)
@@ -169,8 +176,16 @@ def paired_test(
     result = dict(n=n, unmatched=unmatched, mean_diff=diff_ci.mean, diff_low=diff_ci.low, diff_high=diff_ci.high)
     if n < 2:
         few = "fewer than 2 pairs"
-        return PairedTest(**result, t_statistic=None, t_p=None, wilcoxon_statistic=None, wilcoxon_p=None, note="n<2",
-                          t_reason=few, wilcoxon_reason=few)
+        return PairedTest(
+            **result,
+            t_statistic=None,
+            t_p=None,
+            wilcoxon_statistic=None,
+            wilcoxon_p=None,
+            note="n<2",
+            t_reason=few,
+            wilcoxon_reason=few,
+        )
     notes: list[str] = []
     t_stat = t_p = None
     t_reason = w_reason = ""
@@ -188,8 +203,14 @@ def paired_test(
         w_res = scipy_stats.wilcoxon(diffs, zero_method="wilcox", alternative="two-sided")
         w_stat, w_p = float(w_res.statistic), float(w_res.pvalue)
     return PairedTest(
-        **result, t_statistic=t_stat, t_p=t_p, wilcoxon_statistic=w_stat, wilcoxon_p=w_p, note="; ".join(notes),
-        t_reason=t_reason, wilcoxon_reason=w_reason,
+        **result,
+        t_statistic=t_stat,
+        t_p=t_p,
+        wilcoxon_statistic=w_stat,
+        wilcoxon_p=w_p,
+        note="; ".join(notes),
+        t_reason=t_reason,
+        wilcoxon_reason=w_reason,
     )
 
 

@@ -84,7 +84,8 @@ def test_seed_level_test_is_not_fooled_by_users_sharing_a_prompt(tmp_path: Path)
     assert "replicated once per seed" in markdown
     assert "| evolved | 3 | 0.120 [" in markdown
     assert f"| {comparison.need_observed.n} | {comparison.need_minimal.n} |" in markdown
-    primary, conditional = markdown.index("Paired tests against **base**, seed by seed"), markdown.index("Conditional on the evolved prompts")
+    primary = markdown.index("Paired tests against **base**, seed by seed")
+    conditional = markdown.index("Conditional on the evolved prompts")
     assert primary < conditional and "| evolved | 60 | 0.120 [" in markdown[conditional:]
     assert "<0.001" in markdown[conditional:] and "<0.001" not in markdown[primary:conditional]
 
