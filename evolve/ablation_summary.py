@@ -105,14 +105,14 @@ class AblationSummary(LazyModel):
     notes: list[str] = []
 
 
-def decided_on(record: ArmSeedRecord) -> str:
+def _decided_on(record: ArmSeedRecord) -> str:
     """The objective an (arm, seed) run decided on; one written before the rename decided on AMemGym's ratio."""
     value = record.config.get("objective", "accuracy")
     return "amemgym_memory_score" if value == LEGACY_OBJECTIVE else str(value)
 
 
 def _metric(records: Sequence[ArmSeedRecord]) -> tuple[str, list[str]]:
-    objectives = sorted({decided_on(record) for record in records})
+    objectives = sorted({_decided_on(record) for record in records})
     if len(objectives) == 1:
         return objectives[0], []
     return "accuracy", [f"The arms decided on different objectives ({', '.join(objectives)}); all are compared "
@@ -181,7 +181,7 @@ def _memory(scores: Scores | None) -> tuple[float | None, str | None]:
     return scores.pooled_memory_score, None
 
 
-def seed_result(record: ArmSeedRecord, pick: Callable[[UnitScore], float | None]) -> SeedResult:
+def _seed_result(record: ArmSeedRecord, pick: Callable[[UnitScore], float | None]) -> SeedResult:
     values = [value for value in map(pick, record.units) if value is not None]
     memory, reason = _memory(record.scores)
     return SeedResult(
@@ -191,16 +191,12 @@ def seed_result(record: ArmSeedRecord, pick: Callable[[UnitScore], float | None]
     )
 
 
-def _first_missing(per_seed: Sequence[SeedResult], reason: Callable[[SeedResult], str | None], several: bool) -> str:
-    missing = next(result for result in per_seed if reason(result) is not None)
-    return f"seed {missing.seed}: {reason(missing)}" if several else str(reason(missing))
-
-
 def _arm_memory(per_seed: Sequence[SeedResult]) -> tuple[float | None, str | None]:
     """Mean of the seeds' pooled memory scores; n/a with the first seed's reason when any seed has none."""
     if all(result.memory is not None for result in per_seed):
         return fmean(result.memory for result in per_seed if result.memory is not None), None
-    return None, _first_missing(per_seed, lambda result: result.memory_na_reason, len(per_seed) > 1)
+    missing = next(result for result in per_seed if result.memory is None)
+    return None, f"seed {missing.seed}: {missing.memory_na_reason}" if len(per_seed) > 1 else missing.memory_na_reason
 
 
 def _arm_failure_cell(failure: FailureRates | None, per_seed: Sequence[SeedResult]) -> str:
@@ -231,7 +227,7 @@ def summarize_arm(arm: str, records: Sequence[ArmSeedRecord], *, metric: str, le
     pick, period_pick = _picks(metric)
     distinct = _distinct(records)
     groups = _groups(distinct, pick)
-    per_seed = [seed_result(record, pick) for record in sorted(records, key=lambda record: record.seed)]
+    per_seed = [_seed_result(record, pick) for record in sorted(records, key=lambda record: record.seed)]
     length = max((len(period_pick(unit)) for record in distinct for unit in record.units), default=0)
     period = [hierarchical_bootstrap_ci(_groups(distinct, _at_period(period_pick, p)), confidence,
                                         min_groups=_min_groups(level), group_name="seed") for p in range(length)]
@@ -275,7 +271,7 @@ def _sample_sizes(test: PairedTest, diffs: Sequence[float], level: Level, min_ef
     """Replicates needed for 80% power, from the observed SD of the per-replicate differences."""
     name = REPLICATE_NAMES[level]
     if len(diffs) < 2:
-        return None, None, None, f"{len(diffs)} {name}: no SD between {name}s"
+        return None, None, None, f"{len(diffs)} {name if len(diffs) == 1 else name + 's'}: no SD between {name}s"
     sd = stdev(diffs)
     observed = paired_t_sample_size(test.mean_diff, sd) if test.mean_diff is not None else None
     return sd, observed, paired_t_sample_size(min_effect, sd), ""

@@ -251,7 +251,7 @@ def paired_t_sample_size(
         raise ValueError("a sample size needs a finite effect and SD")
     if effect == 0.0:
         return SampleSize(**plan, n=None, note="the effect is zero")
-    if sd <= 0.0:
+    if sd <= ROUNDING:
         return SampleSize(**plan, n=None, note="the differences have zero variance")
     sizes = np.arange(2, max_n + 1)
     enough = np.flatnonzero(paired_t_power(effect, sd, sizes, alpha) >= power)

@@ -174,3 +174,11 @@ def test_sample_size_cannot_be_planned_without_effect_or_spread() -> None:
     assert paired_t_sample_size(0.1, 0.0).note == "the differences have zero variance"
     tiny = paired_t_sample_size(0.001, 1.0, max_n=50)
     assert tiny.n is None and tiny.exceeds == 50
+
+
+def test_float_rounding_is_no_variance() -> None:
+    # 0.3 - 0.1 and 0.4 - 0.2 differ by 2.8e-17 in floats: a t-test over that "spread" would print p = 0
+    result = paired_test({"a": 0.1, "b": 0.2}, {"a": 0.3, "b": 0.4})
+    assert result.t_p is None and result.t_reason == "differences have zero variance"
+    assert paired_test({"a": 0.1, "b": 0.2}, {"a": 0.1 + 1e-17, "b": 0.2}).wilcoxon_reason == "all differences are zero"
+    assert paired_t_sample_size(0.2, 1e-17).note == "the differences have zero variance"
