@@ -25,7 +25,7 @@ from memevo.agents.llm.accounting import RoleUsage
 from memevo.environments.metrics.scores import Scores
 from memevo.evolve.ablation_config import DEFAULT_MIN_EFFECT
 from memevo.evolve.ablation_records import ArmSeedRecord, FailureRates, UnitScore
-from memevo.evolve.config import LEGACY_OBJECTIVE
+from memevo.evolve.config import stored_objective
 from memevo.evolve.stats import (
     CIMethod,
     Interval,
@@ -105,14 +105,9 @@ class AblationSummary(LazyModel):
     notes: list[str] = []
 
 
-def _decided_on(record: ArmSeedRecord) -> str:
-    """The objective an (arm, seed) run decided on; one written before the rename decided on AMemGym's ratio."""
-    value = record.config.get("objective", "accuracy")
-    return "amemgym_memory_score" if value == LEGACY_OBJECTIVE else str(value)
-
-
 def _metric(records: Sequence[ArmSeedRecord]) -> tuple[str, list[str]]:
-    objectives = sorted({_decided_on(record) for record in records})
+    """The objective the runs decided on (a record written before the rename decided on AMemGym's ratio)."""
+    objectives = sorted({str(stored_objective(record.config.get("objective", "accuracy"))) for record in records})
     if len(objectives) == 1:
         return objectives[0], []
     return "accuracy", [f"The arms decided on different objectives ({', '.join(objectives)}); all are compared "
