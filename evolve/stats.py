@@ -48,6 +48,13 @@ class Interval(LazyModel):
             return None
         return (self.high - self.low) / 2
 
+    def clipped(self, lowest: float, highest: float) -> Interval:
+        """The interval cut to the values the quantity can take (a t-interval of accuracies over few users
+        reaches past 0 and 1; the cut keeps its coverage, as the true mean lies inside)."""
+        if self.low is None or self.high is None:
+            return self
+        return self.model_copy(update={"low": max(self.low, lowest), "high": min(self.high, highest)})
+
 
 class PairedTest(LazyModel):
     """Arm B minus arm A over matched units: mean difference, its t-interval, and two p-values."""
