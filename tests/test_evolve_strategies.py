@@ -63,8 +63,7 @@ def test_one_objective_reaches_selection_tuner_and_result(tmp_path: Path, caplog
     assert study.metric_names == ["amemgym_memory_score"]
     seed_trial = study.trials[0]
     assert seed_trial.user_attrs["candidate_id"] == result.seed.id
-    assert "val_accuracy" in seed_trial.user_attrs
-    assert "val_memory_score" not in seed_trial.user_attrs  # 2 val users: the summary's score is n/a, not logged
+    assert seed_trial.user_attrs["val_amemgym_memory_score"] == pytest.approx(result.history[0].val[result.seed.id])
     accuracy, _ = evolve(tmp_path, "accuracy", budget={"generations": 1}, objective="accuracy")
     assert accuracy.objective == "accuracy"
     assert f"test accuracy: seed {accuracy.seed_scores.accuracy:.3f} -> best" in caplog.text
