@@ -23,6 +23,7 @@ from pydantic import Field
 from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.accounting import RoleUsage
 from memevo.environments.metrics.scores import Scores
+from memevo.environments.score_text import failure_cell
 from memevo.evolve.ablation_config import DEFAULT_MIN_EFFECT
 from memevo.evolve.ablation_records import ArmSeedRecord, FailureRates, UnitScore
 from memevo.evolve.config import stored_objective
@@ -162,10 +163,7 @@ def _seed_failure_cell(record: ArmSeedRecord) -> str:
     """The evolution report's cell for these test scores (the split, or why there is none)."""
     if record.scores is None:
         return _split_text(record.failure) if record.failure is not None else na(NOT_STORED)
-    # evolve.report imports the ablation, so its cell is imported where it is used
-    from memevo.evolve.report import _failure_cell
-
-    return _failure_cell(record.scores)
+    return failure_cell(record.scores)
 
 
 def _memory(scores: Scores | None) -> tuple[float | None, str | None]:
