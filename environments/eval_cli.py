@@ -313,7 +313,7 @@ def eval_command(
             notes += [] if prompts is None else prompts.notes(policy.kind)
             return _headline(outcome.scores, out, notes)
 
-    with claim_run_folder(out, flag="--out"):
+    with claim_run_folder(out, flag="--out", kind="eval"):
         _prepare_out(out, resume)
         check_inputs(out, inputs)
         with PlotProcess() as plot:  # imports the plotting stack on another core while the run goes on

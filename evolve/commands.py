@@ -41,7 +41,8 @@ def evolve_command(
     show_progress()
     settings = load_evolve_config(config)
     folder = run_dir or _default_run_dir(config)
-    with claim_run_folder(folder, flag="--run-dir"), LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub:
+    with (claim_run_folder(folder, flag="--run-dir", kind="evolution"),
+          LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub):
         result = run_evolution(settings, run_dir=folder, hub=hub, resume=resume)
     typer.echo(f"run folder: {folder}")
     typer.echo(f"stopped: {result.stop_reason}")

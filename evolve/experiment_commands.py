@@ -28,7 +28,8 @@ def ablate_command(
     ablation = load_ablation_config(config)
     folder = run_dir or Path("runs") / ablation.name
     show_progress()
-    with claim_run_folder(folder, flag="--run-dir"), LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub:
+    with (claim_run_folder(folder, flag="--run-dir", kind="ablation"),
+          LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub):
         outcome = run_ablation(ablation, run_dir=folder, hub=hub, resume=resume, progress=typer.echo)
     typer.echo(outcome.outputs["markdown"].read_text(encoding="utf-8"))
     typer.echo(f"Tables and plots: {folder}")

@@ -65,11 +65,13 @@ class Split(LazyModel):
 
 def load_users(config: EvolveConfig) -> list[Item]:
     """The configured items, truncated to ``max_periods``/``max_questions`` when asked."""
+    source = f"{config.source or 'config'} (data.synth)"
     if config.data.path is not None:
         from memevo.environments.data.io import load_items
 
         path = config.resolve_path(config.data.path)
-        items = load_items(path if path.exists() else config.data.path)
+        source = str(path) if path.exists() else config.data.path  # else a hub id
+        items = load_items(source)
     else:
         from memevo.environments.synth import SynthConfig, synthesize
 
@@ -81,7 +83,7 @@ def load_users(config: EvolveConfig) -> list[Item]:
     if config.data.limit:
         items = items[: config.data.limit]
     items = [truncate(item, config.episode.max_periods, config.episode.max_questions) for item in items]
-    check_runnable(items, source=str(config.data.path or f"{config.source or 'config'} (data.synth)"))
+    check_runnable(items, source=source)
     return items
 
 

@@ -45,6 +45,25 @@ def _duplicate_ids(data: Data) -> Data:
     return data
 
 
+def _id(number: int, user_id: str) -> Callable[[Data], Data]:
+    """The data with item ``number``'s id (and its profile's uuid, as AMemGym writes them) set to ``user_id``."""
+
+    def change(data: Data) -> Data:
+        data[number]["id"] = data[number]["user_profile"]["uuid"] = user_id
+        return data
+
+    return change
+
+
+BAD_IDS = [
+    ("id ..", 1, "..", ["'[1].id'", "'..' would name the run folder itself or its parent"]),
+    ("id .", 0, ".", ["'[0].id'", "'.' would name the run folder itself or its parent"]),
+    ("empty id", 1, "", ["'[1].id'", "the id is empty"]),
+    ("300-character id", 0, "u" * 300, ["'[0].id'", "300 characters long", "at most 128"]),
+]
+"""Ids that name no folder of their own: (case, item, id, what the one line must say besides the file)."""
+
+
 def _no_gold(data: Data) -> Data:
     for choice in data[0]["qas"][1]["answer_choices"]:
         choice["state"] = ["nowhere"] * len(choice["state"])
@@ -91,6 +110,7 @@ EVAL_CASES = [
     Case("ids collide after sanitising", ["data.json", "'[1].id'", "'a/b'", "'a_b'", "collide"], data=_colliding_ids),
     Case("duplicate ids", ["data.json", "'[1].id'", "is used by items 0 and 1"], data=_duplicate_ids),
     Case("no gold choice", ["data.json", "'[0].qas[1].answer_choices'", "no answer choice"], data=_no_gold),
+    *(Case(name, ["data.json", *expected], data=_id(number, user_id)) for name, number, user_id, expected in BAD_IDS),
     Case("missing local data path", ["nope/data.json", "no such file"], env="nope/data.json"),
     Case(
         "unknown placeholder",
@@ -253,3 +273,108 @@ def test_evolve_run_dir_that_is_a_file_exits_2(
     code, err = _run_memevo(["evolve", str(config), "--run-dir", str(tmp_path / "run")], monkeypatch, capsys)
     assert code == 2 and "'--run-dir'" in err and "is a file" in err, err
     assert endpoint.requests == []
+
+
+@pytest.mark.parametrize(("name", "number", "user_id", "expected"), BAD_IDS, ids=[case[0] for case in BAD_IDS])
+def test_evolve_refuses_an_id_that_names_no_folder(
+    name: str, number: int, user_id: str, expected: list[str], tmp_path: Path, endpoint: FaultServer,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = _evolve_config(tmp_path)
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps(_id(number, user_id)(json.loads(data.read_text(encoding="utf-8")))), encoding="utf-8")
+    code, err = _run_memevo(["evolve", str(config), "--run-dir", str(tmp_path / "run")], monkeypatch, capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"memevo: error: {data}, field "), err
+    for part in expected:
+        assert part in err, f"{part!r} not in {err!r}"
+    assert endpoint.requests == [] and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("name", "number", "user_id", "expected"), BAD_IDS, ids=[case[0] for case in BAD_IDS])
+def test_env_validate_reports_an_id_that_names_no_folder(
+    name: str, number: int, user_id: str, expected: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps(_id(number, user_id)(_fixture())), encoding="utf-8")
+    monkeypatch.setattr(sys, "argv", ["memevo", "env", "validate", str(data)])
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    out = capsys.readouterr().out
+    assert exited.value.code == 2, out
+    errors = [line for line in out.splitlines() if line.startswith("ERROR [item-id]")]
+    assert len(errors) == 1, out
+    for part in expected:
+        assert part in errors[0], f"{part!r} not in {errors[0]!r}"
+    assert out.splitlines()[-1].startswith(f"{data}: 2 items: 1 errors"), out
+
+
+def test_an_id_with_path_characters_is_mapped_to_one_folder_and_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps(_id(0, "../x y")(_fixture())), encoding="utf-8")
+    monkeypatch.setattr(sys, "argv", ["memevo", "env", "validate", str(data)])
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    out = capsys.readouterr().out
+    assert exited.value.code in (None, 0), out
+    assert "WARNING [item-id] item '../x y', field '[0].id': stored in the run folder 'users/.._x_y'" in out, out
+
+
+def _ablation_config(tmp_path: Path) -> Path:
+    _evolve_config(tmp_path)
+    path = tmp_path / "ablation.yaml"
+    path.write_text(yaml.safe_dump({"name": "abl", "base": "evolve.yaml", "seeds": [0],
+                                    "arms": [{"name": "a", "overrides": {}}, {"name": "b", "overrides": {}}]}),
+                    encoding="utf-8")
+    return path
+
+
+def _command(command: str, tmp_path: Path, folder: Path) -> list[str]:
+    """``command`` with ``--resume`` on ``folder``."""
+    if command == "eval":
+        (tmp_path / "agent.yaml").write_text("kind: native\n", encoding="utf-8")
+        return ["eval", "--agent", str(tmp_path / "agent.yaml"), "--env", str(FIXTURE), "--out",
+                str(folder), "--simulator", "template", "--resume"]
+    config = _ablation_config(tmp_path) if command == "ablate" else _evolve_config(tmp_path)
+    return [command, str(config), "--run-dir", str(folder), "--resume"]
+
+
+KIND_CASES = [
+    # (made by, marker file it holds, command run on it, kind the command makes)
+    ("evolution", "run_kind.json", "ablate", "ablation"),
+    ("ablation", "run_kind.json", "evolve", "evolution"),
+    ("eval", "run_kind.json", "evolve", "evolution"),
+    ("evolution", "run_kind.json", "eval", "eval"),
+    ("evolution", "config.json", "ablate", "ablation"),  # folders from before run_kind.json: known by their files
+    ("ablation", "ablation.json", "evolve", "evolution"),
+    ("eval", "run", "ablate", "ablation"),
+]
+
+
+@pytest.mark.parametrize(("made_by", "marker", "command", "kind"), KIND_CASES,
+                         ids=[f"{case[2]} --resume on {case[0]} ({case[1]})" for case in KIND_CASES])
+def test_another_kind_of_run_folder_is_refused_naming_both_kinds_and_left_as_it_is(
+    made_by: str, marker: str, command: str, kind: str, tmp_path: Path, endpoint: FaultServer,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    folder = tmp_path / "taken"
+    folder.mkdir()
+    if marker == "run":
+        (folder / "run").mkdir()
+    else:
+        (folder / marker).write_text(json.dumps({"kind": made_by} if marker == "run_kind.json" else {}))
+    args = _command(command, tmp_path, folder)
+    before = {path: path.read_bytes() if path.is_file() else None for path in folder.rglob("*")}
+    code, err = _run_memevo(args, monkeypatch, capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    made_with = {"evolution": "memevo evolve", "ablation": "memevo ablate", "eval": "memevo eval"}
+    assert err.startswith(f"memevo: error: {folder}, field '--{'out' if command == 'eval' else 'run-dir'}': "), err
+    assert f"holds an {made_by} run (made by {made_with[made_by]})" in err or \
+        f"holds a {made_by} run (made by {made_with[made_by]})" in err, err
+    assert f"not {'an' if kind[0] in 'aeiou' else 'a'} {kind} run: {made_with[kind]} cannot start or resume" in err
+    assert endpoint.requests == []
+    assert {path: path.read_bytes() if path.is_file() else None for path in folder.rglob("*")} == before
+
