@@ -25,9 +25,9 @@ from typing import Literal
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.lazy_model import LazyModel
+from memevo.environments.data.ids import folder_name, id_problem, is_mapped
 from memevo.environments.data.models import Item, Period, Question
 from memevo.environments.data.times import parse_time
-from memevo.environments.data.ids import folder_name, id_problem, is_mapped
 
 Severity = Literal["error", "warning"]
 DATE_FORMAT = "%Y-%m-%d"
