@@ -23,11 +23,11 @@ import typer
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.config_file import load_policy
-from memevo.agents.errors import RunFailedError, UserInputError
+from memevo.agents.errors import UserInputError
 from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.llm.config import CONCURRENCY_HELP
-from memevo.agents.llm.protocol import ChatClient, LLMError
+from memevo.agents.llm.protocol import ChatClient
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import agent_class, build_agent
 from memevo.agents.templates import placeholders_in
@@ -52,6 +52,7 @@ from memevo.environments.metrics.upper_bound import needed_states
 from memevo.environments.plot_process import PlotProcess
 from memevo.environments.progress import configure_terminal, phase
 from memevo.environments.records import EpisodeResult
+from memevo.environments.resume import resumable
 from memevo.environments.rundir import (
     INPUTS_FILE,
     LEDGER_FILE,
@@ -294,16 +295,13 @@ def eval_command(
             width = max_concurrent_users or llm.limit.limit  # users wait on the LLM, so as many as can be served
             run_config = config.model_copy(update={"max_concurrent_users": width})
             await llm.open_connections(requests_at_once(items, width))
-            try:
-                simulate = make_simulator(simulator.value, seed, hub.client(simulator_llm), amemgym_compat=compat,
-                                          template=None if prompts is None else prompts.simulator)
-                outcome = await evaluate(
-                    lambda: _agent(policy, llm, prompts), items, simulate, run_config, out,
-                    upper_bound_llm=llm if upper_bound else None, no_memory_llm=llm if no_memory_baseline else None,
-                    min_probe_coverage=min_probe_coverage, replay_from=off_policy,
-                )
-            except LLMError as error:
-                raise RunFailedError(f"{error}; finished periods are saved, rerun with --resume") from error
+            simulate = make_simulator(simulator.value, seed, hub.client(simulator_llm), amemgym_compat=compat,
+                                      template=None if prompts is None else prompts.simulator)
+            outcome = await evaluate(
+                lambda: _agent(policy, llm, prompts), items, simulate, run_config, out,
+                upper_bound_llm=llm if upper_bound else None, no_memory_llm=llm if no_memory_baseline else None,
+                min_probe_coverage=min_probe_coverage, replay_from=off_policy,
+            )
             meta = {"agent": policy.kind, "policy_id": policy.policy_id, "model": policy.llm.model, "env": env,
                     "simulator_model": simulator_llm.model if simulator is SimulatorKind.llm else None,
                     "prompts": "memevo" if prompts is None else f"amemgym:{amemgym_source}",
@@ -316,7 +314,7 @@ def eval_command(
     with claim_run_folder(out, flag="--out", kind="eval"):
         _prepare_out(out, resume)
         check_inputs(out, inputs)
-        with PlotProcess() as plot:  # imports the plotting stack on another core while the run goes on
+        with resumable(), PlotProcess() as plot:  # from here on a failure or a signal prints the resume command  # imports the plotting stack on another core while the run goes on
             plot.prepare(max(len(item.periods) for item in items), upper_bound, plot_title(policy.kind, env))
             headline = asyncio.run(main(plot))
             plot.wait()  # drawn while the other files were written and the LLM hub closed

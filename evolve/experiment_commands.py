@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from memevo.agents.llm.config import CONCURRENCY_HELP
+from memevo.environments.resume import resumable
 from memevo.environments.rundir import claim_run_folder
 from memevo.evolve.progress import show_progress
 
@@ -28,7 +29,7 @@ def ablate_command(
     ablation = load_ablation_config(config)
     folder = run_dir or Path("runs") / ablation.name
     show_progress()
-    with (claim_run_folder(folder, flag="--run-dir", kind="ablation"),
+    with (claim_run_folder(folder, flag="--run-dir", kind="ablation"), resumable(),
           LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub):
         outcome = run_ablation(ablation, run_dir=folder, hub=hub, resume=resume, progress=typer.echo)
     typer.echo(outcome.outputs["markdown"].read_text(encoding="utf-8"))
