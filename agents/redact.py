@@ -23,7 +23,7 @@ MIN_SECRET_LENGTH = 8
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 _PATTERNS = (
     re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+"),
-    re.compile(r"""(?i)\b([a-z_-]*(?:api[_-]?key|[a-z]+[_-]key|token|secret|password|authorization))(["']?\s*[:=]\s*["']?)[^\s"',;}]+"""),
+    re.compile(r"""(?i)\b([a-z_-]*(?:api[_-]?key|[a-z]+[_-]key|token|secret|password))(["']?\s*[:=]\s*["']?)[^\s"',;}]+"""),
     re.compile(r"\b(?:sk-[A-Za-z0-9_-]{8,}|hf_[A-Za-z0-9]{16,}|gh[pousr]_[A-Za-z0-9]{16,}|AKIA[0-9A-Z]{16}"
                r"|AIza[0-9A-Za-z_-]{30,}|xox[abposr]-[A-Za-z0-9-]{8,})"),
     re.compile(r"\b(?=[A-Za-z0-9_-]*[A-Za-z])(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{32,}"),

@@ -225,6 +225,7 @@ def _prepare_out(out: Path, resume: bool) -> None:
 
 
 def eval_command(
+    ctx: typer.Context,
     agent: Annotated[Path, typer.Option("--agent", help="Agent config (memevo YAML/JSON or AMemGym agent JSON).")],
     env: Annotated[str, typer.Option("--env", help="data.json, dataset folder/file, or Hugging Face dataset id.")],
     out: Annotated[Path, typer.Option("--out", help="Output folder.")],
@@ -314,7 +315,9 @@ def eval_command(
     with claim_run_folder(out, flag="--out", kind="eval"):
         _prepare_out(out, resume)
         check_inputs(out, inputs)
-        with resumable(), PlotProcess() as plot:  # from here on a failure or a signal prints the resume command  # imports the plotting stack on another core while the run goes on
+        # from here on a failure or a signal prints the resume command; the plotting stack is imported on another
+        # core while the run goes on
+        with resumable(ctx), PlotProcess() as plot:
             plot.prepare(max(len(item.periods) for item in items), upper_bound, plot_title(policy.kind, env))
             headline = asyncio.run(main(plot))
             plot.wait()  # drawn while the other files were written and the LLM hub closed

@@ -9,7 +9,7 @@
 - A failure a resume fixes (an endpoint still failing after its retries, a run that stopped part-way) gets
   the same command appended; bad input (``UserInputError``) does not, since a resume repeats it.
 
-The command is rebuilt from the parsed options of the running command (click's context): its arguments,
+The command is rebuilt from the parsed options of the running command (its ``typer.Context``): its arguments,
 every option given a value other than its default, and ``--resume``.
 """
 
@@ -23,7 +23,7 @@ from enum import Enum
 from types import FrameType
 from typing import Any
 
-import click
+import typer
 
 from memevo.agents.errors import Interrupted, MemevoError, RunFailedError, UserInputError
 
@@ -34,16 +34,14 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised like SIGINT's ``KeyboardInterrupt`` so everything that stops on Ctrl-C stops on it too."""
 
 
-def resume_command(context: click.Context | None = None) -> str:
-    """``memevo <command> ... --resume`` with the options of the running command (``context``, default the
-    current one)."""
-    context = context or click.get_current_context()
+def resume_command(context: typer.Context) -> str:
+    """``memevo <command> ... --resume`` with the options the running command (``context``) was given."""
     words = ["memevo", context.info_name or context.command.name or ""]
     for param in context.command.params:
         value = context.params.get(param.name or "")
-        if isinstance(param, click.Argument):
+        if param.param_type_name == "argument":
             words.append(_text(value))
-        elif isinstance(param, click.Option) and param.opts[0] != RESUME_FLAG and not _is_default(param, value):
+        elif param.opts[0] != RESUME_FLAG and not _is_default(param, value):
             words.extend(_option_words(param, value))
     return shlex.join([*words, RESUME_FLAG])
 
@@ -52,12 +50,13 @@ def _text(value: Any) -> str:
     return str(value.value if isinstance(value, Enum) else value)
 
 
-def _is_default(param: click.Option, value: Any) -> bool:
+def _is_default(param: Any, value: Any) -> bool:
     default = param.default
     return value is None or value == default or (isinstance(value, Enum) and value.value == default)
 
 
-def _option_words(param: click.Option, value: Any) -> list[str]:
+def _option_words(param: Any, value: Any) -> list[str]:
+    """An option as typed: ``--name value``, a flag alone, or the chosen side of an on/off pair."""
     if param.is_flag:
         if param.secondary_opts:  # --constrained-answers/--free-answers
             return [param.opts[0] if value else param.secondary_opts[0]]
@@ -71,9 +70,9 @@ def _raise_terminated(signal_number: int, frame: FrameType | None) -> None:
 
 
 @contextmanager
-def resumable() -> Iterator[str]:
-    """Around a run's work (see the module docstring); yields the resume command."""
-    command = resume_command()
+def resumable(context: typer.Context) -> Iterator[str]:
+    """Around a run's work (see the module docstring) in the command of ``context``; yields the resume command."""
+    command = resume_command(context)
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         yield command

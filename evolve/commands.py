@@ -26,6 +26,7 @@ def _default_run_dir(config_path: Path) -> Path:
 
 
 def evolve_command(
+    ctx: typer.Context,
     config: Annotated[Path, typer.Argument(help="Evolution config (YAML).")],
     run_dir: Annotated[Path | None, typer.Option(help="Run folder; default runs/<config name>.")] = None,
     resume: Annotated[bool, typer.Option(
@@ -42,7 +43,7 @@ def evolve_command(
     show_progress()
     settings = load_evolve_config(config)
     folder = run_dir or _default_run_dir(config)
-    with (claim_run_folder(folder, flag="--run-dir", kind="evolution"), resumable(),
+    with (claim_run_folder(folder, flag="--run-dir", kind="evolution"), resumable(ctx),
           LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub):
         result = run_evolution(settings, run_dir=folder, hub=hub, resume=resume)
     typer.echo(f"run folder: {folder}")

@@ -14,6 +14,7 @@ from memevo.evolve.progress import show_progress
 
 
 def ablate_command(
+    ctx: typer.Context,
     config: Annotated[Path, typer.Argument(help="Ablation YAML (arms x seeds), e.g. experiments/feedback-ablation.yaml.")],
     run_dir: Annotated[Path | None, typer.Option("--run-dir", help="Output folder; default runs/<ablation name>.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted ablation in --run-dir.")] = False,
@@ -29,7 +30,7 @@ def ablate_command(
     ablation = load_ablation_config(config)
     folder = run_dir or Path("runs") / ablation.name
     show_progress()
-    with (claim_run_folder(folder, flag="--run-dir", kind="ablation"), resumable(),
+    with (claim_run_folder(folder, flag="--run-dir", kind="ablation"), resumable(ctx),
           LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub):
         outcome = run_ablation(ablation, run_dir=folder, hub=hub, resume=resume, progress=typer.echo)
     typer.echo(outcome.outputs["markdown"].read_text(encoding="utf-8"))
