@@ -274,6 +274,8 @@ def eval_command(
         policy = prompts.apply_to(policy)
     items = load_items(env)[:users]
     check_runnable(items, source=env)
+    if off_policy is not None:
+        _check_replay(off_policy, items)
     config = EpisodeConfig(rounds_init=rounds_init, rounds_update=rounds_update, diagnose=diagnose,
                            amemgym_compat=compat, constrained_answers=constrained_answers,
                            max_concurrent_users=max_concurrent_users or 1, seed=seed,
@@ -322,6 +324,20 @@ def eval_command(
             headline = asyncio.run(main(plot))
             plot.wait()  # drawn while the other files were written and the LLM hub closed
     typer.echo(headline)
+
+
+def _check_replay(folder: Path, items: Sequence[Item]) -> None:
+    """The eval folder ``--off-policy`` names must hold every period of every user, before any call is made."""
+    store = RunStore(folder / "run")
+    if not store.root.is_dir():
+        raise UserInputError("holds no eval run to replay (no run/ folder); give the --out folder of a finished "
+                             "memevo eval", source=str(folder), field="--off-policy")
+    for item in items:
+        have = store.finished_periods(item.id)
+        if have < len(item.periods):
+            raise UserInputError(f"the recorded run has {have} of the {len(item.periods)} periods of user {item.id}; "
+                                 "finish it first (memevo eval --resume on it)", source=str(folder),
+                                 field="--off-policy")
 
 
 def requests_at_once(items: Sequence[Item], users_at_once: int) -> int:

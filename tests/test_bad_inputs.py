@@ -83,9 +83,10 @@ class Case:
         env: str | None = None,
         out: Callable[[Path], Path] | None = None,
         command: str = "eval",
+        extra: Callable[[Path], list[str]] | None = None,
     ) -> None:
         self.name, self.expected, self.data, self.agent, self.env, self.out = name, expected, data, agent, env, out
-        self.command = command
+        self.command, self.extra = command, extra
 
 
 def _file_out(tmp: Path) -> Path:
@@ -123,6 +124,10 @@ EVAL_CASES = [
         ["agent.yaml", "'prompts.answer_system_prompt'", "missing placeholder {memories}"],
         agent="kind: rag\nprompts: {answer_system_prompt: 'Answer well.'}\n",
     ),
+    Case("--off-policy folder that does not exist", ["nowhere", "'--off-policy'", "holds no eval run to replay"],
+         extra=lambda tmp: ["--off-policy", str(tmp / "nowhere")]),
+    Case("--off-policy run with unfinished users", ["unfinished", "'--off-policy'", "has 0 of the"],
+         extra=lambda tmp: (tmp / "unfinished" / "run").mkdir(parents=True) or ["--off-policy", str(tmp / "unfinished")]),
     Case("--out is a file", ["taken", "'--out'", "is a file"], out=_file_out),
     Case("--out under a file", ["deeper", "'--out'", "which is a file"], out=_under_file_out),
     Case("--out not writable", ["locked", "'--out'", "not writable"], out=_read_only_out),
@@ -180,9 +185,11 @@ def test_bad_eval_input_exits_2_naming_file_and_field(
     agent = tmp_path / "agent.yaml"
     agent.write_text(case.agent, encoding="utf-8")
     out = case.out(tmp_path) if case.out else tmp_path / "out"
+    extra = case.extra(tmp_path) if case.extra else []
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "cache" not in p.parts)
     code, err = _run_memevo(
-        ["eval", "--agent", str(agent), "--env", case.env or str(data), "--out", str(out), "--simulator", "template"],
+        ["eval", "--agent", str(agent), "--env", case.env or str(data), "--out", str(out), "--simulator", "template",
+         *extra],
         monkeypatch,
         capsys,
     )
