@@ -41,6 +41,7 @@ from memevo.evolve.evaluation import Evaluator
 from memevo.evolve.proposers import ProposerSettings, make_proposer
 from memevo.evolve.tracking.payloads import experiment_tags, minibatch_param, split_dataset_input
 from memevo.evolve.tracking.store import Tracker, git_commit
+from memevo.evolve.tracking.stores import check_database_url, check_name, check_tracking_uri
 from memevo.evolve.validation import LengthBounds
 
 
@@ -119,6 +120,17 @@ def make_split(items: Sequence[Item], config: EvolveConfig) -> Split:
         test=order[n_train + n_val : n_train + n_val + n_test],
         seed=config.split.seed,
     )
+
+
+def check_stores(config: EvolveConfig) -> None:
+    """The run's name, MLflow store and Optuna storage, checked before anything is written or called
+    (``tracking.stores``); the default stores lie in the run folder, which ``claim_run_folder`` checked."""
+    source = str(config.source or "config")
+    check_name(config.name, source=source)
+    if config.tracking.enabled and config.tracking.uri:
+        check_tracking_uri(config.tracking.uri, source=source)
+    if config.optuna.storage:
+        check_database_url(config.optuna.storage, source=source, field="optuna.storage")
 
 
 def claim_run_dir(run_dir: Path, config: EvolveConfig, resume: bool, inputs: dict[str, Any]) -> None:
@@ -216,6 +228,7 @@ class RunBase:
         self.config = config
         self.run_dir = run_dir
         self.hub = hub
+        check_stores(config)
         self.users = load_users(config)
         self.items = {item.id: item for item in self.users}
         fresh_split = make_split(self.users, config)

@@ -385,3 +385,82 @@ def test_another_kind_of_run_folder_is_refused_naming_both_kinds_and_left_as_it_
     assert endpoint.requests == []
     assert {path: path.read_bytes() if path.is_file() else None for path in folder.rglob("*")} == before
 
+
+
+def _file(tmp: Path, name: str = "a-file") -> Path:
+    (tmp / name).write_text("not a folder nor a database")
+    return tmp / name
+
+
+STORE_CASES: list[tuple[str, Callable[[Path], dict[str, Any]], str, list[str]]] = [
+    # (case, config changes given the test folder, field, what the one line must say)
+    ("empty name", lambda tmp: {"name": ""}, "name", ["is empty", "MLflow experiment, the Optuna study"]),
+    ("name with path separators", lambda tmp: {"name": "../../etc/x y"}, "name",
+     ["'../../etc/x y' is not a plain name", "letters, digits, '.', '_' and '-' only"]),
+    ("postgresql tracking URI without its driver", lambda tmp: {"tracking": {"uri": "postgresql://u:p@db.example/mlflow"}},
+     "tracking.uri", ["needs the driver module 'psycopg'", "pip install 'psycopg[binary]'"]),
+    ("tracking folder under a file", lambda tmp: {"tracking": {"uri": str(_file(tmp) / "mlruns")}}, "tracking.uri",
+     ["lies under", "which is a file"]),
+    ("tracking URI of an unknown kind", lambda tmp: {"tracking": {"uri": "ftp://example/mlruns"}}, "tracking.uri",
+     ["unknown kind of store 'ftp'"]),
+    ("optuna storage in a missing folder", lambda tmp: {"optuna": {"storage": "sqlite:////nonexistent/dir/x.db"}},
+     "optuna.storage", ["the folder /nonexistent/dir does not exist"]),
+    ("optuna storage that is no database", lambda tmp: {"optuna": {"storage": f"sqlite:///{_file(tmp)}"}},
+     "optuna.storage", ["is not an SQLite database"]),
+    ("optuna storage in memory", lambda tmp: {"optuna": {"storage": "sqlite://"}}, "optuna.storage",
+     ["in-memory database", "a resume needs it"]),
+    ("optuna storage with a missing MySQL driver", lambda tmp: {"optuna": {"storage": "mysql+pymysql://u@h/db"}},
+     "optuna.storage", ["needs the driver module 'pymysql'", "pip install 'PyMySQL'"]),
+]
+
+
+@pytest.mark.parametrize(("name", "changes", "field", "expected"), STORE_CASES, ids=[case[0] for case in STORE_CASES])
+def test_a_bad_store_or_name_exits_2_before_any_call(
+    name: str, changes: Callable[[Path], dict[str, Any]], field: str, expected: list[str], tmp_path: Path,
+    endpoint: FaultServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    change = changes(tmp_path)
+    config = _evolve_config(tmp_path, **{**change, "tracking": {"enabled": True, **change.get("tracking", {})}})
+    code, err = _run_memevo(["evolve", str(config), "--run-dir", str(tmp_path / "run")], monkeypatch, capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"memevo: error: {config.resolve()}, field '{field}': "), err
+    for part in expected:
+        assert part in err, f"{part!r} not in {err!r}"
+    assert endpoint.requests == [] and not (tmp_path / "run").exists()
+
+
+ABLATION_STORE_CASES = [
+    ("ablation name with a path separator", {"name": "a/b"}, "name", ["'a/b' is not a plain name"]),
+    ("ablation tracking URI under a file", {"tracking_uri": "FILE/mlruns"}, "tracking_uri", ["which is a file"]),
+]
+
+
+@pytest.mark.parametrize(("name", "changes", "field", "expected"), ABLATION_STORE_CASES,
+                         ids=[case[0] for case in ABLATION_STORE_CASES])
+def test_a_bad_ablation_store_or_name_exits_2_before_any_call(
+    name: str, changes: dict[str, Any], field: str, expected: list[str], tmp_path: Path, endpoint: FaultServer,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = _ablation_config(tmp_path)
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data.update({key: value.replace("FILE", str(_file(tmp_path))) for key, value in changes.items()})
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    code, err = _run_memevo(["ablate", str(path), "--run-dir", str(tmp_path / "run")], monkeypatch, capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"memevo: error: {path.resolve()}, field '{field}': "), err
+    for part in expected:
+        assert part in err, f"{part!r} not in {err!r}"
+    assert endpoint.requests == [] and not (tmp_path / "run").exists()
+
+
+def test_an_arm_with_a_bad_optuna_storage_is_named(
+    tmp_path: Path, endpoint: FaultServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _ablation_config(tmp_path)
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["arms"][1]["overrides"] = {"optuna": {"storage": "sqlite:////nonexistent/dir/x.db"}}
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    code, err = _run_memevo(["ablate", str(path), "--run-dir", str(tmp_path / "run")], monkeypatch, capsys)
+    assert code == 2 and "Traceback" not in err, err
+    assert "field 'optuna.storage': arm 'b' (seed 0): " in err and "/nonexistent/dir does not exist" in err, err
+    assert endpoint.requests == [] and not (tmp_path / "run").exists()

@@ -36,6 +36,7 @@ from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 from memevo.environments.metrics import UPPER_BOUND_FILE, UpperBoundTable
 from memevo.environments.store import write_json_atomic
 from memevo.evolve.tracking.payloads import BEST_TAG
+from memevo.evolve.tracking.stores import open_tracking_store
 
 PARENT_TAG = MLFLOW_PARENT_RUN_ID
 DEFAULT_EXPERIMENT_ID = "0"
@@ -88,7 +89,7 @@ class Tracker:
             self.ids["tracking_id"] = uuid.uuid4().hex[:16]
             self._save_ids()
         mlflow.set_tracking_uri(self.uri)
-        self.client = MlflowClient(tracking_uri=self.uri)
+        self.client = open_tracking_store(self.uri)
         if uri is None:
             retire_default_experiment(self.client)
         found = self.client.get_experiment_by_name(experiment)
