@@ -6,8 +6,8 @@
   error, and the command line prints ``interrupted by SIGTERM; ... resume with: memevo evolve ... --resume``
   (exit 130 or 143). SIGTERM is turned into the same exception as SIGINT while the work runs; a second
   SIGTERM ends the process at once.
-- A failure a resume fixes (an endpoint still failing after its retries, a run that stopped part-way) gets
-  the same command appended; bad input (``UserInputError``) does not, since a resume repeats it.
+- A failure a resume fixes (an endpoint still failing after its retries, a run that stopped part-way, a full
+  disk) gets the same command appended; bad input (``UserInputError``) does not, since a resume repeats it.
 
 The command is rebuilt from the parsed options of the running command (its ``typer.Context``): its arguments,
 every option given a value other than its default, and ``--resume``.
@@ -84,5 +84,7 @@ def resumable(context: typer.Context) -> Iterator[str]:
         raise
     except MemevoError as error:
         raise RunFailedError(f"{error}; finished work is saved, resume with: {command}") from error
+    except OSError as error:  # a full disk, a folder made read-only meanwhile: nothing finished is lost
+        raise RunFailedError(f"{error}; finished work is saved: fix that, then resume with: {command}") from error
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -108,7 +108,7 @@ def make_split(items: Sequence[Item], config: EvolveConfig) -> Split:
     """A seeded shuffle cut into train/val/test; each split the protocol uses gets at least one user."""
     ids = [item.id for item in items]
     if len(set(ids)) != len(ids):
-        raise UserInputError("item ids must be unique", field="data")
+        raise UserInputError("item ids must be unique", source=str(config.data.path or config.source), field="data")
     source = str(config.source) if config.source else None
     n_train, n_val, n_test = config.split.counts(len(ids), config.required_splits, source=source)
     check_validation_users(config, n_val, source=source)
@@ -141,8 +141,8 @@ def claim_run_dir(run_dir: Path, config: EvolveConfig, resume: bool, inputs: dic
     """
     marker = run_dir / "config.json"
     if marker.exists() and not resume:
-        raise UserInputError(f"run folder {run_dir} already holds a run; pass --resume or choose another --run-dir",
-                             field="run_dir")
+        raise UserInputError("already holds a run; pass --resume to continue it or choose another --run-dir",
+                             source=str(run_dir), field="--run-dir")
     run_dir.mkdir(parents=True, exist_ok=True)
     check_inputs(run_dir, inputs)
     write_json_atomic(marker, config.hash_payload())
