@@ -34,8 +34,8 @@ def ablate_command(
     from memevo.evolve.tracking.stores import open_tracking_store
 
     ablation = load_ablation_config(config)
-    check_ablation_stores(ablation)
     folder = run_dir or Path("runs") / ablation.name
+    check_ablation_stores(ablation, folder)
     show_progress()
     with (claim_run_folder(folder, flag="--run-dir", kind="ablation"), resumable(ctx),
           LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub):
@@ -46,21 +46,24 @@ def ablate_command(
     typer.echo(f"MLflow: {mlflow_ui_command(folder)}")
 
 
-def check_ablation_stores(ablation: "AblationConfig") -> None:
-    """The ablation's name (its default folder and MLflow experiment) and store, and every arm's stores, before
-    the folder is claimed (``tracking.stores``)."""
+def check_ablation_stores(ablation: "AblationConfig", folder: Path) -> None:
+    """The ablation's name (its default folder and MLflow experiment), store and artifact folder, and every
+    arm's stores, before ``folder`` is claimed (``tracking.stores``)."""
     from memevo.evolve.ablation_config import resolve_all
     from memevo.evolve.runtime import check_stores
-    from memevo.evolve.tracking.stores import check_name, check_tracking_uri
+    from memevo.evolve.tracking.store import default_tracking_uri
+    from memevo.evolve.tracking.stores import check_artifact_location, check_name, check_tracking_uri
 
     source = str(ablation.source or "ablation config")
     check_name(ablation.name, source=source)
     if ablation.tracking_uri:
         check_tracking_uri(ablation.tracking_uri, source=source, field="tracking_uri")
+    check_artifact_location(ablation.tracking_uri or default_tracking_uri(folder), ablation.name, source=source,
+                            field="name")
     for (arm, seed), evolve_config in resolve_all(ablation).items():
-        try:
+        try:  # every arm logs to the ablation's store and experiment, checked above
             check_stores(evolve_config.model_copy(update={"tracking": evolve_config.tracking.model_copy(
-                update={"uri": None})}))  # every arm logs to the ablation's store, checked above
+                update={"enabled": False})}), folder)
         except UserInputError as error:
             raise UserInputError(f"arm '{arm}' (seed {seed}): {error.message}", source=error.source,
                                  field=error.field) from None

@@ -40,8 +40,13 @@ from memevo.evolve.config import EvolveConfig, check_validation_users
 from memevo.evolve.evaluation import Evaluator
 from memevo.evolve.proposers import ProposerSettings, make_proposer
 from memevo.evolve.tracking.payloads import experiment_tags, minibatch_param, split_dataset_input
-from memevo.evolve.tracking.store import Tracker, git_commit
-from memevo.evolve.tracking.stores import check_database_url, check_name, check_tracking_uri
+from memevo.evolve.tracking.store import Tracker, default_tracking_uri, git_commit
+from memevo.evolve.tracking.stores import (
+    check_artifact_location,
+    check_database_url,
+    check_name,
+    check_tracking_uri,
+)
 from memevo.evolve.validation import LengthBounds
 
 
@@ -122,13 +127,18 @@ def make_split(items: Sequence[Item], config: EvolveConfig) -> Split:
     )
 
 
-def check_stores(config: EvolveConfig) -> None:
-    """The run's name, MLflow store and Optuna storage, checked before anything is written or called
-    (``tracking.stores``); the default stores lie in the run folder, which ``claim_run_folder`` checked."""
+def check_stores(config: EvolveConfig, run_dir: Path) -> None:
+    """The run's name, MLflow store (and its experiment's artifact folder) and Optuna storage, checked before
+    anything is written or called (``tracking.stores``); the default stores lie in the run folder, which
+    ``claim_run_folder`` checked."""
     source = str(config.source or "config")
     check_name(config.name, source=source)
-    if config.tracking.enabled and config.tracking.uri:
-        check_tracking_uri(config.tracking.uri, source=source)
+    if config.tracking.enabled:
+        if config.tracking.uri:
+            check_tracking_uri(config.tracking.uri, source=source)
+        check_artifact_location(config.tracking.uri or default_tracking_uri(run_dir),
+                                config.tracking.experiment or config.name, source=source,
+                                field="tracking.experiment" if config.tracking.experiment else "name")
     if config.optuna.storage:
         check_database_url(config.optuna.storage, source=source, field="optuna.storage")
 
@@ -228,7 +238,7 @@ class RunBase:
         self.config = config
         self.run_dir = run_dir
         self.hub = hub
-        check_stores(config)
+        check_stores(config, run_dir)
         self.users = load_users(config)
         self.items = {item.id: item for item in self.users}
         fresh_split = make_split(self.users, config)

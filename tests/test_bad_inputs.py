@@ -464,3 +464,19 @@ def test_an_arm_with_a_bad_optuna_storage_is_named(
     assert code == 2 and "Traceback" not in err, err
     assert "field 'optuna.storage': arm 'b' (seed 0): " in err and "/nonexistent/dir does not exist" in err, err
     assert endpoint.requests == [] and not (tmp_path / "run").exists()
+
+
+def test_an_experiment_whose_artifact_folder_is_gone_under_a_file_exits_2_before_any_call(
+    tmp_path: Path, endpoint: FaultServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mlflow import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'shared.db'}"
+    MlflowClient(tracking_uri=uri).create_experiment("shared", artifact_location=(tmp_path / "old" / "art").as_uri())
+    _file(tmp_path, "old")  # the folder the experiment was made with is now a file
+    config = _evolve_config(tmp_path, name="shared", tracking={"enabled": True, "uri": uri})
+    code, err = _run_memevo(["evolve", str(config), "--run-dir", str(tmp_path / "run")], monkeypatch, capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"memevo: error: {config.resolve()}, field 'name': experiment 'shared' in "), err
+    assert f"keeps its artifacts in {tmp_path / 'old' / 'art'}, and {tmp_path / 'old' / 'art'} lies under" in err, err
+    assert endpoint.requests == [] and not (tmp_path / "run").exists()

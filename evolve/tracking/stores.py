@@ -8,7 +8,9 @@ a resume could not mend. Each check raises ``UserInputError`` naming the config 
 - ``tracking.uri`` and ``optuna.storage``: a database URL must parse, its driver package must be installed
   (a ``postgresql://`` URL without ``psycopg`` names the package to install), and an SQLite file must lie in
   an existing, writable folder and not be a folder or another kind of file; a tracking folder (a path or
-  ``file:`` URI) must be a folder that can be created and written.
+  ``file:`` URI) must be a folder that can be created and written;
+- artifact locations: an experiment that already exists in a local SQLite store keeps the artifact folder it
+  was made with (a run folder moved or deleted since, a folder made read-only); it must still be writable.
 
 ``open_tracking_store`` creates a new local MLflow store while holding a lock on its folder, so two processes
 starting on one new shared store do not both create its tables (one of them used to die on "table already
@@ -20,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -92,6 +95,28 @@ def check_database_url(url: str, *, source: str | None, field: str) -> None:
                              f"{parsed.get_backend_name()}+<driver>://...)", source=source, field=field) from None
     if parsed.get_backend_name() == "sqlite":
         _check_sqlite_file(url, parsed.database, source=source, field=field)
+
+
+def check_artifact_location(uri: str, experiment: str, *, source: str | None, field: str) -> None:
+    """The artifact folder of ``experiment`` in the local SQLite store ``uri``, if both exist, must be writable
+    (read straight from the database, read-only: nothing is created or migrated)."""
+    database = sqlite_file(uri)
+    if database is None or not database.is_file():
+        return
+    try:
+        with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
+            row = db.execute("SELECT artifact_location FROM experiments WHERE name = ? AND lifecycle_stage = "
+                             "'active'", (experiment,)).fetchone()
+    except sqlite3.Error:
+        return  # no MLflow tables yet, or not a database: MLflow creates or reports it
+    location = row[0] if row else None
+    if not location or _scheme(location) not in ("", "file"):
+        return
+    folder = Path(unquote(urlparse(location).path) if location.startswith("file:") else location)
+    problem = _folder_problem(folder)
+    if problem is not None:
+        raise UserInputError(f"experiment {experiment!r} in {database} keeps its artifacts in {folder}, and {problem}; "
+                             "restore that folder or name a new experiment", source=source, field=field)
 
 
 def _check_sqlite_file(url: str, database: str | None, *, source: str | None, field: str) -> None:
