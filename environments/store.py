@@ -80,7 +80,7 @@ class RunStore:
         (the data checks refuse it first, this is the last guard)."""
         problem = id_problem(user_id)
         if problem is not None:
-            raise UserInputError(problem, field="id")
+            raise UserInputError(problem, source=str(self.root), field="id")
         return self.root / "users" / folder_name(user_id)
 
     def _result_path(self, user_id: str, period: int) -> Path:
