@@ -14,7 +14,8 @@ a resume could not mend. Each check raises ``UserInputError`` naming the config 
 
 ``open_tracking_store`` creates a new local MLflow store while holding a lock on its folder, so two processes
 starting on one new shared store do not both create its tables (one of them used to die on "table already
-exists").
+exists"); ``experiment_id`` finds or creates an experiment the same way, so two runs of one name do not both
+create it.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ import os
 import re
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from memevo.agents.errors import UserInputError
@@ -196,3 +197,23 @@ def open_tracking_store(uri: str) -> MlflowClient:
         client = MlflowClient(tracking_uri=uri)
         client.search_experiments(max_results=1)  # creates (or upgrades) the tables, once
     return client
+
+
+def experiment_id(client: MlflowClient, uri: str, name: str, *, artifact_location: str | None,
+                  tags: dict[str, Any] | None = None) -> str:
+    """The id of experiment ``name``, created if it does not exist yet; a local store is locked meanwhile, and
+    an experiment another process created first (a remote store) is found instead."""
+    from mlflow.exceptions import MlflowException
+
+    database = sqlite_file(uri)
+    with _locked_folder(database.parent) if database is not None else nullcontext():
+        found = client.get_experiment_by_name(name)
+        if found is not None:
+            return str(found.experiment_id)
+        try:
+            return str(client.create_experiment(name, artifact_location=artifact_location, tags=tags))
+        except MlflowException as error:
+            created = client.get_experiment_by_name(name) if error.error_code == "RESOURCE_ALREADY_EXISTS" else None
+            if created is None:
+                raise
+            return str(created.experiment_id)
