@@ -61,6 +61,8 @@ def _option_words(param: Any, value: Any) -> list[str]:
         if param.secondary_opts:  # --constrained-answers/--free-answers
             return [param.opts[0] if value else param.secondary_opts[0]]
         return [param.opts[0]] if value else []
+    if isinstance(value, (list, tuple)):  # an option given several times
+        return [word for item in value for word in (param.opts[0], _text(item))]
     return [param.opts[0], _text(value)]
 
 

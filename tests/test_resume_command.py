@@ -37,6 +37,7 @@ def _app(failure: BaseException | None, seen: list[str]) -> typer.Typer:
         constrained: Annotated[bool | None, typer.Option("--constrained/--free")] = None,
         no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
         width: Annotated[int | None, typer.Option("--width")] = None,
+        tag: Annotated[list[str] | None, typer.Option("--tag")] = None,
     ) -> None:
         with resumable(ctx) as command:
             seen.append(command)
@@ -51,6 +52,7 @@ def _app(failure: BaseException | None, seen: list[str]) -> typer.Typer:
     (["my config.yaml", "--out", "o", "--kind", "template", "--free", "--no-cache", "--width", "3", "--resume"],
      "memevo run 'my config.yaml' --out o --kind template --free --no-cache --width 3 --resume"),
     (["c.yaml", "--constrained", "--kind", "llm"], "memevo run c.yaml --constrained --resume"),  # defaults left out
+    (["c.yaml", "--tag", "a b", "--tag", "c"], "memevo run c.yaml --tag 'a b' --tag c --resume"),
 ])
 def test_the_resume_command_is_the_command_as_given_with_resume(args: list[str], expected: str) -> None:
     seen: list[str] = []
