@@ -17,34 +17,35 @@ import types
 from typing import NoReturn
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from memevo.agents.errors import Interrupted, MemevoError, UserInputError
+from memevo.evolve.help_pages import MAX_HELP_WIDTH, ROOT_EXAMPLE, example_epilog, make_readable
 
-COMMANDS: dict[str, tuple[str, str, str | None]] = {
-    # name: (module, attribute, help of a group; a command's help is its docstring), in the order help lists them
-    "eval": ("memevo.environments.eval_cli", "eval_command", None),
-    "evolve": ("memevo.evolve.commands", "evolve_command", None),
-    "ui": ("memevo.evolve.commands", "ui_command", None),
-    "ablate": ("memevo.evolve.experiment_commands", "ablate_command", None),
-    "report": ("memevo.evolve.experiment_commands", "report_command", None),
-    "llm": ("memevo.agents.llm.cli", "app", "Serve and check the LLM endpoint."),
-    "env": ("memevo.environments.cli", "app", "Validate, inspect and generate environments."),
+COMMANDS: dict[str, tuple[str, str]] = {
+    # name: (module, attribute), in the order help lists them; summaries and examples are in ``help_pages``
+    "eval": ("memevo.environments.eval_cli", "eval_command"),
+    "evolve": ("memevo.evolve.commands", "evolve_command"),
+    "ui": ("memevo.evolve.commands", "ui_command"),
+    "ablate": ("memevo.evolve.experiment_commands", "ablate_command"),
+    "report": ("memevo.evolve.experiment_commands", "report_command"),
+    "llm": ("memevo.agents.llm.cli", "app"),
+    "env": ("memevo.environments.cli", "app"),
 }
 
 
-def load_command(name: str) -> typer.core.click.Command:
-    """The click command of ``name``, its module imported now."""
-    module, attribute, group_help = COMMANDS[name]
+def load_command(name: str) -> TyperCommand | TyperGroup:
+    """The command of ``name``, its module imported now."""
+    module, attribute = COMMANDS[name]
     target = getattr(importlib.import_module(module), attribute)
     if isinstance(target, typer.Typer):
         command = typer.main.get_group(target)  # the completion options belong to the root only
-        command.help = group_help
     else:
         single = typer.Typer(add_completion=False)
         single.command(name)(target)
         command = typer.main.get_command(single)
     command.name = name
+    make_readable(command, name)
     return command
 
 
@@ -55,7 +56,7 @@ class LazyCommands(TyperGroup):
     def list_commands(self, ctx: typer.Context) -> list[str]:
         return list(COMMANDS)
 
-    def get_command(self, ctx: typer.Context, cmd_name: str) -> typer.core.click.Command | None:
+    def get_command(self, ctx: typer.Context, cmd_name: str) -> TyperCommand | TyperGroup | None:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             self.commands[cmd_name] = load_command(cmd_name)
         return super().get_command(ctx, cmd_name)
@@ -67,6 +68,9 @@ app = typer.Typer(
     help="Evolve the prompts and tune the settings of LLM memory agents on AMemGym-compatible worlds.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's plain layout, also for usage errors: see help_pages
+    context_settings={"max_content_width": MAX_HELP_WIDTH},
+    epilog=example_epilog(ROOT_EXAMPLE),
 )
 
 
@@ -96,7 +100,7 @@ def _import_command(args: list[str]) -> None:
     as long as the process: collecting while they are made cost ~0.1 s of start-up, and every later full
     collection, the ones at exit included (~0.2 s), would walk them all again."""
     named = args[0] if args and args[0] in COMMANDS else None
-    modules = dict.fromkeys(module for name, (module, _, _) in COMMANDS.items() if named in (None, name))
+    modules = dict.fromkeys(module for name, (module, _) in COMMANDS.items() if named in (None, name))
     gc.disable()
     try:
         for module in modules:
