@@ -200,15 +200,12 @@ def evaluate(server: LatencyServer, data: Path, agent: str, concurrency: int, us
 
 
 def startup_cpu_s(agent: str) -> float:
-    """CPU time of a child that only starts up as a ``memevo eval`` run of ``agent`` does: the steps of
-    ``memevo.evolve.cli.main`` before the command runs (the eval command's modules imported with the collector
-    off, the pydantic plugin search skipped), then the gateway, the template simulator and the agent's kind.
-    Importing these with the collector on, as this did before, cost ~0.2 s more CPU than a run spends, which
-    made the CPU per call look smaller than it is. Models build their validators on first use (agents/lazy_model.py),
-    so the builds a run needs are in its CPU per call, not here."""
-    code = ("from memevo.evolve import cli\ncli._return_large_frees_to_the_os()\ncli._skip_pydantic_plugin_search()\n"
-            "cli._import_command(['eval'])\nimport gc\nimport memevo.agents.llm.hub, memevo.environments.simulators.template\n"
-            f"gc.freeze()\nfrom memevo.agents.registry import agent_class\nagent_class({agent!r})")
+    """CPU time of a child that only starts up as a ``memevo eval`` run of ``agent`` does: the eval command's
+    modules, then the gateway, the template simulator and the agent's kind. Models build their validators on
+    first use (agents/lazy_model.py), so the builds a run needs are in its CPU per call, not here."""
+    code = ("from memevo.evolve import cli\ncli.load_command('eval')\n"
+            "import memevo.agents.llm.hub, memevo.environments.simulators.template\n"
+            f"from memevo.agents.registry import agent_class\nagent_class({agent!r})")
     process = subprocess.Popen([sys.executable, "-c", code], env=child_env())
     _, _, usage = os.wait4(process.pid, 0)
     return usage.ru_utime + usage.ru_stime

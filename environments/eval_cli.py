@@ -12,7 +12,6 @@ call of every process, so usage survives kills).
 # them at every start, and evaluating a command's string annotations (twice, in typer) cost ~20 ms for eval.
 import asyncio
 import csv
-import gc
 import json
 from collections.abc import Callable, Sequence
 from enum import Enum
@@ -291,7 +290,6 @@ def eval_command(
     async def main(plot: PlotProcess) -> str:
         from memevo.agents.llm.hub import LLMHub  # the HTTP client stack loads only when a run starts
 
-        gc.freeze()  # it and the loaded data live as long as the run: no later collection need walk them
         async with LLMHub(use_cache=not no_cache, concurrency=concurrency,
                           accounting=UsageLedger(out / LEDGER_FILE)) as hub:
             llm = hub.client(policy.llm)

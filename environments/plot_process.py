@@ -3,9 +3,8 @@
 Importing matplotlib costs about half a second of CPU and drawing the figure a few tenths more. Started at
 launch, the child imports matplotlib on another core while the episodes wait on the endpoint (a thread
 would take the GIL from the run's event loop). Told the likely layout at the start (``prepare``), it also
-builds the figure meanwhile and draws all of it but the lines, so after the last reply only the lines are
-drawn and the PNG written (~25 ms instead of ~150 ms for a whole savefig), while the parent writes its other
-outputs. The child reads one JSON request per line on stdin: an optional ``prepare``, then the ``draw``; when
+builds the figure meanwhile, so after the last reply only the values are set and savefig writes the PNG, while
+the parent writes its other outputs. The child reads one JSON request per line on stdin: an optional ``prepare``, then the ``draw``; when
 the parent ends without sending the draw (an error, a kill), stdin closes and the child exits without drawing
 anything.
 """

@@ -9,7 +9,6 @@ a folder given by the caller (the run folder) and returns the path.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,22 +18,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-import numpy as np
-from matplotlib.artist import Artist
 from matplotlib.axes import Axes
-from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
-from matplotlib.transforms import Affine2D, Bbox
 
 from memevo.environments.metrics import Scores
-from memevo.environments.png import write_png
 
 PERIODS_PLOT = "periods.png"
 SAVE_DPI = 120
-SOFTWARE = f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/"
-"""What savefig writes in its PNGs' Software field."""
 REFERENCE_STYLE = {"random": ("grey", ":"), "upper bound": ("black", "--")}
 
 
@@ -68,12 +60,12 @@ def legend_outside(axis: Axes) -> None:
         axis.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
 
 
-def save_figure(figure: Figure, folder: Path, filename: str, *, bbox: Bbox | str = "tight") -> Path:
-    """Write ``figure`` as ``folder/filename`` (the folder is created) and release it; ``bbox`` is the area
-    saved (by default the drawn content plus savefig's padding, found by laying the figure out once more)."""
+def save_figure(figure: Figure, folder: Path, filename: str) -> Path:
+    """Write ``figure`` as ``folder/filename`` (the folder is created) and release it: the drawn content plus
+    savefig's padding."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / filename
-    figure.savefig(path, dpi=SAVE_DPI, bbox_inches=bbox)
+    figure.savefig(path, dpi=SAVE_DPI, bbox_inches="tight")
     plt.close(figure)
     return path
 
@@ -121,12 +113,7 @@ class PeriodsFigure:
     """Accuracy per period against the random baseline and the upper bound, and the memory score per period.
 
     Built from a layout with its lines at a placeholder value: the y-ranges are fixed by the layout, so the
-    values change no tick, label or margin. Everything but the lines is therefore drawn here, before the scores
-    are known, at the saved resolution and kept as a background; ``save`` sets the values, puts the background
-    back, draws only the lines (and the frames drawn over them) and writes the saved area (what savefig's
-    "tight" box would save, widened to whole pixels) as the PNG: the same pixels savefig writes for that area,
-    in a fraction of its time. A figure whose content reaches beyond its canvas (a very long title) is saved by
-    savefig instead."""
+    values change no tick, label or margin, and ``save`` only sets the values and writes the figure."""
 
     def __init__(self, layout: PeriodsLayout) -> None:
         self.layout = layout
@@ -154,17 +141,6 @@ class PeriodsFigure:
             legend_outside(axis)
         self.figure.suptitle(layout.title)
         self.figure.tight_layout()
-        self.figure.set_layout_engine(None)  # laid out once: savefig need not draw it again to run a layout engine
-        self.figure.dpi = SAVE_DPI  # laid out as shown, drawn as saved (what savefig does)
-        content = self._content()
-        x0, y0, x1, y1 = content.padded(plt.rcParams["savefig.pad_inches"] * SAVE_DPI).extents
-        self._area = (math.floor(x0), math.floor(y0), math.ceil(x1), math.ceil(y1))
-        """What savefig(bbox_inches="tight") saves, in pixels from the bottom left, widened to whole pixels."""
-        self._redrawn = self._drawn_over_background()
-        canvas = self.figure.bbox
-        fits = canvas.contains(*content.p0) and canvas.contains(*content.p1)
-        self._background = self._drawn_background() if fits else None
-        """None when the content reaches beyond the canvas (a very long title): only savefig can draw that."""
 
     def save(self, scores: Scores, folder: Path, filename: str = PERIODS_PLOT) -> Path:
         """Plot ``scores`` (of this figure's layout) and write the PNG."""
@@ -175,55 +151,11 @@ class PeriodsFigure:
                   "upper bound": lambda p: p.upper_bound, "memory score": lambda p: p.pooled_memory_score}
         for name, line in self._lines.items():
             line.set_ydata([values[name](per_period[period]) for period in line.get_xdata()])
-        if self._background is None:
-            return save_figure(self.figure, folder, filename, bbox=self.saved_area)
-        canvas = np.asarray(self.figure.canvas.buffer_rgba())
-        np.copyto(canvas, self._background)
-        for artist in self._redrawn:
-            self.figure.draw_artist(artist)
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / filename
-        write_png(path, self._cut(canvas), dpi=SAVE_DPI, software=SOFTWARE)
-        plt.close(self.figure)
-        return path
-
-    @property
-    def saved_area(self) -> Bbox:
-        """The area of the figure ``save`` writes, in inches (savefig's ``bbox_inches``)."""
-        return Bbox.from_extents(*self._area).transformed(Affine2D().scale(1 / SAVE_DPI))
+        return save_figure(self.figure, folder, filename)
 
     def _line(self, axis: Axes, name: str, periods: Sequence[int], **style: Any) -> None:
         low, high = axis.get_ylim()
         self._lines[name], = axis.plot(periods, [(low + high) / 2] * len(periods), label=name, **style)
-
-    def _content(self) -> Bbox:
-        """The box of everything drawn (savefig's "tight" box before its padding), in pixels."""
-        self.figure.draw_without_rendering()
-        return self.figure.get_tightbbox(self.figure.canvas.get_renderer()).transformed(self.figure.dpi_scale_trans)
-
-    def _drawn_over_background(self) -> list[Artist]:
-        """The artists ``save`` draws, in the order a full draw would: each axes' lines and its frame (spines),
-        which is drawn over them; every other artist lies below the lines or outside the axes they are clipped to."""
-        return [artist for axis in self.figure.axes
-                for artist in sorted([*axis.lines, *axis.spines.values()], key=lambda artist: artist.get_zorder())]
-
-    def _drawn_background(self) -> np.ndarray:
-        """The canvas's pixels, drawn without the artists ``save`` draws."""
-        for artist in self._redrawn:
-            artist.set_animated(True)  # left out of the canvas's draws (not of savefig's)
-        self.figure.canvas.draw()
-        return np.array(self.figure.canvas.buffer_rgba())
-
-    def _cut(self, canvas: np.ndarray) -> np.ndarray:
-        """The saved area of the drawn ``canvas``; where its padding reaches past the canvas, the figure's face
-        colour, as savefig paints it there."""
-        x0, y0, x1, y1 = self._area
-        face = np.round(np.multiply(to_rgba(self.figure.get_facecolor()), 255)).astype(np.uint8)
-        saved = np.tile(face, (y1 - y0, x1 - x0, 1))
-        height, width = canvas.shape[:2]  # its rows run from the top, the figure's y from the bottom
-        left, bottom, right, top = max(x0, 0), max(y0, 0), min(x1, width), min(y1, height)
-        saved[y1 - top:y1 - bottom, left - x0:right - x0] = canvas[height - top:height - bottom, left:right]
-        return saved
 
 
 def plot_periods(scores: Scores, folder: Path, *, title: str = "", filename: str = PERIODS_PLOT) -> Path:

@@ -27,7 +27,7 @@ NOT_BEFORE_THE_FIRST_REQUEST = ("matplotlib", "memevo.environments.plots", "meme
 def test_eval_start_up_loads_only_what_its_run_needs() -> None:
     """The eval command's module, the HTTP stack, the template simulator and the native agent: nothing of
     the other commands, the plots (a child process draws them) or the embedded server."""
-    code = ("import sys\nfrom memevo.evolve.cli import _import_command\n_import_command(['eval'])\n"
+    code = ("import sys\nfrom memevo.evolve.cli import load_command\nload_command('eval')\n"
             "import memevo.agents.llm.hub, memevo.environments.simulators.template\n"
             "from memevo.agents.registry import agent_class\nagent_class('native')\n"
             "print('\\n'.join(sys.modules))")
@@ -36,35 +36,6 @@ def test_eval_start_up_loads_only_what_its_run_needs() -> None:
     assert "memevo.environments.eval_cli" in loaded and "memevo.agents.llm.http11" in loaded
     assert not [name for name in loaded if name.split(".")[0] in NOT_BEFORE_THE_FIRST_REQUEST
                 or name in NOT_BEFORE_THE_FIRST_REQUEST]
-
-
-def test_the_command_line_skips_pydantics_plugin_search_unless_asked() -> None:
-    """Building memevo's models neither makes pydantic search every installed distribution for plugins nor imports
-    ``importlib.metadata`` for that search: pydantic's loader is replaced by one that finds none, as pydantic's own
-    finds none with every plugin off. An explicit $PYDANTIC_DISABLE_PLUGINS is left alone: empty, pydantic's own
-    loader searches."""
-    code = ("import os, sys\nfrom memevo.evolve import cli\nsys.argv = ['memevo', 'env', '--help']\n"
-            "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
-            "from memevo.agents.amemgym_config import AMemGymAgentSettings\n"
-            "AMemGymAgentSettings.model_rebuild(force=True)\nAMemGymAgentSettings()\n"
-            "import pydantic.plugin._loader as loader\n"
-            "print(getattr(loader, '_plugins', 'stand-in'), 'importlib.metadata' in sys.modules)")
-    for setting, expected in ((None, "stand-in False"), ("", "{} True")):
-        env = {name: value for name, value in os.environ.items() if name != "PYDANTIC_DISABLE_PLUGINS"}
-        env |= {} if setting is None else {"PYDANTIC_DISABLE_PLUGINS": setting}
-        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
-        assert run.stdout.splitlines()[-1] == expected, run.stdout
-
-
-def test_the_stand_in_plugin_loader_answers_as_pydantics_own_with_every_plugin_off() -> None:
-    from memevo.evolve.cli import PLUGIN_LOADER, PLUGINS_OFF
-
-    code = (f"import os, importlib\nloader = importlib.import_module({PLUGIN_LOADER!r})\n"
-            f"for value in {PLUGINS_OFF!r}:\n    os.environ['PYDANTIC_DISABLE_PLUGINS'] = value\n"
-            "    print(tuple(loader.get_plugins()))")
-    env = {name: value for name, value in os.environ.items() if name != "PYDANTIC_DISABLE_PLUGINS"}
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
-    assert run.stdout.split() == ["()"] * len(PLUGINS_OFF)
 
 
 def test_root_help_lists_every_command_in_order_and_each_loads() -> None:
@@ -138,28 +109,6 @@ async def test_a_figure_prepared_before_the_scores_draws_what_a_fresh_one_draws(
         plot.draw(plain, tmp_path / "guessed wrong", "keyword")
         path = plot.wait()
     assert _pixels(path) == _pixels(tmp_path / "no upper bound-fresh.png")
-
-
-async def test_a_prepared_figure_writes_what_savefig_writes(tmp_path: Path) -> None:
-    """``save`` draws only the lines over a background drawn beforehand and cuts its area out of the canvas: the
-    PNG must be savefig's for that area pixel for pixel (lines, their order over the reference lines, the crop,
-    the padding past the canvas) and a pixel at most larger than savefig's "tight" one (the area is widened to
-    whole pixels). A title wider than the canvas is left to savefig, the only one that draws past the canvas."""
-    from matplotlib import pyplot as plt
-
-    from memevo.environments.plots import SAVE_DPI, PeriodsFigure, PeriodsLayout
-
-    scores = _with_memory(await _scores(), [1.0, 0.0])  # on the reference lines, which are drawn over them
-    for title in ("keyword", "a title far wider than the figure " * 5):
-        prepared = PeriodsFigure(PeriodsLayout.expected(2, upper_bound=True, title=title))
-        (width, height), pixels = _pixels(prepared.save(scores, tmp_path, "fast.png"))
-        prepared.figure.savefig(tmp_path / "savefig.png", dpi=SAVE_DPI, bbox_inches=prepared.saved_area)
-        prepared.figure.savefig(tmp_path / "tight.png", dpi=SAVE_DPI, bbox_inches="tight")
-        plt.close(prepared.figure)
-        assert _pixels(tmp_path / "savefig.png") == ((width, height), pixels), title
-        (tight_width, tight_height), _ = _pixels(tmp_path / "tight.png")
-        assert 0 <= width - tight_width <= 1 and 0 <= height - tight_height <= 1, title
-    assert width > 11 * SAVE_DPI  # the long title was drawn past the canvas
 
 
 async def test_a_plot_that_cannot_be_written_is_a_run_failure_naming_it(tmp_path: Path) -> None:
