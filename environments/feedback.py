@@ -14,7 +14,7 @@ import string
 from enum import Enum
 from typing import Literal
 
-from pydantic import ConfigDict, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from memevo.agents.lazy_model import LazyModel
 from memevo.environments.data.models import Item
@@ -30,10 +30,11 @@ class FeedbackMode(str, Enum):
 class FeedbackConfig(LazyModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    mode: FeedbackMode = FeedbackMode.complete
-    with_ground_truth: bool = False
-    with_exposed_states: bool = False
-    amemgym_letter_bug: bool = False
+    mode: FeedbackMode = Field(FeedbackMode.complete, description="none; question_only: the question and the memory "
+                               "consulted; complete: also the lettered choices and the agent's letter.")
+    with_ground_truth: bool = Field(False, description="Add the right letter (mode complete only).")
+    with_exposed_states: bool = Field(False, description="Add the state updates the user revealed in the period.")
+    amemgym_letter_bug: bool = Field(False, description="Reproduce AMemGym's off-by-one answer letters.")
 
     @model_validator(mode="after")
     def _ground_truth_needs_choices(self) -> FeedbackConfig:

@@ -41,7 +41,7 @@ class ArmSpec(LazyModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str
+    name: str = Field(description="The arm's name in tables and folders.")
     config: Path | None = Field(None, description="An evolve config file; default: the ablation's base.")
     overrides: dict[str, Any] = Field({}, description="Deep-merged into the evolve config.")
 
@@ -58,10 +58,13 @@ class AblationConfig(LazyModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = "ablation"
+    name: str = Field("ablation", description="Names the run folder and the MLflow experiment.")
     base: Path | None = Field(None, description="Evolve config every arm starts from unless it names its own.")
-    arms: list[ArmSpec] = Field(default_factory=lambda: [ArmSpec(**arm) for arm in DEFAULT_ARMS], min_length=1)
-    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    arms: list[ArmSpec] = Field(default_factory=lambda: [ArmSpec(**arm) for arm in DEFAULT_ARMS], min_length=1,
+                                description="The variants compared; default: AMemGym's Table 3 (no evolution, "
+                                "question-only and complete feedback).")
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1,
+                             description="One evolution per arm and seed; seeds are the replicates of the tests.")
     seed_fields: list[str] = Field(
         default_factory=lambda: ["optuna.seed"],
         description="Dotted evolve-config fields set to the seed in each run. Adding 'split.seed' redraws the "
@@ -71,7 +74,7 @@ class AblationConfig(LazyModel):
     ci_method: Literal["t", "bootstrap"] = Field(
         "t", description="Interval of each arm's mean over (user, seed) units, a secondary figure in "
         "ablation_arms.csv; the primary intervals are always the hierarchical bootstrap (seeds, then users).")
-    confidence: float = Field(0.95, gt=0, lt=1)
+    confidence: float = Field(0.95, gt=0, lt=1, description="Level of the intervals.")
     min_effect: float = Field(
         DEFAULT_MIN_EFFECT, gt=0, description="The smallest difference in the objective worth finding (0.05: five "
         "accuracy points); the report says how many seeds a paired test needs to find it with 80% power. Only the "

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ui": ("memevo.evolve.commands", "ui_command"),
     "ablate": ("memevo.evolve.experiment_commands", "ablate_command"),
     "report": ("memevo.evolve.experiment_commands", "report_command"),
+    "config": ("memevo.evolve.config_command", "app"),
     "llm": ("memevo.agents.llm.cli", "app"),
     "env": ("memevo.environments.cli", "app"),
 }

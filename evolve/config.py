@@ -32,10 +32,10 @@ class _Strict(LazyModel):
 class IntRange(_Strict):
     """An integer hyperparameter: either ``low``..``high`` (with ``step``) or explicit ``choices``."""
 
-    low: int | None = Field(None, ge=0)
-    high: int | None = Field(None, ge=0)
-    step: int = Field(1, ge=1)
-    choices: list[int] | None = None
+    low: int | None = Field(None, ge=0, description="Smallest value tried (with high).")
+    high: int | None = Field(None, ge=0, description="Largest value tried (with low).")
+    step: int = Field(1, ge=1, description="Spacing of the values between low and high.")
+    choices: list[int] | None = Field(None, description="The values tried, instead of low/high.")
 
     @model_validator(mode="after")
     def _one_form(self) -> IntRange:
@@ -72,8 +72,9 @@ class SeedConfig(_EitherOr):
     """The seed candidate: a policy file (ours or an AMemGym agent config) or an inline MemoryPolicy."""
 
     alternatives = ("policy_file", "policy")
-    policy_file: Path | None = None
-    policy: MemoryPolicy | None = None
+    policy_file: Path | None = Field(None, description="A policy file (memevo YAML/JSON or an AMemGym agent JSON), "
+                                     "relative to this config.")
+    policy: MemoryPolicy | None = Field(None, description="The policy written inline.")
 
 
 SPLIT_ROLES = {"train": "training", "val": "validation", "test": "test"}
@@ -87,10 +88,11 @@ class SplitConfig(_Strict):
     fraction that rounds to 0 users is caught when the split meets the data (``counts``).
     """
 
-    train: float = Field(0.5, ge=0)
-    val: float = Field(0.25, ge=0)
-    test: float = Field(0.25, ge=0)
-    seed: int = 0
+    train: float = Field(0.5, ge=0, description="Users the proposer learns from: a count, or a fraction below 1.")
+    val: float = Field(0.25, ge=0, description="Users candidates are selected on: a count, or a fraction below 1.")
+    test: float = Field(0.25, ge=0, description="Held-out users seed and best are reported on: a count, or a "
+                        "fraction below 1.")
+    seed: int = Field(0, description="Seed of the shuffle that assigns users to the splits.")
 
     def _size(self, name: str, n_users: int) -> int:
         value: float = getattr(self, name)
@@ -126,31 +128,43 @@ class DataConfig(_EitherOr):
     """Where the users come from: a data file/dataset or a procedural synth spec (SynthConfig fields)."""
 
     alternatives = ("path", "synth")
-    path: str | None = None
-    synth: dict[str, Any] | None = None
+    path: str | None = Field(None, description="data.json, a dataset folder or file (relative to this config), or "
+                             "a Hugging Face dataset id; see the data format below.")
+    synth: dict[str, Any] | None = Field(None, description="A procedural world: the fields of the procedural "
+                                         "environment below.")
     limit: int | None = Field(None, ge=1, description="Use only the first N items.")
 
 
 class BudgetConfig(_Strict):
-    generations: int = Field(3, ge=0)
+    """When the evolution stops: generations, patience, and limits on calls, tokens and dollars."""
+
+    generations: int = Field(3, ge=0, description="Generations to run; 0 scores the seed only.")
     candidates: int = Field(2, ge=1, description="K: proposals (candidates) per generation.")
-    max_calls: int | None = Field(None, ge=1)
-    max_tokens: int | None = Field(None, ge=1)
-    max_dollars: float | None = Field(None, gt=0)
+    max_calls: int | None = Field(None, ge=1, description="Stop once this many LLM calls (cache hits not counted) "
+                                  "were made.")
+    max_tokens: int | None = Field(None, ge=1, description="Stop once this many prompt and completion tokens "
+                                   "were used.")
+    max_dollars: float | None = Field(None, gt=0, description="Stop once this much was spent (priced models only).")
     patience: int | None = Field(None, ge=1, description="Stop after this many generations without improvement.")
 
 
 class LLMSettings(_Strict):
+    """The models of each role besides the agent's own."""
+
     agent: LLMConfig | None = Field(None, description="Overrides the seed policy's llm when given.")
-    proposer: LLMConfig = Field(default_factory=LLMConfig)
+    proposer: LLMConfig = Field(default_factory=LLMConfig, description="The model that writes new prompts.")
     simulator: LLMConfig | None = Field(None, description="Needed only when episode.simulator is 'llm'.")
 
 
 class EpisodeSettings(_Strict):
-    rounds_init: int = Field(1, ge=1)
-    rounds_update: int = Field(2, ge=1)
-    simulator: Literal["template", "llm"] = "template"
-    diagnose: bool = False
+    """How each user's episode runs: rounds, simulator, truncation, and how many run at once."""
+
+    rounds_init: int = Field(1, ge=1, description="Rounds per session in period 0.")
+    rounds_update: int = Field(2, ge=1, description="Rounds per session in later periods.")
+    simulator: Literal["template", "llm"] = Field("template", description="User simulator: fixed templates (no "
+                                                  "calls) or an LLM (llm.simulator).")
+    diagnose: bool = Field(False, description="Probe the memory after each period for the write/read/utilization "
+                           "failure split.")
     constrained_answers: bool | None = Field(
         None,
         description="Constrain question and probe replies to a JSON schema; default: on unless the policy is amemgym_compat.",
@@ -167,17 +181,22 @@ class EpisodeSettings(_Strict):
 
 
 class TrackingConfig(_Strict):
-    enabled: bool = True
+    """Where the run is logged in MLflow."""
+
+    enabled: bool = Field(True, description="Log runs, metrics and prompts to MLflow.")
     uri: str | None = Field(None, description="MLflow tracking URI; default sqlite:///<run_dir>/mlflow.db.")
     experiment: str | None = Field(None, description="Default: the config file's stem.")
-    register_prompts: bool = True
+    register_prompts: bool = Field(True, description="Register each kept prompt in MLflow's prompt registry.")
 
 
 class OptunaConfig(_Strict):
+    """The Optuna study that tunes the hyperparameters."""
+
     storage: str | None = Field(None, description="SQLAlchemy URL; default sqlite:///<run_dir>/optuna.db.")
-    sampler: Literal["tpe", "random"] = "tpe"
-    seed: int = 0
-    pruner: Literal["median", "wilcoxon", "none"] = "median"
+    sampler: Literal["tpe", "random"] = Field("tpe", description="Optuna sampler of the hyperparameters.")
+    seed: int = Field(0, description="Seed of the sampler.")
+    pruner: Literal["median", "wilcoxon", "none"] = Field("median", description="Optuna pruner of trials on "
+                                                          "train users.")
     n_startup_trials: int = Field(2, ge=0, description="Median pruner: completed trials before pruning starts.")
     n_warmup_steps: int = Field(0, ge=0, description="Median pruner: users evaluated before pruning a trial.")
     p_threshold: float = Field(0.1, gt=0, lt=1, description="Wilcoxon pruner p-value.")
@@ -265,7 +284,7 @@ EPISODE_WIDTH_FIELDS = ("user_concurrency", "candidate_concurrency")
 class EvolveConfig(_Strict):
     """Everything one evolution run needs; see experiments/*.yaml for examples."""
 
-    name: str = "evolution"
+    name: str = Field("evolution", description="Names the run (its MLflow experiment by default).")
     seed: SeedConfig
     components: list[str] = Field(
         default_factory=lambda: ["memory_types"],
@@ -277,8 +296,10 @@ class EvolveConfig(_Strict):
         "about the user's current situation and preferences.",
         description="Task description shown to the proposer.",
     )
-    hyperparameters: dict[Literal["update_every", "short_term", "top_k"], IntRange] = {}
-    feedback: FeedbackConfig = Field(default_factory=FeedbackConfig)
+    hyperparameters: dict[Literal["update_every", "short_term", "top_k"], IntRange] = Field(
+        {}, description="Policy settings Optuna tunes, each over a range; none: the seed's are kept.")
+    feedback: FeedbackConfig = Field(default_factory=FeedbackConfig, description="What the proposer is told about "
+                                     "the questions.")
     evidence_max_tokens: int = Field(
         3000, ge=100,
         description="Token budget (cl100k_base tokens) of the evidence rendered for the proposer (stratified choice).",
@@ -293,7 +314,9 @@ class EvolveConfig(_Strict):
     data: DataConfig
     split: SplitConfig = Field(default_factory=SplitConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
-    protocol: Literal["outer_loop", "amemgym_period"] = "outer_loop"
+    protocol: Literal["outer_loop", "amemgym_period"] = Field(
+        "outer_loop", description="outer_loop: train/validation/test users, candidates selected on validation; "
+        "amemgym_period: AMemGym's protocol, each user's prompt evolves within its own episode, period by period.")
     llm: LLMSettings = Field(default_factory=LLMSettings)
     episode: EpisodeSettings = Field(default_factory=EpisodeSettings)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)

@@ -18,7 +18,7 @@ class _Record(LazyModel):
 
 
 class UserProfile(_Record):
-    uuid: str
+    uuid: str = Field(description="The persona's id (AMemGym: the item's id too).")
     name: str = "N/A"
     age: int
     gender: str
@@ -32,38 +32,44 @@ class UserProfile(_Record):
 
 
 class Session(_Record):
-    event: str | None = None
-    exposed_states: dict[str, str]
-    query: str
-    messages: list[dict[str, str]] = []
+    event: str | None = Field(None, description="What happened to the user before this session (prose).")
+    exposed_states: dict[str, str] = Field(description="Variables the user reveals in this session, with their "
+                                           "values.")
+    query: str = Field(description="The user's opening message; the user simulator continues from it.")
+    messages: list[dict[str, str]] = Field([], description="A recorded conversation ({role, content} messages); "
+                                           "empty: the simulator talks live.")
     session_time: str = Field(description="'YYYY-MM-DD HH:MM:SS' in simulated time.")
 
 
 class StateUpdate(_Record):
-    old: str | None
-    new: str
+    old: str | None = Field(description="The value before the period (null in period 0).")
+    new: str = Field(description="The value at the period's end.")
 
 
 class Period(_Record):
-    period_start: str | None
-    period_end: str
-    period_summary: str | None = None
-    sessions: list[Session]
-    state: dict[str, str]
-    updates: dict[str, StateUpdate]
-    update_cnts: dict[str, int]
+    period_start: str | None = Field(description="YYYY-MM-DD, the previous period's end; null in period 0.")
+    period_end: str = Field(description="YYYY-MM-DD; period 0 ends on the item's start_time.")
+    period_summary: str | None = Field(None, description="What changed in the period (prose, not scored).")
+    sessions: list[Session] = Field(description="The conversations of the period, in time order.")
+    state: dict[str, str] = Field(description="Every variable's value at the period's end.")
+    updates: dict[str, StateUpdate] = Field(description="The variables that changed in the period (all of them in "
+                                            "period 0).")
+    update_cnts: dict[str, int] = Field(description="How often each variable changes over all periods.")
 
 
 class AnswerChoice(_Record):
-    state: list[str]
-    answer: str
-    type: Literal["experience", "random"]
+    state: list[str] = Field(description="Values of the question's required_info variables, in that order, for "
+                             "which this is the right answer.")
+    answer: str = Field(description="The answer text shown to the agent.")
+    type: Literal["experience", "random"] = Field(description="experience: a state some period reaches; random: "
+                                                  "padding to min_state_variants.")
 
 
 class Question(_Record):
-    query: str
-    required_info: list[str]
-    answer_choices: list[AnswerChoice]
+    query: str = Field(description="The question asked after every period.")
+    required_info: list[str] = Field(description="The variables the right answer depends on.")
+    answer_choices: list[AnswerChoice] = Field(description="The choices; in each period exactly one matches the "
+                                               "state.")
 
     def gold_index(self, state: dict[str, str]) -> int:
         """0-based index of the choice matching ``state`` on ``required_info``.
@@ -81,9 +87,10 @@ class Question(_Record):
 class Item(_Record):
     """One simulated user: profile, state schema, periods and questions."""
 
-    id: str
-    start_time: str
-    user_profile: UserProfile
-    state_schema: dict[str, list[str]]
-    periods: list[Period]
-    qas: list[Question]
+    id: str = Field(description="Unique per item; names the user's run folder.")
+    start_time: str = Field(description="YYYY-MM-DD, the end of period 0.")
+    user_profile: UserProfile = Field(description="Who the simulated user is; the simulator reads formatted_str, the "
+                                      "other fields are kept as AMemGym wrote them.")
+    state_schema: dict[str, list[str]] = Field(description="Each variable and the values it can take.")
+    periods: list[Period] = Field(description="Period 0 (the initial state), then the update periods.")
+    qas: list[Question] = Field(description="Multiple-choice questions asked after every period.")

@@ -27,20 +27,22 @@ class GenerationConfig(LazyModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    start_date: str = "2020-10-01"
-    num_user_profiles: int = Field(20, ge=1)
-    num_questions: int = Field(10, ge=1)
-    num_periods: int = Field(10, ge=1)
-    num_months_per_period: int = Field(3, ge=1)
-    num_states_per_question: int = Field(2, ge=1)
-    num_choices_per_state: int = Field(3, ge=2)
-    num_changes_per_period: int = Field(4, ge=1)
-    max_changes_per_state: int = Field(3, ge=1)
-    min_state_variants: int = Field(4, ge=2)
-    exclude_ids: list[str] = []
-    seed: int = 42
-    personas_path: Path = SAMPLE_PERSONAS
-    llm: LLMConfig = Field(default_factory=lambda: LLMConfig(temperature=0.2, max_tokens=2048))
+    start_date: str = Field("2020-10-01", description="Simulation start, YYYY-MM-DD.")
+    num_user_profiles: int = Field(20, ge=1, description="Users (personas) to generate.")
+    num_questions: int = Field(10, ge=1, description="Questions per user.")
+    num_periods: int = Field(10, ge=1, description="Update periods after period 0.")
+    num_months_per_period: int = Field(3, ge=1, description="Simulated months between periods.")
+    num_states_per_question: int = Field(2, ge=1, description="Variables each question depends on.")
+    num_choices_per_state: int = Field(3, ge=2, description="Values each variable can take.")
+    num_changes_per_period: int = Field(4, ge=1, description="Variables that change in each update period.")
+    max_changes_per_state: int = Field(3, ge=1, description="Times one variable may change over all periods.")
+    min_state_variants: int = Field(4, ge=2, description="Answer choices per question at least.")
+    exclude_ids: list[str] = Field([], description="Persona uuids never drawn.")
+    seed: int = Field(42, description="Seed of the persona draw and the random choices of each user.")
+    personas_path: Path = Field(SAMPLE_PERSONAS, description="Nemotron-style persona file; default: the shipped "
+                                "sample.")
+    llm: LLMConfig = Field(default_factory=lambda: LLMConfig(temperature=0.2, max_tokens=2048),
+                           description="The generating model; default temperature 0.2 and max_tokens 2048.")
     high_temperature: float = Field(1.0, ge=0.0, le=2.0, description="Question and state-update sampling.")
     low_temperature: float = Field(0.2, ge=0.0, le=2.0, description="Every other stage.")
     repair_turns: int = Field(4, ge=0, description="Error-feedback turns before a stage gives up.")
@@ -50,7 +52,7 @@ class GenerationConfig(LazyModel):
         description="'judge': an LLM (role judge) guesses the non-target variables, plus the string check; "
         "'string': only the verbatim-value check.",
     )
-    max_concurrent_users: int = Field(1, ge=1)
+    max_concurrent_users: int = Field(1, ge=1, description="Users generated at the same time.")
 
     @field_validator("start_date")
     @classmethod

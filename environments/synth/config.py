@@ -18,7 +18,7 @@ class SynthConfig(LazyModel):
     users: int = Field(2, ge=1, description="Number of simulated users (items).")
     periods: int = Field(10, ge=0, description="Update periods after the initial period 0.")
     questions: int = Field(10, ge=1, description="Questions per user; each has a different main variable.")
-    seed: int = 0
+    seed: int = Field(0, description="Seed of every random choice: the same seed, the same file.")
     states_per_question: int = Field(2, ge=1, description="required_info entries per question.")
     choices_per_state: int = Field(3, ge=2, description="Allowed values per state variable.")
     changes_per_period: int = Field(4, ge=1, description="Target changes per update period; the actual number "
@@ -28,7 +28,7 @@ class SynthConfig(LazyModel):
     min_state_variants: int = Field(4, ge=1, description="Answer choices per question at least (padding with "
                                     "unvisited value tuples).")
     start_date: str = Field("2020-10-01", description="Simulation start, YYYY-MM-DD.")
-    months_per_period: int = Field(3, ge=1)
+    months_per_period: int = Field(3, ge=1, description="Simulated months between periods.")
     filler_sentences: int = Field(0, ge=0, description="Small-talk sentences added to every opening query; the "
                                   "length knob (about 18 tokens each).")
     vocabulary: Path | None = Field(None, description="Vocabulary JSON; default: the bundled asset.")
