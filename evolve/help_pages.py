@@ -25,7 +25,7 @@ class HelpPage(NamedTuple):
 ROOT_EXAMPLE = "memevo evolve experiments/quickstart.yaml"
 
 PAGES: dict[str, HelpPage] = {
-    "eval": HelpPage("Score one agent config on an environment (records, plot).",
+    "eval": HelpPage("Score an agent policy on an environment (records, plot).",
                      "memevo eval --agent agent.yaml --env data.json --out runs/eval --upper-bound"),
     "evolve": HelpPage("Evolve an agent's prompts and settings from a config.",
                        "memevo evolve experiments/quickstart.yaml --resume"),
