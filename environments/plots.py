@@ -118,7 +118,7 @@ class PeriodsFigure:
     def __init__(self, layout: PeriodsLayout) -> None:
         self.layout = layout
         self.figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-        self._lines: dict[str, Line2D] = {}
+        self._lines: dict[str, tuple[Line2D, Sequence[int]]] = {}
         self._line(left, "accuracy", layout.periods, marker="o")
         self._line(left, "random", layout.periods, color="grey", linestyle=":")
         if layout.upper_bound:
@@ -149,13 +149,14 @@ class PeriodsFigure:
         per_period = {p.period: p for p in scores.per_period}
         values = {"accuracy": lambda p: p.accuracy, "random": lambda p: p.random_baseline,
                   "upper bound": lambda p: p.upper_bound, "memory score": lambda p: p.pooled_memory_score}
-        for name, line in self._lines.items():
-            line.set_ydata([values[name](per_period[period]) for period in line.get_xdata()])
+        for name, (line, periods) in self._lines.items():
+            line.set_ydata([values[name](per_period[period]) for period in periods])
         return save_figure(self.figure, folder, filename)
 
     def _line(self, axis: Axes, name: str, periods: Sequence[int], **style: Any) -> None:
         low, high = axis.get_ylim()
-        self._lines[name], = axis.plot(periods, [(low + high) / 2] * len(periods), label=name, **style)
+        line, = axis.plot(periods, [(low + high) / 2] * len(periods), label=name, **style)
+        self._lines[name] = line, periods
 
 
 def plot_periods(scores: Scores, folder: Path, *, title: str = "", filename: str = PERIODS_PLOT) -> Path:

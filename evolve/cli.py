@@ -11,7 +11,7 @@ import atexit
 import importlib
 import os
 import sys
-from typing import NoReturn
+from typing import NoReturn, cast
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -36,12 +36,13 @@ def load_command(name: str) -> TyperCommand | TyperGroup:
     """The command of ``name``, its module imported now."""
     module, attribute = COMMANDS[name]
     target = getattr(importlib.import_module(module), attribute)
+    command: TyperCommand | TyperGroup
     if isinstance(target, typer.Typer):
         command = typer.main.get_group(target)  # the completion options belong to the root only
     else:
         single = typer.Typer(add_completion=False)
         single.command(name)(target)
-        command = typer.main.get_command(single)
+        command = cast(TyperCommand, typer.main.get_command(single))  # one command: typer returns it, not a group
     command.name = name
     make_readable(command, name)
     return command
@@ -57,7 +58,8 @@ class LazyCommands(TyperGroup):
     def get_command(self, ctx: typer.Context, cmd_name: str) -> TyperCommand | TyperGroup | None:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             self.commands[cmd_name] = load_command(cmd_name)
-        return super().get_command(ctx, cmd_name)
+        command = super().get_command(ctx, cmd_name)
+        return command if isinstance(command, TyperCommand | TyperGroup) else None
 
 
 app = typer.Typer(

@@ -154,7 +154,7 @@ class _Page:
             key_text = "/".join(f"`{key}`" for key in keys) if keys else "name"
             value_text = self.type_of(values) if isinstance(values, dict) else "any value"
             return f"mapping of {key_text} to {value_text}"
-        text = {"string": "text", "integer": "integer", "number": "number", "boolean": "true/false"}.get(kind, "any")
+        text = {"string": "text", "integer": "integer", "number": "number", "boolean": "true/false"}.get(str(kind), "any")
         if target.get("format") == "path":
             text = "path"
         return text + _constraints(target)

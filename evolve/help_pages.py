@@ -70,7 +70,8 @@ def make_readable(command: TyperCommand | TyperGroup, path: str) -> None:
     if isinstance(command, TyperGroup):
         command.help = command.help or page.summary
         for name, subcommand in command.commands.items():
-            make_readable(subcommand, f"{path} {name}")
+            if isinstance(subcommand, TyperCommand | TyperGroup):
+                make_readable(subcommand, f"{path} {name}")
 
 
 def example_epilog(example: str) -> str:
