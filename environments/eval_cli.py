@@ -225,8 +225,10 @@ def _prepare_out(out: Path, resume: bool) -> None:
 
 def eval_command(
     ctx: typer.Context,
-    agent: Annotated[Path, typer.Option("--agent", help="Agent config (memevo YAML/JSON or AMemGym agent JSON).")],
-    env: Annotated[str, typer.Option("--env", help="data.json, dataset folder/file, or Hugging Face dataset id.")],
+    agent: Annotated[Path, typer.Option("--agent", help="Agent policy file: memevo YAML/JSON (memevo config example "
+                                        "agent) or an AMemGym agent JSON.")],
+    env: Annotated[str, typer.Option("--env", help="data.json, dataset folder/file, or Hugging Face dataset id "
+                                     "(the format: experiments/REFERENCE.md).")],
     out: Annotated[Path, typer.Option("--out", help="Output folder.")],
     upper_bound: Annotated[bool, typer.Option("--upper-bound",
                                               help="Compute the upper bound and memory score.")] = False,
