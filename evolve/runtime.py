@@ -198,6 +198,7 @@ def episode_config(config: EvolveConfig, policy: MemoryPolicy, width: int | None
         diagnose=config.episode.diagnose,
         amemgym_compat=policy.amemgym_compat,
         constrained_answers=config.episode.constrained_answers,
+        answer_mode=config.episode.answer_mode,
         max_concurrent_users=config.episode.user_concurrency or width or 1,
         seed=config.split.seed,
     )

@@ -38,6 +38,8 @@ from memevo.agents.llm.protocol import LLMError
 INSTALL_HINT = "pip install 'memevo[local]'"
 DEFAULT_N_CTX = 8192
 """SmolLM2-135M was trained with an 8192-token context; larger values only waste memory."""
+THREADS_ENV = "MEMEVO_LLAMA_THREADS"
+"""CPU threads of the embedded model's server (default: every core)."""
 CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGILL, signal.SIGBUS, signal.SIGABRT, signal.SIGFPE})
 """Signals by which a process crashes by itself, as a llama.cpp built for another CPU does."""
 PROOF_PROMPT = "Name three colours of the rainbow, in one short sentence."
@@ -105,6 +107,17 @@ def _die_with_parent() -> None:
     libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
+def default_threads() -> int:
+    """``$MEMEVO_LLAMA_THREADS`` when set, else the machine's cores; anything but a positive integer is a
+    ``UserInputError``."""
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if not raw:
+        return os.cpu_count() or 1
+    if not raw.isdigit() or int(raw) < 1:
+        raise UserInputError(f"must be a positive whole number, got {raw!r}", field=THREADS_ENV)
+    return int(raw)
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
@@ -114,8 +127,8 @@ def free_port() -> int:
 class LocalModelServer:
     """Start/stop one llama-cpp server process; use as a context manager or call start()/stop().
 
-    ``n_threads`` defaults to half the cores (llama.cpp's own default): on a busy 2-core machine
-    one thread was measured faster than two for both prompt processing and generation.
+    ``n_threads`` defaults to ``$MEMEVO_LLAMA_THREADS``, else every core: memevo's own work is a few percent of a
+    run, so the server is the load (set the variable lower when other programs share the machine).
     """
 
     def __init__(
@@ -129,7 +142,7 @@ class LocalModelServer:
     ) -> None:
         self.model_path = model_path
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or max(1, (os.cpu_count() or 2) // 2)
+        self.n_threads = n_threads or default_threads()
         self.port = port
         self.startup_timeout_s = startup_timeout_s
         self._process: subprocess.Popen[bytes] | None = None
@@ -199,7 +212,7 @@ class LocalModelServer:
 
     def _command(self, model_path: Path) -> list[str]:
         return [
-            sys.executable, "-m", "llama_cpp.server",
+            sys.executable, "-m", "memevo.agents.llm.llama_server",
             "--model", str(model_path),
             "--model_alias", LOCAL_MODEL_NAME,
             "--host", "127.0.0.1",
