@@ -151,10 +151,7 @@ def extract_json_object(text: str) -> dict[str, Any] | None:
     return None
 
 
-_REFERENCEAnswerMode = Literal["generated", "likelihood"]
-"""How an answer was given: the model named an option, or each option's text was scored (``answering``)."""
-
-_FENCE = re.compile(r"```json(.*?)```", re.DOTALL)
+_REFERENCE_FENCE = re.compile(r"```json(.*?)```", re.DOTALL)
 
 
 def reference_json_object(text: str) -> dict[str, Any] | None:
