@@ -26,10 +26,10 @@ from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import Message
 from memevo.agents.llm.urgency import Chain, chain_remaining, current_chain
+from memevo.environments.answering import AgentResponder, AnswerModeSetting, answer_chooser, resolve_answer_mode
 from memevo.environments.data.models import Item, Session
 from memevo.environments.data.times import parse_time
 from memevo.environments.diagnosis import run_probe
-from memevo.environments.answering import AnswerModeSetting, AgentResponder, answer_chooser, resolve_answer_mode
 from memevo.environments.qa import QuestionPrompts
 from memevo.environments.records import EpisodeResult, PeriodResult, QARecord, remember
 from memevo.environments.simulators.base import UserSimulator, opening_message

@@ -6,23 +6,27 @@ and reused only when it covers the items and was asked the same way (answer deco
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from memevo.agents.llm.protocol import ChatClient
+from memevo.environments.answering import resolve_answer_mode
 from memevo.environments.data.models import Item
 from memevo.environments.metrics import NoMemoryTable, UpperBoundTable, compute_no_memory, compute_upper_bound
-from memevo.environments.answering import resolve_answer_mode
 from memevo.environments.qa import AnswerMode, prompts_digest
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.store import write_json_atomic
+
+log = logging.getLogger("memevo.environments")
 
 Table = TypeVar("Table", UpperBoundTable, NoMemoryTable)
 COMPUTE: dict[type, Callable[..., Awaitable[Any]]] = {
     UpperBoundTable: compute_upper_bound,
     NoMemoryTable: compute_no_memory,
 }
+TABLE_NAMES: dict[type, str] = {UpperBoundTable: "upper bound", NoMemoryTable: "no-memory baseline"}
 
 
 def asked_alike(table: UpperBoundTable | NoMemoryTable, config: EpisodeConfig, answer_mode: AnswerMode) -> bool:
@@ -47,6 +51,7 @@ async def cached_table(
         table = kind.model_validate_json(path.read_text(encoding="utf-8"))
         if table.covers(items) and asked_alike(table, config, answer_mode):
             return table
+    log.info("asking the bare model for the %s (%s answers) on %d users", TABLE_NAMES[kind], answer_mode, len(items))
     table = await COMPUTE[kind](llm, items, model=model, amemgym_compat=config.amemgym_compat,
                                 constrained=config.constrained_answers, seed=config.seed,
                                 prompts=config.question_prompts, answer_mode=answer_mode,

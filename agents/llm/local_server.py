@@ -20,6 +20,7 @@ import functools
 import hashlib
 import importlib.metadata
 import importlib.util
+import logging
 import os
 import signal
 import socket
@@ -34,6 +35,8 @@ from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.llm.config import LOCAL_MODEL_NAME
 from memevo.agents.llm.llama_build import reinstall_command
 from memevo.agents.llm.protocol import LLMError
+
+log = logging.getLogger("memevo.llm")
 
 INSTALL_HINT = "pip install 'memevo[local]'"
 DEFAULT_N_CTX = 8192
@@ -185,6 +188,8 @@ class LocalModelServer:
         if self._process is not None:
             return self
         model_path = self.model_path or local_model_path()
+        started = time.monotonic()
+        log.info("starting the embedded model (%s on llama.cpp, %d threads)", LOCAL_MODEL_NAME, self.n_threads)
         self._identity = f"embedded:{model_file_digest(model_path)}"
         self.port = self.port or free_port()
         command = self._command(model_path)
@@ -208,6 +213,7 @@ class LocalModelServer:
         except BaseException:
             self.stop()
             raise
+        log.info("embedded model ready in %.1f s", time.monotonic() - started)
         return self
 
     def _command(self, model_path: Path) -> list[str]:
