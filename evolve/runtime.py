@@ -9,6 +9,7 @@ is counted), so budgets and reported usage hold across ``--resume`` and equal wh
 from __future__ import annotations
 
 import hashlib
+import logging
 import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -224,6 +225,7 @@ class RunBase:
         simulator_llm = self.client(config.llm.simulator) if config.llm.simulator and config.episode.simulator == "llm" else None
         simulator = make_simulator(config.episode.simulator, config.split.seed, simulator_llm,
                                    amemgym_compat=self.seed.policy.amemgym_compat)
+        logging.getLogger("memevo.evolve").info("loading the proposer (DSPy) and the run's records")
         proposer_lm = hub.dspy_lm(config.llm.proposer, role="proposer")
         if hasattr(proposer_lm, "gateway"):
             self.clients[config.llm.proposer] = proposer_lm.gateway
