@@ -1,9 +1,14 @@
 """AWI: the LLM writes labelled notes kept in context (reference E.2), with its defects fixed.
 
 Differences from AMemGym, on purpose: timestamps are simulated time (that of the newest flushed
-message, I.11); the reply is validated as a JSON object of strings (numbers are accepted and turned
-into strings; null or "" deletes the label, I.28); a malformed reply is retried once, then skipped
-and counted in ``counters.failures`` instead of crashing; prompts never go through ``str.format``.
+message, I.11), notes are shown in that order, and a changed note moves to the end of the list; the
+reply is validated as a JSON object of strings (numbers are accepted and turned into strings; null or
+"" deletes the label, I.28); a malformed reply is retried once, then skipped and counted in
+``counters.failures`` instead of crashing; prompts never go through ``str.format``.
+
+Under ``amemgym_compat`` a changed note keeps its place in the list (the order the write prompt shows)
+and notes are shown in the order they were last written, as AMemGym did by sorting on its wall-clock
+write time; ``written`` numbers the writes so no clock is needed. The validation above stays.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ class NoteEntry(LazyModel):
     label: str
     value: str
     timestamp: datetime
+    written: int = 0
+    """The agent's write (1, 2, ...) that last set this note; 0 in states saved before it was recorded."""
 
 
 def parse_note_changes(data: Any) -> dict[str, str | None]:
@@ -63,8 +70,13 @@ class AWIAgent(BufferedMemoryAgent):
         self.notes: list[NoteEntry] = []
 
     async def memory_text(self, query: str) -> str:
-        ordered = sorted(self.notes, key=lambda n: n.timestamp)
-        return "\n".join(f"- {n.label}: {n.value}" for n in ordered)
+        return "\n".join(f"- {n.label}: {n.value}" for n in self.shown_notes())
+
+    def shown_notes(self) -> list[NoteEntry]:
+        """Oldest first: by simulated time, or under compat by write (ties keep the list's order)."""
+        if self.policy.amemgym_compat:
+            return sorted(self.notes, key=lambda n: n.written)
+        return sorted(self.notes, key=lambda n: n.timestamp)
 
     async def write(self, batch: list[BufferedMessage]) -> None:
         at = batch[-1].time
@@ -72,16 +84,29 @@ class AWIAgent(BufferedMemoryAgent):
         values = {
             "memory_types": self.prompt("memory_types"),
             "current_memories": json.dumps({n.label: n.value for n in self.notes}, ensure_ascii=False, indent=indent),
-            "conversation": json.dumps([{"role": m.role, "content": m.content} for m in batch], ensure_ascii=False,
-                                       indent=indent),
+            "conversation": json.dumps(
+                [{"role": m.role, "content": m.content} for m in batch], ensure_ascii=False, indent=indent
+            ),
         }
         changes = await self.ask_prompt(
             "write_prompt", WRITE_PLACEHOLDERS, at, values, WRITE_SCHEMA, parse_note_changes
         )
+        written = max((n.written for n in self.notes), default=0) + 1
         for label, value in (changes or {}).items():
-            self.notes = [n for n in self.notes if n.label != label]
-            if value is not None:
-                self.notes.append(NoteEntry(label=label, value=value, timestamp=at))
+            self.set_note(
+                label, None if value is None else NoteEntry(label=label, value=value, timestamp=at, written=written)
+            )
+
+    def set_note(self, label: str, note: NoteEntry | None) -> None:
+        """Replace, add or (``note`` None) delete ``label``: a replaced note moves to the end of the list, or
+        under compat keeps its place."""
+        place = next((index for index, n in enumerate(self.notes) if n.label == label), None)
+        if self.policy.amemgym_compat and place is not None and note is not None:
+            self.notes[place] = note
+            return
+        self.notes = [n for n in self.notes if n.label != label]
+        if note is not None:
+            self.notes.append(note)
 
     def memory_state(self) -> list[dict[str, Any]]:
         return [n.model_dump(mode="json") for n in self.notes]

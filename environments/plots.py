@@ -97,6 +97,7 @@ class PeriodsLayout:
     """Periods with a (pooled) memory score; none: the right panel says why there is none."""
     memory_range: tuple[float, float]
     memory_missing: str = NO_UPPER_BOUND
+    """Why the right panel is empty (the default, unused, when it has memory scores)."""
 
     @classmethod
     def of(cls, scores: Scores, title: str = "") -> PeriodsLayout:
@@ -105,7 +106,7 @@ class PeriodsLayout:
                    accuracy_range=y_range(p.accuracy for p in scores.per_period),
                    upper_bound=scores.upper_bound is not None, memory_periods=tuple(p.period for p in memory),
                    memory_range=y_range(p.pooled_memory_score for p in memory),
-                   memory_missing=NO_UPPER_BOUND if scores.upper_bound is None else NOT_MEASURED)
+                   memory_missing=NO_UPPER_BOUND if scores.upper_bound is None or memory else NOT_MEASURED)
 
     @classmethod
     def expected(cls, periods: int, upper_bound: bool, title: str = "") -> PeriodsLayout:

@@ -38,6 +38,16 @@ def _explained(value: float | None) -> str:
     return _num(value)
 
 
+def failure_cell(scores: Scores) -> str:
+    """The split as a table cell, or why there is none: undiagnosed, or diagnosed with too few readable probes."""
+    failure, probes = scores.failure, scores.probes
+    if failure is not None:
+        return f"{failure.write:.3f} / {failure.read:.3f} / {failure.utilization:.3f}"
+    if probes is None:
+        return "n/a (no diagnosis; set episode.diagnose: true)"
+    return f"n/a (probe coverage {probes.coverage:.0%})"
+
+
 def failure_text(scores: Scores) -> str | None:
     """The write/read/util split with its probe coverage, or why it is n/a; None when undiagnosed."""
     probes, split = scores.probes, scores.failure

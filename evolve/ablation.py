@@ -24,7 +24,7 @@ from memevo.agents.lazy_model import LazyModel
 from memevo.environments.metrics.scores import Scores, UserScores
 from memevo.environments.store import write_json_atomic
 from memevo.evolve import runtime
-from memevo.evolve.ablation_config import AblationConfig, resolve_all
+from memevo.evolve.ablation_config import DEFAULT_MIN_EFFECT, REPORT_ONLY_FIELDS, AblationConfig, resolve_all
 from memevo.evolve.ablation_records import (
     ArmSeedRecord,
     FailureRates,
@@ -35,7 +35,7 @@ from memevo.evolve.ablation_records import (
     save_arm_record,
 )
 from memevo.evolve.ablation_render import write_ablation_outputs
-from memevo.evolve.ablation_summary import AblationSummary, summarize
+from memevo.evolve.ablation_summary import REPLICATE_NAMES, AblationSummary, summarize
 from memevo.evolve.config import EvolveConfig, without_widths
 from memevo.evolve.loop import EvolutionResult, run_evolution
 from memevo.evolve.tracking.store import (
@@ -65,10 +65,13 @@ class AblationManifest(LazyModel):
     parent_run_id: str | None = None
     summary_stamp: int | None = None
     """Timestamp of the summary's metric rows, saved before their first write."""
+    min_effect: float = DEFAULT_MIN_EFFECT
+    """The difference the report plans seeds for; the latest config's (absent from manifests written before it)."""
 
     def digest(self) -> str:
-        """What identifies this ablation in the store (not the ids and stamps noted as it runs)."""
-        payload = self.model_dump(mode="json", exclude={"parent_run_id", "summary_stamp"})
+        """What identifies this ablation in the store (not the ids and stamps noted as it runs, nor what only the
+        report uses)."""
+        payload = self.model_dump(mode="json", exclude={"parent_run_id", "summary_stamp", *REPORT_ONLY_FIELDS})
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -91,8 +94,8 @@ def _save_manifest(manifest: AblationManifest, run_dir: Path) -> None:
 
 def _identity(dump: dict[str, Any]) -> dict[str, Any]:
     """An ablation config dump as resume compares it: its arms' width overrides (requests, users and
-    candidates at once) may change, as an evolve run's may."""
-    copy = json.loads(json.dumps(dump))
+    candidates at once) may change, as an evolve run's may, and so may what only the report uses."""
+    copy = {key: value for key, value in json.loads(json.dumps(dump)).items() if key not in REPORT_ONLY_FIELDS}
     for arm in copy.get("arms", []):
         arm["overrides"] = _without_empty(without_widths(arm.get("overrides") or {}))
     return copy
@@ -120,6 +123,9 @@ def _prepare(config: AblationConfig, run_dir: Path, resume: bool) -> AblationMan
             raise UserInputError(
                 "the config changed since this ablation started; resume needs the same config", source=str(run_dir), field=changed[0]
             )
+        if stored.min_effect != config.min_effect:
+            stored.min_effect = config.min_effect
+            _save_manifest(stored, run_dir)
         return stored
     run_dir.mkdir(parents=True, exist_ok=True)
     manifest = AblationManifest(
@@ -131,6 +137,7 @@ def _prepare(config: AblationConfig, run_dir: Path, resume: bool) -> AblationMan
         confidence=config.confidence,
         config=dump,
         tracking_uri=config.tracking_uri or default_tracking_uri(run_dir),
+        min_effect=config.min_effect,
     )
     _save_manifest(manifest, run_dir)
     return manifest
@@ -211,6 +218,7 @@ def record_from_result(
         units=_units(result.best_user_scores, arm, seed),
         seed_units=_units(result.seed_user_scores, arm, seed),
         failure=_failure(result.best_scores),
+        scores=result.best_scores,
         usage=result.usage,
         evolution_run_id=_evolution_run_id(folder),
         best_policy_id=result.best.id,
@@ -219,23 +227,26 @@ def record_from_result(
 
 
 def summary_metrics(summary: AblationSummary) -> dict[str, float]:
-    """The parent run's metrics: per arm its means, intervals and spend; per comparison its p-values."""
-    metrics: dict[str, float] = {}
+    """The parent run's metrics: per arm the objective's mean over seeds with its interval, the memory score and
+    spend; per comparison the test over seeds (p-values, seeds needed) and the conditional p-value over units.
+    A figure that cannot be computed is left out, never logged as a number."""
+    metrics: dict[str, float | int | None] = {}
     for arm in summary.arms:
-        for metric, ci in arm.metrics.items():
-            if ci.mean is not None:
-                metrics[f"{arm.arm}.{metric}"] = ci.mean
-            if ci.low is not None and ci.high is not None:
-                metrics[f"{arm.arm}.{metric}_ci_low"] = ci.low
-                metrics[f"{arm.arm}.{metric}_ci_high"] = ci.high
-        metrics[f"{arm.arm}.calls"] = arm.spend.calls
-        metrics[f"{arm.arm}.dollars"] = arm.spend.dollars
-    for comparison in summary.comparisons:
-        if comparison.test.t_p is not None:
-            metrics[f"{comparison.arm}.{comparison.metric}.paired_t_p"] = comparison.test.t_p
-        if comparison.test.wilcoxon_p is not None:
-            metrics[f"{comparison.arm}.{comparison.metric}.wilcoxon_p"] = comparison.test.wilcoxon_p
-    return metrics
+        key = f"{arm.arm}.{summary.metric}"
+        metrics |= {key: arm.mean.mean, f"{key}_ci_low": arm.mean.low, f"{key}_ci_high": arm.mean.high,
+                    f"{arm.arm}.memory_score": arm.memory, f"{arm.arm}.calls": arm.spend.calls,
+                    f"{arm.arm}.dollars": arm.spend.dollars}
+    for c in summary.comparisons:
+        key = f"{c.arm}.{c.metric}"
+        name = REPLICATE_NAMES[c.level]
+        metrics |= {
+            f"{key}.mean_diff": c.interval.mean, f"{key}.paired_t_p": c.test.t_p,
+            f"{key}.wilcoxon_p": c.test.wilcoxon_p,
+            f"{key}.{name}s_for_80pct_power": c.need_observed.n if c.need_observed else None,
+            f"{key}.{name}s_for_80pct_power_at_min_effect": c.need_minimal.n if c.need_minimal else None,
+            f"{key}.conditional_paired_t_p": c.conditional.t_p,
+        }
+    return {name: float(value) for name, value in metrics.items() if value is not None}
 
 
 def _log_summary(client: MlflowClient, run_id: str, manifest: AblationManifest, run_dir: Path,
@@ -308,6 +319,7 @@ def render_ablation(run_dir: Path, manifest: AblationManifest | None = None) -> 
         baseline=manifest.baseline,
         ci_method=manifest.ci_method,  # type: ignore[arg-type]
         confidence=manifest.confidence,
+        min_effect=manifest.min_effect,
     )
     outputs = write_ablation_outputs(summary, records, run_dir)
     return AblationOutcome(summary=summary, outputs=outputs, parent_run_id=manifest.parent_run_id)

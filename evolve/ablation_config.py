@@ -29,6 +29,10 @@ DEFAULT_ARMS: tuple[dict[str, Any], ...] = (
 )
 """No evolution / question-only feedback / complete feedback: the comparison of AMemGym's Table 3."""
 
+DEFAULT_MIN_EFFECT = 0.05
+REPORT_ONLY_FIELDS = ("min_effect",)
+"""Fields that change what the report says but not what any run computes: a resume may change them."""
+
 SAME_USERS_FIELDS = ("data", "split", "episode.max_periods", "episode.max_questions")
 
 
@@ -64,8 +68,14 @@ class AblationConfig(LazyModel):
         "train/val/test users per seed (the same for every arm), so seeds become independent replicates.",
     )
     baseline: str | None = Field(None, description="Arm the others are tested against; default: the first.")
-    ci_method: Literal["t", "bootstrap"] = "t"
+    ci_method: Literal["t", "bootstrap"] = Field(
+        "t", description="Interval of each arm's mean over (user, seed) units, a secondary figure in "
+        "ablation_arms.csv; the primary intervals are always the hierarchical bootstrap (seeds, then users).")
     confidence: float = Field(0.95, gt=0, lt=1)
+    min_effect: float = Field(
+        DEFAULT_MIN_EFFECT, gt=0, description="The smallest difference in the objective worth finding (0.05: five "
+        "accuracy points); the report says how many seeds a paired test needs to find it with 80% power. Only the "
+        "report uses it, so a resume may change it.")
     tracking_uri: str | None = Field(None, description="MLflow URI for the parent and all arm runs; default sqlite:///<run_dir>/mlflow.db.")
     source: Path | None = Field(None, exclude=True)
 

@@ -6,6 +6,7 @@ reference lines, legend outside the data, unclipped y-axis) and write into the f
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from memevo.environments.plots import (
 from memevo.evolve.stats import Interval
 
 FAILURE_PARTS = (("write", "#d62728"), ("read", "#ff7f0e"), ("utilization", "#1f77b4"))
+NOTE_WIDTH = 24
+"""Characters per line of a bar's note (a reason may be a long phrase; bars are ~1.4 inches apart)."""
 BAND_ALPHA = 0.12
 """Light enough that two overlapping 95% bands still show the mean lines through them."""
 
@@ -55,8 +58,10 @@ def plot_period_curves(curves: Mapping[str, Sequence[Interval]], folder: Path, f
 
 
 def plot_failure_split(split: Mapping[str, tuple[float | None, float | None, float | None]], folder: Path,
-                       filename: str, *, title: str) -> Path:
-    """Stacked bars of write / read / utilization failure shares per label; labels without a diagnosis show no bar."""
+                       filename: str, *, title: str, notes: Mapping[str, str] | None = None) -> Path:
+    """Stacked bars of write / read / utilization failure shares per label. A label without a split shows no bar
+    but its entry in ``notes``: why there is none (undiagnosed, or too few readable probes), as the tables say
+    it; without ``notes`` every missing split is taken as undiagnosed."""
     labels = list(split)
     figure, axis = plt.subplots(figsize=(max(5.0, 1.4 * len(labels) + 3.0), 4))
     bottoms = [0.0] * len(labels)
@@ -66,11 +71,12 @@ def plot_failure_split(split: Mapping[str, tuple[float | None, float | None, flo
         bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
     for x, (label, total) in enumerate(zip(labels, bottoms, strict=True)):
         diagnosed = any(value is not None for value in split[label])
-        axis.annotate(f"{total:.3f}" if diagnosed else "no diagnosis", (x, total), ha="center", va="bottom",
-                      xytext=(0, 2), textcoords="offset points")
+        text = f"{total:.3f}" if diagnosed else (notes or {}).get(label, "no diagnosis")
+        axis.annotate(textwrap.fill(text, NOTE_WIDTH), (x, total), ha="center", va="bottom", xytext=(0, 2),
+                      textcoords="offset points", fontsize="medium" if diagnosed else "small")
     if not any(value is not None for values in split.values() for value in values):
-        axis.text(0.5, 0.5, "no diagnosis in these runs\n(set episode.diagnose: true)", ha="center",
-                  transform=axis.transAxes)
+        empty = "no diagnosis in these runs\n(set episode.diagnose: true)"
+        axis.text(0.5, 0.5, "no failure split in these runs" if notes else empty, ha="center", transform=axis.transAxes)
     fit_y(axis, bottoms, high=1.15 * max(bottoms, default=0.0) or 1.0)  # room for the totals above the bars
     axis.set(ylabel="failed questions (share of all questions)", title=title)
     axis.grid(alpha=0.3, axis="y")

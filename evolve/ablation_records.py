@@ -13,6 +13,7 @@ from pydantic import Field
 
 from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.accounting import UsageReport
+from memevo.environments.metrics.scores import Scores
 from memevo.environments.store import write_json_atomic
 
 ARM_RECORD_FILE = "arm_result.json"
@@ -47,6 +48,9 @@ class ArmSeedRecord(LazyModel):
     units: list[UnitScore]
     seed_units: list[UnitScore] = Field([], description="The un-evolved seed candidate on the same users.")
     failure: FailureRates | None = Field(None, description="None when the run did not diagnose.")
+    scores: Scores | None = Field(
+        None, description="The best candidate's scores over all its test users: the memory score with the reason it "
+        "is n/a, the probe coverage of the diagnosis. None in records written before they were kept.")
     usage: UsageReport = Field(default_factory=UsageReport, description="Calls, tokens and dollars by role.")
     evolution_run_id: str | None = None
     best_policy_id: str | None = None

@@ -1,4 +1,9 @@
-"""Writes an ablation summary as a markdown report, CSV tables and PNG plots."""
+"""Writes an ablation summary as a markdown report, CSV tables and PNG plots.
+
+The report leads with the figures over the replicated unit (seeds in the outer loop) and shows the
+per-(user, seed) test only after them, labelled as conditional on the evolved prompts. A figure that cannot
+be computed reads "n/a (reason)".
+"""
 
 from __future__ import annotations
 
@@ -6,76 +11,173 @@ import csv
 from pathlib import Path
 
 from memevo.evolve.ablation_plots import plot_failure_split, plot_period_curves
-from memevo.evolve.ablation_records import ArmSeedRecord, FailureRates
-from memevo.evolve.ablation_summary import METRICS, AblationSummary
-from memevo.evolve.stats import NA, fmt, fmt_interval, fmt_p
+from memevo.evolve.ablation_records import ArmSeedRecord
+from memevo.evolve.ablation_summary import REPLICATE_NAMES, AblationSummary, ArmSummary, Comparison, SeedResult
+from memevo.evolve.headline import objective_label
+from memevo.evolve.stats import BOOTSTRAP_RESAMPLES, PairedTest, SampleSize, fmt, fmt_interval, fmt_p, na
 
 OUTPUT_FILES = {
     "markdown": "ablation.md",
     "arms_csv": "ablation_arms.csv",
+    "seeds_csv": "ablation_seeds.csv",
     "tests_csv": "ablation_tests.csv",
     "periods_csv": "ablation_periods.csv",
     "units_csv": "ablation_units.csv",
     "period_plot": "ablation_periods.png",
     "failure_plot": "ablation_failures.png",
 }
+FAILURES = "write / read / utilization failures"
 
 
-def _failure_cells(failure: FailureRates | None) -> str:
-    if failure is None:
-        return " | ".join([NA] * 3)
-    return f"{fmt(failure.write)} | {fmt(failure.read)} | {fmt(failure.util)}"
+def _memory_cell(value: float | None, reason: str | None) -> str:
+    return fmt(value, reason=reason or "")
+
+
+def _need_cell(plan: SampleSize | None, note: str) -> str:
+    """Replicates needed for 80% power, "more than N" past the search, or n/a with the reason."""
+    if plan is None:
+        return na(note or "no observed difference")
+    if plan.n is not None:
+        return str(plan.n)
+    if plan.exceeds is not None:
+        return f"more than {plan.exceeds}"
+    return na(plan.note)
+
+
+def _t_interval(test: PairedTest) -> str:
+    """The Student-t interval of a paired test's mean difference, or why it has none."""
+    if test.diff_low is None or test.diff_high is None:
+        return f"[{na(test.t_reason)}]"
+    return f"[{fmt(test.diff_low)}, {fmt(test.diff_high)}]"
+
+
+def _design(summary: AblationSummary, level: str, metric: str) -> list[str]:
+    intervals = (f"intervals are {level} hierarchical bootstrap intervals (seeds drawn with replacement, then users "
+                 f"within each drawn seed; {BOOTSTRAP_RESAMPLES} seeded resamples)")
+    if summary.level == "unit":
+        return [f"Metric: {metric}, the runs' objective. Every test user evolves its own prompt (protocol "
+                f"amemgym_period), so each (user, seed) unit is an independent replicate: arms are paired over units, "
+                f"and {intervals}."]
+    return [f"Metric: {metric}, the runs' objective, as the mean over a seed's test users. All test users of a seed "
+            "are scored with the one prompt that seed's evolution found, so the effect of evolving is replicated once "
+            f"per seed, not once per user: arms are paired seed by seed, and {intervals}. With few seeds a bootstrap "
+            "interval is too narrow (it cannot show spread the seeds did not show); the paired t-test over seeds, "
+            "with its t interval, is the check."]
+
+
+def _arm_rows(summary: AblationSummary, level: str, metric: str) -> list[str]:
+    lines = [
+        f"| arm | seeds | (user, seed) units | {metric}, mean over seeds [{level} bootstrap CI] "
+        f"| memory score (pooled, mean over seeds) | {FAILURES} | calls | tokens | $ |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for arm in summary.arms:
+        lines.append(
+            f"| {arm.arm} | {','.join(map(str, arm.seeds))} | {arm.n_units} | {fmt_interval(arm.mean)} "
+            f"| {_memory_cell(arm.memory, arm.memory_na_reason)} | {arm.failure_cell} | {arm.spend.calls} "
+            f"| {arm.spend.prompt_tokens + arm.spend.completion_tokens} | {arm.spend.dollars:.4f} |"
+        )
+    return lines
+
+
+def _test_rows(summary: AblationSummary, level: str) -> list[str]:
+    name = REPLICATE_NAMES[summary.level]
+    pairs = "seed by seed" if summary.level == "seed" else "over (user, seed) units"
+    lines = [
+        f"Paired tests against **{summary.baseline}**, {pairs} (difference = arm − baseline):",
+        "",
+        f"| arm | {name}s | mean difference [{level} bootstrap CI] | [{level} t CI over {name}s] | paired t p "
+        f"| Wilcoxon p | SD of {name} differences | {name}s for 80% power at the observed difference | {name}s for 80% power at "
+        f"±{fmt(summary.min_effect)} | note |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in summary.comparisons:
+        t = c.test
+        note = "; ".join(part for part in (t.note, f"{t.unmatched} unmatched {name}s left out" if t.unmatched else "")
+                         if part)
+        lines.append(
+            f"| {c.arm} | {t.n} | {fmt_interval(c.interval)} | {_t_interval(t)} | {fmt_p(t.t_p, t.t_reason)} "
+            f"| {fmt_p(t.wilcoxon_p, t.wilcoxon_reason)} | {fmt(c.sd_diff, reason=c.need_note)} "
+            f"| {_need_cell(c.need_observed, c.need_note)} | {_need_cell(c.need_minimal, c.need_note)} | {note} |"
+        )
+    lines += ["", f"{name.capitalize()}s for 80% power: how many {name}s a two-sided paired t-test at α = 0.05 needs "
+              f"to find that difference 4 times in 5, planned from the SD of the {name} differences above (an SD "
+              f"from few {name}s is itself uncertain)."]
+    return lines
+
+
+def _seed_row(arm: ArmSummary, result: SeedResult) -> str:
+    users = f"{result.n_users}" + (f" ({result.n_missing} without a value)" if result.n_missing else "")
+    return (f"| {arm.arm} | {result.seed} | {users} | {fmt(result.mean, reason='no test user has a value')} "
+            f"| {_memory_cell(result.memory, result.memory_na_reason)} | {result.failure_cell} |")
+
+
+def _seed_rows(summary: AblationSummary, metric: str) -> list[str]:
+    return [
+        f"Per seed (one evolution each; {metric} is the mean over the seed's test users):",
+        "",
+        f"| arm | seed | test users | {metric} | memory score (pooled) | {FAILURES} |",
+        "|---|---|---|---|---|---|",
+        *[_seed_row(arm, result) for arm in summary.arms for result in arm.per_seed],
+    ]
+
+
+def _conditional_rows(summary: AblationSummary, level: str) -> list[str]:
+    lines = [
+        "Conditional on the evolved prompts (secondary): paired over (user, seed) units, which holds each seed's "
+        "evolved prompt fixed. These figures say how sure we can be about these prompts on these users, not what a "
+        "new evolution would do; they are not evidence that evolving helps.",
+        "",
+        f"| arm | units | mean difference [{level} t CI] | paired t p | Wilcoxon p | note |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in summary.comparisons:
+        t = c.conditional
+        note = "; ".join(part for part in (t.note, f"{t.unmatched} unmatched units left out" if t.unmatched else "")
+                         if part)
+        lines.append(f"| {c.arm} | {t.n} | {fmt(t.mean_diff, reason=t.t_reason)} {_t_interval(t)} "
+                     f"| {fmt_p(t.t_p, t.t_reason)} | {fmt_p(t.wilcoxon_p, t.wilcoxon_reason)} | {note} |")
+    return lines
+
+
+def _period_rows(summary: AblationSummary, metric: str) -> list[str]:
+    n_periods = max((len(arm.period) for arm in summary.arms), default=0)
+    if not n_periods:
+        return []
+    return [
+        f"Per-period {metric} (mean over seeds; intervals in ablation_periods.csv):",
+        "",
+        "| arm | " + " | ".join(f"p{p}" for p in range(n_periods)) + " |",
+        "|---|" + "---|" * n_periods,
+        *[f"| {arm.arm} | " + " | ".join(fmt(ci.mean, reason="no value") for ci in arm.period) + " |"
+          for arm in summary.arms],
+    ]
+
+
+def _warnings(summary: AblationSummary) -> list[str]:
+    lines = [f"Note: {note}" for note in summary.notes]
+    copies = [arm.arm for arm in summary.arms if arm.identical_seeds]
+    if copies:
+        lines.append(f"Warning: every seed gave identical scores in {', '.join(copies)}; the seeds are not independent "
+                     "replicates there (cached or deterministic runs), so they count as one seed. Add split.seed to "
+                     "seed_fields, or vary the proposer, for real replicates.")
+    return lines
 
 
 def render_markdown(summary: AblationSummary) -> str:
     level = f"{summary.confidence:.0%}"
-    method = "Student-t" if summary.ci_method == "t" else "seeded percentile bootstrap"
-    lines = [
-        f"# Ablation: {summary.name}",
-        "",
-        f"Units are (user, seed) pairs on the test users; intervals are {level} {method} intervals over units.",
-        "",
-        f"| arm | seeds | n | memory score [{level} CI] | overall accuracy [{level} CI] | write | read | util "
-        "| calls | tokens | $ |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+    metric = objective_label(summary.metric)
+    sections = [
+        [f"# Ablation: {summary.name}"],
+        _design(summary, level, metric),
+        _arm_rows(summary, level, metric),
+        _test_rows(summary, level),
+        _seed_rows(summary, metric),
+        _conditional_rows(summary, level) if summary.level == "seed" else [],
+        _period_rows(summary, metric),
+        _warnings(summary),
     ]
-    for arm in summary.arms:
-        m = arm.metrics
-        lines.append(
-            f"| {arm.arm} | {','.join(map(str, arm.seeds))} | {arm.n_units} | {fmt_interval(m['memory'])} "
-            f"| {fmt_interval(m['overall'])} | {_failure_cells(arm.failure)} "
-            f"| {arm.spend.calls} | {arm.spend.prompt_tokens + arm.spend.completion_tokens} | {arm.spend.dollars:.4f} |"
-        )
-    lines += [
-        "",
-        f"Paired tests against **{summary.baseline}** over matched (user, seed) units (difference = arm − baseline):",
-        "",
-        f"| arm | metric | n | mean difference [{level} CI] | paired t p | Wilcoxon p | note |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for c in summary.comparisons:
-        t = c.test
-        diff = f"{fmt(t.mean_diff)} [{fmt(t.diff_low)}, {fmt(t.diff_high)}]"
-        note = t.note + (f"; {t.unmatched} unmatched units left out" if t.unmatched else "")
-        lines.append(f"| {c.arm} | {c.metric} | {t.n} | {diff} | {fmt_p(t.t_p)} | {fmt_p(t.wilcoxon_p)} | {note} |")
-    n_periods = max((len(arm.period_memory) for arm in summary.arms), default=0)
-    if n_periods:
-        lines += [
-            "",
-            "Per-period memory score (mean over units; intervals in ablation_periods.csv):",
-            "",
-            "| arm | " + " | ".join(f"p{p}" for p in range(n_periods)) + " |",
-            "|---|" + "---|" * n_periods,
-        ]
-        lines += [
-            f"| {arm.arm} | " + " | ".join(fmt(ci.mean) for ci in arm.period_memory) + " |" for arm in summary.arms
-        ]
-    warnings = [arm.arm for arm in summary.arms if arm.identical_seeds]
-    if warnings:
-        lines += ["", f"Warning: every seed gave identical scores in {', '.join(warnings)}; the seeds are not "
-                  "independent replicates there (cached or deterministic runs), so n counts one seed's units. "
-                  "Add split.seed to seed_fields, or vary the proposer, for real replicates."]
-    return "\n".join(lines) + "\n"
+    return "\n\n".join("\n".join(section) for section in sections if section) + "\n"
 
 
 def _write_csv(path: Path, header: list[str], rows: list[list]) -> Path:
@@ -86,58 +188,82 @@ def _write_csv(path: Path, header: list[str], rows: list[list]) -> Path:
     return path
 
 
+def _test_row(c: Comparison) -> list:
+    t, u = c.test, c.conditional
+    return [
+        c.arm, c.baseline, c.metric, c.level, t.n, t.unmatched, c.interval.mean, c.interval.low, c.interval.high,
+        t.diff_low, t.diff_high, t.t_statistic, t.t_p, t.wilcoxon_statistic, t.wilcoxon_p, c.sd_diff,
+        c.need_observed.n if c.need_observed else None, c.need_minimal.n if c.need_minimal else None,
+        c.need_minimal.effect if c.need_minimal else None, t.note or c.need_note,
+        u.n, u.mean_diff, u.diff_low, u.diff_high, u.t_p, u.wilcoxon_p, u.note,
+    ]
+
+
+TEST_COLUMNS = [
+    "arm", "baseline", "metric", "level", "n", "unmatched", "mean_diff", "diff_low", "diff_high", "diff_t_low",
+    "diff_t_high", "t_statistic", "t_p", "wilcoxon_statistic", "wilcoxon_p", "sd_diff", "n_for_80pct_power_observed",
+    "n_for_80pct_power_min_effect", "min_effect", "note", "conditional_n", "conditional_mean_diff",
+    "conditional_diff_low", "conditional_diff_high", "conditional_t_p", "conditional_wilcoxon_p", "conditional_note",
+]
+"""``diff_low``/``diff_high``: hierarchical bootstrap; ``diff_t_*``: Student-t over the replicates."""
+
+
 def write_ablation_outputs(summary: AblationSummary, records: list[ArmSeedRecord], out_dir: Path) -> dict[str, Path]:
-    """Write every output file; returns their paths keyed as in ``OUTPUT_FILES``."""
+    """Write every output file; returns their paths keyed as in ``OUTPUT_FILES``. Empty CSV cells are figures
+    that cannot be computed; the markdown gives the reasons."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {key: out_dir / name for key, name in OUTPUT_FILES.items()}
     paths["markdown"].write_text(render_markdown(summary), encoding="utf-8")
-    metric_cols = [f"{name}_{part}" for name in METRICS for part in ("mean", "low", "high", "n")]
     _write_csv(
         paths["arms_csv"],
-        ["arm", "seeds", "n_units", *metric_cols, "write", "read", "util", "calls", "cache_hits", "prompt_tokens", "completion_tokens", "dollars"],
+        ["arm", "metric", "seeds", "replicates", "n_units", "mean", "low", "high", "conditional_low",
+         "conditional_high", "memory", "memory_na_reason", "write", "read", "util", "failures", "calls", "cache_hits",
+         "prompt_tokens", "completion_tokens", "dollars"],
         [
-            [arm.arm, " ".join(map(str, arm.seeds)), arm.n_units]
-            + [v for name in METRICS for v in (arm.metrics[name].mean, arm.metrics[name].low, arm.metrics[name].high, arm.metrics[name].n)]
+            [arm.arm, summary.metric, " ".join(map(str, arm.seeds)), arm.replicates, arm.n_units, arm.mean.mean,
+             arm.mean.low, arm.mean.high, arm.conditional.low, arm.conditional.high, arm.memory, arm.memory_na_reason]
             + ([arm.failure.write, arm.failure.read, arm.failure.util] if arm.failure else [None] * 3)
-            + [arm.spend.calls, arm.spend.cache_hits, arm.spend.prompt_tokens, arm.spend.completion_tokens, arm.spend.dollars]
+            + [arm.failure_cell, arm.spend.calls, arm.spend.cache_hits, arm.spend.prompt_tokens,
+               arm.spend.completion_tokens, arm.spend.dollars]
             for arm in summary.arms
         ],
     )
     _write_csv(
-        paths["tests_csv"],
-        ["arm", "baseline", "metric", "n", "unmatched", "mean_diff", "diff_low", "diff_high", "t_statistic", "t_p",
-         "wilcoxon_statistic", "wilcoxon_p", "note"],
-        [
-            [c.arm, c.baseline, c.metric, c.test.n, c.test.unmatched, c.test.mean_diff, c.test.diff_low, c.test.diff_high,
-             c.test.t_statistic, c.test.t_p, c.test.wilcoxon_statistic, c.test.wilcoxon_p, c.test.note]
-            for c in summary.comparisons
-        ],
+        paths["seeds_csv"],
+        ["arm", "seed", "metric", "n_users", "n_missing", "mean", "memory", "memory_na_reason", "failures"],
+        [[arm.arm, r.seed, summary.metric, r.n_users, r.n_missing, r.mean, r.memory, r.memory_na_reason, r.failure_cell]
+         for arm in summary.arms for r in arm.per_seed],
     )
+    _write_csv(paths["tests_csv"], TEST_COLUMNS, [_test_row(c) for c in summary.comparisons])
     _write_csv(
         paths["periods_csv"],
-        ["arm", "period", "memory_mean", "memory_low", "memory_high", "overall_mean", "overall_low", "overall_high"],
-        [
-            [arm.arm, p, mem.mean, mem.low, mem.high, acc.mean, acc.low, acc.high]
-            for arm in summary.arms
-            for p, (mem, acc) in enumerate(zip(arm.period_memory, arm.period_overall))
-        ],
+        ["arm", "period", "metric", "mean", "low", "high", "note"],
+        [[arm.arm, p, summary.metric, ci.mean, ci.low, ci.high, ci.note]
+         for arm in summary.arms for p, ci in enumerate(arm.period)],
     )
     _write_csv(
         paths["units_csv"],
         ["arm", "seed", "user_id", "memory", "overall"],
         [[u.arm, u.seed, u.user_id, u.memory, u.overall] for r in records for u in r.units],
     )
-    has_memory = any(ci.mean is not None for arm in summary.arms for ci in arm.period_memory)
+    _plots(summary, paths)
+    return paths
+
+
+def _plots(summary: AblationSummary, paths: dict[str, Path]) -> None:
+    accuracy = summary.metric == "accuracy"
     period_plot, failure_plot = paths["period_plot"], paths["failure_plot"]
     plot_period_curves(
-        {arm.arm: arm.period_memory if has_memory else arm.period_overall for arm in summary.arms},
-        period_plot.parent, period_plot.name,
-        ylabel="memory score (0 = random, 1 = upper bound)" if has_memory else "accuracy (share of questions right)",
-        title=f"{summary.name}: test score per period by arm (mean, 95% interval)", memory_score=has_memory,
+        {arm.arm: arm.period for arm in summary.arms}, period_plot.parent, period_plot.name,
+        ylabel="accuracy (share of questions right)" if accuracy
+        else "AMemGym memory score (0 = random, 1 = upper bound)",
+        title=f"{summary.name}: test {objective_label(summary.metric)} per period by arm "
+              f"(mean over seeds, {summary.confidence:.0%} hierarchical bootstrap)",
+        memory_score=not accuracy,
     )
     plot_failure_split(
-        {arm.arm: (arm.failure.write, arm.failure.read, arm.failure.util) if arm.failure else (None,) * 3 for arm in summary.arms},
-        failure_plot.parent, failure_plot.name,
-        title=f"{summary.name}: why test questions failed, by arm",
+        {arm.arm: (arm.failure.write, arm.failure.read, arm.failure.util) if arm.failure else (None,) * 3
+         for arm in summary.arms},
+        failure_plot.parent, failure_plot.name, title=f"{summary.name}: why test questions failed, by arm",
+        notes={arm.arm: arm.failure_cell for arm in summary.arms if arm.failure is None},
     )
-    return paths

@@ -200,6 +200,11 @@ AMEMGYM_OBJECTIVE_NOTE = (
 )
 
 
+def stored_objective(value: object) -> object:
+    """What a record written before objectives were renamed decided on: ``memory_score`` was AMemGym's ratio."""
+    return "amemgym_memory_score" if value == LEGACY_OBJECTIVE else value
+
+
 _SAID: set[str] = set()
 
 

@@ -20,7 +20,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
-from typing import Protocol
+from typing import Annotated, Protocol
+
+from pydantic import BeforeValidator
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.lazy_model import LazyModel
@@ -32,7 +34,7 @@ from memevo.environments.runner import AfterPeriod, EpisodeConfig, run_episode
 from memevo.environments.simulators.base import UserSimulator
 from memevo.environments.store import RunStore, write_json_atomic
 from memevo.evolve.candidates import Candidate
-from memevo.evolve.config import Objective
+from memevo.evolve.config import Objective, stored_objective
 from memevo.evolve.records import Instance
 
 
@@ -65,7 +67,7 @@ class CandidateEval(LazyModel):
 
     candidate_id: str
     split: str
-    objective: Objective = "accuracy"
+    objective: Annotated[Objective, BeforeValidator(stored_objective)] = "accuracy"
     users: list[UserOutcome] = []
     n_users_total: int
     pruned: bool = False

@@ -40,9 +40,17 @@ def _objective_line(objective: str, seed: Sequence[UserScores], best: Sequence[U
     seed_values, best_values = _per_user(seed, pick), _per_user(best, pick)
     test = paired_test(seed_values, best_values)
     p = "n/a" if test.t_p is None else fmt_p(test.t_p)
-    return (f"{objective_label(objective)}: seed {fmt_interval(mean_ci(list(seed_values.values())))} -> "
-            f"{best_label} {fmt_interval(mean_ci(list(best_values.values())))}; {best_label} - seed "
-            f"{fmt(test.mean_diff)} [{fmt(test.diff_low)}, {fmt(test.diff_high)}], paired t p {p} over "
+    bounded = objective == "accuracy"  # AMemGym's ratio has no bounds
+
+    def interval(values: dict[str, float]) -> str:
+        ci = mean_ci(list(values.values()))
+        return fmt_interval(ci.clipped(0.0, 1.0) if bounded else ci)
+
+    low, high = test.diff_low, test.diff_high
+    if bounded and low is not None and high is not None:
+        low, high = max(low, -1.0), min(high, 1.0)
+    return (f"{objective_label(objective)}: seed {interval(seed_values)} -> {best_label} {interval(best_values)}; "
+            f"{best_label} - seed {fmt(test.mean_diff)} [{fmt(low)}, {fmt(high)}], paired t p {p} over "
             f"{test.n} users" + (f" ({test.note})" if test.note else ""))
 
 

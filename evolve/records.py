@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Annotated, Literal, TypeVar
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, Field
 
 from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.accounting import UsageReport
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.store import write_json_atomic
 from memevo.evolve.candidates import Candidate
-from memevo.evolve.config import LEGACY_OBJECTIVE, Objective
+from memevo.evolve.config import Objective, stored_objective
 from memevo.evolve.validation import Verdict
 
 Record = TypeVar("Record", bound=BaseModel)
@@ -89,14 +89,8 @@ class GenerationOutcome(LazyModel):
 class EvolutionResult(LazyModel):
     """The outcome of a run: seed and best candidates with their test scores, history and spend."""
 
-    @field_validator("objective", mode="before")
-    @classmethod
-    def _decided_on(cls, value: object) -> object:
-        """A result written before objectives were renamed decided on AMemGym's ratio under ``memory_score``."""
-        return "amemgym_memory_score" if value == LEGACY_OBJECTIVE else value
-
     protocol: Literal["outer_loop", "amemgym_period"]
-    objective: Objective = "accuracy"
+    objective: Annotated[Objective, BeforeValidator(stored_objective)] = "accuracy"
     seed: Candidate
     best: Candidate
     seed_scores: Scores

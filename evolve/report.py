@@ -15,7 +15,7 @@ from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.registry import agent_spec
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.rundir import LEDGER_FILE, read_ledger
-from memevo.environments.score_text import MEMORY_SCORE_SCALE
+from memevo.environments.score_text import MEMORY_SCORE_SCALE, failure_cell
 from memevo.evolve.ablation import MANIFEST_FILE, load_manifest, render_ablation
 from memevo.evolve.ablation_plots import plot_failure_split, plot_period_curves
 from memevo.evolve.explain import dollars_text
@@ -95,16 +95,6 @@ SCORE_HEADER = [
 ]
 
 
-def _failure_cell(scores: Scores) -> str:
-    """The split, or why there is none: undiagnosed, or diagnosed with too few readable probes."""
-    failure, probes = scores.failure, scores.probes
-    if failure is not None:
-        return f"{failure.write:.3f} / {failure.read:.3f} / {failure.utilization:.3f}"
-    if probes is None:
-        return "n/a (no diagnosis; set episode.diagnose: true)"
-    return f"n/a (probe coverage {probes.coverage:.0%})"
-
-
 def _memory_cell(value: float | None, scores: Scores, cells: str = "") -> str:
     if value is None:
         return f"n/a ({scores.memory_na_reason})" if scores.memory_na_reason else "n/a"
@@ -116,7 +106,7 @@ def _scores_line(label: str, scores: Scores) -> str:
     return (
         f"| {label} | {scores.n_users} | {fmt(scores.accuracy)} | {fmt(scores.random_baseline)} "
         f"| {_memory_cell(scores.pooled_memory_score, scores)} | {_memory_cell(scores.memory_score, scores, cells)} "
-        f"| {fmt(scores.format_error_rate)} | {_failure_cell(scores)} "
+        f"| {fmt(scores.format_error_rate)} | {failure_cell(scores)} "
         f"| {' '.join(fmt(p.accuracy, 2) for p in scores.per_period)} |"
     )
 
@@ -198,7 +188,8 @@ def _evolution_plots(result: EvolutionResult, history: list[GenerationOutcome], 
     plots = [
         plot_period_curves(curves, out_dir, "test_periods.png", ylabel=ylabel, memory_score=has_memory,
                            title=f"Seed vs best on {result.best_scores.n_users} test user(s), per period"),
-        plot_failure_split(split, out_dir, "test_failures.png", title="Why test questions failed: seed vs best"),
+        plot_failure_split(split, out_dir, "test_failures.png", title="Why test questions failed: seed vs best",
+                           notes={"seed": failure_cell(result.seed_scores), "best": failure_cell(result.best_scores)}),
     ]
     if history:
         plots.append(plot_score_per_generation(

@@ -2,12 +2,14 @@
 
 The double stores only facts whose category the write prompt names; the seed names one of four, and
 complete feedback reveals the others to the proposer. So the "complete" arm must beat "no-evolution"
-on the same test users, and the report must say so with intervals and p-values.
+on the same test users. The runs are deterministic, so the seeds are copies: the report must count them as
+one replicate, say why the figures over seeds are n/a, and give the per-unit test as conditional.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import pytest
@@ -73,24 +75,35 @@ def test_two_arm_ablation_end_to_end(tmp_path: Path, ablation_file: Path) -> Non
 
     none_arm, complete_arm = outcome.summary.arms
     assert [none_arm.arm, complete_arm.arm] == ["no-evolution", "complete"]
+    assert outcome.summary.metric == "accuracy" and outcome.summary.level == "seed"
     # the runs are deterministic, so the two seeds are copies: the report says so and counts one seed only
     assert none_arm.identical_seeds and complete_arm.identical_seeds
-    assert none_arm.n_units == complete_arm.n_units == 2 and complete_arm.seeds == [0, 1]
-    assert complete_arm.metrics["memory"].mean > none_arm.metrics["memory"].mean
-    assert complete_arm.metrics["overall"].mean > none_arm.metrics["overall"].mean
+    assert none_arm.replicates == complete_arm.replicates == 1 and complete_arm.seeds == [0, 1]
+    assert none_arm.n_units == complete_arm.n_units == 2
+    assert complete_arm.mean.mean > none_arm.mean.mean and complete_arm.mean.low is None
     assert complete_arm.spend.calls > none_arm.spend.calls > 0
-    memory_test = next(c.test for c in outcome.summary.comparisons if c.metric == "memory")
-    assert memory_test.n == 2 and memory_test.mean_diff > 0 and "seed 0 only" in memory_test.note
+    comparison = outcome.summary.comparisons[0]
+    assert comparison.test.n == 1 and comparison.test.t_p is None  # one replicate of each evolution
+    assert comparison.conditional.n == 2 and comparison.conditional.mean_diff > 0
+    assert "seed 0 only" in comparison.conditional.note
+    # the engine's test scores are kept per seed: the memory score or its reason, and the failure cell
+    for record in find_arm_records(run_dir):
+        assert record.scores is not None and record.scores.n_users == 2
+    for arm in outcome.summary.arms:
+        assert (arm.memory is None) == (arm.memory_na_reason is not None)
+        assert arm.failure_cell.startswith("n/a (no diagnosis")
 
     markdown = outcome.outputs["markdown"].read_text()
-    assert "memory score [95% CI]" in markdown and "paired t p" in markdown and "Wilcoxon p" in markdown
-    assert "not independent replicates" in markdown
+    assert "accuracy, mean over seeds [95% bootstrap CI]" in markdown
+    assert "paired t p" in markdown and "Wilcoxon p" in markdown
+    assert "n/a (only 1 seed: the spread between seeds is unknown)" in markdown
+    assert "Conditional on the evolved prompts" in markdown and "not independent replicates" in markdown
     with outcome.outputs["arms_csv"].open() as handle:
         rows = {row["arm"]: row for row in csv.DictReader(handle)}
-    assert set(rows) == {"no-evolution", "complete"} and rows["complete"]["memory_low"] != ""
+    assert set(rows) == {"no-evolution", "complete"} and rows["complete"]["low"] == ""
     with outcome.outputs["tests_csv"].open() as handle:
         tests = list(csv.DictReader(handle))
-    assert {row["arm"] for row in tests} == {"complete"} and all("wilcoxon_p" in row for row in tests)
+    assert {row["arm"] for row in tests} == {"complete"} and tests[0]["conditional_n"] == "2"
     for key in ("period_plot", "failure_plot"):
         assert outcome.outputs[key].stat().st_size > 1000
 
@@ -99,7 +112,8 @@ def test_two_arm_ablation_end_to_end(tmp_path: Path, ablation_file: Path) -> Non
     client = MlflowClient(tracking_uri=manifest.tracking_uri)
     parent = client.get_run(outcome.parent_run_id)
     assert parent.info.status == "FINISHED"
-    assert parent.data.metrics["complete.memory"] == pytest.approx(complete_arm.metrics["memory"].mean)
+    assert parent.data.metrics["complete.accuracy"] == pytest.approx(complete_arm.mean.mean)
+    assert "complete.accuracy_ci_low" not in parent.data.metrics  # undefined, so not logged as a number
     artifacts = {entry.path for entry in client.list_artifacts(outcome.parent_run_id)}
     assert {"ablation.md", "ablation_arms.csv", "ablation_periods.png", "ablation_failures.png"} <= artifacts
     for record in find_arm_records(run_dir):
@@ -162,3 +176,21 @@ def test_a_resume_may_widen_the_arms_but_not_change_what_they_compute(tmp_path: 
     with pytest.raises(UserInputError, match="config changed since this ablation started") as error:
         run_ablation(longer, run_dir=run_dir, hub=make_hub(), resume=True, progress=lambda _: None)
     assert error.value.field == "arms"
+
+
+def test_an_ablation_started_before_min_effect_resumes_and_takes_the_new_value(
+    tmp_path: Path, ablation_file: Path
+) -> None:
+    config = load_ablation_config(ablation_file)
+    run_dir = tmp_path / "run"
+    ablation_module._prepare(config, run_dir, resume=False)
+    # the manifest as an earlier version wrote it: no min_effect, in its own fields or in the config
+    stored = json.loads((run_dir / ablation_module.MANIFEST_FILE).read_text())
+    stored.pop("min_effect")
+    stored["config"].pop("min_effect")
+    (run_dir / ablation_module.MANIFEST_FILE).write_text(json.dumps(stored))
+    old_digest = load_manifest(run_dir).digest()
+
+    resumed = ablation_module._prepare(config.model_copy(update={"min_effect": 0.1}), run_dir, resume=True)
+    assert resumed.min_effect == 0.1 and load_manifest(run_dir).min_effect == 0.1
+    assert resumed.digest() == old_digest  # the MLflow parent is still found by its tag

@@ -1,4 +1,5 @@
-"""AWI: write, update, delete, malformed replies, brace-heavy prompts, answer purity, state round trip."""
+"""AWI: write, update, delete, note order (own and compat), malformed replies, brace-heavy prompts, answer purity,
+state round trip."""
 
 import json
 
@@ -32,6 +33,49 @@ async def test_write_update_delete_with_simulated_timestamps():
     assert agent.notes[-1].timestamp == day(5)
     await run_rounds(agent, 1, first_day=9)
     assert await agent.memory_text("") == "- city: moved to Bergen"
+
+
+async def test_compat_changes_a_label_in_place_and_shows_notes_in_write_order():
+    """AMemGym kept a changed label where it was (so the write prompt lists notes unmoved) and showed notes by
+    the time they were last written."""
+    llm = scripted(['{"city": "Oslo", "pet": "cat"}', '{"diet": "vegan"}', '{"city": "Bergen"}', "{}"])
+    agent = make("awi", llm, update_every=2, short_term=0, amemgym_compat=True)
+    await run_rounds(agent, 3)
+    assert [(n.label, n.value, n.written) for n in agent.notes] == [
+        ("city", "Bergen", 3),
+        ("pet", "cat", 1),
+        ("diet", "vegan", 2),
+    ]
+    assert await agent.memory_text("") == "- pet: cat\n- diet: vegan\n- city: Bergen"
+    await run_rounds(agent, 1, first_day=4)
+    assert '{\n  "city": "Bergen",\n  "pet": "cat",\n  "diet": "vegan"\n}' in json_calls(llm)[-1]
+    assert await reloaded(agent, scripted()).memory_text("") == await agent.memory_text("")
+
+
+@pytest.mark.parametrize(("compat", "shown"), [(False, "- second: b\n- first: a"), (True, "- first: a\n- second: b")])
+async def test_notes_are_shown_by_simulated_time_or_under_compat_by_write(compat, shown):
+    """Replayed or resumed input can arrive out of simulated-time order: memevo shows notes by the time they
+    speak of, AMemGym (compat) by when they were written."""
+    agent = make(
+        "awi", scripted(['{"first": "a"}', '{"second": "b"}']), update_every=2, short_term=0, amemgym_compat=compat
+    )
+    await run_rounds(agent, 1, first_day=9)
+    await run_rounds(agent, 1, first_day=1)
+    assert [n.label for n in agent.notes] == ["first", "second"]
+    assert await agent.memory_text("") == shown
+
+
+async def test_compat_still_deletes_on_empty_or_null():
+    """A documented difference kept under compat: AMemGym stored null and "" as values."""
+    agent = make(
+        "awi",
+        scripted(['{"a": "x", "b": "y"}', '{"a": null, "b": ""}']),
+        update_every=2,
+        short_term=0,
+        amemgym_compat=True,
+    )
+    await run_rounds(agent, 2)
+    assert agent.notes == []
 
 
 async def test_write_prompt_carries_current_notes_and_simulated_date():

@@ -1,18 +1,24 @@
-"""AMemGym compatibility: prompt texts read from a checkout, and compat mode reaching every part."""
+"""AMemGym compatibility: prompt texts read from a checkout, compat mode reaching every part, and, against a
+real checkout, memevo's requests equal to those of AMemGym's own evaluator (native, AWI, upper bound)."""
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
-import os
+import re
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from memevo.agents.amemgym_config import load_amemgym_agent_config
 from memevo.agents.awi import AWIAgent
+from memevo.agents.base import MemoryAgent
 from memevo.agents.errors import UserInputError
+from memevo.agents.llm.protocol import Message, Role
 from memevo.agents.policy import MemoryPolicy
+from memevo.agents.registry import agent_class
 from memevo.environments.amemgym_prompts import (
     OVERALL_FILE,
     SIMULATOR_FILE,
@@ -20,14 +26,21 @@ from memevo.environments.amemgym_prompts import (
     format_template,
     load_amemgym_prompts,
 )
+from memevo.environments.data.models import Item
 from memevo.environments.diagnosis import build_probe_prompt
+from memevo.environments.metrics import UpperBoundTable
 from memevo.environments.qa import build_qa_prompt, build_upper_bound_prompt
+from memevo.environments.records import EpisodeResult, PeriodResult
+from memevo.environments.runner import AfterPeriod, EpisodeConfig, run_episode
+from memevo.environments.simulators.factory import make_simulator
 from memevo.environments.simulators.llm import LLMUserSimulator
+from memevo.environments.table_cache import cached_table
+from tests.doubles.amemgym_reference import CHECKOUT, NO_CHECKOUT, AMemGymReference, has_checkout, scripted_requests
 from tests.doubles.scripted_agents import make_item
 from tests.doubles.scripted_llm import ScriptedLLM
 
 FIXTURE = Path(__file__).parent / "fixtures" / "amemgym_source"
-CHECKOUT = Path(os.environ.get("MEMEVO_AMEMGYM_SOURCE", "/tmp/amemgym"))
+needs_checkout = pytest.mark.skipif(not has_checkout(), reason=NO_CHECKOUT)
 
 
 def test_format_template_keeps_fields_and_unescapes_braces() -> None:
@@ -43,7 +56,8 @@ def test_prompts_are_read_from_the_fixture_checkout() -> None:
     assert qa == f'{question.query}\nPick one of:\n{lines}\nReply as ```json\n{{"answer": int}}\n```\n'
     state = dict(zip(question.required_info, question.answer_choices[0].state, strict=True))
     assert f"Known state: {json.dumps(state, ensure_ascii=False, indent=2)}" in build_upper_bound_prompt(
-        question, state, prompts.questions)
+        question, state, prompts.questions
+    )
     probe = build_probe_prompt({"diet": ["vegan"]}, prompts.questions)
     assert probe.startswith('{\n  "diet": [\n    "vegan"\n  ]\n}\nName my') and '{"type": "value"}' in probe
     assert prompts.awi_answer == "Fixture AWI helper.\nNotes:\n{memories}"
@@ -71,7 +85,7 @@ def _constant(path: Path, name: str) -> str:
     raise AssertionError(name)
 
 
-@pytest.mark.skipif(not (CHECKOUT / OVERALL_FILE).exists(), reason="no AMemGym checkout (set MEMEVO_AMEMGYM_SOURCE)")
+@needs_checkout
 def test_rendered_prompts_equal_the_checkouts_own_format_calls() -> None:
     """Against a real checkout: what memevo sends is exactly what AMemGym's ``.format`` produced."""
     prompts = load_amemgym_prompts(CHECKOUT)
@@ -82,7 +96,8 @@ def test_rendered_prompts_equal_the_checkouts_own_format_calls() -> None:
     state = dict(zip(question.required_info, question.answer_choices[1].state, strict=True))
     upper = _constant(CHECKOUT / UPPER_BOUND_FILE, "UTILIZATION_PROMPT")
     assert build_upper_bound_prompt(question, state, prompts.questions) == upper.format(
-        query=question.query, state=json.dumps(state, ensure_ascii=False, indent=2), choices=choices)
+        query=question.query, state=json.dumps(state, ensure_ascii=False, indent=2), choices=choices
+    )
     assert "{current_memories}" in prompts.awi_write and "{conversation}" in prompts.awi_write
     assert "{memories}" in prompts.awi_answer and "{context}" in prompts.simulator
     assert (CHECKOUT / SIMULATOR_FILE).exists()
@@ -99,8 +114,12 @@ async def test_simulator_dates_and_template_under_compat() -> None:
     assert f"Current date: {item.periods[1].period_end}\n" in compat[0]["content"]
     template = load_amemgym_prompts(FIXTURE).simulator
     simulator = LLMUserSimulator(llm, current_date="period_end", template=template)
-    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
-                {"role": "user", "content": "more"}, {"role": "assistant", "content": "sure"}]
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": "more"},
+        {"role": "assistant", "content": "sure"},
+    ]
     [sent] = simulator.prompt(item, session, messages, now, 1)
     assert sent["role"] == "user" and f"Today: {item.periods[1].period_end}." in sent["content"]
     assert "Lately: User: more\nAssistant: sure\nSecret: {" in sent["content"]
@@ -121,3 +140,83 @@ async def test_compat_writes_ask_plain_json_mode_and_show_amemgym_rendering() ->
     empty = AWIAgent(MemoryPolicy(kind="awi", amemgym_compat=True), llm)
     await empty.answer("Q?", query="Q", now=now, role="probe")
     assert llm.calls[-1]["role"] == "probe" and "(nothing stored yet)" not in llm.calls[-1]["messages"][0]["content"]
+
+
+def reply_to(messages: list[Message], role: Role, wants_json: bool) -> str:
+    """Replies that are a function of the request alone, so both evaluators get the same reply to the same
+    request. A memory write sets one of three labels (existing labels keep being changed); a question gets an
+    option drawn from everything in the request, so its score depends on what the agent remembered."""
+    digest = int(hashlib.sha256(json.dumps(messages).encode()).hexdigest(), 16)
+    if role == "user_simulator":
+        return f"Interesting, tell me more ({digest % 97})."
+    options = re.findall(r"^\d+: ", messages[-1]["content"], flags=re.MULTILINE)
+    if options:
+        return f'```json\n{{"answer": {digest % len(options) + 1}}}\n```'
+    if wants_json:
+        return json.dumps({f"topic{digest % 3}": f"note {digest % 1000}"})
+    return f"Happy to help ({digest % 1000})."
+
+
+async def memevo_episode(
+    agent_file: Path, item: Item, llm: ScriptedLLM, reference: AMemGymReference, after_period: AfterPeriod | None = None
+) -> EpisodeResult:
+    """What ``memevo eval --agent <agent_file> --amemgym-compat --amemgym-source <checkout>`` runs for one item."""
+    prompts = load_amemgym_prompts(CHECKOUT)
+    policy = prompts.apply_to(load_amemgym_agent_config(agent_file, amemgym_compat=True))
+    agent = agent_class(policy.kind)(policy, llm)  # as eval builds it: AMemGym's write prompt has no format clause
+    simulator = make_simulator("llm", 0, llm, amemgym_compat=True, template=prompts.simulator)
+    env = reference.env_config()
+    config = EpisodeConfig(
+        amemgym_compat=True,
+        question_prompts=prompts.questions,
+        rounds_init=env["num_rounds_init"],
+        rounds_update=env["num_rounds_update"],
+    )
+    return await run_episode(agent, item, simulator, config, after_period=after_period)
+
+
+@needs_checkout
+@pytest.mark.parametrize("agent_file", ["native.json", "awi.json"])
+async def test_agent_requests_equal_amemgym_evaluators_request_for_request(agent_file: str, tmp_path: Path) -> None:
+    """The same item, agent config and replies: every request memevo sends (the agent's replies, memory writes
+    and answers, the user simulator's follow-ups) equals AMemGym's, in order, and so does every score."""
+    item, config = make_item(n_periods=4), CHECKOUT / "configs/agent" / agent_file
+    reference = AMemGymReference(reply_to)
+    theirs = reference.evaluate(item, config, tmp_path)
+    llm = ScriptedLLM(reply_to)
+    reordered: list[bool] = []  # per period, AWI: was a note changed in place and so shown out of list order?
+
+    async def note_order(agent: MemoryAgent, result: PeriodResult) -> None:
+        if isinstance(agent, AWIAgent):
+            reordered.append(agent.notes != agent.shown_notes())
+
+    episode = await memevo_episode(config, item, llm, reference, note_order)
+    assert scripted_requests(llm.calls) == reference.requests
+    assert [[float(record.correct) for record in period.qa] for period in episode.periods] == theirs
+    assert 0 < sum(map(sum, theirs)) < len(item.periods) * len(item.qas)  # the answers are not all alike
+    assert any(reordered) == (agent_file == "awi.json")  # so questions were asked with the two orders apart
+
+
+@needs_checkout
+async def test_upper_bound_asks_a_subset_of_amemgym_requests_with_identical_scores(tmp_path: Path) -> None:
+    """AMemGym asks the bare LLM once per answer choice of every question; memevo asks only the (question,
+    state) pairs that are the gold state of some period, the only replies a score reads. So each of memevo's
+    requests equals one of AMemGym's, fewer are sent, and the score of every (user, period, question) is equal."""
+    items = [make_item("user-1", n_periods=4), make_item("user-2", n_periods=4, seed=1)]
+    reference = AMemGymReference(reply_to)
+    theirs = reference.upper_bound(items, tmp_path / "amemgym")
+    llm = ScriptedLLM(reply_to)
+    prompts = load_amemgym_prompts(CHECKOUT)
+    config = EpisodeConfig(amemgym_compat=True, question_prompts=prompts.questions)
+    table = await cached_table(UpperBoundTable, llm, items, tmp_path / "upper_bound.json", config)  # as eval does
+    ours = scripted_requests(llm.calls)
+    assert len(set(ours)) == len(ours) and set(ours) < set(reference.requests)
+    scores = [
+        [
+            [table.score(item, period, question) for question in range(len(item.qas))]
+            for period in range(len(item.periods))
+        ]
+        for item in items
+    ]
+    assert scores == theirs
+    assert 0 < sum(sum(map(sum, user)) for user in theirs) < sum(len(i.periods) * len(i.qas) for i in items)

@@ -92,8 +92,10 @@ def test_split_without_test_users_is_a_user_error(tmp_path: Path) -> None:
 def test_evolve_prints_summary_and_the_ui_command_of_its_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run = tmp_path / "my run"
     output = run_evolve(tmp_path, monkeypatch, run)
-    assert re.search(r"seed \w{8}: accuracy [\d.]+, random [\d.]+, (upper bound [\d.]+, )?memory score", output)
-    assert re.search(r"best \w{8}: accuracy [\d.]+", output) and "unpriced" in output
+    assert re.search(r"objective: accuracy .*; seed \w{8}, best \w{8}", output)
+    accuracy = re.search(r"accuracy: seed [\d.]+ \[([-\d.]+), ([-\d.]+)\] -> best [\d.]+ \[", output)
+    assert accuracy and 0 <= float(accuracy[1]) <= float(accuracy[2]) <= 1  # an accuracy interval stays in [0, 1]
+    assert "  memory score: " in output and "  references: random " in output and "unpriced" in output
     ui_line = next(line for line in output.splitlines() if line.startswith("MLflow UI: "))
     argv = shlex.split(ui_line.removeprefix("MLflow UI: "))
     assert argv == ["memevo", "ui", "--run-dir", str(run)]

@@ -20,7 +20,7 @@ def write(tmp_path: Path, data: dict) -> Path:
 def test_minimal_config_takes_defaults(tmp_path: Path) -> None:
     config = load_evolve_config(write(tmp_path, MINIMAL))
     assert config.components == ["memory_types"]
-    assert config.objective == "memory_score" and config.strategy.proposers == ["reflection"]
+    assert config.objective == "accuracy" and config.strategy.proposers == ["reflection"]
     assert (config.strategy.parents, config.strategy.acceptance, config.strategy.minibatch) == ("elitist", "mean", 2)
     assert config.strategy.order == "validation_first" and config.strategy.resamples == 2
     assert load_evolve_config(write(tmp_path, {**MINIMAL, "strategy": {"resamples": 0}})).strategy.resamples == 0
@@ -83,7 +83,7 @@ def test_an_outer_loop_strategy_field_set_for_the_in_episode_protocol_is_named(t
         ({"strategy": {"resamples": -1}}, "strategy.resamples"),
         ({"strategy": {"resamples": "twice"}}, "strategy.resamples"),
         ({"strategy": {"parents": "pareto"}, "split": {"train": 2, "val": 1, "test": 1}}, "strategy.parents"),
-        ({"upper_bound": False}, "objective"),
+        ({"upper_bound": False, "objective": "amemgym_memory_score"}, "objective"),
         ({"objective": "f1"}, "objective"),
         ({"feedback_max_chars": 6000}, "feedback_max_chars"),
     ],

@@ -49,21 +49,21 @@ ALL_STRATEGIES = {
 
 def test_one_objective_reaches_selection_tuner_and_result(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="memevo.evolve")
-    result, _ = evolve(tmp_path, "memory", budget={"generations": 1})
-    assert (f"test memory score: seed {result.seed_scores.memory_score:.3f} -> best "
+    result, _ = evolve(tmp_path, "memory", budget={"generations": 1}, objective="amemgym_memory_score")
+    assert (f"test AMemGym memory score: seed {result.seed_scores.memory_score:.3f} -> best "
             f"{result.best_scores.memory_score:.3f}") in caplog.text  # the final line names the objective
-    assert result.objective == "memory_score"
+    assert result.objective == "amemgym_memory_score"
     seed_val = CandidateEval.model_validate_json(
         (tmp_path / "memory" / "evals" / result.seed.id / "val.json").read_text()
     )
-    assert seed_val.objective == "memory_score"
+    assert seed_val.objective == "amemgym_memory_score"
     cells = [m for user in seed_val.users for m in user.period_memory if m is not None]
     assert result.history[0].val[result.seed.id] == pytest.approx(sum(cells) / len(cells))
     study = optuna.load_study(study_name="test-evolution", storage=f"sqlite:///{tmp_path / 'memory' / 'optuna.db'}")
-    assert study.metric_names == ["memory_score"]
+    assert study.metric_names == ["amemgym_memory_score"]
     seed_trial = study.trials[0]
     assert seed_trial.user_attrs["candidate_id"] == result.seed.id
-    assert seed_trial.user_attrs["val_memory_score"] == pytest.approx(result.history[0].val[result.seed.id])
+    assert seed_trial.user_attrs["val_amemgym_memory_score"] == pytest.approx(result.history[0].val[result.seed.id])
     accuracy, _ = evolve(tmp_path, "accuracy", budget={"generations": 1}, objective="accuracy")
     assert accuracy.objective == "accuracy"
     assert f"test accuracy: seed {accuracy.seed_scores.accuracy:.3f} -> best" in caplog.text

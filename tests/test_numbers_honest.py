@@ -11,11 +11,12 @@ from memevo.environments.metrics import ProbeCoverage, Scores, UpperBoundEntry, 
 from memevo.environments.metrics.measurable import memory_not_measurable, position_collapse, wilson_lower
 from memevo.environments.metrics.scores import user_scores
 from memevo.environments.records import ProbeRecord
+from memevo.environments.score_text import failure_cell
 from memevo.evolve.config import LEGACY_OBJECTIVE_NOTE, parse_evolve_config
 from memevo.evolve.evaluation import CandidateEval, UserOutcome
 from memevo.evolve.headline import WIDTH, held_out_lines
 from memevo.evolve.records import EvolutionResult
-from memevo.evolve.report import _failure_cell, _scores_line
+from memevo.evolve.report import _scores_line
 from tests.test_metrics_scores import STATES, episode, hand_item, qa
 
 USERS = [f"u{i}" for i in range(6)]
@@ -128,6 +129,11 @@ def test_a_stored_result_that_decided_on_memory_score_reads_as_amemgyms_ratio() 
         "seed_scores": scores, "best_scores": scores, "seed_user_scores": [], "best_user_scores": [],
         "stop_reason": "x", "usage": {"by_role": {}}})
     assert result.objective == "amemgym_memory_score"
+    from memevo.evolve.evaluation import CandidateEval
+
+    stored = CandidateEval.model_validate({"candidate_id": "c", "split": "val", "objective": "memory_score",
+                                           "n_users_total": 1})
+    assert stored.objective == "amemgym_memory_score"  # an old run folder's evaluations still load, named truly
 
 
 def _candidate() -> dict:
@@ -158,6 +164,6 @@ def test_a_diagnosis_whose_probes_were_all_unreadable_says_so_not_undiagnosed() 
     eps = [episode({0: [qa(0, 0, False, user="u0")]}, {0: [unreadable]}, user="u0")]
     scores = score_episodes(eps, ITEMS[:1])
     assert isinstance(scores.probes, ProbeCoverage) and scores.failure is None
-    assert _failure_cell(scores) == "n/a (probe coverage 0%)"
-    assert "no diagnosis" in _failure_cell(Scores.model_validate(
+    assert failure_cell(scores) == "n/a (probe coverage 0%)"
+    assert "no diagnosis" in failure_cell(Scores.model_validate(
         scores.model_dump() | {"probes": None}))

@@ -109,8 +109,8 @@ def _pixels(path: Path) -> tuple[tuple[int, int], bytes]:
 
 
 def _with_memory(scores: Scores, memory: list[float | None]) -> Scores:
-    """``scores`` as if an upper bound of 0.9 had been computed, with these memory scores per period."""
-    periods = [period.model_copy(update={"upper_bound": 0.9, "memory_score": value})
+    """``scores`` as if an upper bound of 0.9 had been computed, with these (pooled) memory scores per period."""
+    periods = [period.model_copy(update={"upper_bound": 0.9, "memory_score": value, "pooled_memory_score": value})
                for period, value in zip(scores.per_period, memory, strict=True)]
     return scores.model_copy(update={"upper_bound": 0.9, "per_period": periods})
 

@@ -163,7 +163,7 @@ def test_score_plot_of_a_memory_score_run_is_on_the_memory_score_scale(tmp_path:
     generation_plot.plot_score_per_generation(generation_points(HISTORY), tmp_path, title="t", objective="memory_score",
                                               random_baseline=0.33, upper_bound=0.9, reference_users="test users")
     (axis,) = saved["f"].axes
-    assert axis.get_ylabel().startswith("memory score (0 = random")
+    assert axis.get_ylabel().startswith("AMemGym memory score (0 = random")
     references = {line.get_label(): line.get_ydata()[0] for line in axis.get_lines() if line.get_label() in
                   ("random", "upper bound")}
     assert references == {"random": 0.0, "upper bound": 1.0}  # not the accuracy references passed in
