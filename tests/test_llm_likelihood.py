@@ -170,3 +170,42 @@ async def test_scoring_options_leaves_the_agent_state_untouched() -> None:
     assert body["messages"][1:] == [{"role": "user", "content": "I drink tea every morning."},
                                     {"role": "assistant", "content": "Noted."},
                                     {"role": "user", "content": "What should I drink?"}]
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(600)
+async def test_the_embedded_server_scores_options_as_a_full_evaluation_of_each_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The option route reuses the chat in the model's context and asks for logits at the option tokens only; its
+    log-probabilities must equal those of evaluating chat + option from scratch with every logit kept, also for an
+    option scored right after another (the context rolled back to the chat) and for a second chat."""
+    import math
+
+    import numpy as np
+    from llama_cpp import Llama
+
+    from memevo.agents.llm.hub import LLMHub
+    from memevo.agents.llm.llama_server import chat_prompt_tokens
+    from memevo.agents.llm.local_server import local_model_path
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    chats = [[{"role": "user", "content": "I do yoga at home every morning. What exercise advice do you have?"}],
+             [{"role": "system", "content": "Notes: drinks tea."}, {"role": "user", "content": "What should I drink?"}]]
+    options = ["For yoga at home: pair it with brisk walks.", "For running: add one mobility session.", "Tea."]
+    async with LLMHub(cache_dir=tmp_path / "cache") as hub:
+        gateway = hub.client(LLMConfig())
+        served = [await gateway.option_logprobs(chat, options, role="baseline") for chat in chats]
+    reference = Llama(str(local_model_path()), n_ctx=1024, logits_all=True, verbose=False)
+    for chat, scores in zip(chats, served, strict=True):
+        context = chat_prompt_tokens(reference, chat)
+        for option, score in zip(options, scores, strict=True):
+            continuation = reference.tokenize(option.encode(), add_bos=False, special=False)
+            reference.reset()
+            reference._ctx.kv_cache_seq_rm(-1, 0, -1)  # noqa: SLF001 - a cold start for the reference
+            reference.eval(context + continuation)
+            rows = reference.scores[len(context) - 1 : len(context) + len(continuation) - 1].astype(np.float64)
+            expected = sum(row[token] - row.max() - math.log(np.exp(row - row.max()).sum())
+                           for row, token in zip(rows, continuation, strict=True))
+            assert score.tokens == len(continuation)
+            assert score.logprob == pytest.approx(expected, abs=1e-3), option
