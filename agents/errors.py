@@ -40,3 +40,12 @@ def nested_in(prefix: str, *, source: str | None) -> Iterator[None]:
 
 class RunFailedError(MemevoError):
     """A run that started properly but could not finish (exit code 1)."""
+
+
+class Interrupted(MemevoError):
+    """A run stopped by SIGINT or SIGTERM; the message says how to resume it, ``exit_code`` is 128 + the signal's
+    number, as a shell reports a process the signal ended."""
+
+    def __init__(self, message: str, *, signal_number: int) -> None:
+        super().__init__(message)
+        self.exit_code = 128 + signal_number

@@ -34,13 +34,14 @@ def validate(
     split: Split = DEFAULT_SPLIT,
     min_state_variants: Annotated[int, typer.Option(min=1, help="Fewer choices than this is a warning.")] = 4,
 ) -> None:
-    """Check every item against AMemGym's invariants; exit 0 when valid, 2 when any error is found."""
+    """Check every item against AMemGym's invariants and that every id can name a run folder; exit 0 when valid,
+    2 when any error is found."""
     items = load_items(path, split=split)
     violations = validate_items(items, min_state_variants=min_state_variants)
     for violation in violations:
         typer.echo(violation.describe())
     errors = sum(v.severity == "error" for v in violations)
-    typer.echo(f"{len(items)} items: {errors} errors, {len(violations) - errors} warnings")
+    typer.echo(f"{path}: {len(items)} items: {errors} errors, {len(violations) - errors} warnings")
     if errors:
         raise typer.Exit(2)
 

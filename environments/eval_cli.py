@@ -23,11 +23,11 @@ import typer
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.config_file import load_policy
-from memevo.agents.errors import RunFailedError, UserInputError
+from memevo.agents.errors import UserInputError
 from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.llm.config import CONCURRENCY_HELP
-from memevo.agents.llm.protocol import ChatClient, LLMError
+from memevo.agents.llm.protocol import ChatClient
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import agent_class, build_agent
 from memevo.agents.templates import placeholders_in
@@ -52,6 +52,7 @@ from memevo.environments.metrics.upper_bound import needed_states
 from memevo.environments.plot_process import PlotProcess
 from memevo.environments.progress import configure_terminal, phase
 from memevo.environments.records import EpisodeResult
+from memevo.environments.resume import resumable
 from memevo.environments.rundir import (
     INPUTS_FILE,
     LEDGER_FILE,
@@ -224,6 +225,7 @@ def _prepare_out(out: Path, resume: bool) -> None:
 
 
 def eval_command(
+    ctx: typer.Context,
     agent: Annotated[Path, typer.Option("--agent", help="Agent config (memevo YAML/JSON or AMemGym agent JSON).")],
     env: Annotated[str, typer.Option("--env", help="data.json, dataset folder/file, or Hugging Face dataset id.")],
     out: Annotated[Path, typer.Option("--out", help="Output folder.")],
@@ -272,6 +274,8 @@ def eval_command(
         policy = prompts.apply_to(policy)
     items = load_items(env)[:users]
     check_runnable(items, source=env)
+    if off_policy is not None:
+        _check_replay(off_policy, items)
     config = EpisodeConfig(rounds_init=rounds_init, rounds_update=rounds_update, diagnose=diagnose,
                            amemgym_compat=compat, constrained_answers=constrained_answers,
                            max_concurrent_users=max_concurrent_users or 1, seed=seed,
@@ -294,16 +298,13 @@ def eval_command(
             width = max_concurrent_users or llm.limit.limit  # users wait on the LLM, so as many as can be served
             run_config = config.model_copy(update={"max_concurrent_users": width})
             await llm.open_connections(requests_at_once(items, width))
-            try:
-                simulate = make_simulator(simulator.value, seed, hub.client(simulator_llm), amemgym_compat=compat,
-                                          template=None if prompts is None else prompts.simulator)
-                outcome = await evaluate(
-                    lambda: _agent(policy, llm, prompts), items, simulate, run_config, out,
-                    upper_bound_llm=llm if upper_bound else None, no_memory_llm=llm if no_memory_baseline else None,
-                    min_probe_coverage=min_probe_coverage, replay_from=off_policy,
-                )
-            except LLMError as error:
-                raise RunFailedError(f"{error}; finished periods are saved, rerun with --resume") from error
+            simulate = make_simulator(simulator.value, seed, hub.client(simulator_llm), amemgym_compat=compat,
+                                      template=None if prompts is None else prompts.simulator)
+            outcome = await evaluate(
+                lambda: _agent(policy, llm, prompts), items, simulate, run_config, out,
+                upper_bound_llm=llm if upper_bound else None, no_memory_llm=llm if no_memory_baseline else None,
+                min_probe_coverage=min_probe_coverage, replay_from=off_policy,
+            )
             meta = {"agent": policy.kind, "policy_id": policy.policy_id, "model": policy.llm.model, "env": env,
                     "simulator_model": simulator_llm.model if simulator is SimulatorKind.llm else None,
                     "prompts": "memevo" if prompts is None else f"amemgym:{amemgym_source}",
@@ -313,14 +314,30 @@ def eval_command(
             notes += [] if prompts is None else prompts.notes(policy.kind)
             return _headline(outcome.scores, out, notes)
 
-    with claim_run_folder(out, flag="--out"):
+    with claim_run_folder(out, flag="--out", kind="eval"):
         _prepare_out(out, resume)
         check_inputs(out, inputs)
-        with PlotProcess() as plot:  # imports the plotting stack on another core while the run goes on
+        # from here on a failure or a signal prints the resume command; the plotting stack is imported on another
+        # core while the run goes on
+        with resumable(ctx), PlotProcess() as plot:
             plot.prepare(max(len(item.periods) for item in items), upper_bound, plot_title(policy.kind, env))
             headline = asyncio.run(main(plot))
             plot.wait()  # drawn while the other files were written and the LLM hub closed
     typer.echo(headline)
+
+
+def _check_replay(folder: Path, items: Sequence[Item]) -> None:
+    """The eval folder ``--off-policy`` names must hold every period of every user, before any call is made."""
+    store = RunStore(folder / "run")
+    if not store.root.is_dir():
+        raise UserInputError("holds no eval run to replay (no run/ folder); give the --out folder of a finished "
+                             "memevo eval", source=str(folder), field="--off-policy")
+    for item in items:
+        have = store.finished_periods(item.id)
+        if have < len(item.periods):
+            raise UserInputError(f"the recorded run has {have} of the {len(item.periods)} periods of user {item.id}; "
+                                 "finish it first (memevo eval --resume on it)", source=str(folder),
+                                 field="--off-policy")
 
 
 def requests_at_once(items: Sequence[Item], users_at_once: int) -> int:

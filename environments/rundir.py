@@ -6,7 +6,9 @@ Three guards every long-running command (``eval``, ``evolve``, ``ablate``) puts 
   read-only), and it is locked for this process with ``fcntl.flock`` on ``<folder>/.lock``, which holds the
   owner's pid. A second process on the same folder stops at once (exit 2) naming that pid. The kernel
   drops the lock when its process dies, however it dies, so a lock left by a killed run is simply taken
-  over. A start that fails on bad input leaves no folder behind.
+  over. The folder's kind (``evolution``, ``ablation``, ``eval``) is recorded in ``run_kind.json`` at the
+  first claim; another command on it stops (exit 2) naming both kinds, before it writes anything (a folder
+  from before the record is known by its files). A start that fails on bad input leaves no folder behind.
 - ``check_inputs``: what the results depend on (data content per user, config, policy) is recorded in
   ``<folder>/inputs.json`` when the run starts; a resume with anything changed stops (exit 2) naming every
   changed field, instead of mixing old and new results.
@@ -27,7 +29,7 @@ import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -39,6 +41,14 @@ from memevo.environments.store import write_json_atomic
 LOCK_FILE = ".lock"
 INPUTS_FILE = "inputs.json"
 LEDGER_FILE = "usage.jsonl"
+KIND_FILE = "run_kind.json"
+
+RunKind = Literal["evolution", "ablation", "eval"]
+KIND_COMMANDS: dict[str, str] = {"evolution": "memevo evolve", "ablation": "memevo ablate", "eval": "memevo eval"}
+"""The command that makes (and resumes) each kind of run folder."""
+KIND_MARKERS: tuple[tuple[str, RunKind], ...] = (("ablation.json", "ablation"), ("config.json", "evolution"),
+                                                 ("run", "eval"), ("summary.json", "eval"))
+"""How a folder written before ``run_kind.json`` shows its kind: the first of these files it holds."""
 
 
 def check_writable(folder: Path, *, flag: str) -> None:
@@ -102,19 +112,60 @@ class RunFolderLock:
         self._fd = None
 
 
+def recorded_kind(folder: Path) -> RunKind | None:
+    """The kind of run ``folder`` holds (``run_kind.json``, else its files), None for a folder without a run."""
+    path = Path(folder) / KIND_FILE
+    if path.exists():
+        try:
+            kind = json.loads(path.read_text(encoding="utf-8"))["kind"]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise UserInputError(f"cannot read the folder's kind ({error}); write {{\"kind\": \"evolution\"}}, "
+                                 "\"ablation\" or \"eval\" into it, whichever command made the folder",
+                                 source=str(path)) from None
+        if kind not in KIND_COMMANDS:
+            raise UserInputError(f"unknown kind {kind!r} (known: {', '.join(KIND_COMMANDS)})", source=str(path),
+                                 field="kind")
+        return kind  # type: ignore[no-any-return]
+    return next((kind for name, kind in KIND_MARKERS if (Path(folder) / name).exists()), None)
+
+
+def check_kind(folder: Path, kind: RunKind, *, flag: str) -> None:
+    """Refuse a folder that holds another kind of run, naming both (nothing is written)."""
+    found = recorded_kind(folder)
+    if found is not None and found != kind:
+        raise UserInputError(
+            f"holds {_a(found)} run (made by {KIND_COMMANDS[found]}), not {_a(kind)} run: {KIND_COMMANDS[kind]} "
+            f"cannot start or resume one here; continue it with {KIND_COMMANDS[found]} --resume, or choose "
+            f"another {flag}", source=str(folder), field=flag)
+
+
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
+
+
 @contextmanager
-def claim_run_folder(folder: Path, *, flag: str) -> Iterator[Path]:
-    """Check and lock ``folder`` for the body's work; on bad input (``UserInputError``) remove what the
-    claim itself created, so a refused start leaves the disk as it found it."""
+def claim_run_folder(folder: Path, *, flag: str, kind: RunKind) -> Iterator[Path]:
+    """Check ``folder`` is writable and holds no other kind of run, lock it for the body's work and record its
+    kind; on bad input (``UserInputError``) remove what the claim itself created, so a refused start leaves
+    the disk as it found it."""
     folder = Path(folder)
     check_writable(folder, flag=flag)
+    check_kind(folder, kind, flag=flag)
     created = [parent for parent in (folder, *folder.parents) if not parent.exists()]
     had_lock_file = (folder / LOCK_FILE).exists()
     lock = RunFolderLock(folder, flag=flag)
     lock.acquire()
+    kind_path = folder / KIND_FILE
+    wrote_kind = False
     try:
+        check_kind(folder, kind, flag=flag)  # again, now that no other process can be writing it
+        if not kind_path.exists():
+            write_json_atomic(kind_path, {"kind": kind})
+            wrote_kind = True
         yield folder
     except UserInputError:
+        if wrote_kind and {path.name for path in folder.iterdir()} <= {LOCK_FILE, KIND_FILE}:
+            kind_path.unlink()  # the refused start left nothing the kind describes
         lock.release(remove=not had_lock_file)
         for parent in created:  # deepest first; a folder that got content stays
             try:

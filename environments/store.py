@@ -19,7 +19,6 @@ import asyncio
 import gzip
 import json
 import os
-import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from typing import Any
 import orjson
 
 from memevo.agents.errors import UserInputError
+from memevo.environments.data.ids import folder_name, id_problem
 from memevo.environments.records import EpisodeResult, PeriodResult
 
 
@@ -69,11 +69,6 @@ def _read_json(path: Path) -> Any:
         raise UserInputError(f"cannot read run record: {error}", source=str(path)) from error
 
 
-def folder_name(user_id: str) -> str:
-    """The folder a user's records live in: the id with every character unsafe in a path replaced."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", user_id)
-
-
 class RunStore:
     """Per user/period records of one run under ``root``."""
 
@@ -81,6 +76,11 @@ class RunStore:
         self.root = Path(root)
 
     def user_dir(self, user_id: str) -> Path:
+        """``users/<folder>`` (``data.ids``); an id that names no folder of its own never reaches the disk
+        (the data checks refuse it first, this is the last guard)."""
+        problem = id_problem(user_id)
+        if problem is not None:
+            raise UserInputError(problem, source=str(self.root), field="id")
         return self.root / "users" / folder_name(user_id)
 
     def _result_path(self, user_id: str, period: int) -> Path:

@@ -1,7 +1,8 @@
 """The ``memevo`` command line: composes each layer's commands and maps errors to exit codes.
 
 Exit codes: 0 success; 2 bad usage, config, data or flag (one message naming the file and field, no
-traceback); 1 a run that started but failed.
+traceback); 1 a run that started but failed; 130 and 143 a run stopped by SIGINT and SIGTERM (both print the
+command that resumes it, as does a failure a resume fixes: ``environments.resume``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import NoReturn
 import typer
 from typer.core import TyperGroup
 
-from memevo.agents.errors import MemevoError, UserInputError
+from memevo.agents.errors import Interrupted, MemevoError, UserInputError
 
 COMMANDS: dict[str, tuple[str, str, str | None]] = {
     # name: (module, attribute, help of a group; a command's help is its docstring), in the order help lists them
@@ -156,6 +157,9 @@ def main() -> None:
     except UserInputError as error:
         print(f"memevo: error: {error}", file=sys.stderr)
         sys.exit(2)
+    except Interrupted as stopped:  # SIGINT or SIGTERM during a run: how to resume it
+        print(f"memevo: {stopped}", file=sys.stderr)
+        sys.exit(stopped.exit_code)
     except MemevoError as error:  # RunFailedError, LLMError after its retries, ...
         print(f"memevo: run failed: {error}", file=sys.stderr)
         sys.exit(1)

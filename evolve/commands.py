@@ -14,6 +14,7 @@ import typer
 
 from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.llm.config import CONCURRENCY_HELP
+from memevo.environments.resume import resumable
 from memevo.environments.rundir import claim_run_folder
 from memevo.evolve.config import load_evolve_config
 from memevo.evolve.explain import spend_line
@@ -25,6 +26,7 @@ def _default_run_dir(config_path: Path) -> Path:
 
 
 def evolve_command(
+    ctx: typer.Context,
     config: Annotated[Path, typer.Argument(help="Evolution config (YAML).")],
     run_dir: Annotated[Path | None, typer.Option(help="Run folder; default runs/<config name>.")] = None,
     resume: Annotated[bool, typer.Option(
@@ -41,7 +43,8 @@ def evolve_command(
     show_progress()
     settings = load_evolve_config(config)
     folder = run_dir or _default_run_dir(config)
-    with claim_run_folder(folder, flag="--run-dir"), LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub:
+    with (claim_run_folder(folder, flag="--run-dir", kind="evolution"), resumable(ctx),
+          LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub):
         result = run_evolution(settings, run_dir=folder, hub=hub, resume=resume)
     typer.echo(f"run folder: {folder}")
     typer.echo(f"stopped: {result.stop_reason}")

@@ -3,16 +3,22 @@
 # Annotations are evaluated at import (no ``from __future__ import annotations``): typer builds the options from
 # them at every start, and evaluating a command's string annotations (twice, in typer) cost ~20 ms for eval.
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from memevo.agents.errors import UserInputError
 from memevo.agents.llm.config import CONCURRENCY_HELP
+from memevo.environments.resume import resumable
 from memevo.environments.rundir import claim_run_folder
 from memevo.evolve.progress import show_progress
 
+if TYPE_CHECKING:
+    from memevo.evolve.ablation_config import AblationConfig
+
 
 def ablate_command(
+    ctx: typer.Context,
     config: Annotated[Path, typer.Argument(help="Ablation YAML (arms x seeds), e.g. experiments/feedback-ablation.yaml.")],
     run_dir: Annotated[Path | None, typer.Option("--run-dir", help="Output folder; default runs/<ablation name>.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted ablation in --run-dir.")] = False,
@@ -24,15 +30,43 @@ def ablate_command(
     from memevo.evolve.ablation import run_ablation
     from memevo.evolve.ablation_config import load_ablation_config
     from memevo.evolve.report import mlflow_ui_command
+    from memevo.evolve.tracking.store import default_tracking_uri
+    from memevo.evolve.tracking.stores import open_tracking_store
 
     ablation = load_ablation_config(config)
     folder = run_dir or Path("runs") / ablation.name
+    check_ablation_stores(ablation, folder)
     show_progress()
-    with claim_run_folder(folder, flag="--run-dir"), LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub:
+    with (claim_run_folder(folder, flag="--run-dir", kind="ablation"), resumable(ctx),
+          LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub):
+        open_tracking_store(ablation.tracking_uri or default_tracking_uri(folder))  # a new store: created once
         outcome = run_ablation(ablation, run_dir=folder, hub=hub, resume=resume, progress=typer.echo)
     typer.echo(outcome.outputs["markdown"].read_text(encoding="utf-8"))
     typer.echo(f"Tables and plots: {folder}")
     typer.echo(f"MLflow: {mlflow_ui_command(folder)}")
+
+
+def check_ablation_stores(ablation: "AblationConfig", folder: Path) -> None:
+    """The ablation's name (its default folder and MLflow experiment), store and artifact folder, and every
+    arm's stores, before ``folder`` is claimed (``tracking.stores``)."""
+    from memevo.evolve.ablation_config import resolve_all
+    from memevo.evolve.runtime import check_stores
+    from memevo.evolve.tracking.store import default_tracking_uri
+    from memevo.evolve.tracking.stores import check_artifact_location, check_name, check_tracking_uri
+
+    source = str(ablation.source or "ablation config")
+    check_name(ablation.name, source=source)
+    if ablation.tracking_uri:
+        check_tracking_uri(ablation.tracking_uri, source=source, field="tracking_uri")
+    check_artifact_location(ablation.tracking_uri or default_tracking_uri(folder), ablation.name, source=source,
+                            field="name")
+    for (arm, seed), evolve_config in resolve_all(ablation).items():
+        try:  # every arm logs to the ablation's store and experiment, checked above
+            check_stores(evolve_config.model_copy(update={"tracking": evolve_config.tracking.model_copy(
+                update={"enabled": False})}), folder)
+        except UserInputError as error:
+            raise UserInputError(f"arm '{arm}' (seed {seed}): {error.message}", source=error.source,
+                                 field=error.field) from None
 
 
 def report_command(

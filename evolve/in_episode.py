@@ -14,11 +14,11 @@ the configured proposers (one variant per step).
 from __future__ import annotations
 
 import logging
-import re
 from pathlib import Path
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.lazy_model import LazyModel
+from memevo.environments.data.ids import folder_name
 from memevo.environments.metrics import score_episodes, user_scores
 from memevo.environments.records import PeriodResult
 from memevo.environments.runner import bounded_gather, run_episode
@@ -52,8 +52,7 @@ class InEpisodeEvolution(runtime.RunBase):
         self.user_ids = self.split.test or self.split.val or self.split.train  # see required_splits
 
     def _step_path(self, user_id: str, period: int) -> Path:
-        safe = re.sub(r"[^A-Za-z0-9._-]", "_", user_id)
-        return self.run_dir / "in_episode" / safe / f"period_{period:02d}.json"
+        return self.run_dir / "in_episode" / folder_name(user_id) / f"period_{period:02d}.json"
 
     async def _evolve_after(self, agent: MemoryAgent, result: PeriodResult) -> None:
         item = self.items[result.user_id]

@@ -41,7 +41,13 @@ from memevo.evolve.config import EvolveConfig, check_validation_users
 from memevo.evolve.evaluation import Evaluator
 from memevo.evolve.proposers import ProposerSettings, make_proposer
 from memevo.evolve.tracking.payloads import experiment_tags, minibatch_param, split_dataset_input
-from memevo.evolve.tracking.store import Tracker, git_commit
+from memevo.evolve.tracking.store import Tracker, default_tracking_uri, git_commit
+from memevo.evolve.tracking.stores import (
+    check_artifact_location,
+    check_database_url,
+    check_name,
+    check_tracking_uri,
+)
 from memevo.evolve.validation import LengthBounds
 
 
@@ -66,11 +72,13 @@ class Split(LazyModel):
 
 def load_users(config: EvolveConfig) -> list[Item]:
     """The configured items, truncated to ``max_periods``/``max_questions`` when asked."""
+    source = f"{config.source or 'config'} (data.synth)"
     if config.data.path is not None:
         from memevo.environments.data.io import load_items
 
         path = config.resolve_path(config.data.path)
-        items = load_items(path if path.exists() else config.data.path)
+        source = str(path) if path.exists() else config.data.path  # else a hub id
+        items = load_items(source)
     else:
         from memevo.environments.synth import SynthConfig, synthesize
 
@@ -82,7 +90,7 @@ def load_users(config: EvolveConfig) -> list[Item]:
     if config.data.limit:
         items = items[: config.data.limit]
     items = [truncate(item, config.episode.max_periods, config.episode.max_questions) for item in items]
-    check_runnable(items, source=str(config.data.path or f"{config.source or 'config'} (data.synth)"))
+    check_runnable(items, source=source)
     return items
 
 
@@ -106,7 +114,7 @@ def make_split(items: Sequence[Item], config: EvolveConfig) -> Split:
     """A seeded shuffle cut into train/val/test; each split the protocol uses gets at least one user."""
     ids = [item.id for item in items]
     if len(set(ids)) != len(ids):
-        raise UserInputError("item ids must be unique", field="data")
+        raise UserInputError("item ids must be unique", source=str(config.data.path or config.source), field="data")
     source = str(config.source) if config.source else None
     n_train, n_val, n_test = config.split.counts(len(ids), config.required_splits, source=source)
     check_validation_users(config, n_val, source=source)
@@ -120,6 +128,22 @@ def make_split(items: Sequence[Item], config: EvolveConfig) -> Split:
     )
 
 
+def check_stores(config: EvolveConfig, run_dir: Path) -> None:
+    """The run's name, MLflow store (and its experiment's artifact folder) and Optuna storage, checked before
+    anything is written or called (``tracking.stores``); the default stores lie in the run folder, which
+    ``claim_run_folder`` checked."""
+    source = str(config.source or "config")
+    check_name(config.name, source=source)
+    if config.tracking.enabled:
+        if config.tracking.uri:
+            check_tracking_uri(config.tracking.uri, source=source)
+        check_artifact_location(config.tracking.uri or default_tracking_uri(run_dir),
+                                config.tracking.experiment or config.name, source=source,
+                                field="tracking.experiment" if config.tracking.experiment else "name")
+    if config.optuna.storage:
+        check_database_url(config.optuna.storage, source=source, field="optuna.storage")
+
+
 def claim_run_dir(run_dir: Path, config: EvolveConfig, resume: bool, inputs: dict[str, Any]) -> None:
     """Mark ``run_dir`` as this config's run (a run's first write); a resume needs the same ``inputs``
     (config, data content, seed policy), else it stops naming every changed field.
@@ -128,8 +152,8 @@ def claim_run_dir(run_dir: Path, config: EvolveConfig, resume: bool, inputs: dic
     """
     marker = run_dir / "config.json"
     if marker.exists() and not resume:
-        raise UserInputError(f"run folder {run_dir} already holds a run; pass --resume or choose another --run-dir",
-                             field="run_dir")
+        raise UserInputError("already holds a run; pass --resume to continue it or choose another --run-dir",
+                             source=str(run_dir), field="--run-dir")
     run_dir.mkdir(parents=True, exist_ok=True)
     check_inputs(run_dir, inputs)
     write_json_atomic(marker, config.hash_payload())
@@ -216,6 +240,7 @@ class RunBase:
         self.config = config
         self.run_dir = run_dir
         self.hub = hub
+        check_stores(config, run_dir)
         self.users = load_users(config)
         self.items = {item.id: item for item in self.users}
         fresh_split = make_split(self.users, config)

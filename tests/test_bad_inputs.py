@@ -45,6 +45,25 @@ def _duplicate_ids(data: Data) -> Data:
     return data
 
 
+def _id(number: int, user_id: str) -> Callable[[Data], Data]:
+    """The data with item ``number``'s id (and its profile's uuid, as AMemGym writes them) set to ``user_id``."""
+
+    def change(data: Data) -> Data:
+        data[number]["id"] = data[number]["user_profile"]["uuid"] = user_id
+        return data
+
+    return change
+
+
+BAD_IDS = [
+    ("id ..", 1, "..", ["'[1].id'", "'..' would name the run folder itself or its parent"]),
+    ("id .", 0, ".", ["'[0].id'", "'.' would name the run folder itself or its parent"]),
+    ("empty id", 1, "", ["'[1].id'", "the id is empty"]),
+    ("300-character id", 0, "u" * 300, ["'[0].id'", "300 characters long", "at most 128"]),
+]
+"""Ids that name no folder of their own: (case, item, id, what the one line must say besides the file)."""
+
+
 def _no_gold(data: Data) -> Data:
     for choice in data[0]["qas"][1]["answer_choices"]:
         choice["state"] = ["nowhere"] * len(choice["state"])
@@ -64,9 +83,10 @@ class Case:
         env: str | None = None,
         out: Callable[[Path], Path] | None = None,
         command: str = "eval",
+        extra: Callable[[Path], list[str]] | None = None,
     ) -> None:
         self.name, self.expected, self.data, self.agent, self.env, self.out = name, expected, data, agent, env, out
-        self.command = command
+        self.command, self.extra = command, extra
 
 
 def _file_out(tmp: Path) -> Path:
@@ -91,6 +111,7 @@ EVAL_CASES = [
     Case("ids collide after sanitising", ["data.json", "'[1].id'", "'a/b'", "'a_b'", "collide"], data=_colliding_ids),
     Case("duplicate ids", ["data.json", "'[1].id'", "is used by items 0 and 1"], data=_duplicate_ids),
     Case("no gold choice", ["data.json", "'[0].qas[1].answer_choices'", "no answer choice"], data=_no_gold),
+    *(Case(name, ["data.json", *expected], data=_id(number, user_id)) for name, number, user_id, expected in BAD_IDS),
     Case("missing local data path", ["nope/data.json", "no such file"], env="nope/data.json"),
     Case(
         "unknown placeholder",
@@ -103,6 +124,10 @@ EVAL_CASES = [
         ["agent.yaml", "'prompts.answer_system_prompt'", "missing placeholder {memories}"],
         agent="kind: rag\nprompts: {answer_system_prompt: 'Answer well.'}\n",
     ),
+    Case("--off-policy folder that does not exist", ["nowhere", "'--off-policy'", "holds no eval run to replay"],
+         extra=lambda tmp: ["--off-policy", str(tmp / "nowhere")]),
+    Case("--off-policy run with unfinished users", ["unfinished", "'--off-policy'", "has 0 of the"],
+         extra=lambda tmp: (tmp / "unfinished" / "run").mkdir(parents=True) or ["--off-policy", str(tmp / "unfinished")]),
     Case("--out is a file", ["taken", "'--out'", "is a file"], out=_file_out),
     Case("--out under a file", ["deeper", "'--out'", "which is a file"], out=_under_file_out),
     Case("--out not writable", ["locked", "'--out'", "not writable"], out=_read_only_out),
@@ -160,9 +185,11 @@ def test_bad_eval_input_exits_2_naming_file_and_field(
     agent = tmp_path / "agent.yaml"
     agent.write_text(case.agent, encoding="utf-8")
     out = case.out(tmp_path) if case.out else tmp_path / "out"
+    extra = case.extra(tmp_path) if case.extra else []
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "cache" not in p.parts)
     code, err = _run_memevo(
-        ["eval", "--agent", str(agent), "--env", case.env or str(data), "--out", str(out), "--simulator", "template"],
+        ["eval", "--agent", str(agent), "--env", case.env or str(data), "--out", str(out), "--simulator", "template",
+         *extra],
         monkeypatch,
         capsys,
     )
@@ -253,3 +280,203 @@ def test_evolve_run_dir_that_is_a_file_exits_2(
     code, err = _run_memevo(["evolve", str(config), "--run-dir", str(tmp_path / "run")], monkeypatch, capsys)
     assert code == 2 and "'--run-dir'" in err and "is a file" in err, err
     assert endpoint.requests == []
+
+
+@pytest.mark.parametrize(("name", "number", "user_id", "expected"), BAD_IDS, ids=[case[0] for case in BAD_IDS])
+def test_evolve_refuses_an_id_that_names_no_folder(
+    name: str, number: int, user_id: str, expected: list[str], tmp_path: Path, endpoint: FaultServer,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = _evolve_config(tmp_path)
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps(_id(number, user_id)(json.loads(data.read_text(encoding="utf-8")))), encoding="utf-8")
+    code, err = _run_memevo(["evolve", str(config), "--run-dir", str(tmp_path / "run")], monkeypatch, capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"memevo: error: {data}, field "), err
+    for part in expected:
+        assert part in err, f"{part!r} not in {err!r}"
+    assert endpoint.requests == [] and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("name", "number", "user_id", "expected"), BAD_IDS, ids=[case[0] for case in BAD_IDS])
+def test_env_validate_reports_an_id_that_names_no_folder(
+    name: str, number: int, user_id: str, expected: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps(_id(number, user_id)(_fixture())), encoding="utf-8")
+    monkeypatch.setattr(sys, "argv", ["memevo", "env", "validate", str(data)])
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    out = capsys.readouterr().out
+    assert exited.value.code == 2, out
+    errors = [line for line in out.splitlines() if line.startswith("ERROR [item-id]")]
+    assert len(errors) == 1, out
+    for part in expected:
+        assert part in errors[0], f"{part!r} not in {errors[0]!r}"
+    assert out.splitlines()[-1].startswith(f"{data}: 2 items: 1 errors"), out
+
+
+def test_an_id_with_path_characters_is_mapped_to_one_folder_and_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps(_id(0, "../x y")(_fixture())), encoding="utf-8")
+    monkeypatch.setattr(sys, "argv", ["memevo", "env", "validate", str(data)])
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    out = capsys.readouterr().out
+    assert exited.value.code in (None, 0), out
+    assert "WARNING [item-id] item '../x y', field '[0].id': stored in the run folder 'users/.._x_y'" in out, out
+
+
+def _ablation_config(tmp_path: Path) -> Path:
+    _evolve_config(tmp_path)
+    path = tmp_path / "ablation.yaml"
+    path.write_text(yaml.safe_dump({"name": "abl", "base": "evolve.yaml", "seeds": [0],
+                                    "arms": [{"name": "a", "overrides": {}}, {"name": "b", "overrides": {}}]}),
+                    encoding="utf-8")
+    return path
+
+
+def _command(command: str, tmp_path: Path, folder: Path) -> list[str]:
+    """``command`` with ``--resume`` on ``folder``."""
+    if command == "eval":
+        (tmp_path / "agent.yaml").write_text("kind: native\n", encoding="utf-8")
+        return ["eval", "--agent", str(tmp_path / "agent.yaml"), "--env", str(FIXTURE), "--out",
+                str(folder), "--simulator", "template", "--resume"]
+    config = _ablation_config(tmp_path) if command == "ablate" else _evolve_config(tmp_path)
+    return [command, str(config), "--run-dir", str(folder), "--resume"]
+
+
+KIND_CASES = [
+    # (made by, marker file it holds, command run on it, kind the command makes)
+    ("evolution", "run_kind.json", "ablate", "ablation"),
+    ("ablation", "run_kind.json", "evolve", "evolution"),
+    ("eval", "run_kind.json", "evolve", "evolution"),
+    ("evolution", "run_kind.json", "eval", "eval"),
+    ("evolution", "config.json", "ablate", "ablation"),  # folders from before run_kind.json: known by their files
+    ("ablation", "ablation.json", "evolve", "evolution"),
+    ("eval", "run", "ablate", "ablation"),
+]
+
+
+@pytest.mark.parametrize(("made_by", "marker", "command", "kind"), KIND_CASES,
+                         ids=[f"{case[2]} --resume on {case[0]} ({case[1]})" for case in KIND_CASES])
+def test_another_kind_of_run_folder_is_refused_naming_both_kinds_and_left_as_it_is(
+    made_by: str, marker: str, command: str, kind: str, tmp_path: Path, endpoint: FaultServer,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    folder = tmp_path / "taken"
+    folder.mkdir()
+    if marker == "run":
+        (folder / "run").mkdir()
+    else:
+        (folder / marker).write_text(json.dumps({"kind": made_by} if marker == "run_kind.json" else {}))
+    args = _command(command, tmp_path, folder)
+    before = {path: path.read_bytes() if path.is_file() else None for path in folder.rglob("*")}
+    code, err = _run_memevo(args, monkeypatch, capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    made_with = {"evolution": "memevo evolve", "ablation": "memevo ablate", "eval": "memevo eval"}
+    assert err.startswith(f"memevo: error: {folder}, field '--{'out' if command == 'eval' else 'run-dir'}': "), err
+    assert f"holds an {made_by} run (made by {made_with[made_by]})" in err or \
+        f"holds a {made_by} run (made by {made_with[made_by]})" in err, err
+    assert f"not {'an' if kind[0] in 'aeiou' else 'a'} {kind} run: {made_with[kind]} cannot start or resume" in err
+    assert endpoint.requests == []
+    assert {path: path.read_bytes() if path.is_file() else None for path in folder.rglob("*")} == before
+
+
+
+def _file(tmp: Path, name: str = "a-file") -> Path:
+    (tmp / name).write_text("not a folder nor a database")
+    return tmp / name
+
+
+STORE_CASES: list[tuple[str, Callable[[Path], dict[str, Any]], str, list[str]]] = [
+    # (case, config changes given the test folder, field, what the one line must say)
+    ("empty name", lambda tmp: {"name": ""}, "name", ["is empty", "MLflow experiment, the Optuna study"]),
+    ("name with path separators", lambda tmp: {"name": "../../etc/x y"}, "name",
+     ["'../../etc/x y' is not a plain name", "letters, digits, '.', '_' and '-' only"]),
+    ("postgresql tracking URI without its driver", lambda tmp: {"tracking": {"uri": "postgresql://u:p@db.example/mlflow"}},
+     "tracking.uri", ["needs the driver module 'psycopg'", "pip install 'psycopg[binary]'"]),
+    ("tracking folder under a file", lambda tmp: {"tracking": {"uri": str(_file(tmp) / "mlruns")}}, "tracking.uri",
+     ["lies under", "which is a file"]),
+    ("tracking URI of an unknown kind", lambda tmp: {"tracking": {"uri": "ftp://example/mlruns"}}, "tracking.uri",
+     ["unknown kind of store 'ftp'"]),
+    ("optuna storage in a missing folder", lambda tmp: {"optuna": {"storage": "sqlite:////nonexistent/dir/x.db"}},
+     "optuna.storage", ["the folder /nonexistent/dir does not exist"]),
+    ("optuna storage that is no database", lambda tmp: {"optuna": {"storage": f"sqlite:///{_file(tmp)}"}},
+     "optuna.storage", ["is not an SQLite database"]),
+    ("optuna storage in memory", lambda tmp: {"optuna": {"storage": "sqlite://"}}, "optuna.storage",
+     ["in-memory database", "a resume needs it"]),
+    ("optuna storage with a missing MySQL driver", lambda tmp: {"optuna": {"storage": "mysql+pymysql://u@h/db"}},
+     "optuna.storage", ["needs the driver module 'pymysql'", "pip install 'PyMySQL'"]),
+]
+
+
+@pytest.mark.parametrize(("name", "changes", "field", "expected"), STORE_CASES, ids=[case[0] for case in STORE_CASES])
+def test_a_bad_store_or_name_exits_2_before_any_call(
+    name: str, changes: Callable[[Path], dict[str, Any]], field: str, expected: list[str], tmp_path: Path,
+    endpoint: FaultServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    change = changes(tmp_path)
+    config = _evolve_config(tmp_path, **{**change, "tracking": {"enabled": True, **change.get("tracking", {})}})
+    code, err = _run_memevo(["evolve", str(config), "--run-dir", str(tmp_path / "run")], monkeypatch, capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"memevo: error: {config.resolve()}, field '{field}': "), err
+    for part in expected:
+        assert part in err, f"{part!r} not in {err!r}"
+    assert endpoint.requests == [] and not (tmp_path / "run").exists()
+
+
+ABLATION_STORE_CASES = [
+    ("ablation name with a path separator", {"name": "a/b"}, "name", ["'a/b' is not a plain name"]),
+    ("ablation tracking URI under a file", {"tracking_uri": "FILE/mlruns"}, "tracking_uri", ["which is a file"]),
+]
+
+
+@pytest.mark.parametrize(("name", "changes", "field", "expected"), ABLATION_STORE_CASES,
+                         ids=[case[0] for case in ABLATION_STORE_CASES])
+def test_a_bad_ablation_store_or_name_exits_2_before_any_call(
+    name: str, changes: dict[str, Any], field: str, expected: list[str], tmp_path: Path, endpoint: FaultServer,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = _ablation_config(tmp_path)
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data.update({key: value.replace("FILE", str(_file(tmp_path))) for key, value in changes.items()})
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    code, err = _run_memevo(["ablate", str(path), "--run-dir", str(tmp_path / "run")], monkeypatch, capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"memevo: error: {path.resolve()}, field '{field}': "), err
+    for part in expected:
+        assert part in err, f"{part!r} not in {err!r}"
+    assert endpoint.requests == [] and not (tmp_path / "run").exists()
+
+
+def test_an_arm_with_a_bad_optuna_storage_is_named(
+    tmp_path: Path, endpoint: FaultServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _ablation_config(tmp_path)
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["arms"][1]["overrides"] = {"optuna": {"storage": "sqlite:////nonexistent/dir/x.db"}}
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    code, err = _run_memevo(["ablate", str(path), "--run-dir", str(tmp_path / "run")], monkeypatch, capsys)
+    assert code == 2 and "Traceback" not in err, err
+    assert "field 'optuna.storage': arm 'b' (seed 0): " in err and "/nonexistent/dir does not exist" in err, err
+    assert endpoint.requests == [] and not (tmp_path / "run").exists()
+
+
+def test_an_experiment_whose_artifact_folder_is_gone_under_a_file_exits_2_before_any_call(
+    tmp_path: Path, endpoint: FaultServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mlflow import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'shared.db'}"
+    MlflowClient(tracking_uri=uri).create_experiment("shared", artifact_location=(tmp_path / "old" / "art").as_uri())
+    _file(tmp_path, "old")  # the folder the experiment was made with is now a file
+    config = _evolve_config(tmp_path, name="shared", tracking={"enabled": True, "uri": uri})
+    code, err = _run_memevo(["evolve", str(config), "--run-dir", str(tmp_path / "run")], monkeypatch, capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"memevo: error: {config.resolve()}, field 'name': experiment 'shared' in "), err
+    assert f"keeps its artifacts in {tmp_path / 'old' / 'art'}, and {tmp_path / 'old' / 'art'} lies under" in err, err
+    assert endpoint.requests == [] and not (tmp_path / "run").exists()

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.doubles.killing_endpoint import KillingEndpoint, Trigger, after_file, at_request
+from tests.doubles.killing_endpoint import KillingEndpoint, Signalling, Trigger, after_file, at_request
 
 FIXTURE = Path(__file__).parent / "fixtures" / "amemgym_small.json"
 FIRST_USER = "b7e0d914-2c6f-4a83-9e1b-5d4c8a2f6e33"  # the longer chain of the two: it starts first
@@ -157,3 +157,22 @@ def test_resume_may_change_the_width_and_gives_the_same_results(
     resumed = endpoint.run_eval(out, cache, "--upper-bound", "--resume", "--concurrency", "2", max_concurrency=3)
     assert resumed.returncode == 0, resumed.stderr
     assert _results(out) == _results(reference[0])
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"])
+def test_a_signalled_eval_says_how_to_resume_and_resumes_to_the_same_results(
+    sig: int, code: int, endpoint: EvalEndpoint, reference: tuple[Path, int], tmp_path: Path
+) -> None:
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    before = endpoint.answered
+    stopped = endpoint.run_eval(out, cache, "--upper-bound",
+                                triggers=[Signalling(after_file(f"run/users/{FIRST_USER}/period_01.json.gz"), sig)])
+    assert stopped.returncode == code and endpoint.triggers == [], stopped.stderr
+    assert stopped.stderr.strip().splitlines()[-1] == (
+        f"memevo: interrupted by {signal.Signals(sig).name}; finished work is saved, resume with: memevo eval "
+        f"--agent {out.parent / 'agent.yaml'} --env {FIXTURE} --out {out} --upper-bound --simulator template "
+        "--max-concurrent-users 1 --resume")
+    resumed = endpoint.run_eval(out, cache, "--upper-bound", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert _results(out) == _results(reference[0])
+    assert _served_calls(out) == endpoint.answered - before

@@ -33,7 +33,7 @@ from memevo.environments.data.io import save_items
 from memevo.evolve.ablation_records import find_arm_records
 from tests.doubles.category_backend import CategoryBackend, category_world
 from tests.doubles.kill_points import ForkedMemevo, kill_point, start_fork_server
-from tests.doubles.killing_endpoint import KillingEndpoint, Trigger, after_file, at_request
+from tests.doubles.killing_endpoint import KillingEndpoint, Signalling, Trigger, after_file, at_request
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
 
@@ -223,7 +223,7 @@ def references(endpoint: KillingEndpoint, tmp_path_factory: pytest.TempPathFacto
         code, output = _run(endpoint, kind, _write(folder, endpoint.url, kind), folder / "out", resume=False)
         assert code == 0, output[-3000:]
         assert _served(folder / "out", kind) == endpoint.answered - before
-        found[kind] = _state(folder / "out", kind)
+        found[kind] = {**_state(folder / "out", kind), "out": folder / "out"}
         assert found[kind]["mlflow"]["experiments"] == [f"kill-{'evolution' if kind in EVOLVE_KINDS else 'ablation'}"]
     return found
 
@@ -267,6 +267,14 @@ KILL_PLANS: dict[str, tuple[str, list[Kill]]] = {
         after_file("complete/seed-0/generations/gen_001/trials.json"),
         kill_point(LOG_BATCH, 1, "after", "out/ablation.md"),
     ]),
+    "evolve: SIGTERM mid generation 0; SIGINT mid generation 1": ("evolve", [
+        Signalling(at_request(9), signal.SIGTERM),
+        Signalling(after_file("generations/gen_001/plan.json"), signal.SIGINT),
+    ]),
+    "ablate: SIGTERM mid-arm; SIGINT in the next": ("ablate", [
+        Signalling(at_request(40), signal.SIGTERM),
+        Signalling(at_request(20), signal.SIGINT),
+    ]),
 }
 
 
@@ -278,7 +286,13 @@ def test_killed_run_resumes_to_the_uninterrupted_one(plan: str, endpoint: Killin
     before = endpoint.answered
     for number, kill in enumerate(kills):
         code, output = _run(endpoint, kind, config, out, resume=bool(number), kill=kill)
-        assert code == -signal.SIGKILL, (plan, number, output[-3000:])
+        if isinstance(kill, Signalling):  # stopped as by a user: the line says how to resume
+            assert code == 128 + kill.signal, (plan, number, output[-3000:])
+            command = "evolve" if kind in EVOLVE_KINDS else "ablate"
+            assert (f"memevo: interrupted by {signal.Signals(kill.signal).name}; finished work is saved, resume with: "
+                    f"memevo {command} {config} --run-dir {out} --resume") in output, output[-3000:]
+        else:
+            assert code == -signal.SIGKILL, (plan, number, output[-3000:])
         assert endpoint.triggers == [], "a request trigger never fired"
     code, output = _run(endpoint, kind, config, out, resume=True)
     assert code == 0, output[-3000:]
@@ -289,3 +303,20 @@ def test_killed_run_resumes_to_the_uninterrupted_one(plan: str, endpoint: Killin
     assert state["registry"] == reference["registry"]
     assert state["trials"] == reference["trials"]
     assert _served(out, kind) == endpoint.answered - before
+
+
+@pytest.mark.parametrize(("made_by", "command"), [("evolve", "ablate"), ("ablate", "evolve")])
+def test_a_finished_run_of_another_kind_is_left_as_it_is(made_by: str, command: str, endpoint: KillingEndpoint,
+                                                         references: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    out = references[made_by]["out"]
+    config = _write(tmp_path, endpoint.url, command)
+    before = endpoint.answered
+    code, output = _run(endpoint, command, config, out, resume=True)
+    assert code == 2, output[-3000:]
+    kinds = {"evolve": ("an evolution", "memevo evolve"), "ablate": ("an ablation", "memevo ablate")}
+    assert (f"holds {kinds[made_by][0]} run (made by {kinds[made_by][1]}), not {kinds[command][0]} run: "
+            f"{kinds[command][1]} cannot start or resume one here") in output, output[-3000:]
+    assert endpoint.answered == before
+    state = _state(out, made_by)
+    assert {key: state[key] for key in ("results", "mlflow", "registry", "trials")} == \
+        {key: references[made_by][key] for key in ("results", "mlflow", "registry", "trials")}

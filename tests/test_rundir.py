@@ -17,6 +17,7 @@ from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import RoleUsage
 from memevo.environments.rundir import (
     INPUTS_FILE,
+    KIND_FILE,
     LEDGER_FILE,
     LOCK_FILE,
     UsageLedger,
@@ -32,16 +33,16 @@ HOLDER = textwrap.dedent("""
     import sys
     from pathlib import Path
     from memevo.environments.rundir import claim_run_folder
-    with claim_run_folder(Path(sys.argv[1]), flag="--out"):
+    with claim_run_folder(Path(sys.argv[1]), flag="--out", kind=sys.argv[2]):
         print("held", flush=True)
         sys.stdin.readline()
 """)
 
 
-def _hold(folder: Path) -> subprocess.Popen[str]:
-    """A separate process that holds ``folder`` until its stdin closes (or it is killed)."""
+def _hold(folder: Path, kind: str = "eval") -> subprocess.Popen[str]:
+    """A separate process that holds ``folder`` (a run of ``kind``) until its stdin closes (or it is killed)."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(folder)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", HOLDER, str(folder), kind], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
     return holder
@@ -87,7 +88,7 @@ def test_second_process_exits_2_naming_the_holder_then_takes_over_its_stale_lock
                 "protocol: amemgym_period\ntracking: {enabled: false}\n"
             )
             args = ["evolve", str(tmp_path / "evolve.yaml"), "--run-dir", str(folder), "--resume"]
-        holder = _hold(folder)
+        holder = _hold(folder, "eval" if command == "eval" else "evolution")
         try:
             second = _memevo(*args, env=env)
         finally:
@@ -98,29 +99,52 @@ def test_second_process_exits_2_naming_the_holder_then_takes_over_its_stale_lock
         assert server.requests == []
     # the holder died without cleaning up: its lock file is still there, and it is taken over
     assert (folder / LOCK_FILE).read_text().strip() == str(holder.pid)
-    with claim_run_folder(folder, flag="--out"):
+    with claim_run_folder(folder, flag="--out", kind="eval" if command == "eval" else "evolution"):
         assert (folder / LOCK_FILE).read_text().strip() == str(os.getpid())
 
 
 def test_lock_is_exclusive_within_one_process_too(tmp_path: Path) -> None:
-    with claim_run_folder(tmp_path / "run", flag="--run-dir"):
+    with claim_run_folder(tmp_path / "run", flag="--run-dir", kind="eval"):
         with pytest.raises(UserInputError, match=f"in use by process {os.getpid()}"):
-            with claim_run_folder(tmp_path / "run", flag="--run-dir"):
+            with claim_run_folder(tmp_path / "run", flag="--run-dir", kind="eval"):
                 pass
-    with claim_run_folder(tmp_path / "run", flag="--run-dir"):  # released at exit
+    with claim_run_folder(tmp_path / "run", flag="--run-dir", kind="eval"):  # released at exit
         pass
 
 
 def test_a_refused_start_leaves_nothing_behind_but_keeps_a_started_run(tmp_path: Path) -> None:
     with pytest.raises(UserInputError):
-        with claim_run_folder(tmp_path / "a" / "b", flag="--out"):
+        with claim_run_folder(tmp_path / "a" / "b", flag="--out", kind="eval"):
             raise UserInputError("bad data")
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(UserInputError):
-        with claim_run_folder(tmp_path / "run", flag="--out"):
+        with claim_run_folder(tmp_path / "run", flag="--out", kind="eval"):
             (tmp_path / "run" / "result.json").write_text("{}")
             raise UserInputError("bad data after the first write")
-    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["result.json"]
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["result.json", "run_kind.json"]
+
+
+def test_a_claim_records_the_folder_kind_and_a_refused_first_start_removes_it(tmp_path: Path) -> None:
+    with claim_run_folder(tmp_path / "run", flag="--run-dir", kind="ablation"):
+        assert json.loads((tmp_path / "run" / KIND_FILE).read_text()) == {"kind": "ablation"}
+    with claim_run_folder(tmp_path / "run", flag="--run-dir", kind="ablation"):  # the same kind resumes
+        pass
+    with pytest.raises(UserInputError, match="holds an ablation run .* not an evolution run"):
+        with claim_run_folder(tmp_path / "run", flag="--run-dir", kind="evolution"):
+            pass
+    with pytest.raises(UserInputError):
+        with claim_run_folder(tmp_path / "new", flag="--out", kind="eval"):
+            raise UserInputError("nothing to resume")
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_damaged_kind_record_is_one_line_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / KIND_FILE).write_text('{"kind": ')
+    with pytest.raises(UserInputError, match="cannot read the folder's kind") as refused:
+        with claim_run_folder(tmp_path / "run", flag="--run-dir", kind="evolution"):
+            pass
+    assert refused.value.source == str(tmp_path / "run" / KIND_FILE)
 
 
 def test_changed_fields_name_every_difference() -> None:

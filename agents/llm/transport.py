@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from memevo.agents.errors import UserInputError
 from memevo.agents.llm.http11 import ConnectionPool, check_url
 from memevo.agents.llm.sync_bridge import bridge_loop, run_sync
+from memevo.agents.redact import redact
 
 RETRYABLE_STATUS = frozenset({408, 429})
 T = TypeVar("T")
@@ -76,16 +77,16 @@ class JSONTransport:
         else:
             status, body, retry_after = await self._on_bridge(self._exchange(path, payload, at_home=False))
         if status >= 400:
-            detail = _error_detail(body, status)
+            detail = redact(_error_detail(body, status))
             if status >= 500 or status in RETRYABLE_STATUS:
                 raise TransientHTTPError(f"HTTP {status}: {detail}", retry_after_s=_seconds(retry_after))
             raise RefusedHTTPError(status, detail)
         try:
             decoded = json.loads(body)
         except ValueError as error:
-            raise TransientHTTPError(f"reply is not JSON: {body[:200]!r}") from error
+            raise TransientHTTPError(redact(f"reply is not JSON: {body[:200]!r}")) from error
         if not isinstance(decoded, dict):
-            raise TransientHTTPError(f"reply is not a JSON object: {body[:200]!r}")
+            raise TransientHTTPError(redact(f"reply is not a JSON object: {body[:200]!r}"))
         return decoded
 
     def _at_home(self) -> bool:

@@ -9,7 +9,7 @@ needs, unsorted sessions, ``id`` different from the profile uuid).
 
 ``check_runnable`` is the gate before a run: it raises ``UserInputError`` naming the file and the field
 path (``[3].periods``) for the errors that would break a run or silently skip part of it (no users,
-duplicate or colliding ids, no periods, no questions, a question without a gold choice), and lets the
+duplicate or colliding ids, ids that cannot name a run folder (``data.ids``), no periods, no questions, a question without a gold choice), and lets the
 rest (AMemGym's own data has warnings) through to ``memevo env validate``.
 
 Rules (the ``rule`` field): item-id, schema, periods, questions, period-dates, state, updates, update-counts, session-time,
@@ -25,9 +25,9 @@ from typing import Literal
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.lazy_model import LazyModel
+from memevo.environments.data.ids import folder_name, id_problem, is_mapped
 from memevo.environments.data.models import Item, Period, Question
 from memevo.environments.data.times import parse_time
-from memevo.environments.store import folder_name
 
 Severity = Literal["error", "warning"]
 DATE_FORMAT = "%Y-%m-%d"
@@ -35,7 +35,8 @@ TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 
 class Violation(LazyModel):
-    """One broken invariant; ``period``/``question`` are 0-based indices, ``None`` when not specific."""
+    """One broken invariant; ``period``/``question`` are 0-based indices, ``None`` when not specific;
+    ``field`` the path in the data file (``[3].id``) when the rule is about one field of one item."""
 
     item_id: str
     period: int | None = None
@@ -43,10 +44,14 @@ class Violation(LazyModel):
     rule: str
     message: str
     severity: Severity = "error"
+    field: str | None = None
 
     def describe(self) -> str:
-        """One line naming item, period and question, for the command line."""
-        where = [f"item {self.item_id}"]
+        """One line naming item, period and question (or the field), for the command line."""
+        shown = self.item_id if len(self.item_id) <= 40 else self.item_id[:37] + "..."
+        where = [f"item {shown!r}" if self.field else f"item {shown}"]
+        if self.field is not None:
+            where.append(f"field '{self.field}'")
         if self.period is not None:
             where.append(f"period {self.period}")
         if self.question is not None:
@@ -56,7 +61,7 @@ class Violation(LazyModel):
 
 def validate_items(items: list[Item], *, min_state_variants: int = 4) -> list[Violation]:
     """Every violation in ``items``, in item order; an empty list means the data is valid."""
-    violations: list[Violation] = []
+    violations = list(_id_violations(items))
     counts = Counter(item.id for item in items)
     for item_id in sorted(key for key, n in counts.items() if n > 1):
         violations.append(Violation(item_id=item_id, rule="item-id", message=f"id used by {counts[item_id]} items"))
@@ -70,6 +75,19 @@ def validate_items(items: list[Item], *, min_state_variants: int = 4) -> list[Vi
     for item in items:
         violations.extend(_ItemChecker(item, min_state_variants).run())
     return violations
+
+
+def _id_violations(items: list[Item]) -> Iterator[Violation]:
+    """Ids that cannot name a run folder (errors), and ids whose folder has another name (warnings: the
+    mapping shown, ``data.ids``)."""
+    for number, item in enumerate(items):
+        problem = id_problem(item.id)
+        if problem is not None:
+            yield Violation(item_id=item.id, rule="item-id", message=problem, field=f"[{number}].id")
+        elif is_mapped(item.id):
+            yield Violation(item_id=item.id, rule="item-id", field=f"[{number}].id", severity="warning",
+                            message=f"stored in the run folder 'users/{folder_name(item.id)}' (characters other than "
+                            "letters, digits, '.', '_' and '-' become '_')")
 
 
 RUN_BREAKING_RULES = ("item-id", "periods", "questions", "question", "gold")
@@ -88,7 +106,9 @@ def check_runnable(items: list[Item], *, source: str) -> None:
         first[item.id] = number
     for violation in validate_items(items):
         if violation.severity == "error" and violation.rule in RUN_BREAKING_RULES:
-            raise UserInputError(violation.describe(), source=source, field=_field_of(first[violation.item_id], violation))
+            field = violation.field or _field_of(first[violation.item_id], violation)
+            raise UserInputError(violation.message if violation.field else violation.describe(), source=source,
+                                 field=field)
 
 
 _RULE_FIELDS = {"item-id": "id", "periods": "periods", "questions": "qas", "question": "required_info",

@@ -36,6 +36,7 @@ from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 from memevo.environments.metrics import UPPER_BOUND_FILE, UpperBoundTable
 from memevo.environments.store import write_json_atomic
 from memevo.evolve.tracking.payloads import BEST_TAG
+from memevo.evolve.tracking.stores import experiment_id, open_tracking_store
 
 PARENT_TAG = MLFLOW_PARENT_RUN_ID
 DEFAULT_EXPERIMENT_ID = "0"
@@ -88,16 +89,12 @@ class Tracker:
             self.ids["tracking_id"] = uuid.uuid4().hex[:16]
             self._save_ids()
         mlflow.set_tracking_uri(self.uri)
-        self.client = MlflowClient(tracking_uri=self.uri)
+        self.client = open_tracking_store(self.uri)
         if uri is None:
             retire_default_experiment(self.client)
-        found = self.client.get_experiment_by_name(experiment)
-        if found is not None:
-            self.experiment_id = found.experiment_id
-        else:
-            location = (run_dir / "mlartifacts").resolve().as_uri() if self.uri.startswith("sqlite") else None
-            self.experiment_id = self.client.create_experiment(experiment, artifact_location=location,
-                                                               tags=experiment_tags)
+        location = (run_dir / "mlartifacts").resolve().as_uri() if self.uri.startswith("sqlite") else None
+        self.experiment_id = experiment_id(self.client, self.uri, experiment, artifact_location=location,
+                                           tags=experiment_tags)
         # registered prompt versions are linked to the active experiment: this one, not "Default"
         mlflow.set_experiment(experiment_id=self.experiment_id)
 

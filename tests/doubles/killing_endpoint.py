@@ -30,6 +30,18 @@ def after_file(relative: str) -> Trigger:
     return lambda arrived, out: (out / relative).exists()
 
 
+class Signalling:
+    """A trigger that sends ``signal_number`` (SIGTERM, SIGINT) instead of SIGKILL: the client stops as it would
+    on a user's signal, and the request that fired it is never answered either."""
+
+    def __init__(self, trigger: Trigger, signal_number: int) -> None:
+        self.trigger = trigger
+        self.signal = signal_number
+
+    def __call__(self, arrived: int, out: Path) -> bool:
+        return self.trigger(arrived, out)
+
+
 class Killable(Protocol):
     """A client process (``subprocess.Popen``, or ``kill_points.ForkedMemevo``)."""
 
@@ -67,8 +79,8 @@ class KillingEndpoint:
             self.arrived += 1
             process, out = self.process, self.out
             if process is not None and out is not None and self.triggers and self.triggers[0](self.arrived, out):
-                self.triggers.pop(0)
-                process.send_signal(signal.SIGKILL)
+                fired = self.triggers.pop(0)
+                process.send_signal(fired.signal if isinstance(fired, Signalling) else signal.SIGKILL)
                 process.wait()  # dead before this request is answered: it is never counted, nor served
                 return "(to a dead client)"
             self.answered += 1

@@ -1,0 +1,92 @@
+"""The exact command that resumes the run in progress, and the two moments a user needs it.
+
+``resumable()`` goes around a command's work once its run folder holds a run (so ``--resume`` finds one):
+
+- SIGINT (Ctrl-C) and SIGTERM stop the run as an exception, so finished work is closed and saved as on any
+  error, and the command line prints ``interrupted by SIGTERM; ... resume with: memevo evolve ... --resume``
+  (exit 130 or 143). SIGTERM is turned into the same exception as SIGINT while the work runs; a second
+  SIGTERM ends the process at once.
+- A failure a resume fixes (an endpoint still failing after its retries, a run that stopped part-way, a full
+  disk) gets the same command appended; bad input (``UserInputError``) does not, since a resume repeats it.
+
+The command is rebuilt from the parsed options of the running command (its ``typer.Context``): its arguments,
+every option given a value other than its default, and ``--resume``.
+"""
+
+from __future__ import annotations
+
+import shlex
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import Enum
+from types import FrameType
+from typing import Any
+
+import typer
+
+from memevo.agents.errors import Interrupted, MemevoError, RunFailedError, UserInputError
+
+RESUME_FLAG = "--resume"
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like SIGINT's ``KeyboardInterrupt`` so everything that stops on Ctrl-C stops on it too."""
+
+
+def resume_command(context: typer.Context) -> str:
+    """``memevo <command> ... --resume`` with the options the running command (``context``) was given."""
+    words = ["memevo", context.info_name or context.command.name or ""]
+    for param in context.command.params:
+        value = context.params.get(param.name or "")
+        if param.param_type_name == "argument":
+            words.append(_text(value))
+        elif param.opts[0] != RESUME_FLAG and not _is_default(param, value):
+            words.extend(_option_words(param, value))
+    return shlex.join([*words, RESUME_FLAG])
+
+
+def _text(value: Any) -> str:
+    return str(value.value if isinstance(value, Enum) else value)
+
+
+def _is_default(param: Any, value: Any) -> bool:
+    default = param.default
+    return value is None or value == default or (isinstance(value, Enum) and value.value == default)
+
+
+def _option_words(param: Any, value: Any) -> list[str]:
+    """An option as typed: ``--name value``, a flag alone, or the chosen side of an on/off pair."""
+    if param.is_flag:
+        if param.secondary_opts:  # --constrained-answers/--free-answers
+            return [param.opts[0] if value else param.secondary_opts[0]]
+        return [param.opts[0]] if value else []
+    if isinstance(value, (list, tuple)):  # an option given several times
+        return [word for item in value for word in (param.opts[0], _text(item))]
+    return [param.opts[0], _text(value)]
+
+
+def _raise_terminated(signal_number: int, frame: FrameType | None) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise Terminated()
+
+
+@contextmanager
+def resumable(context: typer.Context) -> Iterator[str]:
+    """Around a run's work (see the module docstring) in the command of ``context``; yields the resume command."""
+    command = resume_command(context)
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield command
+    except KeyboardInterrupt as stop:
+        name, number = ("SIGTERM", signal.SIGTERM) if isinstance(stop, Terminated) else ("SIGINT", signal.SIGINT)
+        raise Interrupted(f"interrupted by {name}; finished work is saved, resume with: {command}",
+                          signal_number=number) from None
+    except UserInputError:
+        raise
+    except MemevoError as error:
+        raise RunFailedError(f"{error}; finished work is saved, resume with: {command}") from error
+    except OSError as error:  # a full disk, a folder made read-only meanwhile: nothing finished is lost
+        raise RunFailedError(f"{error}; finished work is saved: fix that, then resume with: {command}") from error
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,73 @@
+"""A new local MLflow store opened by several processes at once is created once: every process opens it, none
+dies on "table already exists" (``evolve/tracking/stores.py``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+OPENER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from memevo.evolve.tracking.stores import open_tracking_store
+    go = Path(sys.argv[2])
+    while not go.exists():
+        time.sleep(0.001)
+    client = open_tracking_store(sys.argv[1])
+    client.get_experiment_by_name("shared") or client.search_experiments()
+    print("opened", flush=True)
+""")
+
+
+def test_processes_creating_one_new_store_at_once_all_open_it(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'shared' / 'mlflow.db'}"
+    (tmp_path / "shared").mkdir()
+    go = tmp_path / "go"
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1"}
+    openers = [subprocess.Popen([sys.executable, "-c", OPENER, uri, str(go)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env) for _ in range(3)]
+    time.sleep(3.0)  # every opener has imported MLflow and waits for the go
+    go.touch()
+    results = [opener.communicate(timeout=120) for opener in openers]
+    for opener, (out, err) in zip(openers, results, strict=True):
+        assert opener.returncode == 0 and out.strip() == "opened", err[-2000:]
+    assert sorted(path.name for path in (tmp_path / "shared").iterdir()) == ["mlflow.db"]  # no lock file left
+
+
+def test_two_evolutions_starting_at_once_on_one_new_shared_store_both_finish(tmp_path: Path) -> None:
+    import sqlite3
+
+    import yaml
+
+    from memevo.environments.data.io import save_items
+    from tests.doubles.category_backend import CategoryBackend, category_world
+    from tests.doubles.fault_server import FaultServer
+
+    world = category_world(n_users=3, n_periods=1)
+    save_items(world, tmp_path / "data.json")
+    store = tmp_path / "shared" / "mlflow.db"
+    store.parent.mkdir()
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1", "OPENAI_API_KEY": "test",
+           "MEMEVO_CACHE_DIR": str(tmp_path / "cache")}
+    with FaultServer(CategoryBackend(world).http_reply) as server:
+        llm = {"model": "category-double", "base_url": server.url, "max_retries": 0}
+        (tmp_path / "evolve.yaml").write_text(yaml.safe_dump({
+            "name": "shared", "data": {"path": "data.json"}, "seed": {"policy": {"kind": "awi", "llm": llm}},
+            "split": {"train": 1, "val": 1, "test": 1}, "budget": {"generations": 0}, "upper_bound": False,
+            "episode": {"rounds_init": 1, "rounds_update": 1}, "llm": {"proposer": llm},
+            "tracking": {"uri": f"sqlite:///{store}"}}), encoding="utf-8")
+        runs = [subprocess.Popen([sys.executable, "-m", "memevo.evolve.cli", "evolve", "evolve.yaml", "--run-dir",
+                                  f"run-{number}"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True) for number in range(2)]
+        results = [run.communicate(timeout=600) for run in runs]
+    for run, (_, err) in zip(runs, results, strict=True):
+        assert run.returncode == 0 and "Traceback" not in err, err[-3000:]
+    with sqlite3.connect(store) as db:
+        experiments = db.execute("SELECT name FROM experiments WHERE lifecycle_stage = 'active'").fetchall()
+        parents = db.execute("SELECT COUNT(*) FROM runs WHERE name = 'shared'").fetchone()[0]
+    assert ("shared",) in experiments and len([e for e in experiments if e == ("shared",)]) == 1
+    assert parents == 2  # one parent run per evolution, in the one experiment
