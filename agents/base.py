@@ -8,8 +8,9 @@ from typing import Any, ClassVar
 
 from pydantic import ConfigDict
 
+from memevo.agents.errors import UserInputError
 from memevo.agents.lazy_model import LazyModel
-from memevo.agents.llm.protocol import ChatClient, Role
+from memevo.agents.llm.protocol import ChatClient, LikelihoodClient, Message, OptionLogprob, Role
 from memevo.agents.policy import MemoryPolicy
 
 HYPERPARAMETERS = ("update_every", "short_term", "top_k")
@@ -60,6 +61,13 @@ class AgentAnswer(LazyModel):
     consulted_memory: str = ""
 
 
+class ScoredOptions(LazyModel):
+    """Each option's log-probability as the agent's reply, with the memory text the agent consulted."""
+
+    scores: list[OptionLogprob]
+    consulted_memory: str = ""
+
+
 class MemoryAgent(ABC):
     """An assistant with long-term memory, driven by the episode runner.
 
@@ -92,6 +100,20 @@ class MemoryAgent(ABC):
         With ``json_schema``, the LLM must be asked with that schema (constrained decoding, so small
         models stay in the answer format); the reply text is still returned raw for the caller to parse.
         """
+
+    async def score_options(self, prompt: str, options: list[str], *, query: str, now: datetime,
+                            role: Role = "agent") -> ScoredOptions:
+        """How likely each option's text is as the reply to ``prompt``, seen as ``answer`` would see it (likelihood
+        answers); without changing state. Kinds whose reply context this base cannot see do not offer it."""
+        raise UserInputError(f"agent kind '{self.policy.kind}' cannot answer by likelihood: use answer_mode "
+                             "'generated'", field="answer_mode")
+
+    async def score_in_context(self, messages: list[Message], options: list[str], role: Role) -> list[OptionLogprob]:
+        """Each option scored as the reply to ``messages`` by this agent's LLM, which must offer likelihoods."""
+        if not isinstance(self.llm, LikelihoodClient) or not self.llm.likelihood_available:
+            raise UserInputError("this agent's LLM endpoint cannot score options by likelihood (only memevo's "
+                                 "embedded model can): use answer_mode 'generated'", field="answer_mode")
+        return await self.llm.option_logprobs(messages, options, role=role)
 
     @abstractmethod
     async def end_session(self, now: datetime) -> None:

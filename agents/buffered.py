@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection
 from datetime import datetime
 from typing import Any, TypeVar
 
-from memevo.agents.base import AgentAnswer, MemoryAgent
+from memevo.agents.base import AgentAnswer, MemoryAgent, ScoredOptions
 from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import ChatClient, LLMJSONError, Message, Role
 from memevo.agents.policy import MemoryPolicy
@@ -80,6 +80,12 @@ class BufferedMemoryAgent(MemoryAgent):
         memory = await self.memory_text(prompt if self.policy.amemgym_compat else query)
         return AgentAnswer(text=await self._reply(memory, prompt, json_schema, role), consulted_memory=memory)
 
+    async def score_options(self, prompt: str, options: list[str], *, query: str, now: datetime,
+                            role: Role = "agent") -> ScoredOptions:
+        memory = await self.memory_text(prompt if self.policy.amemgym_compat else query)
+        scores = await self.score_in_context(self._answer_messages(memory, prompt), options, role)
+        return ScoredOptions(scores=scores, consulted_memory=memory)
+
     async def ingest(self, user_message: str, assistant_message: str, now: datetime) -> None:
         await self._take_exchange(user_message, assistant_message, now)
 
@@ -114,13 +120,17 @@ class BufferedMemoryAgent(MemoryAgent):
     async def _reply(
         self, memory: str, message: str, json_schema: dict[str, Any] | None = None, role: Role = "agent"
     ) -> str:
+        return (await self.llm.chat(self._answer_messages(memory, message), role=role, json_schema=json_schema)).text
+
+    def _answer_messages(self, memory: str, message: str) -> list[Message]:
+        """The answer prompt with ``memory``, the raw buffer, then ``message``."""
         # AMemGym showed an empty memory list as nothing at all
         empty = "" if self.policy.amemgym_compat else NO_MEMORIES
         system = render(self.prompt("answer_system_prompt"), {"memories": memory or empty}, set(ANSWER_PLACEHOLDERS))
         messages: list[Message] = [{"role": "system", "content": system}]
         messages += [{"role": m.role, "content": m.content} for m in self.buffer]
         messages.append({"role": "user", "content": message})
-        return (await self.llm.chat(messages, role=role, json_schema=json_schema)).text
+        return messages
 
     async def ask_prompt(
         self,

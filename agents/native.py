@@ -12,7 +12,7 @@ import math
 from datetime import datetime
 from typing import Any
 
-from memevo.agents.base import AgentAnswer, AgentSpec, MemoryAgent
+from memevo.agents.base import AgentAnswer, AgentSpec, MemoryAgent, ScoredOptions
 from memevo.agents.llm.protocol import ChatClient, Message, Role
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.prompts.answer import NATIVE_SYSTEM
@@ -67,6 +67,12 @@ class NativeAgent(MemoryAgent):
         messages, kept = self._context(prompt)
         reply = (await self.llm.chat(messages, role=role, json_schema=json_schema)).text
         return AgentAnswer(text=reply, consulted_memory=self._consulted(kept))
+
+    async def score_options(self, prompt: str, options: list[str], *, query: str, now: datetime,
+                            role: Role = "agent") -> ScoredOptions:
+        messages, kept = self._context(prompt)
+        scores = await self.score_in_context(messages, options, role)
+        return ScoredOptions(scores=scores, consulted_memory=self._consulted(kept))
 
     def _consulted(self, kept: list[Message]) -> str:
         """``kept`` (a suffix of the history) as text, reused while the history and the suffix stay the same."""

@@ -14,7 +14,7 @@ import json
 import random
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ConfigDict
 
@@ -22,6 +22,9 @@ from memevo.agents.base import AgentAnswer
 from memevo.agents.lazy_model import LazyModel
 from memevo.agents.templates import render
 from memevo.environments.data.models import Question
+
+AnswerMode = Literal["generated", "likelihood"]
+"""How an answer was given: the model named an option, or each option's text was scored (``answering``)."""
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
 
@@ -92,6 +95,19 @@ def build_upper_bound_prompt(question: Question, state: dict[str, str], prompts:
         f"Options:\n{_choice_lines(question)}\n\n"
         f"{ANSWER_INSTRUCTION}"
     )
+
+
+def build_cloze_prompt(question: Question) -> str:
+    """The question for likelihood answers: no option list and no reply format, since the reply scored is each
+    option's text itself."""
+    return f"{question.query}\n\nWhat do you advise, given my current preferences and circumstances?"
+
+
+def build_cloze_upper_bound_prompt(question: Question, state: dict[str, str]) -> str:
+    """The likelihood question with the relevant true state spelled out, one ``name: value`` line each."""
+    facts = "\n".join(f"- {name.replace('_', ' ')}: {value}" for name, value in state.items())
+    return (f"{question.query}\n\nMy current situation:\n{facts}\n\n"
+            "What do you advise, given my current preferences and circumstances?")
 
 
 def answer_schema(n_choices: int) -> dict[str, Any]:
@@ -176,6 +192,7 @@ class ChoiceOutcome(LazyModel):
     format_error: bool = False
     random_fallback: bool = False
     consulted_memory: str = ""
+    answer_mode: AnswerMode = "generated"
 
 
 Ask = Callable[[str], Awaitable[AgentAnswer]]

@@ -9,7 +9,7 @@ each question, and repeating it per record made output grow with periods x quest
 from __future__ import annotations
 
 import zlib
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -52,6 +52,8 @@ class QARecord(LazyModel):
     format_error: bool = False
     random_fallback: bool = Field(False, description="amemgym_compat: choice drawn at random after a parse failure.")
     memory_id: str = Field("", description="Key of the consulted memory in the period's ``memories``; '' for none.")
+    answer_mode: Literal["generated", "likelihood"] = Field(
+        "generated", description="How the answer was given (see environments/answering.py).")
     prompt_tokens: int = 0
     completion_tokens: int = 0
 

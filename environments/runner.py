@@ -26,10 +26,11 @@ from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import Message
 from memevo.agents.llm.urgency import Chain, chain_remaining, current_chain
+from memevo.environments.answering import AgentResponder, AnswerModeSetting, answer_chooser, resolve_answer_mode
 from memevo.environments.data.models import Item, Session
 from memevo.environments.data.times import parse_time
 from memevo.environments.diagnosis import run_probe
-from memevo.environments.qa import QuestionPrompts, answer_schema, ask_choice, build_qa_prompt
+from memevo.environments.qa import QuestionPrompts
 from memevo.environments.records import EpisodeResult, PeriodResult, QARecord, remember
 from memevo.environments.simulators.base import UserSimulator, opening_message
 from memevo.environments.store import RunStore
@@ -69,6 +70,10 @@ class EpisodeConfig(LazyModel):
 
     question_prompts: QuestionPrompts | None = Field(
         None, description="Evaluation prompt templates read from an AMemGym checkout; None: memevo's wording.")
+    answer_mode: AnswerModeSetting = Field(
+        "auto", description="How questions are answered: 'generated' (the model names an option), 'likelihood' "
+        "(each option's text scored as the reply; the embedded model only) or 'auto' (likelihood where the model "
+        "can score options and not amemgym_compat, else generated).")
 
     @model_validator(mode="before")
     @classmethod
@@ -79,9 +84,10 @@ class EpisodeConfig(LazyModel):
         return data
 
     def protocol(self) -> dict[str, object]:
-        """The settings that change results; a resumed run must use the same ones (``question_prompts`` only
-        when set, so runs recorded before it existed still resume)."""
+        """The settings that change results; a resumed run must use the same ones (``question_prompts`` and
+        ``answer_mode`` only when set, so runs recorded before they existed still resume)."""
         unset = {"question_prompts"} if self.question_prompts is None else set()
+        unset |= {"answer_mode"} if self.answer_mode == "auto" else set()
         return self.model_dump(exclude={"max_concurrent_users", "check_frozen_state", *unset})
 
     def rounds(self, period: int) -> int:
@@ -121,20 +127,16 @@ async def ask_questions(
     """Every question of the item at the end of ``period``, concurrently against the frozen state; the memories
     they consulted go into ``memories`` (see ``records.remember``)."""
     now = period_end_time(item, period)
+    mode = resolve_answer_mode(config.answer_mode, agent.llm, amemgym_compat=config.amemgym_compat)
+    chooser = answer_chooser(mode, constrained=config.constrained_answers)
 
     async def one(index: int) -> QARecord:
         question = item.qas[index]
         gold = _gold(item, period, index)
-        prompt = build_qa_prompt(question, config.question_prompts)
-        n_choices = len(question.answer_choices)
-        schema = answer_schema(n_choices) if config.constrained_answers else None
-        outcome = await ask_choice(
-            lambda text: agent.answer(text, query=question.query, now=now, json_schema=schema),
-            prompt,
-            n_choices,
-            amemgym_compat=config.amemgym_compat,
-            rng_key=(config.seed, user_id, period, index),
-        )
+        prompt = chooser.qa_prompt(question, config.question_prompts)
+        outcome = await chooser.choose(AgentResponder(agent, query=question.query, now=now), prompt, question,
+                                       amemgym_compat=config.amemgym_compat,
+                                       rng_key=(config.seed, user_id, period, index))
         return QARecord(
             user_id=user_id,
             period=period,
@@ -142,7 +144,7 @@ async def ask_questions(
             prompt=prompt,
             correct=outcome.choice == gold,
             gold=gold,
-            n_choices=n_choices,
+            n_choices=len(question.answer_choices),
             memory_id=remember(memories, outcome.consulted_memory),
             **outcome.model_dump(exclude={"consulted_memory"}),
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import textwrap
 
+from memevo.environments.answering import ANSWER_MODE_TEXT
 from memevo.environments.metrics import PeriodScores, Scores, ScoreSummary
 
 
@@ -79,6 +80,8 @@ def score_lines(scores: Scores, width: int = 100) -> list[str]:
     if scores.write_requests is not None:
         errors.append(f"memory-write failures {scores.write_failures}/{scores.write_requests}")
     lines.append(", ".join(errors))
+    if scores.answer_mode is not None:
+        lines.append(f"answers: {ANSWER_MODE_TEXT.get(scores.answer_mode, scores.answer_mode)}")
     return [part for line in lines
             for part in textwrap.wrap(line, width, subsequent_indent="    ", break_on_hyphens=False)]
 

@@ -169,6 +169,8 @@ class EpisodeSettings(_Strict):
         None,
         description="Constrain question and probe replies to a JSON schema; default: on unless the policy is amemgym_compat.",
     )
+    answer_mode: Literal["auto", "generated", "likelihood"] = Field(
+        "auto", description="How questions are answered; auto: likelihood on the embedded model, else generated.")
     max_periods: int | None = Field(None, ge=1, description="Truncate every item to its first N periods.")
     max_questions: int | None = Field(None, ge=1, description="Keep only the first N questions per item.")
     user_concurrency: int | None = Field(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable, Sequence
 
+from memevo.environments.answering import ANSWER_MODE_TEXT
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.score_text import MEMORY_SCORE_SCALE, failure_text
 from memevo.evolve.config import Objective
@@ -68,6 +69,8 @@ def _references_line(seed: Scores, best: Scores, best_label: str) -> str:
     if seed.no_memory_accuracy is not None:
         parts.append(f"no-memory accuracy {fmt(seed.no_memory_accuracy)}")
     parts.append(f"format errors seed {seed.format_error_rate:.1%} -> {best_label} {best.format_error_rate:.1%}")
+    if seed.answer_mode is not None:
+        parts.append(f"answers {ANSWER_MODE_TEXT.get(seed.answer_mode, seed.answer_mode)}")
     return "references: " + ", ".join(parts)
 
 

@@ -9,6 +9,7 @@ is counted), so budgets and reported usage hold across ``--resume`` and equal wh
 from __future__ import annotations
 
 import hashlib
+import logging
 import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -222,6 +223,7 @@ def episode_config(config: EvolveConfig, policy: MemoryPolicy, width: int | None
         diagnose=config.episode.diagnose,
         amemgym_compat=policy.amemgym_compat,
         constrained_answers=config.episode.constrained_answers,
+        answer_mode=config.episode.answer_mode,
         max_concurrent_users=config.episode.user_concurrency or width or 1,
         seed=config.split.seed,
     )
@@ -248,6 +250,7 @@ class RunBase:
         simulator_llm = self.client(config.llm.simulator) if config.llm.simulator and config.episode.simulator == "llm" else None
         simulator = make_simulator(config.episode.simulator, config.split.seed, simulator_llm,
                                    amemgym_compat=self.seed.policy.amemgym_compat)
+        logging.getLogger("memevo.evolve").info("loading the proposer (DSPy) and the run's records")
         proposer_lm = hub.dspy_lm(config.llm.proposer, role="proposer")
         if hasattr(proposer_lm, "gateway"):
             self.clients[config.llm.proposer] = proposer_lm.gateway

@@ -6,6 +6,7 @@ counted, MLflow holds the run, and ``memevo report`` re-prints it from disk.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -14,9 +15,14 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from memevo.agents.llm.hub import LLMHub
+from memevo.environments.answering import resolve_answer_mode
+from memevo.environments.metrics import compute_upper_bound
+from memevo.environments.metrics.baseline import random_baseline
+from memevo.environments.metrics.measurable import memory_not_measurable
 from memevo.evolve.config import parse_evolve_config
 from memevo.evolve.loop import run_evolution
 from memevo.evolve.report import report_run
+from memevo.evolve.runtime import load_users
 
 QUICKSTART = Path(__file__).resolve().parent.parent / "experiments" / "quickstart.yaml"
 
@@ -49,3 +55,34 @@ def test_reduced_quickstart_on_the_local_model(tmp_path: Path, monkeypatch: pyte
     text = report_run(run_dir)
     assert "Stopped:" in text and "| total |" in text and "memevo ui --run-dir" in text
     assert (run_dir / "report" / "test_periods.png").exists()
+
+
+def test_quickstart_config_is_valid_and_answers_by_likelihood_on_the_embedded_model() -> None:
+    config = parse_evolve_config(yaml.safe_load(QUICKSTART.read_text(encoding="utf-8")), source=QUICKSTART)
+    assert config.episode.answer_mode == "auto"  # likelihood on the embedded model, generated elsewhere
+    assert set(config.hyperparameters) == {"short_term", "update_every"} and config.components == ["write_prompt"]
+    assert config.objective == "accuracy"
+    assert config.seed.policy is not None and config.seed.policy.kind == "awi"
+    assert len(load_users(config)) == 4
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_quickstart_world_upper_bound_is_above_random_on_the_embedded_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The world the quickstart evolves on must let memory show: the embedded model told the true state beats a
+    uniform guess by more than its own sampling noise (the memory score's measurability rule)."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    config = parse_evolve_config(yaml.safe_load(QUICKSTART.read_text(encoding="utf-8")), source=QUICKSTART)
+    items = load_users(config)
+    with LLMHub(cache_dir=tmp_path / "cache") as hub:
+        assert config.seed.policy is not None
+        llm = hub.client(config.seed.policy.llm)
+        assert resolve_answer_mode("auto", llm, amemgym_compat=False) == "likelihood"
+        table = asyncio.run(compute_upper_bound(llm, items, answer_mode="likelihood"))
+    cells = [(item, period, q) for item in items for period in range(len(item.periods)) for q in range(len(item.qas))]
+    upper = sum(table.score(*cell) for cell in cells) / len(cells)
+    rand = sum(random_baseline(*cell) for cell in cells) / len(cells)
+    assert memory_not_measurable(n_questions=len(cells), upper_bound=upper, random_baseline=rand,
+                                 upper_bound_unreadable=0.0) is None, (upper, rand)

@@ -116,7 +116,7 @@ def test_killing_the_embedded_server_ends_the_run_at_once_and_keeps_finished_per
     while not finished.exists() and run.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
     assert finished.exists(), run.communicate(timeout=30)
-    servers = [pid for pid, cmdline in _children(run.pid) if "llama_cpp.server" in cmdline]
+    servers = [pid for pid, cmdline in _children(run.pid) if "memevo.agents.llm.llama_server" in cmdline]
     assert len(servers) == 1
     killed_at = time.monotonic()
     os.kill(servers[0], signal.SIGKILL)

@@ -155,6 +155,10 @@ def test_the_headline_leads_with_the_objective_and_fits_a_terminal(measurable: b
     assert lines[1].startswith("  accuracy: seed 0.111 [") and "-> best 0.333 [" in lines[1]
     memory = next(line for line in lines if line.startswith("  memory score"))
     assert ("n/a (upper bound 0.000 not above random" in memory) != measurable
+    mode = seed.model_copy(update={"answer_mode": "likelihood"})
+    text = " ".join(" ".join(held_out_lines("accuracy", mode, best, user_scores(seed_eps, ITEMS, table),
+                                            user_scores(best_eps, ITEMS, table))).split())
+    assert "answers likelihood (each option's text scored" in text and "answers generated" in " ".join(" ".join(lines).split())
 
 
 def test_a_diagnosis_whose_probes_were_all_unreadable_says_so_not_undiagnosed() -> None:

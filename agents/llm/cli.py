@@ -32,7 +32,7 @@ CHECK_SCHEMA: dict[str, Any] = {
 @app.command()
 def serve(
     n_ctx: Annotated[int, typer.Option(min=512, help="Context window in tokens.")] = DEFAULT_N_CTX,
-    n_threads: Annotated[int | None, typer.Option(min=1, help="CPU threads (default: half the cores).")] = None,
+    n_threads: Annotated[int | None, typer.Option(min=1, help="CPU threads (default: $MEMEVO_LLAMA_THREADS, else every core).")] = None,
     port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port (default: a free one).")] = None,
 ) -> None:
     """Start SmolLM2-135M-Instruct behind an OpenAI-compatible API on 127.0.0.1 until Ctrl-C."""

@@ -18,8 +18,9 @@ DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 CONCURRENCY_ENV = "MEMEVO_CONCURRENCY"
 REMOTE_CONCURRENCY = 16
 """Requests in flight per remote endpoint by default: hosted APIs serve many at once, and memevo's work is waiting."""
-EMBEDDED_CONCURRENCY = 2
-"""The embedded llama.cpp server decodes one request at a time; one more queued keeps it busy without a pile-up."""
+EMBEDDED_CONCURRENCY = 1
+"""The embedded llama.cpp server serves one request at a time: a second one in flight only waits there, and two
+alternating chats evict each other's prefix from the model's context (each then pays its whole prompt again)."""
 CONCURRENCY_HELP = (
     f"LLM requests in flight per endpoint (default: ${CONCURRENCY_ENV}, else the config's llm.max_concurrency, "
     f"else {REMOTE_CONCURRENCY} for a remote endpoint and {EMBEDDED_CONCURRENCY} for the embedded model)."

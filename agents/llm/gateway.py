@@ -24,7 +24,16 @@ from memevo.agents.llm.accounting import Accounting
 from memevo.agents.llm.cache import CachedReply, CacheRequest, ResponseCache, canonical_json
 from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
 from memevo.agents.llm.limiter import ConcurrencyLimit
-from memevo.agents.llm.protocol import ChatReply, LLMError, LLMJSONError, LLMRequestError, Message, Role
+from memevo.agents.llm.llama_server import OPTION_LOGPROBS_PATH
+from memevo.agents.llm.protocol import (
+    ChatReply,
+    LLMError,
+    LLMJSONError,
+    LLMRequestError,
+    Message,
+    OptionLogprob,
+    Role,
+)
 from memevo.agents.llm.transport import Body, JSONTransport, RefusedHTTPError, TransientHTTPError
 from memevo.agents.llm.urgency import in_urgency_order
 
@@ -82,6 +91,7 @@ class LLMGateway:
         endpoint_identity: str | None = None,
         health_check: Callable[[], None] | None = None,
         home_loop: asyncio.AbstractEventLoop | None = None,
+        likelihood_available: bool = False,
         backoff_base_s: float = 0.5,
         backoff_cap_s: float = 30.0,
         sleep: Sleep = asyncio.sleep,
@@ -91,6 +101,8 @@ class LLMGateway:
         self.endpoint_identity = endpoint_identity or self.base_url
         # Raises ``LLMError`` when the server process behind this endpoint is gone (the embedded model).
         self.health_check = health_check
+        # Whether the endpoint serves ``OPTION_LOGPROBS_PATH`` (memevo's embedded server does, others do not).
+        self.likelihood_available = likelihood_available
         self.cache = cache
         self.accounting = accounting
         self.limit = limit or ConcurrencyLimit(config.concurrency(embedded=False))
@@ -224,6 +236,40 @@ class LLMGateway:
         )
         return [json.loads(found[text].text) for text in texts]
 
+    async def option_logprobs(self, messages: list[Message], options: list[str], *, role: Role) -> list[OptionLogprob]:
+        """Each option's log-probability as the assistant's reply to ``messages`` (in order), from the embedded
+        server's option route. Each (messages, option) is cached on its own; the options not cached go in one
+        request, which the accounting books as one call of the chat's prompt tokens."""
+        if not self.likelihood_available:
+            raise UserInputError(
+                f"{self.config.model} at {self.base_url} cannot score answer options by likelihood (only memevo's "
+                "embedded model can): use answer_mode 'generated'", field="answer_mode")
+        requests = {option: _option_request(self.endpoint_identity, self.config.model, messages, option)
+                    for option in dict.fromkeys(options)}
+        started = time.monotonic()
+        found: dict[str, CachedReply] = {}
+        if self.cache is not None:
+            looked_up = {option: self.cache.get(request) for option, request in requests.items()}
+            found = {option: reply for option, reply in looked_up.items() if reply is not None}
+        missing = [option for option in requests if option not in found]
+        if missing:
+            body = canonical_json({"model": self.config.model, "messages": messages, "options": missing})
+            try:
+                response = await self._send(role, self.config.model, OPTION_LOGPROBS_PATH.removeprefix("/v1/"),
+                                            body.encode("utf-8"))
+                fresh = _stored_option_scores(response, missing, self.config.model)
+            except LLMError:
+                self.accounting.record_error(role, wall_s=time.monotonic() - started)
+                raise
+            if self.cache is not None:
+                for option, reply in fresh.items():
+                    self.cache.put(requests[option], reply)
+            found.update(fresh)
+        self.accounting.record_call(role, model=self.config.model, prompt_tokens=found[options[0]].prompt_tokens,
+                                    completion_tokens=0,
+                                    wall_s=time.monotonic() - started, cached=not missing)
+        return [OptionLogprob.model_validate_json(found[option].text) for option in options]
+
     async def _send(self, role: Role, model: str, path: str, payload: Body) -> dict[str, Any]:
         """One logical request: retried on transient failures, refused at once on the others.
 
@@ -284,6 +330,26 @@ def _stored_reply(completion: dict[str, Any], model: str) -> CachedReply:
         )
     except (AttributeError, TypeError, ValueError) as error:
         raise LLMError(f"{model}: malformed chat completion from the endpoint ({error})") from error
+
+
+def _option_request(endpoint: str, model: str, messages: list[Message], option: str) -> CacheRequest:
+    """The cache key of one option's score after ``messages``: a response format no chat request has."""
+    return CacheRequest(endpoint=endpoint, model=model, messages=messages, temperature=0.0, max_tokens=0,
+                        response_format={"type": "option_logprob", "option": option}, sample_index=0)
+
+
+def _stored_option_scores(response: dict[str, Any], options: list[str], model: str) -> dict[str, CachedReply]:
+    """One cache entry per option (its ``OptionLogprob`` as JSON), matched to the options by position."""
+    try:
+        scores = [OptionLogprob.model_validate(entry) for entry in response["options"]]
+        prompt_tokens = int((response.get("usage") or {}).get("prompt_tokens") or 0)
+    except (KeyError, TypeError, ValueError) as error:
+        raise LLMError(f"{model}: malformed option scores from the endpoint ({error!r})") from error
+    if len(scores) != len(options):
+        raise LLMError(f"{model}: the endpoint scored {len(scores)} options of {len(options)}")
+    return {option: CachedReply(text=score.model_dump_json(), model=model, prompt_tokens=prompt_tokens,
+                                completion_tokens=0, finish_reason=None)
+            for option, score in zip(options, scores, strict=True)}
 
 
 def _embedding_request(endpoint: str, model: str, text: str) -> CacheRequest:

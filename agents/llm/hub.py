@@ -81,6 +81,7 @@ class LLMHub:
                     endpoint_identity=embedded.identity if embedded is not None else None,
                     health_check=embedded.health_check if embedded is not None else None,
                     home_loop=self._home_loop,
+                    likelihood_available=embedded is not None,
                 )
                 self._gateways[(base_url, config)] = gateway
             return gateway

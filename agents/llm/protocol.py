@@ -34,6 +34,15 @@ class ChatReply(LazyModel):
     finish_reason: str | None = None
 
 
+class OptionLogprob(LazyModel):
+    """How likely the model finds one option's text as its whole reply: summed log-probability and token count."""
+
+    model_config = ConfigDict(frozen=True)
+
+    logprob: float
+    tokens: int
+
+
 class LLMError(MemevoError):
     """The endpoint could not produce a reply (after the allowed retries)."""
 
@@ -89,4 +98,18 @@ class EmbeddingClient(Protocol):
 
     async def embed(self, texts: list[str], *, role: Role, model: str) -> list[list[float]]:
         """One vector per text, in order, from the embeddings ``model``."""
+        ...
+
+
+@runtime_checkable
+class LikelihoodClient(Protocol):
+    """A client that can also score texts as the assistant's reply (likelihood answers). Kept apart from
+    ``ChatClient`` so chat-only doubles stay valid; ``likelihood_available`` says whether the endpoint behind
+    this client can (only the embedded server can)."""
+
+    @property
+    def likelihood_available(self) -> bool: ...
+
+    async def option_logprobs(self, messages: list[Message], options: list[str], *, role: Role) -> list[OptionLogprob]:
+        """Each option's log-probability as the reply to ``messages``, in order."""
         ...

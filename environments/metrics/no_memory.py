@@ -15,9 +15,10 @@ from pydantic import PrivateAttr
 
 from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import ChatClient, Role
+from memevo.environments.answering import answer_chooser
 from memevo.environments.data.models import Item
 from memevo.environments.metrics.bare_llm import BareQuestion, ask_all
-from memevo.environments.qa import ChoiceOutcome, QuestionPrompts, build_qa_prompt, prompts_digest
+from memevo.environments.qa import AnswerMode, ChoiceOutcome, QuestionPrompts, prompts_digest
 
 NO_MEMORY_FILE = "no_memory.json"
 """Where an eval folder keeps its no-memory baseline table."""
@@ -41,6 +42,8 @@ class NoMemoryTable(LazyModel):
     constrained: bool = False
     prompts: str = ""
     """Digest of the question prompts asked (empty: memevo's wording); a stored table is reused only if equal."""
+    answer_mode: AnswerMode = "generated"
+    """How the answers were given (a stored table is reused only if this matches)."""
     entries: list[NoMemoryEntry] = []
     _index: dict[tuple[str, int], NoMemoryEntry] = PrivateAttr(default_factory=dict)
 
@@ -70,15 +73,16 @@ async def compute_no_memory(
     constrained: bool = True,
     seed: int = 0,
     prompts: QuestionPrompts | None = None,
+    answer_mode: AnswerMode = "generated",
     on_entry: Callable[[NoMemoryEntry], None] | None = None,
 ) -> NoMemoryTable:
     """Ask the bare LLM every question of every item once, with bounded concurrency."""
+    chooser = answer_chooser(answer_mode, constrained=constrained)
     needed = [(item, q) for item in items for q in range(len(item.qas))]
 
     def ask(item: Item, question_index: int) -> BareQuestion:
         question = item.qas[question_index]
-        return BareQuestion(build_qa_prompt(question, prompts), len(question.answer_choices),
-                            (seed, "no_memory", item.id, question_index))
+        return BareQuestion(chooser.qa_prompt(question, prompts), question, (seed, "no_memory", item.id, question_index))
 
     def to_entry(index: int, outcome: ChoiceOutcome) -> NoMemoryEntry:
         item, question_index = needed[index]
@@ -91,7 +95,8 @@ async def compute_no_memory(
             raw_reply=outcome.retry_reply or outcome.raw_reply,
         )
 
-    entries = await ask_all(llm, [ask(*need) for need in needed], to_entry, role=role, constrained=constrained,
+    entries = await ask_all(llm, [ask(*need) for need in needed], to_entry, role=role, chooser=chooser,
                             json_mode=False, amemgym_compat=amemgym_compat, max_concurrency=max_concurrency,
                             on_entry=on_entry)
-    return NoMemoryTable(model=model, constrained=constrained, prompts=prompts_digest(prompts), entries=entries)
+    return NoMemoryTable(model=model, constrained=constrained, prompts=prompts_digest(prompts), answer_mode=answer_mode,
+                         entries=entries)

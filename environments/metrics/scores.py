@@ -139,6 +139,8 @@ class Scores(ScoreSummary):
     probes: ProbeCoverage | None = None
     answer_collapse: str | None = None
     """Names an answer-position collapse of the agent's answers (one option for nearly every question)."""
+    answer_mode: str | None = None
+    """How the agent's answers were given ('generated' or 'likelihood', both joined by '+' when mixed)."""
 
 
 def _write_counts(result: PeriodResult) -> dict[str, int | None]:
@@ -274,6 +276,8 @@ def score_episodes(
         per_period=per_period,
         answer_collapse=position_collapse(qa.choice for episode in episodes for period in episode.periods
                                           for qa in period.qa),
+        answer_mode="+".join(sorted({qa.answer_mode for episode in episodes for period in episode.periods
+                                     for qa in period.qa})) or None,
         **diagnosis(None),
         **summarize(all_cells),
     )

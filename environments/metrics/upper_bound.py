@@ -17,10 +17,11 @@ from pydantic import PrivateAttr
 
 from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import ChatClient, Role
+from memevo.environments.answering import answer_chooser
 from memevo.environments.data.models import Item
 from memevo.environments.metrics.bare_llm import BareQuestion, ask_all
 from memevo.environments.metrics.baseline import gold_state
-from memevo.environments.qa import ChoiceOutcome, QuestionPrompts, build_upper_bound_prompt, prompts_digest
+from memevo.environments.qa import AnswerMode, ChoiceOutcome, QuestionPrompts, prompts_digest
 
 UPPER_BOUND_FILE = "upper_bound.json"
 """Where an eval or evolution folder keeps its upper-bound table (read back by tracking and resumes)."""
@@ -53,6 +54,8 @@ class UpperBoundTable(LazyModel):
     """Whether the answers were asked with their JSON schema (a stored table is reused only if this matches)."""
     prompts: str = ""
     """Digest of the question prompts asked (empty: memevo's wording); a stored table is reused only if equal."""
+    answer_mode: AnswerMode = "generated"
+    """How the answers were given (a stored table is reused only if this matches)."""
     entries: list[UpperBoundEntry] = []
     _index: dict[UpperBoundKey, UpperBoundEntry] = PrivateAttr(default_factory=dict)
 
@@ -107,16 +110,18 @@ async def compute_upper_bound(
     constrained: bool = True,
     seed: int = 0,
     prompts: QuestionPrompts | None = None,
+    answer_mode: AnswerMode = "generated",
     on_entry: Callable[[UpperBoundEntry], None] | None = None,
 ) -> UpperBoundTable:
     """Ask the bare LLM every needed (item, question, state) once, with bounded concurrency."""
+    chooser = answer_chooser(answer_mode, constrained=constrained)
     needed = [(item, q, state) for item in items for q, state in needed_states(item)]
 
     def ask(item: Item, question_index: int, state: tuple[str, ...]) -> BareQuestion:
         question = item.qas[question_index]
-        prompt = build_upper_bound_prompt(question, dict(zip(question.required_info, state, strict=True)), prompts)
+        prompt = chooser.upper_bound_prompt(question, dict(zip(question.required_info, state, strict=True)), prompts)
         key = (seed, "upper_bound", item.id, question_index, *state)
-        return BareQuestion(prompt, len(question.answer_choices), key)
+        return BareQuestion(prompt, question, key)
 
     def to_entry(index: int, outcome: ChoiceOutcome) -> UpperBoundEntry:
         item, question_index, state = needed[index]
@@ -131,7 +136,8 @@ async def compute_upper_bound(
             raw_reply=outcome.retry_reply or outcome.raw_reply,
         )
 
-    entries = await ask_all(llm, [ask(*need) for need in needed], to_entry, role=role, constrained=constrained,
+    entries = await ask_all(llm, [ask(*need) for need in needed], to_entry, role=role, chooser=chooser,
                             json_mode=True, amemgym_compat=amemgym_compat, max_concurrency=max_concurrency,
                             on_entry=on_entry)
-    return UpperBoundTable(model=model, constrained=constrained, prompts=prompts_digest(prompts), entries=entries)
+    return UpperBoundTable(model=model, constrained=constrained, prompts=prompts_digest(prompts), answer_mode=answer_mode,
+                           entries=entries)

@@ -31,6 +31,8 @@ class SynthConfig(LazyModel):
     months_per_period: int = Field(3, ge=1, description="Simulated months between periods.")
     filler_sentences: int = Field(0, ge=0, description="Small-talk sentences added to every opening query; the "
                                   "length knob (about 18 tokens each).")
+    answers_name_values: bool = Field(False, description="Each answer option opens with the state values it fits, "
+                                      "so a small model can tell the options apart by the values it remembers.")
     vocabulary: Path | None = Field(None, description="Vocabulary JSON; default: the bundled asset.")
 
     @field_validator("start_date")

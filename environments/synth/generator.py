@@ -92,9 +92,9 @@ def _make_question(rng: random.Random, world: World, config: SynthConfig, plan_i
     tuples = [(combo, "experience") for combo in visited] + [(combo, "random") for combo in padding]
     rng.shuffle(tuples)
     choices = [
-        AnswerChoice(state=list(combo), answer=answer([world.value_text(k, v) for k, v in zip(plan.variables, combo,
-                                                                                              strict=True)]),
-                     type=kind)
+        AnswerChoice(state=list(combo), type=kind,
+                     answer=answer([world.value_text(k, v) for k, v in zip(plan.variables, combo, strict=True)],
+                                   name_values=config.answers_name_values))
         for combo, kind in tuples
     ]
     return Question(query=plan.text, required_info=list(plan.variables), answer_choices=choices)

@@ -35,6 +35,10 @@ def opening_query(rng: random.Random, parts: QueryParts, exposures: list[tuple[V
     return " ".join(sentences)
 
 
-def answer(values: list[ValueText]) -> str:
-    """Advice that fits exactly this combination of values, one sentence per value."""
-    return " ".join(value.advice for value in values)
+def answer(values: list[ValueText], *, name_values: bool = False) -> str:
+    """Advice that fits exactly this combination of values, one sentence per value; ``name_values`` opens it with
+    the values it fits ("For running outdoors three times a week: ...")."""
+    advice = " ".join(value.advice for value in values)
+    if not name_values:
+        return advice
+    return f"For {' and '.join(value.value for value in values)}: {advice}"

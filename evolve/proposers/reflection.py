@@ -140,6 +140,8 @@ class ReflectionProposer:
         variants = [Variant(prompts={}, proposer=self.name) for _ in range(n)]
         for spec in context.components:
             current = context.current(spec)
+            log.info("gen %d: the proposer writes %d rewrite(s) of %s from the feedback", context.generation, n,
+                     spec.name)
             proposals = await self.rewrites(spec, current, context.evidence, context.task, n, context.generation,
                                             first_sample=context.first_sample)
             for index, proposal in enumerate(proposals):

@@ -1,0 +1,127 @@
+"""The embedded model's server: llama-cpp-python's OpenAI-compatible server plus one route that scores options.
+
+Likelihood answers need the log-probability of each option's text as the assistant's reply to a chat.
+llama-cpp-python's own way, ``/v1/completions`` with ``echo`` and ``logprobs``, needs the model loaded with
+``logits_all`` (a row of the whole vocabulary kept for every context token: n_ctx x n_vocab floats, 1.6 GB for
+SmolLM2 at 8192 tokens) and then sorts the vocabulary in Python for every prompt token it echoes, which takes
+seconds per request on the prompts memevo sends. The route added here (``OPTION_LOGPROBS_PATH``) asks llama.cpp
+for logits at the option tokens only, reuses the chat already in the model's context (each option after the
+first costs its own tokens), and runs under the server's own lock, so it is one request among the others.
+
+Run as ``python -m memevo.agents.llm.llama_server`` with llama-cpp-python's server arguments.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
+OPTION_LOGPROBS_PATH = "/v1/memevo/option_logprobs"
+"""Relative to the server root; the gateway posts ``{"model", "messages", "options"}`` here."""
+
+
+def chat_prompt_tokens(llama: Llama, messages: list[dict[str, str]]) -> list[int]:
+    """The tokens the chat endpoint feeds the model for ``messages``, up to the assistant's turn: the model's own
+    chat template from the GGUF file, rendered and tokenized as llama-cpp-python's chat handler does."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    template = llama.metadata.get("tokenizer.chat_template")
+    if llama.chat_format != "chat_template.default" or not template:
+        raise ValueError(f"option scoring needs the model's own chat template (this model uses {llama.chat_format})")
+    vocabulary = llama._model  # noqa: SLF001 - the token texts the chat handler also reads
+    formatter = Jinja2ChatFormatter(template=template, eos_token=vocabulary.token_get_text(llama.token_eos()),
+                                    bos_token=vocabulary.token_get_text(llama.token_bos()))
+    rendered = formatter(messages=messages)
+    return llama.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
+
+
+def continuation_logprob(llama: Llama, context: Sequence[int], continuation: Sequence[int]) -> float:
+    """Sum of log P(continuation token | everything before it), reusing whatever prefix of ``context`` the model
+    has evaluated already; logits are asked for only where they predict a continuation token."""
+    import numpy as np
+
+    tokens = [*context, *continuation]
+    if len(tokens) > llama.n_ctx():
+        raise ValueError(f"context and option need {len(tokens)} tokens, over the context window of {llama.n_ctx()}")
+    evaluated = llama.input_ids[: llama.n_tokens].tolist()
+    kept = next((i for i, (a, b) in enumerate(zip(evaluated, context, strict=False)) if a != b),
+                min(len(evaluated), len(context)))
+    start = min(kept, len(context) - 1)  # the last context token is decoded again: its logits predict the first
+    ctx, batch = llama._ctx, llama._batch  # noqa: SLF001 - the decode loop of Llama.eval, with chosen logits rows
+    ctx.kv_cache_seq_rm(-1, start, -1)
+    llama.n_tokens = start
+    llama._requires_eval = True  # noqa: SLF001 - the next chat must decode again before it samples
+    total = 0.0
+    for first in range(start, len(tokens), llama.n_batch):
+        chunk = tokens[first : first + llama.n_batch]
+        batch.set_batch(batch=chunk, n_past=first, logits_all=False)
+        wanted = [j for j in range(len(chunk)) if len(context) - 1 <= first + j < len(tokens) - 1]
+        for j in range(len(chunk)):
+            batch.batch.logits[j] = j in wanted
+        ctx.decode(batch)
+        llama.input_ids[first : first + len(chunk)] = chunk
+        llama.n_tokens = first + len(chunk)
+        for j in wanted:
+            row = np.ctypeslib.as_array(ctx.get_logits_ith(j), shape=(llama.n_vocab(),)).astype(np.float64)
+            peak = float(row.max())
+            total += float(row[tokens[first + j + 1]]) - peak - math.log(float(np.exp(row - peak).sum()))
+    return total
+
+
+def option_logprobs(llama: Llama, messages: list[dict[str, str]], options: list[str]) -> dict[str, Any]:
+    """The reply of ``OPTION_LOGPROBS_PATH``: each option's summed log-probability and token count."""
+    context = chat_prompt_tokens(llama, messages)
+    scored = []
+    for option in options:
+        continuation = llama.tokenize(option.encode("utf-8"), add_bos=False, special=False)
+        if not continuation:
+            raise ValueError("an option with no text cannot be scored")
+        scored.append({"logprob": continuation_logprob(llama, context, continuation), "tokens": len(continuation)})
+    return {"options": scored, "usage": {"prompt_tokens": len(context), "completion_tokens": 0}}
+
+
+def add_option_route(app: Any) -> None:
+    """Add ``OPTION_LOGPROBS_PATH`` to llama-cpp-python's app, behind its authentication and its model lock."""
+    from fastapi import Body, Depends, HTTPException
+    from llama_cpp.server.app import authenticate, get_llama_proxy
+    from starlette.concurrency import run_in_threadpool
+
+    @app.post(OPTION_LOGPROBS_PATH, dependencies=[Depends(authenticate)])
+    async def score_options(body: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008 - FastAPI's idiom
+        messages, options = body.get("messages"), body.get("options")
+        if not isinstance(messages, list) or not isinstance(options, list) or not options:
+            raise HTTPException(status_code=400, detail="give 'messages' (a chat) and 'options' (a list of texts)")
+        async with contextlib.asynccontextmanager(get_llama_proxy)() as proxy:
+            llama = proxy(body.get("model"))
+            try:
+                scores = await run_in_threadpool(option_logprobs, llama, messages, [str(o) for o in options])
+            except ValueError as error:
+                raise HTTPException(status_code=400, detail=str(error)) from error
+        return {"model": body.get("model"), **scores}
+
+
+def main() -> None:
+    """llama-cpp-python's ``python -m llama_cpp.server``, with the option route added."""
+    import argparse
+
+    import uvicorn
+    from llama_cpp.server.app import create_app
+    from llama_cpp.server.cli import add_args_from_model, parse_model_from_args
+    from llama_cpp.server.settings import ModelSettings, ServerSettings, Settings
+
+    parser = argparse.ArgumentParser(description="memevo's embedded llama.cpp server")
+    add_args_from_model(parser, Settings)
+    args = parser.parse_args()
+    server_settings = parse_model_from_args(ServerSettings, args)
+    app = create_app(server_settings=server_settings, model_settings=[parse_model_from_args(ModelSettings, args)])
+    add_option_route(app)
+    uvicorn.run(app, host=server_settings.host, port=server_settings.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()

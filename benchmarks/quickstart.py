@@ -1,0 +1,109 @@
+"""How long the quickstart's evolution takes on the embedded model, and where the time goes.
+
+Runs experiments/quickstart.yaml as ``make quickstart`` does (a fresh run folder and, unless ``--warm-cache``, an
+empty response cache, so every call reaches the model), then prints: wall time from the start to the model being
+ready and from then to the end (the evolution), LLM calls and prompt/completion tokens per role, the server's
+busy share (the time a request was on the wire to it, over the evolution's wall: with one request at a time
+this is the share of the run the model was working) and its CPU seconds, and the machine's load average, since
+figures from a shared machine mean little without it.
+
+Run: ``python benchmarks/quickstart.py [--threads N]`` from the repository root. Figures quoted in the README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from memevo.agents.llm.hub import LLMHub  # noqa: E402
+from memevo.agents.llm.transport import JSONTransport  # noqa: E402
+from memevo.environments.progress import configure_terminal  # noqa: E402
+from memevo.evolve.config import load_evolve_config  # noqa: E402
+from memevo.evolve.loop import run_evolution  # noqa: E402
+
+QUICKSTART = Path(__file__).resolve().parents[1] / "experiments" / "quickstart.yaml"
+
+
+class WireClock:
+    """Wraps ``JSONTransport.post`` to sum the time requests spend on the wire (one at a time: the server's busy
+    time)."""
+
+    def __init__(self) -> None:
+        self.busy_s = 0.0
+        original = JSONTransport.post
+
+        async def timed(transport: JSONTransport, path: str, payload: Any) -> dict[str, Any]:
+            started = time.monotonic()
+            try:
+                return await original(transport, path, payload)
+            finally:
+                self.busy_s += time.monotonic() - started
+
+        JSONTransport.post = timed  # type: ignore[method-assign]
+
+
+class ReadyClock(logging.Handler):
+    """Notes when the embedded model reports it is ready (the line memevo prints)."""
+
+    ready_at: float | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("embedded model ready"):
+            self.ready_at = time.monotonic()
+
+
+def server_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a live process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--threads", type=int, help="server threads (default: MEMEVO_LLAMA_THREADS, else cores)")
+    parser.add_argument("--warm-cache", action="store_true", help="keep the user's response cache")
+    args = parser.parse_args()
+    if args.threads:
+        os.environ["MEMEVO_LLAMA_THREADS"] = str(args.threads)
+    configure_terminal()
+    wire = WireClock()
+    clock = ReadyClock()
+    logging.getLogger("memevo").addHandler(clock)
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as scratch:
+        cache = None if args.warm_cache else Path(scratch) / "cache"
+        started = time.monotonic()
+        with LLMHub(cache_dir=cache) as hub:
+            result = run_evolution(load_evolve_config(QUICKSTART), run_dir=Path(scratch) / "run", hub=hub,
+                                   resume=False)
+            server = hub._server  # noqa: SLF001 - the benchmark reads the process it measures
+            cpu = server_cpu_s(server._process.pid) if server and server._process else None  # noqa: SLF001
+        ended = time.monotonic()
+    ready = clock.ready_at or started
+    evolution = ended - ready
+    usage = result.usage
+    total = usage.total()
+    print(f"\nload average before {load_before[0]:.2f}/{load_before[1]:.2f}/{load_before[2]:.2f}, after "
+          f"{'/'.join(f'{value:.2f}' for value in os.getloadavg())} on {os.cpu_count()} cores")
+    print(f"wall: model start {ready - started:.1f} s, evolution {evolution:.0f} s ({evolution / 60:.1f} min)")
+    print(f"calls {total.calls} ({total.cache_hits} from the cache), prompt tokens {total.prompt_tokens}, "
+          f"completion tokens {total.completion_tokens}")
+    for role, counts in sorted(usage.by_role.items()):
+        print(f"  {role:<12} calls {counts.calls:>4}  prompt {counts.prompt_tokens:>7}  completion "
+              f"{counts.completion_tokens:>6}")
+    print(f"server busy share {wire.busy_s / evolution:.0%} ({wire.busy_s:.0f} s with a request on the wire)"
+          + (f"; server CPU {cpu:.0f} s" if cpu is not None else "; server CPU n/a (no embedded server ran)"))
+    print(f"seed {result.seed_scores.accuracy:.3f} -> best {result.best_scores.accuracy:.3f} on the test users; "
+          f"stopped: {result.stop_reason}")
+
+
+if __name__ == "__main__":
+    main()
