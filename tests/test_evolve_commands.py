@@ -96,6 +96,7 @@ def test_evolve_prints_summary_and_the_ui_command_of_its_store(tmp_path: Path, m
     accuracy = re.search(r"accuracy: seed [\d.]+ \[([-\d.]+), ([-\d.]+)\] -> best [\d.]+ \[", output)
     assert accuracy and 0 <= float(accuracy[1]) <= float(accuracy[2]) <= 1  # an accuracy interval stays in [0, 1]
     assert "  memory score: " in output and "  references: random " in output and "unpriced" in output
+    assert "no candidate beat the seed" not in output
     ui_line = next(line for line in output.splitlines() if line.startswith("MLflow UI: "))
     argv = shlex.split(ui_line.removeprefix("MLflow UI: "))
     assert argv == ["memevo", "ui", "--run-dir", str(run)]
@@ -169,3 +170,8 @@ def test_ui_opens_the_store_of_an_ablation_folder(tmp_path: Path, monkeypatch: p
 def test_ui_without_a_run_is_a_user_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(app(), ["ui", "--run-dir", str(tmp_path)])
     assert isinstance(result.exception, UserInputError)
+
+
+def test_a_run_that_kept_the_seed_says_so_plainly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    output = run_evolve(tmp_path, monkeypatch, tmp_path / "run", feedback={"mode": "none"})
+    assert "no candidate beat the seed on the validation users: the best is the seed" in output
