@@ -93,8 +93,7 @@ def _test_rows(summary: AblationSummary, level: str) -> list[str]:
     ]
     for c in summary.comparisons:
         t = c.test
-        note = "; ".join(part for part in (t.note, f"{t.unmatched} unmatched {name}s left out" if t.unmatched else "")
-                         if part)
+        note = _test_note(t, f"{name}s")
         lines.append(
             f"| {c.arm} | {t.n} | {fmt_interval(c.interval)} | {_t_interval(t)} | {fmt_p(t.t_p, t.t_reason)} "
             f"| {fmt_p(t.wilcoxon_p, t.wilcoxon_reason)} | {fmt(c.sd_diff, reason=c.need_note)} "
@@ -104,6 +103,12 @@ def _test_rows(summary: AblationSummary, level: str) -> list[str]:
               f"to find that difference 4 times in 5, planned from the SD of the {name} differences above (an SD "
               f"from few {name}s is itself uncertain)."]
     return lines
+
+
+def _test_note(test: PairedTest, units: str) -> str:
+    """The test's own note and how many unpaired units it left out."""
+    unmatched = f"{test.unmatched} unmatched {units} left out" if test.unmatched else ""
+    return "; ".join(part for part in (test.note, unmatched) if part)
 
 
 def _seed_row(arm: ArmSummary, result: SeedResult) -> str:
@@ -133,8 +138,7 @@ def _conditional_rows(summary: AblationSummary, level: str) -> list[str]:
     ]
     for c in summary.comparisons:
         t = c.conditional
-        note = "; ".join(part for part in (t.note, f"{t.unmatched} unmatched units left out" if t.unmatched else "")
-                         if part)
+        note = _test_note(t, "units")
         lines.append(f"| {c.arm} | {t.n} | {fmt(t.mean_diff, reason=t.t_reason)} {_t_interval(t)} "
                      f"| {fmt_p(t.t_p, t.t_reason)} | {fmt_p(t.wilcoxon_p, t.wilcoxon_reason)} | {note} |")
     return lines
