@@ -248,10 +248,15 @@ class StrategyConfig(_Strict):
         default_factory=lambda: ["reflection"], min_length=1,
         description="Proposers sharing a generation's K candidates in turn: reflection, delta, merge.",
     )
-    parents: str = Field("elitist", description="Parent selection: elitist (best on validation) or pareto.")
-    acceptance: str = Field("mean", description="mean (beats the parent's validation mean) or paired (a test).")
-    confidence: float = Field(0.9, description="paired: one-sided confidence that the candidate is better.")
-    min_effect: float = Field(0.0, ge=0, description="paired: smallest mean gain per validation instance.")
+    parents: str = Field("elitist", description="Parent selection: elitist (best on validation; under sequential "
+                         "acceptance the last candidate kept) or pareto (mean or paired acceptance).")
+    acceptance: str = Field(
+        "sequential", description="sequential (a race on users fresh for the parent, paired Wilcoxon test at each "
+        "round, see memevo.evolve.selection.race), mean (beats the parent's validation mean) or paired (a t-test).")
+    confidence: float = Field(0.9, description="paired, sequential: one-sided confidence that the candidate is better "
+                              "(sequential: over every look of every candidate of a generation).")
+    min_effect: float = Field(0.0, ge=0, description="paired, sequential: smallest mean gain per (user, period).")
+    race_users: int = Field(2, ge=1, description="sequential: users each candidate in the race plays per round.")
     minibatch: int | None = Field(
         2, ge=1, description="Train users a proposal is scored on beside its parent: validation_first, the check "
         "after validation; train_first, a gate before the full evaluation. None: all train users (validation_first), "
@@ -262,7 +267,8 @@ class StrategyConfig(_Strict):
         "(its evidence and train comparison then cover them all); false: it keeps the train users it ran on.",
     )
     first_accepted: bool = Field(
-        True, description="validation_first: candidates run one at a time in the plan's order, each checked on the "
+        False, description="sequential: each candidate races alone in the plan's order and the first kept ends the "
+        "generation (false: all race together, halved each round). validation_first: candidates run one at a time in the plan's order, each checked on the "
         "train users as soon as the acceptance rule prefers it on validation; the first one not worse than its parent "
         "ends the generation and the rest are not run (GEPA's one proposal at a time: fewer agent calls, but a "
         "generation's candidates do not run at once; false runs them at once, episode.candidate_concurrency wide).",
@@ -435,7 +441,20 @@ def check_strategy(strategy: StrategyConfig, *, source: str | None) -> None:
     if not 0 < strategy.confidence < 1:
         raise UserInputError(f"confidence must lie strictly between 0 and 1, not {strategy.confidence:g}",
                              source=source, field="strategy.confidence")
+    if strategy.acceptance == "sequential":
+        if strategy.parents != "elitist":
+            raise UserInputError(f"parent selection '{strategy.parents}' needs acceptance mean or paired; sequential "
+                                 "acceptance keeps one line of candidates (elitist)", source=source,
+                                 field="strategy.parents")
+        for name in SEQUENTIAL_IGNORES:
+            if name in strategy.model_fields_set:
+                raise UserInputError(f"strategy.{name} applies to acceptance mean or paired; sequential acceptance "
+                                     "races on train and validation users together (remove it)", source=source,
+                                     field=f"strategy.{name}")
 
+
+SEQUENTIAL_IGNORES = ("order", "minibatch", "complete_parent_train")
+"""Strategy fields about validation and train users taken in turn, which a race does not have."""
 
 OUTER_LOOP_ONLY = ("order", "minibatch", "first_accepted", "complete_parent_train", "resamples")
 """Strategy fields about a generation's candidates and their train users, which the in-episode protocol has not
