@@ -418,6 +418,7 @@ def parse_evolve_config(data: Any, *, source: Path | None = None) -> EvolveConfi
                              "objective: accuracy", source=label, field="objective")
     check_strategy(config.strategy, source=label)
     check_in_episode(config, source=label)
+    check_sequential(config, source=label)
     if config.split.val >= 1:
         check_validation_users(config, int(config.split.val), source=label)
     return config
@@ -441,16 +442,6 @@ def check_strategy(strategy: StrategyConfig, *, source: str | None) -> None:
     if not 0 < strategy.confidence < 1:
         raise UserInputError(f"confidence must lie strictly between 0 and 1, not {strategy.confidence:g}",
                              source=source, field="strategy.confidence")
-    if strategy.acceptance == "sequential":
-        if strategy.parents != "elitist":
-            raise UserInputError(f"parent selection '{strategy.parents}' needs acceptance mean or paired; sequential "
-                                 "acceptance keeps one line of candidates (elitist)", source=source,
-                                 field="strategy.parents")
-        for name in SEQUENTIAL_IGNORES:
-            if name in strategy.model_fields_set:
-                raise UserInputError(f"strategy.{name} applies to acceptance mean or paired; sequential acceptance "
-                                     "races on train and validation users together (remove it)", source=source,
-                                     field=f"strategy.{name}")
 
 
 SEQUENTIAL_IGNORES = ("order", "minibatch", "complete_parent_train")
@@ -472,6 +463,22 @@ def check_in_episode(config: EvolveConfig, *, source: str | None) -> None:
                 "the amemgym_period protocol evolves each user's prompt within its episode and has no candidates to "
                 f"order, check on train users, stop at or ask for again; strategy.{name} applies to protocol outer_loop only "
                 "(remove it)", source=source, field=f"strategy.{name}")
+
+
+def check_sequential(config: EvolveConfig, *, source: str | None) -> None:
+    """Sequential acceptance races on train and validation users together along one line of kept candidates: a
+    field set in the file (not a default) about the other rules' users or Pareto parents is an error there."""
+    strategy = config.strategy
+    if config.protocol != "outer_loop" or strategy.acceptance != "sequential":
+        return
+    if strategy.parents != "elitist":
+        raise UserInputError(f"parent selection '{strategy.parents}' needs acceptance mean or paired; sequential "
+                             "acceptance keeps one line of candidates (elitist)", source=source, field="strategy.parents")
+    for name in SEQUENTIAL_IGNORES:
+        if name in strategy.model_fields_set:
+            raise UserInputError(f"strategy.{name} applies to acceptance mean or paired; sequential acceptance races "
+                                 "on train and validation users together (remove it, or set strategy.acceptance)",
+                                 source=source, field=f"strategy.{name}")
 
 
 def check_validation_users(config: EvolveConfig, n_val: int, *, source: str | None) -> None:
