@@ -89,6 +89,13 @@ class MemevoAdapter:
         return dict(candidate)
 
 
+class QuietLogger:
+    """GEPA's iteration log goes nowhere (the benchmark prints its table on stdout)."""
+
+    def log(self, message: str) -> None:
+        del message
+
+
 @dataclass
 class GepaOutcome:
     best: MemoryPolicy
@@ -105,7 +112,7 @@ def run_gepa(adapter: MemevoAdapter, components: Sequence[str], train: list[str]
     result = gepa.optimize(
         seed_candidate=seed_candidate, trainset=train, valset=val, adapter=adapter,  # type: ignore[arg-type]
         stop_callbacks=lambda _state: spent() >= max_calls, seed=seed, run_dir=str(run_dir),
-        display_progress_bar=False, raise_on_exception=True,
+        display_progress_bar=False, raise_on_exception=True, logger=QuietLogger(),
     )
     policies = [adapter.policy(candidate) for candidate in result.candidates]
     return GepaOutcome(best=adapter.policy(result.best_candidate), policies=policies,

@@ -315,8 +315,7 @@ class OuterLoop(runtime.RunBase):
         users = race_users(self._search_users, self.selected_on[parent.id], self.config.split.seed, generation)
         played_by_parent = await self._play(parent, self._search_users)  # all of them (``_plan``): stored
         parent_values = {key: value for key, value in played_by_parent.items() if key[0] in users}
-        test = SequentialTest(strategy.confidence, strategy.min_effect, looks(len(users), strategy.race_users),
-                              len(plan.candidates))
+        test = SequentialTest(strategy.confidence, strategy.min_effect, looks(len(users), strategy.race_users))
         started_path = self._gen_dir(generation) / "race_started.json"
         started = json.loads(started_path.read_text())["rounds"] if started_path.exists() else 0
         rounds_begun = [0]
@@ -407,11 +406,13 @@ class OuterLoop(runtime.RunBase):
         """The generation's K candidates: the proposers' variants with Optuna's hyperparameters. A candidate whose
         policy is already known (an ancestor, an earlier proposal, another proposer's same text) would waste its
         slot: the proposers are asked again for that many new samples, at most ``strategy.resamples`` times; then the
-        generation has fewer candidates (logged)."""
+        generation has fewer candidates (logged). Under sequential acceptance only the kept line counts as known."""
         parent, wanted = context.parent, self.config.budget.candidates
         candidates: list[Candidate] = []
         stats = ProposalStats()
-        seen = set(self.candidates)
+        # Sequential acceptance judges a candidate only on the users of its own race: one proposed again later (not
+        # kept, so not in the line) races again on that generation's fresh users, its stored episodes reused.
+        seen = {candidate.id for candidate in self.pool} if self.sequential else set(self.candidates)
         resamples, drawn = self.config.strategy.resamples, Counter[int]()
         for attempt in range(resamples + 1):
             variants, made = await propose_all(self.proposers, context, wanted, drawn)

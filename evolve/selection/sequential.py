@@ -4,9 +4,10 @@ The evidence is the per-(user, period) gain of candidate over parent on the same
 round, see ``race``) a one-sided Wilcoxon signed-rank test asks both ways: better by more than ``min_effect``, or
 worse. A tie (gain 0) is counted as a tie, half a rank each way (``zero_method="zsplit"``), not dropped: a
 candidate that changes nothing the users ask about never shows a gain. The test may stop at any look, so the
-error allowed is spent over the looks and over the candidates raced together (Bonferroni: each test at
-``(1 - confidence) / (looks x candidates)``): a neutral candidate is accepted, at any look of any candidate of a
-generation, with probability at most ``1 - confidence``.
+error allowed is spent over the looks (Bonferroni: each look at ``(1 - confidence) / looks``): a neutral candidate
+is accepted at any look with probability at most ``1 - confidence``. The candidates of a generation are separate
+hypotheses: a race keeps at most one of them, and since its successors are compared with it on fresh users, a
+neutral one kept costs no inflated bar, only the episodes it took.
 """
 
 from __future__ import annotations
@@ -52,9 +53,9 @@ def one_sided_p(differences: Sequence[float], alternative: Literal["greater", "l
 
 
 class SequentialTest:
-    def __init__(self, confidence: float, min_effect: float, looks: int, candidates: int) -> None:
+    def __init__(self, confidence: float, min_effect: float, looks: int) -> None:
         self.min_effect = min_effect
-        self.level = (1 - confidence) / (max(1, looks) * max(1, candidates))
+        self.level = (1 - confidence) / max(1, looks)
 
     def verdict(self, gains: Sequence[float]) -> Verdict:
         p_better = one_sided_p([gain - self.min_effect for gain in gains], "greater")
@@ -68,7 +69,7 @@ class SequentialAcceptance:
     """The test as an ``Acceptance`` rule: one look at one candidate (the race looks round by round)."""
 
     def __init__(self, confidence: float = 0.9, min_effect: float = 0.0) -> None:
-        self.test = SequentialTest(confidence, min_effect, looks=1, candidates=1)
+        self.test = SequentialTest(confidence, min_effect, looks=1)
 
     def decide(self, candidate: Mapping[Instance, float], parent: Mapping[Instance, float]) -> Decision:
         verdict = self.test.verdict(paired_gains(candidate, parent))
