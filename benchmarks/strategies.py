@@ -137,6 +137,7 @@ def make_config(data: Path, seed: int, strategy: dict[str, Any], max_calls: int,
         "budget": {"generations": generations, "candidates": candidates, "max_calls": max_calls},
         "episode": {"rounds_init": 1, "rounds_update": 1, "user_concurrency": 1, "candidate_concurrency": 1},
         "tracking": {"enabled": False},
+        "upper_bound": False,  # the memory score's perfect-information answers: calls no other arm spends
         "optuna": {"seed": seed},
         "strategy": strategy,
     })
