@@ -316,6 +316,10 @@ class OuterLoop(runtime.RunBase):
         played_by_parent = await self._play(parent, self._search_users)  # all of them (``_plan``): stored
         parent_values = {key: value for key, value in played_by_parent.items() if key[0] in users}
         test = SequentialTest(strategy.confidence, strategy.min_effect, looks(len(users), strategy.race_users))
+        if not test.can_accept(len(parent_values)):
+            log.warning("gen %d: its race has %d (user, period) instance(s), too few for the sequential test to accept "
+                        "anything at confidence %g (give more train or validation users, or strategy.acceptance: mean)",
+                        generation, len(parent_values), strategy.confidence)
         started_path = self._gen_dir(generation) / "race_started.json"
         started = json.loads(started_path.read_text())["rounds"] if started_path.exists() else 0
         rounds_begun = [0]

@@ -38,6 +38,7 @@ def test_the_error_is_spent_over_the_looks() -> None:
     assert SequentialTest(0.9, 0.0, looks=1).verdict(gains).state == "better"
     assert SequentialTest(0.9, 0.0, looks=4).verdict(gains).state == "open"
     assert SequentialTest(0.9, 0.2, looks=1).verdict(gains).state != "better"  # below min_effect
+    assert SequentialTest(0.9, 0.0, looks=1).can_accept(4) and not SequentialTest(0.9, 0.0, looks=1).can_accept(3)
 
 
 def test_race_users_leave_out_the_parent_s_selection_users_and_take_at_most_half() -> None:

@@ -57,6 +57,11 @@ class SequentialTest:
         self.min_effect = min_effect
         self.level = (1 - confidence) / max(1, looks)
 
+    def can_accept(self, instances: int) -> bool:
+        """Whether this many instances, all gains, can reach the level (the signed-rank test's smallest one-sided
+        p-value on n instances is 2^-n)."""
+        return 0.5**instances < self.level
+
     def verdict(self, gains: Sequence[float]) -> Verdict:
         p_better = one_sided_p([gain - self.min_effect for gain in gains], "greater")
         p_worse = one_sided_p(gains, "less")
