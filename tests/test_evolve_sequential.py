@@ -4,6 +4,7 @@ parent, one line of kept candidates, a resume to the identical result, bad value
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -101,3 +102,11 @@ def test_bad_sequential_values_name_their_field(tmp_path: Path, strategy: dict[s
         evolve(tmp_path, "bad", strategy=strategy)
     assert caught.value.field == field
     assert not (tmp_path / "bad").exists()
+
+
+def test_a_race_too_small_to_accept_anything_says_so(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="memevo.evolve")
+    result, _ = evolve(tmp_path, "tiny", CategoryBackend(WORLD, proposer_mode="step"), strategy=RACE,
+                       split={"train": 1, "val": 1, "test": 2}, budget={"generations": 1, "candidates": 1})
+    assert "too few for the sequential test to accept anything" in caplog.text  # 1 user x 3 periods
+    assert result.best.id == result.seed.id
