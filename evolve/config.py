@@ -253,10 +253,19 @@ class StrategyConfig(_Strict):
     acceptance: str = Field(
         "sequential", description="sequential (a race on users fresh for the parent, paired Wilcoxon test at each "
         "round, see memevo.evolve.selection.race), mean (beats the parent's validation mean) or paired (a t-test).")
-    confidence: float = Field(0.9, description="paired, sequential: one-sided confidence that the candidate is better "
-                              "(sequential: over every look of every candidate of a generation).")
+    confidence: float | None = Field(
+        None, description="paired, sequential: one-sided confidence that the candidate is better (sequential: over every "
+        "look of its race); default 0.9 (paired), 0.5 (sequential: its bar is fresh, so a neutral candidate kept costs "
+        "only episodes, and 0.5 kept the most on the benchmark's tuning seeds).")
     min_effect: float = Field(0.0, ge=0, description="paired, sequential: smallest mean gain per (user, period).")
     race_users: int = Field(2, ge=1, description="sequential: users each candidate in the race plays per round.")
+
+    @property
+    def test_confidence(self) -> float:
+        """``confidence``, or the default of the acceptance rule."""
+        if self.confidence is not None:
+            return self.confidence
+        return 0.5 if self.acceptance == "sequential" else 0.9
     minibatch: int | None = Field(
         2, ge=1, description="Train users a proposal is scored on beside its parent: validation_first, the check "
         "after validation; train_first, a gate before the full evaluation. None: all train users (validation_first), "
@@ -267,8 +276,8 @@ class StrategyConfig(_Strict):
         "(its evidence and train comparison then cover them all); false: it keeps the train users it ran on.",
     )
     first_accepted: bool = Field(
-        False, description="sequential: each candidate races alone in the plan's order and the first kept ends the "
-        "generation (false: all race together, halved each round). validation_first: candidates run one at a time in the plan's order, each checked on the "
+        True, description="sequential: each candidate races alone in the plan's order and the first kept ends the "
+        "generation (false: all race together, halved each round; fewer kept at the same calls on the benchmark). validation_first: candidates run one at a time in the plan's order, each checked on the "
         "train users as soon as the acceptance rule prefers it on validation; the first one not worse than its parent "
         "ends the generation and the rest are not run (GEPA's one proposal at a time: fewer agent calls, but a "
         "generation's candidates do not run at once; false runs them at once, episode.candidate_concurrency wide).",
@@ -439,7 +448,7 @@ def check_strategy(strategy: StrategyConfig, *, source: str | None) -> None:
     if strategy.acceptance not in acceptance_names():
         raise UserInputError(f"unknown acceptance '{strategy.acceptance}' (known: {', '.join(acceptance_names())})",
                              source=source, field="strategy.acceptance")
-    if not 0 < strategy.confidence < 1:
+    if strategy.confidence is not None and not 0 < strategy.confidence < 1:
         raise UserInputError(f"confidence must lie strictly between 0 and 1, not {strategy.confidence:g}",
                              source=source, field="strategy.confidence")
 

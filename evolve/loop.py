@@ -137,7 +137,7 @@ class OuterLoop(runtime.RunBase):
         )
         strategy = config.strategy
         self.parents = make_parent_selector(strategy.parents, seed=config.split.seed)
-        self.acceptance = make_acceptance(strategy.acceptance, strategy.confidence, strategy.min_effect)
+        self.acceptance = make_acceptance(strategy.acceptance, strategy.test_confidence, strategy.min_effect)
         self.gate = MinibatchGate(strategy.minibatch, config.split.seed) if strategy.minibatch else None
         self.candidates: dict[str, Candidate] = {self.seed.id: self.seed}
         self.pool: list[Candidate] = []
@@ -315,11 +315,11 @@ class OuterLoop(runtime.RunBase):
         users = race_users(self._search_users, self.selected_on[parent.id], self.config.split.seed, generation)
         played_by_parent = await self._play(parent, self._search_users)  # all of them (``_plan``): stored
         parent_values = {key: value for key, value in played_by_parent.items() if key[0] in users}
-        test = SequentialTest(strategy.confidence, strategy.min_effect, looks(len(users), strategy.race_users))
+        test = SequentialTest(strategy.test_confidence, strategy.min_effect, looks(len(users), strategy.race_users))
         if not test.can_accept(len(parent_values)):
             log.warning("gen %d: its race has %d (user, period) instance(s), too few for the sequential test to accept "
                         "anything at confidence %g (give more train or validation users, or strategy.acceptance: mean)",
-                        generation, len(parent_values), strategy.confidence)
+                        generation, len(parent_values), strategy.test_confidence)
         started_path = self._gen_dir(generation) / "race_started.json"
         started = json.loads(started_path.read_text())["rounds"] if started_path.exists() else 0
         rounds_begun = [0]
