@@ -106,7 +106,7 @@ def test_bad_sequential_values_name_their_field(tmp_path: Path, strategy: dict[s
 
 def test_a_race_too_small_to_accept_anything_says_so(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="memevo.evolve")
-    result, _ = evolve(tmp_path, "tiny", CategoryBackend(WORLD, proposer_mode="step"), strategy=RACE,
+    result, _ = evolve(tmp_path, "tiny", CategoryBackend(WORLD, proposer_mode="step"), strategy={**RACE, "confidence": 0.9},
                        split={"train": 1, "val": 1, "test": 2}, budget={"generations": 1, "candidates": 1})
-    assert "too few for the sequential test to accept anything" in caplog.text  # 1 user x 3 periods
+    assert "too few for the sequential test to accept anything" in caplog.text  # 1 user x 3 periods: p >= 1/8
     assert result.best.id == result.seed.id
