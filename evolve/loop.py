@@ -3,8 +3,11 @@
 Generation 0 evaluates the seed on train and validation users; the seed starts the pool. Each later
 generation picks a parent from the pool (``strategy.parents``), renders the evidence of the parent's
 train episodes, lets the configured proposers write K variants, lets Optuna set each variant's
-hyperparameters, and evaluates the candidates concurrently: through the minibatch gate when it is on,
-then on the train users (pruning weak ones early) and on the validation users. A candidate joins the
+hyperparameters, and evaluates the candidates. Under ``strategy.acceptance: sequential`` (the default) the
+candidates race against their parent on train and validation users together, only on users whose episodes did not
+select the parent, and a paired sequential test keeps at most one (``selection.race``); the kept candidate is the
+next parent and the last one kept is the run's best. Under the other rules they go through the minibatch gate
+when it is on, then on the train users (pruning weak ones early) and on the validation users. A candidate joins the
 pool when the acceptance rule (``strategy.acceptance``) prefers it to its parent on validation. With
 ``strategy.order: validation_first`` the validation users come first; the candidates the rule prefers
 there are run on the train users (all, or the gate's minibatch), best first, until one is not worse than
