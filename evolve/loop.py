@@ -341,10 +341,10 @@ class OuterLoop(runtime.RunBase):
 
         records: list[RaceRecord] = []
 
-        def save(_: RaceRecord) -> None:
+        def save(_: RaceRecord | None = None) -> None:
             write_json_atomic(self._race_path(generation), [json.loads(r.model_dump_json()) for r in records])
 
-        groups = [[c] for c in plan.candidates] if strategy.first_accepted else [plan.candidates]
+        groups = [[c] for c in plan.candidates] if strategy.first_accepted else [plan.candidates][:len(plan.candidates)]
         with candidates_phase(generation, len(plan.candidates)) as bar:
             for group in groups:
                 record = RaceRecord(parent_id=parent.id, candidate_ids=[c.id for c in group], users=users)
@@ -355,7 +355,7 @@ class OuterLoop(runtime.RunBase):
                 if record.winner_id is not None or record.stop_reason is not None:
                     break
             bar.skip(len(plan.candidates) - sum(len(record.candidate_ids) for record in records))
-        save(records[-1])
+        save()  # also a generation without candidates has its (empty) record
         raced = {cid for record in records for round_ in record.rounds for cid in round_.verdicts}
         for record in records:
             log.info("gen %d race of %d candidate(s) on %d user(s): %s", generation, len(record.candidate_ids),

@@ -110,3 +110,9 @@ def test_a_race_too_small_to_accept_anything_says_so(tmp_path: Path, caplog: pyt
                        split={"train": 1, "val": 1, "test": 2}, budget={"generations": 1, "candidates": 1})
     assert "too few for the sequential test to accept anything" in caplog.text  # 1 user x 3 periods: p >= 1/8
     assert result.best.id == result.seed.id
+
+
+def test_a_generation_without_candidates_keeps_its_parent(tmp_path: Path) -> None:
+    result, _ = evolve(tmp_path, "none", CategoryBackend(WORLD, proposer_mode="garbage"), strategy=RACE, **OPTIONS)
+    assert [outcome.kept_id for outcome in result.history] == [result.seed.id] * 4
+    assert _races(tmp_path / "none", 1) == []
