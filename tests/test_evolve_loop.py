@@ -25,7 +25,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::F
 SEED_TYPES = "- commute (how the user gets to work)"
 ONE_AT_A_TIME = {"acceptance": "mean", "first_accepted": True}
 """The loop these tests were written for (validation first, one candidate at a time, the mean rule); the race of
-``strategy.acceptance: sequential``, the default, has its own tests (tests/test_evolve_sequential.py)."""
+``strategy.acceptance: sequential`` has its own tests (tests/test_evolve_sequential.py)."""
 
 
 def make_config(tmp_path: Path, **overrides: Any) -> EvolveConfig:

@@ -1,4 +1,4 @@
-"""The default loop (``strategy.acceptance: sequential``) on the category double: races on users fresh for the
+"""The loop under ``strategy.acceptance: sequential`` on the category double: races on users fresh for the
 parent, one line of kept candidates, a resume to the identical result, bad values named."""
 
 from __future__ import annotations
