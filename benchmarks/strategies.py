@@ -1,40 +1,38 @@
-"""Strategy benchmark: parent selection, acceptance and the minibatch gate, on a test-double world.
+"""Strategy benchmark: memevo's loop against no evolution, best-of-N and GEPA, at the same call budget.
 
-The world is a weighted category world of the category double (tests/doubles/category_backend.py, a
-TEST DOUBLE, not a model): a fact reaches memory only when the memory-types section names its category,
-and the categories are asked about by different numbers of questions per period (``QUESTIONS``: 10 in
-all, as in AMemGym). The seed names two categories of one question each. The proposer is in ``step``
-mode: each proposal adds one category seen in the evidence (a gain of one to three questions per period)
-or, on later samples, drops one the text names (a loss of one to three), so helpful proposals vary in
-size and the commonest harm, one question in ten, is small against the noise: every agent answer is
-replaced by a random option with probability ``--noise`` (seeded, so reruns and resumes see the same
-noise). A mean-only acceptance on two validation users then does keep worse candidates at times.
+Worlds are built from the category double (tests/doubles/category_backend.py, a TEST DOUBLE, not a model): a fact
+reaches memory only when the memory-types section names its category; the seed names two categories of one
+question each; the proposer makes one small step per sample (adds a category, or on later samples drops one the
+text names); every agent answer is replaced by a random option with probability ``--noise`` (seeded by the
+request, so reruns and resumes see the same noise). The worlds differ in what a step does:
 
-Per seed (a new world, split and noise for each) and arm, one evolution runs in-process. Reported per arm:
+- ``category``: six categories asked about by 1-3 questions per period; a step adds one seen in the feedback
+  (helps by 1-3 questions in 10) or drops one (hurts);
+- ``neutral``: the same plus six categories announced but never asked, and steps drawn from every category of the
+  world: most adds change the notes and nothing else;
+- ``interact``: questions that need two categories at once: naming one of a pair is worth nothing for them until
+  the other is named too, and dropping one then costs both.
 
-- best test score: the memory score of the run's best candidate on the test users, measured WITHOUT
-  answer noise (a fresh noise-free evaluation with its own upper bound), i.e. its real quality;
-- agent calls to reach it: agent-role calls the run had spent when the generation that accepted its
-  best candidate ended (``generations/gen_XXX/spend.json``; the seed's generation 0 when nothing won);
-- agent calls in all: the whole run's agent calls, test scoring of seed and best included;
-- false acceptances: accepted candidates whose noise-free test score is below their parent's;
-- agent calls to reach the reference's best (``--reference``, the earlier default): on each seed, the calls spent
-  when the run's best first scored at least the reference arm's best on that seed (noise-free, on test), a
-  time-to-target measure that does not penalise an arm for improving further later.
+Arms, each given the same budget of calls (``--budget-episodes`` times the calls of one seed episode of the world;
+agent and proposer calls together, as ``budget.max_calls`` counts them): ``memevo`` (sequential acceptance with
+its defaults: the candidate for memevo's default, not yet the default),
+``none`` (no evolution: the seed), ``best-of-n`` (one generation of as many proposals from the seed as the budget
+plays on the validation users, the best there kept after a check on one train user), ``gepa`` (GEPA 0.1.4 through
+``gepa.optimize``, see benchmarks/gepa_arm.py), and memevo strategies named by ``+``-joined words: ``mean``,
+``paired`` or ``sequential`` (acceptance), ``first`` (``first_accepted: true``), ``every`` (false), ``race1`` (1 user
+per race round), ``c0.8`` (confidence), ``e0.02`` (minimum effect), ``gate1`` (minibatch). ``one-at-a-time`` is
+EvolveConfig's default (``mean+first``).
 
-An arm is named by ``+``-joined words: ``elitist`` or ``pareto`` (parents), ``mean`` or ``paired``
-(acceptance), ``c0.8`` (paired confidence), ``e0.02`` (paired minimum effect), ``gate1`` (a minibatch of
-1 train user; ``gate0``: none), ``tfirst`` or ``vfirst`` (``strategy.order``: train users
-first, the minibatch a gate before the full evaluation, so ``tfirst+gate3`` is a train gate before
-validation; or validation first, the minibatch the train users a candidate preferred on validation is
-checked on, all of them with ``gate0``), ``nocomplete`` (``strategy.complete_parent_train: false``), ``every``
-(``strategy.first_accepted: false``: a generation's candidates all on validation, not one at a time until
-one is kept); unnamed settings
-keep EvolveConfig's defaults. Tune on other seeds than the ones you report (``--first-seed``): a setting
-chosen on the reported worlds would be fitted to their noise.
+Per world, seed (a new world, split and noise for each) and arm one run goes in-process. Reported per world and arm:
+the noise-free held-out accuracy of the arm's final best (a fresh evaluation of it on the 4 test users without
+answer noise), its paired difference to memevo's default over seeds (mean, wins/ties/losses, two-sided Wilcoxon
+signed-rank p, ties split), candidates accepted and false acceptances (accepted but below their parent noise-free),
+the calls the search spent, and for memevo's loops the winner's curse: how far the parent's score on the users its
+children are compared on lies above its noise-free score there. Tune on other seeds than the ones reported
+(``--first-seed``): a setting chosen on the reported worlds would be fitted to their noise.
 
-Run: ``python benchmarks/strategies.py [--seeds 10] [--first-seed 0] [--noise 0.4] [--jobs 2] [--arms A,B]``
-from the repository root (about half a minute per seed and arm on a shared 2-core machine).
+Run: ``python benchmarks/strategies.py [--seeds 16] [--first-seed 0] [--worlds category,neutral,interact]
+[--arms memevo,none,best-of-n,gepa] [--jobs 2]`` from the repository root.
 """
 
 from __future__ import annotations
@@ -45,62 +43,81 @@ import json
 import logging
 import sys
 import tempfile
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean, pstdev
 from typing import Any
 
+from scipy import stats
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memevo.agents.registry import build_agent  # noqa: E402
+from benchmarks.gepa_arm import MemevoAdapter, run_gepa  # noqa: E402
+from memevo.agents.policy import MemoryPolicy  # noqa: E402
+from memevo.agents.registry import agent_spec, build_agent  # noqa: E402
 from memevo.environments.data.io import save_items  # noqa: E402
 from memevo.environments.data.models import Item  # noqa: E402
-from memevo.environments.metrics import compute_upper_bound  # noqa: E402
 from memevo.environments.simulators.factory import make_simulator  # noqa: E402
 from memevo.evolve.candidates import Candidate  # noqa: E402
 from memevo.evolve.config import EvolveConfig, parse_evolve_config  # noqa: E402
-from memevo.evolve.evaluation import Evaluator  # noqa: E402
+from memevo.evolve.evaluation import CandidateEval, Evaluator  # noqa: E402
 from memevo.evolve.loop import run_evolution  # noqa: E402
+from memevo.evolve.proposers import ProposerSettings, make_proposer  # noqa: E402
 from memevo.evolve.records import EvolutionResult, GenerationPlan  # noqa: E402
 from memevo.evolve.runtime import episode_config, make_split  # noqa: E402
+from memevo.evolve.selection.race import RaceRecord  # noqa: E402
 from tests.doubles.category_backend import CategoryBackend, CategoryHub, category_world  # noqa: E402
 
 QUESTIONS = {"commute": 1, "instrument": 3, "beverage": 2, "genre": 1, "plant": 2, "footwear": 1}
-"""Questions per period about each category."""
+"""Questions per period about each category (the category world)."""
+NEVER_ASKED = dict.fromkeys(["pet", "sport", "cuisine", "hobby", "color", "city"], 0)
+
+
+@dataclass(frozen=True)
+class World:
+    questions: dict[str, int]
+    pairs: dict[tuple[str, str], int] = field(default_factory=dict)
+    steps_from: str = "feedback"
+
+    def items(self, seed: int) -> list[Item]:
+        return category_world(USERS, 3, seed=seed, questions=self.questions, pairs=self.pairs)
+
+
+WORLDS = {
+    "category": World(QUESTIONS),
+    "neutral": World(QUESTIONS | NEVER_ASKED, steps_from="world"),
+    "interact": World({"commute": 1, "footwear": 1, "instrument": 2, "beverage": 1, "plant": 1},
+                      {("instrument", "genre"): 2, ("beverage", "plant"): 2}),
+}
 SEED_TYPES = "- commute (how the user gets to work)\n- footwear (the shoes the user wears)"
-"""The seed names two categories of one question each, so dropping either is a small harm."""
-ARMS = [
-    "elitist+mean",
-    "elitist+mean+tfirst+gate0",
-    "elitist+mean+every",
-    "elitist+mean+tfirst+gate3",
-    "pareto+mean+tfirst+gate3",
-    "pareto+mean",
-]
-"""The arms run by default: EvolveConfig's default first (validation first, one candidate at a time until one is
-kept, a minibatch of 2 train users), then the earlier defaults (train first with no gate; validation first with
-every candidate on validation), the train gates, Pareto parents."""
-REFERENCE = "elitist+mean+tfirst+gate0"
-"""The earlier default (train first, no gate): the arm whose best score the others are timed to reach."""
+SPLIT = {"train": 4, "val": 4, "test": 4}
+USERS = sum(SPLIT.values())
+CANDIDATES = 3
+"""Proposals per generation (memevo) and proposer samples cycled per iteration (GEPA)."""
+REFERENCE = "memevo"
+ARMS = ["memevo", "none", "best-of-n", "gepa"]
 
 
 def arm_strategy(arm: str) -> dict[str, Any]:
-    """The ``strategy`` section an arm name stands for (see the module docstring)."""
+    """The ``strategy`` section a memevo arm stands for (see the module docstring)."""
+    if arm == "memevo":
+        return {"acceptance": "sequential"}
+    if arm == "one-at-a-time":
+        return {"acceptance": "mean", "first_accepted": True}
+    if arm == "best-of-n":
+        return {"acceptance": "mean", "first_accepted": False, "minibatch": 1}
     strategy: dict[str, Any] = {}
     for word in arm.split("+"):
-        if word in ("elitist", "pareto"):
-            strategy["parents"] = word
-        elif word in ("mean", "paired"):
+        if word in ("mean", "paired", "sequential"):
             strategy["acceptance"] = word
-        elif word in ("vfirst", "tfirst"):
-            strategy["order"] = "validation_first" if word == "vfirst" else "train_first"
+        elif word in ("first", "every"):
+            strategy["first_accepted"] = word == "first"
+        elif word.startswith("race"):
+            strategy["race_users"] = int(word.removeprefix("race"))
         elif word.startswith("gate"):
             strategy["minibatch"] = int(word.removeprefix("gate")) or None
-        elif word == "nocomplete":
-            strategy["complete_parent_train"] = False
-        elif word == "every":
-            strategy["first_accepted"] = False
         elif word[:1] == "c":
             strategy["confidence"] = float(word[1:])
         elif word[:1] == "e":
@@ -110,163 +127,228 @@ def arm_strategy(arm: str) -> dict[str, Any]:
     return strategy
 
 
+def make_config(data: Path, seed: int, strategy: dict[str, Any], max_calls: int, generations: int,
+                candidates: int) -> EvolveConfig:
+    return parse_evolve_config({
+        "name": "strategies",
+        "seed": {"policy": {"kind": "awi", "update_every": 2, "short_term": 0, "prompts": {"memory_types": SEED_TYPES}}},
+        "components": ["memory_types"],
+        "data": {"path": str(data)},
+        "split": {**SPLIT, "seed": seed},
+        "budget": {"generations": generations, "candidates": candidates, "max_calls": max_calls},
+        "episode": {"rounds_init": 1, "rounds_update": 1, "user_concurrency": 1, "candidate_concurrency": 1},
+        "tracking": {"enabled": False},
+        "upper_bound": False,  # the memory score's perfect-information answers: calls no other arm spends
+        "optuna": {"seed": seed},
+        "strategy": strategy,
+    })
+
+
 @dataclass
 class ArmRun:
     best_test: float
-    calls_to_best: int
-    calls_total: int
     accepted: int
     false_accepted: int
-    progress: list[tuple[int, float]]
-    """Per generation: agent calls spent when it ended, and the noise-free test score of the run's best then."""
-
-    def calls_to_reach(self, target: float) -> int | None:
-        """Agent calls spent when the run's best first scored at least ``target`` on test (None: never)."""
-        return next((calls for calls, score in self.progress if score >= target - 1e-9), None)
+    calls: int
+    curse: list[float] = field(default_factory=list)
+    """Per comparison with a parent that was itself selected: its noisy minus noise-free score on those users."""
 
 
-def make_config(data: Path, seed: int, generations: int, val_users: int, strategy: dict[str, Any]) -> EvolveConfig:
-    return parse_evolve_config(
-        {
-            "name": "strategies",
-            "seed": {
-                "policy": {
-                    "kind": "awi",
-                    "update_every": 2,
-                    "short_term": 0,
-                    "prompts": {"memory_types": SEED_TYPES},
-                }
-            },
-            "components": ["memory_types"],
-            "data": {"path": str(data)},
-            "split": {"train": 3, "val": val_users, "test": 4, "seed": seed},
-            "budget": {"generations": generations, "candidates": 3},
-            "episode": {"rounds_init": 1, "rounds_update": 1, "user_concurrency": 1, "candidate_concurrency": 1},
-            "tracking": {"enabled": False},
-            "optuna": {"seed": seed},
-            "strategy": strategy,
-        }
-    )
+class Clean:
+    """Noise-free accuracy of policies on any users (their real quality), each evaluation done once."""
+
+    def __init__(self, config: EvolveConfig, items: list[Item], folder: Path) -> None:
+        self.backend = CategoryBackend(items)
+        self.config, self.items, self.folder = config, items, folder
+        self.test = make_split(items, config).test
+
+    def per_user(self, policy: MemoryPolicy, users: Sequence[str]) -> dict[str, float]:
+        evaluator = Evaluator(  # one per call: each call runs its own event loop
+            root=self.folder, items=self.items, make_agent=lambda policy: build_agent(policy, self.backend),
+            simulator=make_simulator("template", self.config.split.seed),
+            episode_config=episode_config(self.config, MemoryPolicy(kind="awi")))
+        result = asyncio.run(evaluator.evaluate(Candidate(policy=policy), "clean", sorted(users), label="clean"))
+        return {user.user_id: user.accuracy for user in result.users}
+
+    def score(self, policy: MemoryPolicy, users: Sequence[str] | None = None) -> float:
+        return fmean(self.per_user(policy, users or self.test).values())
 
 
-def agent_calls(path: Path) -> int:
-    return int(json.loads(path.read_text())["by_role"].get("agent", {}).get("calls", 0))
+def seed_policy(config: EvolveConfig) -> MemoryPolicy:
+    assert config.seed.policy is not None
+    return config.seed.policy
 
 
-async def clean_test_scores(
-    config: EvolveConfig, items: list[Item], candidates: list[Candidate], folder: Path
-) -> dict[str, float]:
-    """Noise-free memory score on the test users of each candidate (its real quality)."""
+def episode_calls(world: World, seed: int, config: EvolveConfig, folder: Path) -> int:
+    """The calls of one seed episode in this world (the budget's unit)."""
+    items = world.items(seed)
     backend = CategoryBackend(items)
-    test_ids = make_split(items, config).test
-    test_items = [item for item in items if item.id in test_ids]
-    evaluator = Evaluator(
-        root=folder,
-        items=items,
-        make_agent=lambda policy: build_agent(policy, backend),
-        simulator=make_simulator("template", config.split.seed),
-        episode_config=episode_config(config, candidates[0].policy),
-        objective="accuracy",
-    )
-    evaluator.upper_bound = await compute_upper_bound(backend, test_items, constrained=True, seed=config.split.seed)
-    return {c.id: (await evaluator.evaluate(c, "test", test_ids)).score for c in candidates}
+    evaluator = Evaluator(root=folder, items=items, make_agent=lambda policy: build_agent(policy, backend),
+                          simulator=make_simulator("template", seed),
+                          episode_config=episode_config(config, seed_policy(config)))
+    asyncio.run(evaluator.evaluate(Candidate(policy=seed_policy(config)), "probe", [items[0].id]))
+    return len(backend.calls)
 
 
-def run_arm(workdir: Path, seed: int, arm: str, noise: float, generations: int, val_users: int) -> ArmRun:
-    items = category_world(10, 3, seed=seed, questions=QUESTIONS)
-    run_dir = workdir / f"{arm}-{seed}".replace("+", "_")
-    data = workdir / f"{run_dir.name}.data.json"  # one file per run: runs may go in parallel
+def noisy_per_user(run_dir: Path, candidate_id: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for split in ("train", "val"):
+        path = run_dir / "evals" / candidate_id / f"{split}.json"
+        if path.exists():
+            out |= {u.user_id: u.accuracy for u in CandidateEval.model_validate_json(path.read_text()).users}
+    return out
+
+
+def winners_curse(run_dir: Path, result: EvolutionResult, policies: dict[str, MemoryPolicy], clean: Clean,
+                  val_users: list[str], noise: float) -> list[float]:
+    """Per generation whose parent was kept by selection (not the seed): the parent's noisy mean accuracy on the users
+    its children were compared on (the race's users, or the validation users) minus what the noise leads one to
+    expect there, ``(1 - noise) x noise-free + noise x chance`` (chance: one over the options of each question)."""
+    chance = fmean(1 / len(question.answer_choices) for question in clean.items[0].qas)
+    gaps = []
+    for outcome in result.history[1:]:
+        if outcome.parent_id == result.seed.id or outcome.parent_id not in policies:
+            continue
+        race = run_dir / "generations" / f"gen_{outcome.generation:03d}" / "race.json"
+        users = RaceRecord.model_validate(json.loads(race.read_text())[0]).users if race.exists() else val_users
+        noisy = noisy_per_user(run_dir, outcome.parent_id)
+        users = [u for u in users if u in noisy]
+        if users:
+            truth = clean.per_user(policies[outcome.parent_id], users)
+            gaps.append(fmean(noisy[u] - ((1 - noise) * truth[u] + noise * chance) for u in users))
+    return gaps
+
+
+def run_memevo(workdir: Path, world: World, seed: int, arm: str, noise: float, max_calls: int) -> ArmRun:
+    items = world.items(seed)
+    run_dir = workdir / "run"
+    data = workdir / "data.json"
     save_items(items, data)
-    config = make_config(data, seed, generations, val_users, arm_strategy(arm))
-    backend = CategoryBackend(items, proposer_mode="step", answer_noise=noise, seed=seed)
-    result: EvolutionResult = run_evolution(config, run_dir=run_dir, hub=CategoryHub(backend), resume=False)
-    plans = [
-        GenerationPlan.model_validate_json(path.read_text())
-        for path in sorted((run_dir / "generations").glob("gen_*/plan.json"))
-    ]
-    known = {result.seed.id: result.seed} | {c.id: c for plan in plans for c in plan.candidates}
-    by_generation = {(plan.generation, c.id): c for plan in plans for c in plan.candidates}
-    accepted = [by_generation[o.generation, i] for o in result.history[1:] for i in o.accepted_ids]
-    needed = (
-        {result.best.id, result.seed.id}
-        | {c.id for c in accepted}
-        | {c.parent_id for c in accepted if c.parent_id}
-        | {o.kept_id for o in result.history}
-    )
-    clean = asyncio.run(clean_test_scores(config, items, [known[i] for i in sorted(needed)], run_dir / "clean"))
-    won = next((o.generation for o in result.history if result.best.id in o.accepted_ids), 0)
-    spent = {o.generation: agent_calls(run_dir / "generations" / f"gen_{o.generation:03d}" / "spend.json")
-             for o in result.history}
+    best_of_n = arm == "best-of-n"
+    generations, candidates = (1, 24) if best_of_n else (50, CANDIDATES)
+    config = make_config(data, seed, arm_strategy(arm), max_calls, generations, candidates)
+    backend = CategoryBackend(items, proposer_mode="step", answer_noise=noise, seed=seed, steps_from=world.steps_from)
+    result = run_evolution(config, run_dir=run_dir, hub=CategoryHub(backend), resume=False)
+    plans = [GenerationPlan.model_validate_json(path.read_text())
+             for path in sorted((run_dir / "generations").glob("gen_*/plan.json"))]
+    known = {result.seed.id: result.seed.policy} | {c.id: c.policy for plan in plans for c in plan.candidates}
+    parents = {c.id: c.parent_id for plan in plans for c in plan.candidates}
+    accepted = [i for o in result.history[1:] for i in o.accepted_ids]
+    clean = Clean(config, items, workdir / "clean")
+    scores = {cid: clean.score(known[cid]) for cid in {result.best.id, *accepted, *(parents[i] for i in accepted)}}
+    last = max(o.generation for o in result.history)
+    spend = json.loads((run_dir / "generations" / f"gen_{last:03d}" / "spend.json").read_text())
     return ArmRun(
-        best_test=clean[result.best.id],
-        calls_to_best=spent[won],
-        calls_total=result.usage.by_role["agent"].calls,
-        accepted=len(accepted),
-        false_accepted=sum(clean[c.id] < clean[c.parent_id or ""] for c in accepted),
-        progress=[(spent[o.generation], clean[o.kept_id]) for o in result.history],
+        best_test=scores[result.best.id], accepted=len(accepted),
+        false_accepted=sum(scores[i] < scores[parents[i] or ""] for i in accepted),
+        calls=sum(role["calls"] for role in spend["by_role"].values()),
+        curse=winners_curse(run_dir, result, known, clean, make_split(items, config).val, noise),
     )
 
 
-def calls_to_reference(rows: list[ArmRun], reference: list[ArmRun]) -> str:
-    """Mean agent calls an arm spent until its best first scored the reference arm's best on the same seed; a
-    seed where it never did counts with all its calls (so the mean is then a lower bound, marked ">=")."""
-    reached = [row.calls_to_reach(ref.best_test) for row, ref in zip(rows, reference, strict=True)]
-    calls = [hit if hit is not None else row.calls_total for hit, row in zip(reached, rows, strict=True)]
-    missed = sum(hit is None for hit in reached)
-    bound = ">= " if missed else ""
-    return f"{bound}{fmean(calls):.0f} ({pstdev(calls):.0f}), reached on {len(rows) - missed}/{len(rows)} seeds"
+def run_gepa_arm(workdir: Path, world: World, seed: int, noise: float, max_calls: int) -> ArmRun:
+    items = world.items(seed)
+    data = workdir / "data.json"
+    save_items(items, data)
+    config = make_config(data, seed, {}, max_calls, 1, CANDIDATES)
+    split = make_split(items, config)
+    backend = CategoryBackend(items, proposer_mode="step", answer_noise=noise, seed=seed, steps_from=world.steps_from)
+    hub = CategoryHub(backend)
+    seed_pol = seed_policy(config)
+
+    def evaluator() -> Evaluator:
+        return Evaluator(root=workdir / "gepa", items=items, make_agent=lambda policy: build_agent(policy, backend),
+                         simulator=make_simulator("template", seed), episode_config=episode_config(config, seed_pol))
+
+    adapter = MemevoAdapter(
+        config=config, seed=seed_pol, spec=agent_spec("awi"), items={item.id: item for item in items},
+        make_evaluator=evaluator, proposer=make_proposer("reflection", ProposerSettings(lm=hub.dspy_lm(config.llm.proposer))),
+        train_users=set(split.train), samples_per_iteration=CANDIDATES,
+    )
+    outcome = run_gepa(adapter, config.components, split.train, split.val, lambda: len(backend.calls), max_calls,
+                       seed, workdir / "gepa-run")
+    clean = Clean(config, items, workdir / "clean")
+    scores = [clean.score(policy) for policy in outcome.policies]
+    pool = [(i, parent) for i, parent in enumerate(outcome.parents) if i > 0 and parent is not None]
+    return ArmRun(best_test=clean.score(outcome.best), accepted=len(pool),
+                  false_accepted=sum(scores[i] < scores[parent] for i, parent in pool), calls=len(backend.calls))
+
+
+def run_arm(world_name: str, seed: int, arm: str, noise: float, budget_episodes: int) -> ArmRun:
+    world = WORLDS[world_name]
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        config = make_config(workdir / "unused.json", seed, {}, 1, 1, 1)
+        max_calls = budget_episodes * episode_calls(world, seed, config, workdir / "probe")
+        if arm == "none":
+            items = world.items(seed)
+            save_items(items, workdir / "unused.json")
+            return ArmRun(best_test=Clean(config, items, workdir / "clean").score(seed_policy(config)), accepted=0,
+                          false_accepted=0, calls=0)
+        if arm == "gepa":
+            return run_gepa_arm(workdir, world, seed, noise, max_calls)
+        return run_memevo(workdir, world, seed, arm, noise, max_calls)
+
+
+def paired(rows: list[ArmRun], reference: list[ArmRun]) -> str:
+    """The reference minus this arm over seeds: mean, wins/ties/losses of the reference, two-sided Wilcoxon p."""
+    diffs = [ref.best_test - row.best_test for row, ref in zip(rows, reference, strict=True)]
+    wins, ties = sum(d > 1e-9 for d in diffs), sum(abs(d) <= 1e-9 for d in diffs)
+    if not any(abs(d) > 1e-9 for d in diffs):
+        return f"+0.000, 0/{ties}/0, p n/a (no difference)"
+    p_value = stats.wilcoxon(diffs, zero_method="zsplit").pvalue
+    return f"{fmean(diffs):+.3f}, {wins}/{ties}/{len(diffs) - wins - ties}, p {p_value:.3f}"
+
+
+def table(title: str, runs: dict[str, list[ArmRun]]) -> list[str]:
+    reference = runs.get(REFERENCE)
+    lines = [f"**{title}**", "",
+             f"| arm | held-out accuracy (noise-free) | {REFERENCE} minus arm (mean, W/T/L, p) | accepted | "
+             "false acceptances | calls spent | winner's curse (parent's bar above its expected noisy score) |", "|---|---|---|---|---|---|---|"]
+    for arm, rows in runs.items():
+        best = [r.best_test for r in rows]
+        accepted, false = sum(r.accepted for r in rows), sum(r.false_accepted for r in rows)
+        share = f"{false}/{accepted} = {false / accepted:.0%}" if accepted else "0/0"
+        versus = "-" if arm == REFERENCE or reference is None else paired(rows, reference)
+        curse = [g for r in rows for g in r.curse]
+        curse_text = f"{fmean(curse):+.3f} ({len(curse)} parents)" if curse else "n/a (no selected parent compared)"
+        lines.append(f"| {arm} | {fmean(best):.3f} ± {pstdev(best):.3f} | {versus} | {accepted} | {share} | "
+                     f"{fmean(r.calls for r in rows):.0f} | {curse_text} |")
+    return lines
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=10)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=16)
     parser.add_argument("--first-seed", type=int, default=0, help="Seeds run are first-seed .. first-seed+seeds-1.")
-    parser.add_argument("--noise", type=float, default=0.4, help="Share of agent answers replaced at random.")
-    parser.add_argument("--generations", type=int, default=4)
-    parser.add_argument("--val-users", type=int, default=2)
+    parser.add_argument("--noise", type=float, default=0.3, help="Share of agent answers replaced at random.")
+    parser.add_argument("--budget-episodes", type=int, default=40, help="The call budget, in seed episodes.")
+    parser.add_argument("--worlds", default=",".join(WORLDS))
     parser.add_argument("--jobs", type=int, default=1, help="Runs in parallel (processes).")
     parser.add_argument("--arms", default=",".join(ARMS), help="Comma-separated arm names (default: %(default)s).")
-    parser.add_argument("--reference", default=REFERENCE, help="The arm whose best score, per seed, the others "
-                        "are timed to reach (default: %(default)s; no such column when it is not run).")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    arms = args.arms.split(",")
+    arms, worlds = args.arms.split(","), args.worlds.split(",")
     for arm in arms:
-        arm_strategy(arm)  # a typo fails before any run
+        if arm not in ("none", "gepa"):
+            arm_strategy(arm)  # a typo fails before any run
+    for world in worlds:
+        if world not in WORLDS:
+            raise SystemExit(f"--worlds: unknown world '{world}' (known: {', '.join(WORLDS)})")
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    with tempfile.TemporaryDirectory() as tmp, ProcessPoolExecutor(args.jobs) as pool:
-        futures = {
-            (arm, seed): pool.submit(run_arm, Path(tmp), seed, arm, args.noise, args.generations, args.val_users)
-            for seed in seeds
-            for arm in arms
-        }
-        runs = {arm: [futures[arm, seed].result() for seed in seeds] for arm in arms}
-    print(f"{args.arms}: seeds {seeds.start}-{seeds.stop - 1} done", file=sys.stderr)
-    print(
-        f"{args.seeds} seeds ({seeds.start}-{seeds.stop - 1}), answer noise {args.noise}, "
-        f"{args.generations} generations x 3 candidates, train/val/test users 3/{args.val_users}/4; "
-        "means over seeds (sd)\n"
-    )
-    reference = runs.get(args.reference)
-    to_reference = f" | agent calls to reach {args.reference}'s best" if reference else ""
-    print(
-        "| arm | best test memory score (noise-free) | agent calls to reach it | agent calls in all "
-        f"| accepted | false acceptances{to_reference} |"
-    )
-    print("|---|---|---|---|---|---|" + ("---|" if reference else ""))
-    for arm, rows in runs.items():
-        best = [r.best_test for r in rows]
-        to_best = [r.calls_to_best for r in rows]
-        accepted = sum(r.accepted for r in rows)
-        false = sum(r.false_accepted for r in rows)
-        share = f"{false}/{accepted} = {false / accepted:.0%}" if accepted else "0/0"
-        line = (
-            f"| {arm} | {fmean(best):.3f} ({pstdev(best):.3f}) | {fmean(to_best):.0f} ({pstdev(to_best):.0f}) "
-            f"| {fmean(r.calls_total for r in rows):.0f} | {accepted} | {share} |"
-        )
-        if reference:
-            line += f" {calls_to_reference(rows, reference)} |"
-        print(line)
+    with ProcessPoolExecutor(args.jobs) as pool:
+        futures = {(world, arm, seed): pool.submit(run_arm, world, seed, arm, args.noise, args.budget_episodes)
+                   for world in worlds for seed in seeds for arm in arms}
+        runs = {world: {arm: [futures[world, arm, seed].result() for seed in seeds] for arm in arms}
+                for world in worlds}
+    print(f"{args.seeds} seeds ({seeds.start}-{seeds.stop - 1}), answer noise {args.noise}, budget "
+          f"{args.budget_episodes} seed episodes of calls, train/val/test users {SPLIT['train']}/{SPLIT['val']}/"
+          f"{SPLIT['test']}; means over seeds ± sd\n")
+    for world in worlds:
+        print("\n".join(table(f"world: {world}", runs[world])) + "\n")
+    if len(worlds) > 1:
+        pooled = {arm: [row for world in worlds for row in runs[world][arm]] for arm in arms}
+        print("\n".join(table(f"all worlds ({len(worlds)} x {args.seeds} paired runs)", pooled)))
 
 
 if __name__ == "__main__":

@@ -248,10 +248,25 @@ class StrategyConfig(_Strict):
         default_factory=lambda: ["reflection"], min_length=1,
         description="Proposers sharing a generation's K candidates in turn: reflection, delta, merge.",
     )
-    parents: str = Field("elitist", description="Parent selection: elitist (best on validation) or pareto.")
-    acceptance: str = Field("mean", description="mean (beats the parent's validation mean) or paired (a test).")
-    confidence: float = Field(0.9, description="paired: one-sided confidence that the candidate is better.")
-    min_effect: float = Field(0.0, ge=0, description="paired: smallest mean gain per validation instance.")
+    parents: str = Field("elitist", description="Parent selection: elitist (best on validation; under sequential "
+                         "acceptance the last candidate kept) or pareto (mean or paired acceptance).")
+    acceptance: str = Field(
+        "mean", description="mean (beats the parent's validation mean), paired (a t-test) or sequential (a race on "
+        "users fresh for the parent, paired Wilcoxon test at each round, see memevo.evolve.selection.race; not yet "
+        "the default: on benchmarks/strategies.py it was not ahead of mean by a margin a paired test supports).")
+    confidence: float | None = Field(
+        None, description="paired, sequential: one-sided confidence that the candidate is better (sequential: over every "
+        "look of its race); default 0.9 (paired), 0.3 (sequential: its bar is fresh, so a neutral candidate kept costs "
+        "only episodes and may open a way on; 0.3 did best on the benchmark's tuning seeds, none harmful kept).")
+    min_effect: float = Field(0.0, ge=0, description="paired, sequential: smallest mean gain per (user, period).")
+    race_users: int = Field(2, ge=1, description="sequential: users each candidate in the race plays per round.")
+
+    @property
+    def test_confidence(self) -> float:
+        """``confidence``, or the default of the acceptance rule."""
+        if self.confidence is not None:
+            return self.confidence
+        return 0.3 if self.acceptance == "sequential" else 0.9
     minibatch: int | None = Field(
         2, ge=1, description="Train users a proposal is scored on beside its parent: validation_first, the check "
         "after validation; train_first, a gate before the full evaluation. None: all train users (validation_first), "
@@ -262,7 +277,8 @@ class StrategyConfig(_Strict):
         "(its evidence and train comparison then cover them all); false: it keeps the train users it ran on.",
     )
     first_accepted: bool = Field(
-        True, description="validation_first: candidates run one at a time in the plan's order, each checked on the "
+        True, description="sequential: each candidate races alone in the plan's order and the first kept ends the "
+        "generation (false: all race together, halved each round; fewer kept at the same calls on the benchmark). validation_first: candidates run one at a time in the plan's order, each checked on the "
         "train users as soon as the acceptance rule prefers it on validation; the first one not worse than its parent "
         "ends the generation and the rest are not run (GEPA's one proposal at a time: fewer agent calls, but a "
         "generation's candidates do not run at once; false runs them at once, episode.candidate_concurrency wide).",
@@ -412,6 +428,7 @@ def parse_evolve_config(data: Any, *, source: Path | None = None) -> EvolveConfi
                              "objective: accuracy", source=label, field="objective")
     check_strategy(config.strategy, source=label)
     check_in_episode(config, source=label)
+    check_sequential(config, source=label)
     if config.split.val >= 1:
         check_validation_users(config, int(config.split.val), source=label)
     return config
@@ -432,10 +449,13 @@ def check_strategy(strategy: StrategyConfig, *, source: str | None) -> None:
     if strategy.acceptance not in acceptance_names():
         raise UserInputError(f"unknown acceptance '{strategy.acceptance}' (known: {', '.join(acceptance_names())})",
                              source=source, field="strategy.acceptance")
-    if not 0 < strategy.confidence < 1:
+    if strategy.confidence is not None and not 0 < strategy.confidence < 1:
         raise UserInputError(f"confidence must lie strictly between 0 and 1, not {strategy.confidence:g}",
                              source=source, field="strategy.confidence")
 
+
+SEQUENTIAL_IGNORES = ("order", "minibatch", "complete_parent_train")
+"""Strategy fields about validation and train users taken in turn, which a race does not have."""
 
 OUTER_LOOP_ONLY = ("order", "minibatch", "first_accepted", "complete_parent_train", "resamples")
 """Strategy fields about a generation's candidates and their train users, which the in-episode protocol has not
@@ -453,6 +473,22 @@ def check_in_episode(config: EvolveConfig, *, source: str | None) -> None:
                 "the amemgym_period protocol evolves each user's prompt within its episode and has no candidates to "
                 f"order, check on train users, stop at or ask for again; strategy.{name} applies to protocol outer_loop only "
                 "(remove it)", source=source, field=f"strategy.{name}")
+
+
+def check_sequential(config: EvolveConfig, *, source: str | None) -> None:
+    """Sequential acceptance races on train and validation users together along one line of kept candidates: a
+    field set in the file (not a default) about the other rules' users or Pareto parents is an error there."""
+    strategy = config.strategy
+    if config.protocol != "outer_loop" or strategy.acceptance != "sequential":
+        return
+    if strategy.parents != "elitist":
+        raise UserInputError(f"parent selection '{strategy.parents}' needs acceptance mean or paired; sequential "
+                             "acceptance keeps one line of candidates (elitist)", source=source, field="strategy.parents")
+    for name in SEQUENTIAL_IGNORES:
+        if name in strategy.model_fields_set:
+            raise UserInputError(f"strategy.{name} applies to acceptance mean or paired; sequential acceptance races "
+                                 "on train and validation users together (remove it, or set strategy.acceptance)",
+                                 source=source, field=f"strategy.{name}")
 
 
 def check_validation_users(config: EvolveConfig, n_val: int, *, source: str | None) -> None:

@@ -2,7 +2,9 @@
 
 Each (candidate, split) has its own ``RunStore`` under ``<run_dir>/evals/<candidate id>/<split>/``, so a
 killed evaluation resumes per period, and a summary JSON per evaluation (``<split>.json``, or another
-``label`` such as the minibatch gate's) written when it finishes, so a finished one is never recomputed.
+``label`` such as the minibatch gate's) written when it finishes, so a finished one is never recomputed. A summary
+is keyed by everything that made it (split, the users asked for in their order, objective): asked again under the
+same label for other users, the evaluation runs (their stored episodes are reused) and the summary is replaced.
 A minibatch on some train users shares the train store: the full train evaluation reuses its episodes.
 Users run concurrently, but intermediate values go to the pruner in user order (prefix by prefix), so whether a
 candidate is pruned does not depend on which user finished first.
@@ -71,6 +73,19 @@ class CandidateEval(LazyModel):
     users: list[UserOutcome] = []
     n_users_total: int
     pruned: bool = False
+    requested: list[str] = []
+    """The users asked for, in order (a pruned result covers a prefix of them)."""
+
+    def made_by(self, split: str, user_ids: Sequence[str], objective: Objective) -> bool:
+        """Whether this is the result of evaluating ``user_ids`` of ``split`` for ``objective``. A summary written
+        before ``requested`` was kept is matched on the users it covers (a pruned one, a prefix of them)."""
+        asked = list(user_ids)
+        if self.requested:
+            users_match = self.requested == asked
+        else:
+            covered = [user.user_id for user in self.users]
+            users_match = covered == asked or (self.pruned and covered == asked[:len(covered)])
+        return self.split == split and self.objective == objective and users_match
 
     def instances(self) -> dict[Instance, float]:
         """The objective per (user, period) where it is defined: what paired tests and Pareto compare."""
@@ -226,7 +241,7 @@ class Evaluator:
         ``on_period`` is called after each user's period is played (for a progress bar)."""
         label = label or split
         done = self.finished(candidate.id, label)
-        if done is not None:
+        if done is not None and done.made_by(split, user_ids, self.objective):
             return done
         store = self.store(candidate.id, split)
 
@@ -238,7 +253,7 @@ class Evaluator:
 
         tasks = [asyncio.create_task(one(user_id)) for user_id in user_ids]
         result = CandidateEval(candidate_id=candidate.id, split=split, objective=self.objective,
-                               n_users_total=len(user_ids))
+                               n_users_total=len(user_ids), requested=list(user_ids))
         try:
             for step, task in enumerate(tasks):
                 result.users.append(await task)

@@ -3,8 +3,11 @@
 Generation 0 evaluates the seed on train and validation users; the seed starts the pool. Each later
 generation picks a parent from the pool (``strategy.parents``), renders the evidence of the parent's
 train episodes, lets the configured proposers write K variants, lets Optuna set each variant's
-hyperparameters, and evaluates the candidates concurrently: through the minibatch gate when it is on,
-then on the train users (pruning weak ones early) and on the validation users. A candidate joins the
+hyperparameters, and evaluates the candidates. Under ``strategy.acceptance: sequential`` (the default) the
+candidates race against their parent on train and validation users together, only on users whose episodes did not
+select the parent, and a paired sequential test keeps at most one (``selection.race``); the kept candidate is the
+next parent and the last one kept is the run's best. Under the other rules they go through the minibatch gate
+when it is on, then on the train users (pruning weak ones early) and on the validation users. A candidate joins the
 pool when the acceptance rule (``strategy.acceptance``) prefers it to its parent on validation. With
 ``strategy.order: validation_first`` the validation users come first; the candidates the rule prefers
 there are run on the train users (all, or the gate's minibatch), best first, until one is not worse than
@@ -63,6 +66,8 @@ from memevo.evolve.records import (
 from memevo.evolve.selection import Decision, MinibatchGate, best_of, make_acceptance, make_parent_selector
 from memevo.evolve.selection.gate import not_worse
 from memevo.evolve.selection.parents import mean_score
+from memevo.evolve.selection.race import RaceRecord, looks, race, race_users
+from memevo.evolve.selection.sequential import SequentialTest
 from memevo.evolve.spend import budget_exceeded
 from memevo.evolve.tracking.entries import (
     candidate_entry,
@@ -135,11 +140,14 @@ class OuterLoop(runtime.RunBase):
         )
         strategy = config.strategy
         self.parents = make_parent_selector(strategy.parents, seed=config.split.seed)
-        self.acceptance = make_acceptance(strategy.acceptance, strategy.confidence, strategy.min_effect)
+        self.acceptance = make_acceptance(strategy.acceptance, strategy.test_confidence, strategy.min_effect)
         self.gate = MinibatchGate(strategy.minibatch, config.split.seed) if strategy.minibatch else None
         self.candidates: dict[str, Candidate] = {self.seed.id: self.seed}
         self.pool: list[Candidate] = []
         self.val_instances: dict[str, dict[Instance, float]] = {}
+        self.sequential = strategy.acceptance == "sequential"
+        self.selected_on: dict[str, list[str]] = {self.seed.id: []}
+        """Sequential acceptance: per kept candidate, the users whose episodes decided to keep it."""
 
     def _gen_dir(self, generation: int) -> Path:
         return self.run_dir / "generations" / f"gen_{generation:03d}"
@@ -268,6 +276,100 @@ class OuterLoop(runtime.RunBase):
         assert val is not None
         return not_worse(check.instances() | val.instances(), parent_train.instances() | self.val_instances[parent.id])
 
+    # ----- the race (sequential acceptance) ------------------------------------------------------
+
+    @property
+    def _search_users(self) -> list[str]:
+        return [*self.split.train, *self.split.val]
+
+    def _incumbent(self, history: list[GenerationOutcome]) -> Candidate:
+        """Sequential acceptance keeps one line: each kept candidate beat the one before it on fresh users."""
+        return self.candidates[history[-1].kept_id]
+
+    async def _play(self, candidate: Candidate, users: list[str]) -> dict[Instance, float]:
+        """The candidate's values on these search users, each split's users evaluated under its own label (the
+        episodes stay in the split's store, so a longer list later plays only the new users)."""
+        values: dict[Instance, float] = {}
+        for split, members in self._users.items():
+            chosen = [user for user in users if user in members]
+            if chosen:
+                values |= (await self._evaluate(candidate, split, chosen)).instances()
+        return values
+
+    def _race_path(self, generation: int) -> Path:
+        return self._gen_dir(generation) / "race.json"
+
+    def _remember_selection(self, outcome: GenerationOutcome) -> None:
+        """The users that decided to keep the generation's winner (from its race record, also when resuming)."""
+        if not self.sequential or not outcome.accepted_ids:
+            return
+        records = [RaceRecord.model_validate(r) for r in json.loads(self._race_path(outcome.generation).read_text())]
+        (winner,) = [r for r in records if r.winner_id is not None]
+        self.selected_on[winner.winner_id or ""] = winner.selected_on
+
+    async def _race(self, generation: int, parent: Candidate, plan: GenerationPlan) -> tuple[
+            list[tuple[Candidate, CandidateRun]], list[Candidate], list[Candidate], list[Candidate], list[str]]:
+        """The generation's race (``selection.race``): all candidates together, or under ``strategy.first_accepted``
+        one at a time until one is kept. Returns the candidates run, not started (budget), not needed and accepted,
+        and the budget reason if one stopped it. Rounds started by a killed process continue without a budget
+        check; the winner then plays the validation users it has not (its validation score, as every kept
+        candidate has one)."""
+        strategy = self.config.strategy
+        users = race_users(self._search_users, self.selected_on[parent.id], self.config.split.seed, generation)
+        played_by_parent = await self._play(parent, self._search_users)  # all of them (``_plan``): stored
+        parent_values = {key: value for key, value in played_by_parent.items() if key[0] in users}
+        test = SequentialTest(strategy.test_confidence, strategy.min_effect, looks(len(users), strategy.race_users))
+        if not test.can_accept(len(parent_values)):
+            log.warning("gen %d: its race has %d (user, period) instance(s), too few for the sequential test to accept "
+                        "anything at confidence %g (give more train or validation users, or strategy.acceptance: mean)",
+                        generation, len(parent_values), strategy.test_confidence)
+        started_path = self._gen_dir(generation) / "race_started.json"
+        started = json.loads(started_path.read_text())["rounds"] if started_path.exists() else 0
+        rounds_begun = [0]
+        budget_stop: list[str] = []
+
+        def may_start(_: int) -> str | None:
+            number = rounds_begun[0]
+            rounds_begun[0] += 1
+            if number >= started:
+                exceeded = self._budget_spent()
+                if exceeded:
+                    budget_stop.append(exceeded)
+                    return exceeded
+                write_json_atomic(started_path, {"rounds": number + 1})
+            return None
+
+        records: list[RaceRecord] = []
+
+        def save(_: RaceRecord | None = None) -> None:
+            write_json_atomic(self._race_path(generation), [json.loads(r.model_dump_json()) for r in records])
+
+        groups = [[c] for c in plan.candidates] if strategy.first_accepted else [plan.candidates][:len(plan.candidates)]
+        with candidates_phase(generation, len(plan.candidates)) as bar:
+            for group in groups:
+                record = RaceRecord(parent_id=parent.id, candidate_ids=[c.id for c in group], users=users)
+                records.append(record)
+                await race(group, parent_values, users, chunk=strategy.race_users, test=test, play=self._play,
+                           may_start=may_start, record=record, on_round=save)
+                bar.advance(len(group))
+                if record.winner_id is not None or record.stop_reason is not None:
+                    break
+            bar.skip(len(plan.candidates) - sum(len(record.candidate_ids) for record in records))
+        save()  # also a generation without candidates has its (empty) record
+        raced = {cid for record in records for round_ in record.rounds for cid in round_.verdicts}
+        for record in records:
+            log.info("gen %d race of %d candidate(s) on %d user(s): %s", generation, len(record.candidate_ids),
+                     len(record.users), "; ".join(f"{self.candidates[cid].label} {verdict.reason}"
+                                                  for round_ in record.rounds[-1:]
+                                                  for cid, verdict in round_.verdicts.items()))
+        accepted = [self.candidates[r.winner_id] for r in records if r.winner_id is not None]
+        for winner in accepted:
+            await self._play(winner, self.split.val)
+        ran = [(c, CandidateRun(train=self.evaluator.finished(c.id, "train"), val=self.evaluator.finished(c.id, "val")))
+               for c in plan.candidates if c.id in raced]
+        left = [c for c in plan.candidates if c.id not in raced]
+        return (ran, left if budget_stop else [], [] if budget_stop else left, accepted, budget_stop)
+
     # ----- proposals ----------------------------------------------------------------------------
 
     def _started_path(self, generation: int) -> Path:
@@ -288,7 +390,9 @@ class OuterLoop(runtime.RunBase):
         if stored is not None:
             return stored
         first_trial = self._first_trial(generation)
-        if self.config.strategy.complete_parent_train:
+        if self.sequential:
+            await self._play(parent, self._search_users)
+        elif self.config.strategy.complete_parent_train:
             await self._complete_parent_train(parent)
         episodes = self.evaluator.episodes(parent.id, "train", self.split.train, traces=True)
         evidence = render_evidence(evidence_from_episodes(episodes, self.items, self.config.feedback),
@@ -309,11 +413,13 @@ class OuterLoop(runtime.RunBase):
         """The generation's K candidates: the proposers' variants with Optuna's hyperparameters. A candidate whose
         policy is already known (an ancestor, an earlier proposal, another proposer's same text) would waste its
         slot: the proposers are asked again for that many new samples, at most ``strategy.resamples`` times; then the
-        generation has fewer candidates (logged)."""
+        generation has fewer candidates (logged). Under sequential acceptance only the kept line counts as known."""
         parent, wanted = context.parent, self.config.budget.candidates
         candidates: list[Candidate] = []
         stats = ProposalStats()
-        seen = set(self.candidates)
+        # Sequential acceptance judges a candidate only on the users of its own race: one proposed again later (not
+        # kept, so not in the line) races again on that generation's fresh users, its stored episodes reused.
+        seen = {candidate.id for candidate in self.pool} if self.sequential else set(self.candidates)
         resamples, drawn = self.config.strategy.resamples, Counter[int]()
         for attempt in range(resamples + 1):
             variants, made = await propose_all(self.proposers, context, wanted, drawn)
@@ -408,20 +514,23 @@ class OuterLoop(runtime.RunBase):
                 bar.advance()
                 return result
 
-        with candidates_phase(generation, len(plan.candidates)) as bar:
-            if self.config.one_candidate_at_a_time:
-                gathered = await self._until_accepted(plan.candidates, parent, lambda c: run(c, bar))
-            else:
-                gathered = await asyncio.gather(*(run(candidate, bar) for candidate in plan.candidates))
-            bar.skip(len(plan.candidates) - len(gathered))  # not needed: the bar counts what was run
-        tried, not_needed = plan.candidates[:len(gathered)], plan.candidates[len(gathered):]
-        not_started = [c for c, result in zip(tried, gathered, strict=True) if result is None]
-        ran = [(c, result) for c, result in zip(tried, gathered, strict=True) if result is not None]
-        if self._validation_first and not self.config.one_candidate_at_a_time:
-            ran, _ = await self._confirm_on_train(ran, parent)
-        accepted = [c for c, result in ran if self._accepts(c, result, parent)]
+        if self.sequential:
+            ran, not_started, not_needed, accepted, budget_stop = await self._race(generation, parent, plan)
+        else:
+            with candidates_phase(generation, len(plan.candidates)) as bar:
+                if self.config.one_candidate_at_a_time:
+                    gathered = await self._until_accepted(plan.candidates, parent, lambda c: run(c, bar))
+                else:
+                    gathered = await asyncio.gather(*(run(candidate, bar) for candidate in plan.candidates))
+                bar.skip(len(plan.candidates) - len(gathered))  # not needed: the bar counts what was run
+            tried, not_needed = plan.candidates[:len(gathered)], plan.candidates[len(gathered):]
+            not_started = [c for c, result in zip(tried, gathered, strict=True) if result is None]
+            ran = [(c, result) for c, result in zip(tried, gathered, strict=True) if result is not None]
+            if self._validation_first and not self.config.one_candidate_at_a_time:
+                ran, _ = await self._confirm_on_train(ran, parent)
+            accepted = [c for c, result in ran if self._accepts(c, result, parent)]
         scores = {**self.val_instances, **{c.id: r.val.instances() for c, r in ran if r.val is not None}}
-        kept = best_of([*self.pool, *accepted], scores)
+        kept = (accepted[0] if accepted else parent) if self.sequential else best_of([*self.pool, *accepted], scores)
         stop = None
         if not_started:
             stop = (f"{budget_stop[0]}: {len(not_started)} of {len(plan.candidates)} candidate(s) of "
@@ -555,18 +664,21 @@ class OuterLoop(runtime.RunBase):
                 if self.config.budget.patience is not None and stale >= self.config.budget.patience:
                     stop = f"patience ({self.config.budget.patience})"
                     break
-            parent = self.parents.select(self.pool, self.val_instances, generation)
+            parent = self._incumbent(history) if self.sequential else self.parents.select(
+                self.pool, self.val_instances, generation)
             plan = await self._plan(generation, parent)
             for candidate in plan.candidates:
                 self.candidates[candidate.id] = candidate
             outcome = stored or await self._generation(generation, parent)
             history.append(outcome)
             self._admit(outcome.accepted_ids)
+            self._remember_selection(outcome)
             stale = 0 if outcome.accepted else stale + 1
             if outcome.stop_reason:
                 stop = outcome.stop_reason
                 break
-        return await self._finish(best_of(self.pool, self.val_instances), history, stop)
+        best = self._incumbent(history) if self.sequential else best_of(self.pool, self.val_instances)
+        return await self._finish(best, history, stop)
 
     async def _test_scores(self, candidate: Candidate, bar: Phase) -> tuple[Scores, list[UserScores]]:
         """Scores on the test users (never empty: the split guarantees at least one)."""

@@ -23,6 +23,9 @@ from tests.doubles.category_backend import CATEGORIES, CategoryBackend, Category
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
 
 SEED_TYPES = "- commute (how the user gets to work)"
+ONE_AT_A_TIME = {"acceptance": "mean", "first_accepted": True}
+"""The loop these tests were written for (validation first, one candidate at a time, the mean rule); the race of
+``strategy.acceptance: sequential`` has its own tests (tests/test_evolve_sequential.py)."""
 
 
 def make_config(tmp_path: Path, **overrides: Any) -> EvolveConfig:
@@ -40,6 +43,8 @@ def make_config(tmp_path: Path, **overrides: Any) -> EvolveConfig:
         "tracking": {"enabled": False},
         "optuna": {"n_startup_trials": 1},
     }
+    if overrides.get("protocol") != "amemgym_period":  # the in-episode protocol has no candidates to accept
+        data["strategy"] = dict(ONE_AT_A_TIME)
     for key, value in overrides.items():
         data[key] = {**data[key], **value} if isinstance(value, dict) and isinstance(data.get(key), dict) else value
     return parse_evolve_config(data)

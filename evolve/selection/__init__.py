@@ -1,14 +1,15 @@
-"""Selection strategies by name: parents (``elitist``, ``pareto``), acceptance (``mean``, ``paired``),
-and the minibatch gate. A new strategy is a class in its own module and one entry here."""
+"""Selection strategies by name: parents (``elitist``, ``pareto``), acceptance (``sequential``, ``mean``,
+``paired``), the minibatch gate and the race. A new strategy is a class in its own module and one entry here."""
 
 from __future__ import annotations
 
 from memevo.evolve.selection.acceptance import Acceptance, Decision, MeanAcceptance, PairedAcceptance
 from memevo.evolve.selection.gate import MinibatchGate
 from memevo.evolve.selection.parents import ElitistSelector, ParentSelector, ParetoSelector, best_of
+from memevo.evolve.selection.sequential import SequentialAcceptance
 
 PARENT_SELECTORS: dict[str, type] = {"elitist": ElitistSelector, "pareto": ParetoSelector}
-ACCEPTANCE: dict[str, type] = {"mean": MeanAcceptance, "paired": PairedAcceptance}
+ACCEPTANCE: dict[str, type] = {"mean": MeanAcceptance, "paired": PairedAcceptance, "sequential": SequentialAcceptance}
 
 
 def parent_selector_names() -> list[str]:

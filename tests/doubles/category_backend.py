@@ -20,8 +20,9 @@ current text (complete feedback shows choices, so it reveals categories; questio
 does not); ``forget`` replaces the text with a list naming no category (a dominated candidate);
 ``mixed`` acts as ``categories`` for the first (temperature 0) sample and as ``forget`` for the
 others; ``step`` makes one small change per sample, drawn from a hash of the request, the sample
-index and ``seed``: add one category seen in the feedback, or (on later samples, one time in two)
-drop one the text names, so some proposals help and some hurt; ``garbage`` replies with unparsable
+index and ``seed``: add one category seen in the feedback (``steps_from="world"``: any category of the world,
+asked about or not), or (on later samples, one time in two) drop one the text names, so some proposals help and
+some hurt; ``garbage`` replies with unparsable
 prose; ``drop_placeholders`` returns a whole prompt without its placeholders and output-format clause
 plus an unknown ``{bogus}`` placeholder. Asked for line edits (the delta proposer's ``edits`` field)
 it returns the same change as ``ADD:``/``REMOVE n`` edits.
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import json
 import random
 import re
@@ -60,8 +62,16 @@ CATEGORIES: dict[str, list[str]] = {
 MORE_CATEGORIES: dict[str, list[str]] = {
     "plant": ["fern", "cactus", "orchid"],
     "footwear": ["boots", "sandals", "sneakers"],
+    "pet": ["cat", "dog", "parrot"],
+    "sport": ["tennis", "rowing", "climbing"],
+    "cuisine": ["thai", "greek", "mexican"],
+    "hobby": ["chess", "pottery", "knitting"],
+    "color": ["green", "orange", "purple"],
+    "city": ["oslo", "lima", "perth"],
+    "vehicle": ["scooter", "van", "tram"],
+    "snack": ["nuts", "crackers", "grapes"],
 }
-"""Further categories a weighted world (``questions=...``) may ask about."""
+"""Further categories a weighted world (``questions=...``) may ask about, or announce and never ask (0 questions)."""
 ANNOUNCE = re.compile(r"my (\w+) is now (\w+)")
 FIELD = re.compile(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## |\Z)", re.DOTALL)
 NOTE = re.compile(r"^- (\w+): (\w+)\s*$", re.MULTILINE)
@@ -83,16 +93,22 @@ def _profile(user: int) -> UserProfile:
 
 
 def category_world(n_users: int = 6, n_periods: int = 3, seed: int = 0,
-                   questions: Mapping[str, int] | None = None) -> list[Item]:
+                   questions: Mapping[str, int] | None = None,
+                   pairs: Mapping[tuple[str, str], int] | None = None) -> list[Item]:
     """Small deterministic items: every category changes in every period (new random value).
 
     ``questions`` (category -> number of questions about it, from ``CATEGORIES`` and ``MORE_CATEGORIES``)
     weights the categories: naming a category in the write prompt is then worth that many questions per
-    period, so proposals differ in how much they help or hurt. By default one question per ``CATEGORIES``.
+    period, so proposals differ in how much they help or hurt; a category with 0 questions is announced and never
+    asked, so naming it changes the notes and nothing else. ``pairs`` ((category, category) -> number of questions)
+    adds questions that need both categories' values (one choice per pair of values): naming one of the two is
+    worth nothing for them until the other is named too. By default one question per ``CATEGORIES``.
     """
     counts = dict(questions) if questions is not None else dict.fromkeys(CATEGORIES, 1)
+    pair_counts = dict(pairs or {})
     vocabulary = CATEGORIES | MORE_CATEGORIES
-    schema = {cat: vocabulary[cat] for cat in counts}
+    named = dict.fromkeys([*counts, *(cat for pair in pair_counts for cat in pair)])
+    schema = {cat: vocabulary[cat] for cat in named}
     rng = random.Random(seed)
     items = []
     for user in range(n_users):
@@ -115,14 +131,18 @@ def category_world(n_users: int = 6, n_periods: int = 3, seed: int = 0,
             ))
             state = new_state
             day += timedelta(days=10)
-        asked = [cat for cat, count in counts.items() for _ in range(count)]
+        asked = [[cat] for cat, count in counts.items() for _ in range(count)]
+        asked += [list(pair) for pair, count in pair_counts.items() for _ in range(count)]
         qas = [
             Question(
-                query=f"Which option should I pick for plan number {i + 1}?", required_info=[cat],
-                answer_choices=[AnswerChoice(state=[v], answer=f"Something for a {cat} of {v}", type="experience")
-                                for v in schema[cat]],
+                query=f"Which option should I pick for plan number {i + 1}?", required_info=needed,
+                answer_choices=[
+                    AnswerChoice(state=list(values), type="experience", answer="Something for " + " and ".join(
+                        f"a {cat} of {value}" for cat, value in zip(needed, values, strict=True)))
+                    for values in itertools.product(*(schema[cat] for cat in needed))
+                ],
             )
-            for i, cat in enumerate(asked)
+            for i, needed in enumerate(asked)
         ]
         items.append(Item(id=f"user-{user}", start_time="2024-01-01", user_profile=_profile(user),
                           state_schema=schema, periods=periods, qas=qas))
@@ -150,13 +170,15 @@ class CategoryBackend(ScriptedLLM):
     """
 
     def __init__(self, items: list[Item], *, proposer_mode: str = "categories", latency_s: float = 0.0,
-                 accounting: Accounting | None = None, answer_noise: float = 0.0, seed: int = 0) -> None:
+                 accounting: Accounting | None = None, answer_noise: float = 0.0, seed: int = 0,
+                 steps_from: str = "feedback") -> None:
         super().__init__(self._reply)
         self.answer_noise = answer_noise
         self.seed = seed
         self.questions = {q.query: q for item in items for q in item.qas}
         self.categories = list(dict.fromkeys(cat for item in items for cat in item.state_schema))
         self.proposer_mode = proposer_mode
+        self.steps_from = steps_from
         self.latency_s = latency_s
         self.accounting = accounting or Accounting()
         self.config = LLMConfig(model="category-double")
@@ -194,7 +216,8 @@ class CategoryBackend(ScriptedLLM):
         """One small change (see the module docstring): the new text and its line edits."""
         lines = current.splitlines()
         named = [i for i, line in enumerate(lines) if any(re.search(rf"\b{c}\b", line) for c in self.categories)]
-        missing = [c for c in self.categories if re.search(rf"\b{c}\b", feedback) and not re.search(rf"\b{c}\b", current.lower())]
+        source = feedback if self.steps_from == "feedback" else " ".join(self.categories)
+        missing = [c for c in self.categories if re.search(rf"\b{c}\b", source) and not re.search(rf"\b{c}\b", current.lower())]
         if named and sample and (not missing or _unit(f"drop|{key}") < 0.5):
             drop = named[int(_unit(f"which|{key}") * len(named))]
             return "\n".join(line for i, line in enumerate(lines) if i != drop), [f"REMOVE {drop + 1}"]
