@@ -206,25 +206,13 @@ class LLMGateway:
         if not requests:
             return []
         started = time.monotonic()
-        found: dict[str, CachedReply] = {}
-        if self.cache is not None:
-            looked_up = {text: self.cache.get(request) for text, request in requests.items()}
-            found = {text: stored for text, stored in looked_up.items() if stored is not None}
-        missing = [text for text in requests if text not in found]
-        sent_tokens = 0
-        if missing:
-            try:
-                body = canonical_json({"model": model, "input": missing, "encoding_format": "float"}).encode("utf-8")
-                response = await self._send(role, model, "embeddings", body)
-                fresh = _stored_embeddings(response, missing, model)
-            except LLMError:
-                self.accounting.record_error(role, wall_s=time.monotonic() - started)
-                raise
-            if self.cache is not None:
-                for text, stored in fresh.items():
-                    self.cache.put(requests[text], stored)
-            found.update(fresh)
-            sent_tokens = sum(stored.prompt_tokens for stored in fresh.values())
+
+        async def fetch(missing: list[str]) -> dict[str, CachedReply]:
+            body = canonical_json({"model": model, "input": missing, "encoding_format": "float"}).encode("utf-8")
+            return _stored_embeddings(await self._send(role, model, "embeddings", body), missing, model)
+
+        found, missing = await self._per_item_cached(requests, fetch, role=role, started=started)
+        sent_tokens = sum(found[text].prompt_tokens for text in missing)
         self.accounting.record_call(
             role,
             model=model,
@@ -247,28 +235,42 @@ class LLMGateway:
         requests = {option: _option_request(self.endpoint_identity, self.config.model, messages, option)
                     for option in dict.fromkeys(options)}
         started = time.monotonic()
-        found: dict[str, CachedReply] = {}
-        if self.cache is not None:
-            looked_up = {option: self.cache.get(request) for option, request in requests.items()}
-            found = {option: reply for option, reply in looked_up.items() if reply is not None}
-        missing = [option for option in requests if option not in found]
-        if missing:
+
+        async def fetch(missing: list[str]) -> dict[str, CachedReply]:
             body = canonical_json({"model": self.config.model, "messages": messages, "options": missing})
-            try:
-                response = await self._send(role, self.config.model, OPTION_LOGPROBS_PATH.removeprefix("/v1/"),
-                                            body.encode("utf-8"))
-                fresh = _stored_option_scores(response, missing, self.config.model)
-            except LLMError:
-                self.accounting.record_error(role, wall_s=time.monotonic() - started)
-                raise
-            if self.cache is not None:
-                for option, reply in fresh.items():
-                    self.cache.put(requests[option], reply)
-            found.update(fresh)
+            response = await self._send(role, self.config.model, OPTION_LOGPROBS_PATH.removeprefix("/v1/"),
+                                        body.encode("utf-8"))
+            return _stored_option_scores(response, missing, self.config.model)
+
+        found, missing = await self._per_item_cached(requests, fetch, role=role, started=started)
         self.accounting.record_call(role, model=self.config.model, prompt_tokens=found[options[0]].prompt_tokens,
                                     completion_tokens=0,
                                     wall_s=time.monotonic() - started, cached=not missing)
         return [OptionLogprob.model_validate_json(found[option].text) for option in options]
+
+    async def _per_item_cached(
+        self, requests: dict[str, CacheRequest], fetch: Callable[[list[str]], Awaitable[dict[str, CachedReply]]], *,
+        role: Role, started: float,
+    ) -> tuple[dict[str, CachedReply], list[str]]:
+        """Replies for every key of ``requests``: cached ones from the cache, the rest from one ``fetch`` of the
+        missing keys, stored as they come (embeddings and option scores are cached per item, sent in one batch).
+        Returns the replies and the keys that were fetched; a failed fetch is booked as an error and raised."""
+        found: dict[str, CachedReply] = {}
+        if self.cache is not None:
+            looked_up = {key: self.cache.get(request) for key, request in requests.items()}
+            found = {key: reply for key, reply in looked_up.items() if reply is not None}
+        missing = [key for key in requests if key not in found]
+        if missing:
+            try:
+                fresh = await fetch(missing)
+            except LLMError:
+                self.accounting.record_error(role, wall_s=time.monotonic() - started)
+                raise
+            if self.cache is not None:
+                for key, reply in fresh.items():
+                    self.cache.put(requests[key], reply)
+            found.update(fresh)
+        return found, missing
 
     async def _send(self, role: Role, model: str, path: str, payload: Body) -> dict[str, Any]:
         """One logical request: retried on transient failures, refused at once on the others.
