@@ -22,7 +22,7 @@ from memevo.evolve.explain import dollars_text
 from memevo.evolve.generation_plot import plot_score_per_generation
 from memevo.evolve.headline import objective_label
 from memevo.evolve.loop import EvolutionResult, GenerationOutcome
-from memevo.evolve.stats import Interval, fmt, fmt_p, paired_test
+from memevo.evolve.stats import Interval, fmt, fmt_p, na, paired_test
 from memevo.evolve.tracking.payloads import HYPERPARAMETERS, candidate_diff, generation_points, resolved_prompts
 
 REPORT_DIR = "report"
@@ -97,7 +97,7 @@ SCORE_HEADER = [
 
 def _memory_cell(value: float | None, scores: Scores, cells: str = "") -> str:
     if value is None:
-        return f"n/a ({scores.memory_na_reason})" if scores.memory_na_reason else "n/a"
+        return na(scores.memory_na_reason or "")
     return f"{fmt(value)}{cells}"
 
 
