@@ -4,8 +4,8 @@ It adds what the raw SDK call lacks for long evaluation runs: a concurrency limi
 event loops, retries with exponential backoff and jitter for transient failures only (429, 408,
 5xx, timeouts, connection errors), a persistent response cache, lenient JSON parsing and per-role
 accounting. Embedding requests (``embed``) share all of it, so retrieval is no side door around the
-limits or the bill. Requests go out through ``transport.JSONTransport`` (a small HTTP/1.1 client rather than
-the openai SDK, whose request transform dominated the CPU cost per call), so there is one retry policy.
+limits or the bill. Requests go out through ``transport.JSONTransport`` (httpx rather than the openai SDK, whose request
+transform dominated the CPU cost per call), so there is one retry policy.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ class LLMGateway:
         self.sleep = sleep  # the wait between retries; tests pass a recorder instead of waiting
         # Requests made on ``home_loop`` skip the sync bridge's thread (see ``JSONTransport``).
         self.transport = JSONTransport(self.base_url, api_key=config.api_key, timeout_s=config.timeout_s,
-                                       home_loop=home_loop)
+                                       max_connections=self.limit.limit, home_loop=home_loop)
 
     async def chat(
         self,
@@ -301,10 +301,6 @@ class LLMGateway:
         step = min(self.backoff_cap_s, self.backoff_base_s * 2**attempt)
         delay = step * random.uniform(0.5, 1.0)
         return min(self.backoff_cap_s, max(delay, retry_after or 0.0))
-
-    async def open_connections(self, count: int) -> None:
-        """Open up to ``count`` connections (at most the endpoint's limit) before a burst of requests."""
-        await self.transport.open_connections(min(count, self.limit.limit))
 
     async def aclose(self) -> None:
         """Close the HTTP session (a later request opens a new one)."""
