@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -28,6 +29,7 @@ from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import register_agent, validate_policy
 from memevo.environments.data.io import save_items
 from memevo.environments.data.models import Item
+from memevo.environments.data.validate import check_runnable
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.rundir import claim_run_folder
 from memevo.environments.store import write_json_atomic
@@ -111,18 +113,24 @@ def evaluate(
     ``agent_class`` is registered under its ``spec.kind`` first, so a policy of that kind runs it."""
     chosen = _policy(policy, agent_class)
     folder = Path(out)
-    inputs = folder / INPUTS_FOLDER
-    policy_file = Path(policy) if isinstance(policy, str | Path) else _saved_policy(chosen, inputs)
-    data_source = str(data) if isinstance(data, str | Path) else str(_saved_items(data, inputs))
+    given = _Inputs(folder)
+    items = None if isinstance(data, str | Path) else given.checked(data)
     flags = {"--simulator": simulator, "--simulator-model": simulator_model, "--users": users,
              "--concurrency": concurrency, "--rounds-init": rounds_init, "--rounds-update": rounds_update,
              "--seed": seed}
     switches = {"--upper-bound": upper_bound, "--no-memory-baseline": no_memory_baseline, "--diagnose": diagnose,
                 "--no-cache": not use_cache, "--resume": resume}
-    arguments = ["--agent", str(policy_file), "--env", data_source, "--out", str(folder)]
-    arguments += [word for flag, value in flags.items() if value is not None for word in (flag, str(value))]
-    arguments += [flag for flag, on in switches.items() if on]
-    _blocking(lambda: _run_command("eval", arguments))
+
+    def run() -> None:
+        with given.taken_back_if_refused():
+            policy_file = Path(policy) if isinstance(policy, str | Path) else given.save_policy(chosen)
+            data_source = str(data) if items is None else str(given.save_items(items))
+            arguments = ["--agent", str(policy_file), "--env", data_source, "--out", str(folder)]
+            arguments += [word for flag, value in flags.items() if value is not None for word in (flag, str(value))]
+            arguments += [flag for flag, on in switches.items() if on]
+            _run_command("eval", arguments)
+
+    _blocking(run)
     summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
     return EvaluationResult(policy=chosen, scores=Scores.model_validate(summary["scores"]),
                             user_scores=[UserScores.model_validate(u) for u in summary["user_scores"]],
@@ -149,11 +157,15 @@ def optimize(
     from memevo.evolve.loop import run_evolution
 
     folder = Path(run_dir)
-    settings = _settings(config, seed_candidate, data, agent_class, folder / INPUTS_FOLDER)
+    given = _Inputs(folder)
+    items = None if data is None or isinstance(data, str | Path) else given.checked(data)
+    settings = _settings(config, seed_candidate, data if items is None else given.items_path(items), agent_class)
 
     def run() -> Any:
-        with (claim_run_folder(folder, flag="run_dir", kind="evolution"),
+        with (claim_run_folder(folder, flag="run_dir", kind="evolution"), given.taken_back_if_refused(),
               LLMHub(use_cache=use_cache, concurrency=concurrency) as hub):
+            if items is not None:
+                given.save_items(items)
             return run_evolution(settings, run_dir=folder, hub=hub, resume=resume)
 
     result = _blocking(run)
@@ -162,9 +174,9 @@ def optimize(
                    if outcome is not None]
     return OptimizationResult(
         best_policy=result.best.policy, seed=result.seed, best=result.best, seed_test_scores=result.seed_scores,
-        best_test_scores=result.best_scores, candidates=_candidates(folder, result.seed),
-        generations=generations, stop_reason=result.stop_reason,
-        objective=result.objective, usage=result.usage, run_dir=folder, mlflow=_mlflow_ids(settings, folder))
+        best_test_scores=result.best_scores, candidates=_candidates(folder, result.seed), generations=generations,
+        stop_reason=result.stop_reason, objective=result.objective, usage=result.usage, run_dir=folder,
+        mlflow=_mlflow_ids(settings, folder))
 
 
 def _policy(policy: PolicyInput | None, agent_class: type[MemoryAgent] | None) -> MemoryPolicy:
@@ -186,8 +198,8 @@ def _policy(policy: PolicyInput | None, agent_class: type[MemoryAgent] | None) -
     return policy
 
 
-def _settings(config: ConfigInput | None, seed_candidate: PolicyInput | None, data: DataInput | None,
-              agent_class: type[MemoryAgent] | None, inputs: Path) -> EvolveConfig:
+def _settings(config: ConfigInput | None, seed_candidate: PolicyInput | None, data: str | Path | None,
+              agent_class: type[MemoryAgent] | None) -> EvolveConfig:
     """The evolution config with the seed and data given from Python in place, validated as a file would be."""
     if isinstance(config, str | Path):
         base = load_evolve_config(config)
@@ -200,9 +212,8 @@ def _settings(config: ConfigInput | None, seed_candidate: PolicyInput | None, da
         policy = _policy(seed_candidate, agent_class)
         payload["seed"] = SeedConfig(policy=policy).model_dump(mode="json", exclude_none=True)
     if data is not None:
-        path = data if isinstance(data, str | Path) else _saved_items(data, inputs).resolve()
         limit = (payload.get("data") or {}).get("limit")
-        payload["data"] = DataConfig(path=str(path), limit=limit).model_dump(mode="json", exclude_none=True)
+        payload["data"] = DataConfig(path=str(data), limit=limit).model_dump(mode="json", exclude_none=True)
     for needed in ("seed", "data"):
         if needed not in payload:
             raise UserInputError(f"give {'a seed_candidate' if needed == 'seed' else 'data'} or a config with "
@@ -210,24 +221,55 @@ def _settings(config: ConfigInput | None, seed_candidate: PolicyInput | None, da
     return parse_evolve_config(payload, source=source)
 
 
-def _saved_items(items: Sequence[Item], inputs: Path) -> Path:
-    """``items`` as a data file named by its content: a resume with other data names another file."""
-    if not items or not all(isinstance(item, Item) for item in items):
-        raise UserInputError("give a non-empty list of memevo.environments.data.models.Item, or a data file",
-                             field="data")
-    path = inputs / f"items-{data_hash(items)}.json"
-    if not path.exists():
-        inputs.mkdir(parents=True, exist_ok=True)
-        save_items(items, path)
-    return path
+class _Inputs:
+    """The objects a caller passed, saved as files in ``<run folder>/python-inputs`` (named by content, so a resume
+    with other data names another file). A start refused for bad input takes back the files and folders it made,
+    as the command line's refused starts leave nothing behind."""
 
+    def __init__(self, run_folder: Path) -> None:
+        self.folder = run_folder / INPUTS_FOLDER
+        self.written: list[Path] = []
+        self.created: list[Path] = []
 
-def _saved_policy(policy: MemoryPolicy, inputs: Path) -> Path:
-    path = inputs / f"policy-{policy.policy_id}.json"
-    if not path.exists():
-        inputs.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(path, json.loads(policy.canonical_json()))
-    return path
+    @staticmethod
+    def checked(items: Sequence[Item]) -> list[Item]:
+        """``items`` if a run can use them, before anything is written."""
+        if not all(isinstance(item, Item) for item in items):
+            raise UserInputError("give a list of memevo.environments.data.models.Item, or a data file", field="data")
+        check_runnable(list(items), source="data")
+        return list(items)
+
+    def items_path(self, items: Sequence[Item]) -> Path:
+        return (self.folder / f"items-{data_hash(items)}.json").resolve()
+
+    def save_items(self, items: Sequence[Item]) -> Path:
+        return self._save(self.items_path(items), lambda path: save_items(items, path))
+
+    def save_policy(self, policy: MemoryPolicy) -> Path:
+        return self._save(self.folder / f"policy-{policy.policy_id}.json",
+                          lambda path: write_json_atomic(path, json.loads(policy.canonical_json())))
+
+    def _save(self, path: Path, write: Callable[[Path], None]) -> Path:
+        if not path.exists():
+            self.created += [folder for folder in (self.folder, *self.folder.parents) if not folder.exists()]
+            self.folder.mkdir(parents=True, exist_ok=True)
+            write(path)
+            self.written.append(path)
+        return path
+
+    @contextmanager
+    def taken_back_if_refused(self) -> Iterator[None]:
+        try:
+            yield
+        except UserInputError:
+            for path in self.written:
+                path.unlink(missing_ok=True)
+            for folder in self.created:  # deepest first; one that holds something else stays
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
+            raise
 
 
 def _run_command(name: str, arguments: list[str]) -> None:

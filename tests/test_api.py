@@ -98,3 +98,14 @@ def test_bad_input_names_its_field(endpoint: Any, tmp_path: Path) -> None:
         optimize(MemoryPolicy(kind="native"), api_example.make_users(4), run_dir=tmp_path / "d",
                  config={"budget": {"generations": -1}})
     assert not (tmp_path / "d").exists()
+    with pytest.raises(UserInputError, match="split"):  # refused once the data is read: what was saved goes again
+        optimize(MemoryPolicy(kind="native"), api_example.make_users(4), run_dir=tmp_path / "e",
+                 config={"split": {"train": 3, "val": 3, "test": 3}})
+    assert not (tmp_path / "e").exists()
+
+
+async def test_a_notebook_with_its_event_loop_running_can_evaluate(endpoint: Any, tmp_path: Path) -> None:
+    """Jupyter runs cells inside an event loop, where ``asyncio.run`` is refused: the work goes to a thread."""
+    result = evaluate(MemoryPolicy(kind="notes", llm={"base_url": endpoint.url}), api_example.make_users(1),
+                      out=tmp_path / "eval", agent_class=api_example.NotesAgent)
+    assert result.scores.n_questions == 2 * 2
