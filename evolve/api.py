@@ -159,7 +159,8 @@ def optimize(
     folder = Path(run_dir)
     given = _Inputs(folder)
     items = None if data is None or isinstance(data, str | Path) else given.checked(data)
-    settings = _settings(config, seed_candidate, data if items is None else given.items_path(items), agent_class)
+    data_file = given.items_path(items) if items is not None else data if isinstance(data, str | Path) else None
+    settings = _settings(config, seed_candidate, data_file, agent_class)
 
     def run() -> Any:
         with (claim_run_folder(folder, flag="run_dir", kind="evolution"), given.taken_back_if_refused(),

@@ -104,7 +104,7 @@ def make_users(count: int = 4) -> list[Item]:
 
 
 def main(base_url: str | None, run_folder: Path) -> tuple[EvaluationResult, OptimizationResult]:
-    llm = LLMConfig(base_url=base_url) if base_url else LLMConfig()
+    llm = LLMConfig.model_validate({"base_url": base_url} if base_url else {})  # the model: MEMEVO_MODEL or the one served
     users = make_users()
     seed = MemoryPolicy(kind="notes", llm=llm)
     scored = evaluate(seed, users, out=run_folder / "eval", agent_class=NotesAgent)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -60,7 +60,7 @@ class RawServer:
 
 
 @pytest.fixture
-async def serve() -> AsyncIterator[Callable[[Script], RawServer]]:
+async def serve() -> AsyncIterator[Callable[[Script], Awaitable[RawServer]]]:
     servers: list[RawServer] = []
 
     async def start(script: Script) -> RawServer:
