@@ -124,7 +124,7 @@ class JSONTransport:
             try:
                 client = self._clients[at_home] = httpx.AsyncClient(
                     headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-                    timeout=self.timeout_s, trust_env=True, mounts=DIRECT, verify=_certificates(),
+                    timeout=self.timeout_s, trust_env=True, mounts=DIRECT, verify=_tls_context(self.base_url),
                     limits=httpx.Limits(max_connections=self.max_connections,
                                         max_keepalive_connections=self.max_connections))
             except (ValueError, ImportError) as error:  # a proxy URL httpx cannot use (or SOCKS without socksio)
@@ -163,6 +163,15 @@ class JSONTransport:
         """Close the bridge's client from synchronous code (the hub's ``close``)."""
         if False in self._clients:
             run_sync(self._close_client(at_home=False))
+
+
+def _tls_context(base_url: str) -> ssl.SSLContext:
+    """The certificates when TLS may be spoken (an https endpoint or proxy); else a context that trusts nothing,
+    which costs nothing to make (loading the system's certificates does)."""
+    proxies = [os.environ.get(name) or os.environ.get(name.lower()) or "" for name in PROXY_VARIABLES]
+    if any(url.startswith("https:") for url in (base_url, *proxies)):
+        return _certificates()
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 @functools.cache
