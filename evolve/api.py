@@ -191,8 +191,9 @@ def _policy(policy: PolicyInput | None, agent_class: type[MemoryAgent] | None) -
     if isinstance(policy, str | Path):
         from memevo.agents.config_file import load_policy
 
-        return load_policy(policy)
-    validate_policy(policy)
+        policy = load_policy(policy)
+    else:
+        validate_policy(policy)
     if agent_class is not None and policy.kind != agent_class.spec.kind:
         raise UserInputError(f"is '{policy.kind}', but agent_class {agent_class.__name__} is kind "
                              f"'{agent_class.spec.kind}'", field="policy.kind")
