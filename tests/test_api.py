@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from experiments import api_example
+from memevo.agents import registry
 from memevo.agents.errors import UserInputError
 from memevo.agents.policy import MemoryPolicy
 from memevo.environments.data.io import save_items
@@ -40,6 +41,8 @@ def reply(body: dict[str, Any]) -> str:
 
 @pytest.fixture
 def endpoint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
+    registry.available_kinds()  # the built-in kinds registered for good before the copy the test may add to
+    monkeypatch.setattr(registry, "_registry", dict(registry._registry))  # the example's kind leaves with the test
     monkeypatch.setenv("MEMEVO_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("MEMEVO_MODEL", "fake-model")
     monkeypatch.setenv("OPENAI_API_KEY", "test")
