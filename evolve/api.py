@@ -35,7 +35,7 @@ from memevo.environments.rundir import claim_run_folder
 from memevo.environments.store import write_json_atomic
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import DataConfig, EvolveConfig, SeedConfig, load_evolve_config, parse_evolve_config
-from memevo.evolve.records import GenerationOutcome, GenerationPlan, read_record
+from memevo.evolve.records import EvolutionResult, GenerationOutcome, GenerationPlan, read_record
 from memevo.evolve.runtime import data_hash
 
 __all__ = ["EvaluationResult", "MLflowIds", "OptimizationResult", "evaluate", "optimize"]
@@ -159,10 +159,10 @@ def optimize(
     folder = Path(run_dir)
     given = _Inputs(folder)
     items = None if data is None or isinstance(data, str | Path) else given.checked(data)
-    data_file = given.items_path(items) if items is not None else data if isinstance(data, str | Path) else None
+    data_file = given.items_path(items) if items is not None else _located(data) if isinstance(data, str | Path) else None
     settings = _settings(config, seed_candidate, data_file, agent_class)
 
-    def run() -> Any:
+    def run() -> EvolutionResult:
         with (claim_run_folder(folder, flag="run_dir", kind="evolution"), given.taken_back_if_refused(),
               LLMHub(use_cache=use_cache, concurrency=concurrency) as hub):
             if items is not None:
@@ -198,6 +198,13 @@ def _policy(policy: PolicyInput | None, agent_class: type[MemoryAgent] | None) -
         raise UserInputError(f"is '{policy.kind}', but agent_class {agent_class.__name__} is kind "
                              f"'{agent_class.spec.kind}'", field="policy.kind")
     return policy
+
+
+def _located(data: str | Path) -> str:
+    """A data file or folder as an absolute path (the config's own paths are relative to its file, not to the
+    caller's working folder); anything else (a hub id) as given."""
+    path = Path(data).expanduser()
+    return str(path.resolve()) if path.exists() else str(data)
 
 
 def _settings(config: ConfigInput | None, seed_candidate: PolicyInput | None, data: str | Path | None,
