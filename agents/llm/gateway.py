@@ -277,17 +277,18 @@ class LLMGateway:
         return found, missing
 
     async def _send(self, role: Role, model: str, path: str, payload: Body) -> dict[str, Any]:
-        """One logical request: retried on transient failures, refused at once on the others. Booked first: the
-        caller settles it with the count of its answer or failure.
+        """One logical request: retried on transient failures, refused at once on the others. Booked as it is first
+        sent: the caller settles it with the count of its answer or failure.
 
         A connection failure is first checked against the server's health: retrying a dead process
         would only hide its crash behind a connection error.
         """
         attempts = self.config.max_retries + 1
-        self.accounting.book(role)
         for attempt in range(attempts):
             try:
                 async with self.limit.slot():
+                    if attempt == 0:  # once it has a slot: a request waiting for one is not sent yet
+                        self.accounting.book(role)
                     if self.health_check is not None:
                         self.health_check()
                     return await self.transport.post(path, payload)
