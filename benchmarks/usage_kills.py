@@ -7,7 +7,7 @@ the cache), then resumed to its end. Prints, over all processes: requests served
 answered and as unknown, and requests served twice (sent again by a resume).
 
 Run from the repository root with the interpreter of the version to measure (the worktree's or another's venv):
-``python benchmarks/usage_kills.py [--kills 5] [--at 6] [--latency 0.0] [--in-flight]``
+``python benchmarks/usage_kills.py [--kills 5] [--at 6] [--latency 0.0] [--width 1] [--in-flight]``
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ def main() -> None:
     parser.add_argument("--at", type=int, default=6, help="the process's call at which it is killed")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds the endpoint takes per reply")
     parser.add_argument("--in-flight", action="store_true", help="kill as a reply arrives, before it is cached")
+    parser.add_argument("--width", type=int, default=1, help="requests at once (two users at once from 2)")
     args = parser.parse_args()
     target, when = IN_FLIGHT if args.in_flight else AFTER_COUNT
     start_fork_server(PRELOADED)
@@ -43,14 +44,14 @@ def main() -> None:
         resent = 0
         for number in range(args.kills + 1):
             kill = kill_point(target, args.at, when) if number < args.kills else None
-            process = run_eval(endpoint, out, resume=number > 0, kill=kill)
+            process = run_eval(endpoint, out, resume=number > 0, kill=kill, width=args.width)
             if process.code != (0 if kill is None else -9):
                 sys.exit(f"process {number} ended with {process.code}:\n{process.output}")
             resent += sent_again(served, process.served)
             served += process.served
         unknown = getattr(process.usage, "unknown_calls", None)
         print(f"kills: {args.kills} ({'as a reply arrives' if args.in_flight else 'just after a counted answer'}, "
-              f"call {args.at} of each process; endpoint latency {args.latency} s)")
+              f"call {args.at} of each process; {args.width} request(s) at once; endpoint latency {args.latency} s)")
         print(f"requests served: {len(served)}, sent again by a resume: {resent}")
         print(f"ledger: {process.sent} answered + "
               f"{'n/a (this version books no requests)' if unknown is None else unknown} unknown")

@@ -4,10 +4,11 @@ It adds what the raw SDK call lacks for long evaluation runs: a concurrency limi
 event loops, retries with exponential backoff and jitter for transient failures only (429, 408,
 5xx, timeouts, connection errors), a persistent response cache, lenient JSON parsing and per-role
 accounting. Embedding requests (``embed``) share all of it, so retrieval is no side door around the
-limits or the bill. Every request is booked in the accounting before it is sent and settled by the count of its
-answer (after the answer is in the cache) or failure, so a kill at any point leaves each request served or in
-flight either counted or counted as unknown, and no counted answer is asked for again. Requests go out through ``transport.JSONTransport`` (a small HTTP/1.1 client rather than
-the openai SDK, whose request transform dominated the CPU cost per call), so there is one retry policy.
+limits or the bill. Every request is booked in the accounting as it is sent and settled by the count of its
+answer (made once the answer is in the cache) or of its failure: at a kill, each request served or in flight is
+counted as answered or as unknown, and no counted answer is asked for again. Requests go out through
+``transport.JSONTransport`` (a small HTTP/1.1 client rather than the openai SDK, whose request transform dominated
+the CPU cost per call), so there is one retry policy.
 """
 
 from __future__ import annotations
