@@ -23,6 +23,7 @@ import pandas as pd
 
 from memevo.agents.base import ComponentSpec
 from memevo.agents.lazy_model import LazyModel
+from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.policy import MemoryPolicy
 
 KEPT_TAG = "memevo.kept"
@@ -31,6 +32,15 @@ BEST_TAG = "memevo.best"
 """On the final best candidate's run(s): "true"."""
 ROLE_TAG = "memevo.role"
 """On every run: "evolution", "generation" or "candidate", so a filter can separate them."""
+DECISION_TAG = "memevo.decision"
+"""On a candidate run: what its generation did with it and why (``kept``, ``rejected: validation 0.410 vs parent
+0.450``, ``pruned: ...``), also the first line of the run's description."""
+COST_PREFIX = "cost/"
+"""Calls, tokens and dollars are logged under this prefix: MLflow groups them in a section of their own, apart from
+the scores."""
+COUNTS_PREFIX = "generation/"
+"""A generation's counts (candidates, accepted, pruned, proposals) are logged under this prefix, so the charts
+without a prefix, the first MLflow shows, are the objective's."""
 DIFF_ARTIFACT = "diff.md"
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 EXPERIMENT_NOTE_TAG = "mlflow.note.content"
@@ -84,9 +94,35 @@ def objective_summary(points: Sequence[GenerationPoint]) -> dict[str, float]:
             "val_score_gain": points[-1].kept_val - points[0].kept_val}
 
 
-def candidate_tags(candidate_id: str, *, kept_id: str, generation: int, origin: str) -> dict[str, str]:
-    return {ROLE_TAG: "candidate", KEPT_TAG: str(candidate_id == kept_id).lower(),
+def candidate_tags(candidate_id: str, *, kept_id: str, generation: int, origin: str,
+                   decision: str | None = None) -> dict[str, str]:
+    tags = {ROLE_TAG: "candidate", KEPT_TAG: str(candidate_id == kept_id).lower(),
             "memevo.candidate_id": candidate_id, "memevo.generation": str(generation), "memevo.origin": origin}
+    return tags | ({DECISION_TAG: decision} if decision else {})
+
+
+def candidate_note(decision: str, *, label: str, parent_label: str, changes: Sequence[str]) -> dict[str, str]:
+    """The run's description (MLflow's overview shows it first): the decision, then what the candidate changed."""
+    lines = [f"**{decision}**", ""]
+    if label != parent_label:
+        lines.append(f"Proposed from {parent_label}; `{DIFF_ARTIFACT}` shows the change against it.")
+    if changes:
+        lines += ["", "Changes:", *(f"- {change}" for change in changes)]
+    return {EXPERIMENT_NOTE_TAG: "\n".join(lines)}
+
+
+def cost_metrics(usage: UsageReport) -> dict[str, float]:
+    """Calls, tokens and dollars per role so far, under ``COST_PREFIX``. A role with calls no price is known for
+    has no dollar figure (0 would read as free): ``cost/unpriced_calls_<role>`` counts them instead."""
+    metrics: dict[str, float] = {}
+    for role, spent in usage.by_role.items():
+        metrics[f"{COST_PREFIX}calls_{role}"] = spent.calls
+        metrics[f"{COST_PREFIX}tokens_{role}"] = spent.prompt_tokens + spent.completion_tokens
+        if spent.unpriced_calls:
+            metrics[f"{COST_PREFIX}unpriced_calls_{role}"] = spent.unpriced_calls
+        else:
+            metrics[f"{COST_PREFIX}dollars_{role}"] = spent.dollars
+    return metrics
 
 
 def generation_tags(*, kept_id: str, kept_label: str, improved: bool) -> dict[str, str]:

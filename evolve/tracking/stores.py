@@ -193,10 +193,31 @@ def open_tracking_store(uri: str) -> MlflowClient:
     database = sqlite_file(uri)
     if database is None:
         return MlflowClient(tracking_uri=uri)
-    with _locked_folder(database.parent):
+    with _locked_folder(database.parent), damaged_database(database, RESTORE_MLFLOW):
         client = MlflowClient(tracking_uri=uri)
         client.search_experiments(max_results=1)  # creates (or upgrades) the tables, once
     return client
+
+
+RESTORE_MLFLOW = ("restore it from a copy, or delete it and resume (MLflow then holds the generations still to "
+                  "run; the run folder keeps every result)")
+"""What to do with a damaged MLflow store: its runs only mirror the run folder's records."""
+
+
+@contextmanager
+def damaged_database(database: Path, fix: str) -> Iterator[None]:
+    """Turn the error of opening a damaged SQLite file (truncated, overwritten: SQLite's own ``DatabaseError``, not
+    a locked or missing table) into one line naming the file and ``fix``; any other error passes through."""
+    try:
+        yield
+    except Exception as error:
+        cause: BaseException | None = error
+        while cause is not None and type(cause) is not sqlite3.DatabaseError:
+            cause = getattr(cause, "orig", None) or cause.__cause__ or cause.__context__
+        if cause is None or not database.exists():
+            raise
+        reason = str(cause).splitlines()[0]
+        raise UserInputError(f"is damaged ({reason}): {fix}", source=str(database)) from None
 
 
 def experiment_id(client: MlflowClient, uri: str, name: str, *, artifact_location: str | None,
