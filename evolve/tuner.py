@@ -27,6 +27,28 @@ from memevo.evolve.config import IntRange, OptunaConfig
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
+DECISION_ATTR = "decision"
+"""The user attribute that says what memevo did with a trial's candidate (why a trial without a value has none)."""
+PRUNED_AFTER_ATTR = "pruned_after_users"
+"""Set when the pruner stopped the trial: after how many train users."""
+
+
+def pruned_reason(trial: FrozenTrial, pruner: str) -> str:
+    """Why a trial has no value, from the attributes the loop set on it as it went: the pruner stopped it; its
+    candidate ran but not on the train users (``candidate`` set when it ran, ``val_*`` when it reached
+    validation); it was made but never run (``candidate_id`` only); or its draw repeated a known policy (nothing)."""
+    attrs = trial.user_attrs
+    if PRUNED_AFTER_ATTR in attrs:
+        return f"pruned: the {pruner} pruner stopped it after {attrs[PRUNED_AFTER_ATTR]} train user(s)"
+    if "candidate" in attrs:
+        if any(key.startswith("val_") for key in attrs):
+            return "not run on the train users: rejected on validation first"
+        return "not run on the train users: stopped at the minibatch gate"
+    if "candidate_id" in attrs:
+        return "not run: generation ended (budget spent, or an earlier candidate was accepted)"
+    return "not run: the proposal repeated a known policy"
+
+
 def draw_seed(seed: int, number: int, name: str) -> int:
     """The seed of one parameter's draw in one trial (stable across processes)."""
     return int.from_bytes(hashlib.sha256(f"{seed}/{number}/{name}".encode()).digest()[:4], "big")
@@ -134,10 +156,13 @@ class Tuner:
         return self.config.pruner == "wilcoxon"
 
     def report(self, number: int, value: float, step: int) -> bool:
-        """Record an intermediate value; True when the trial should stop now."""
+        """Record an intermediate value; True when the trial should stop now (noted on the trial: its reason)."""
         trial = self._trial(number)
         trial.report(value, step)
-        return trial.should_prune()
+        if trial.should_prune():
+            trial.set_user_attr(PRUNED_AFTER_ATTR, step + 1)
+            return True
+        return False
 
     def annotate(self, number: int, **attributes: Any) -> None:
         """User attributes on a trial still running (a resumed run may find it finished: then nothing)."""
@@ -147,11 +172,15 @@ class Tuner:
         for key, value in attributes.items():
             trial.set_user_attr(key, value)
 
-    def tell(self, number: int, value: float | None, *, pruned: bool = False) -> None:
-        """Finish a trial (idempotent, so a resumed generation can re-tell safely)."""
-        if self._frozen(number).state != TrialState.RUNNING:
+    def tell(self, number: int, value: float | None, *, pruned: bool = False, reason: str | None = None) -> None:
+        """Finish a trial (idempotent, so a resumed generation can re-tell safely). A trial without a value is
+        PRUNED in Optuna's terms (the sampler then knows it as a weak point); its ``DECISION_ATTR`` says why:
+        ``reason``, else read from what the loop noted on it (``pruned_reason``)."""
+        frozen = self._frozen(number)
+        if frozen.state != TrialState.RUNNING:
             return
         if pruned:
+            self._trial(number).set_user_attr(DECISION_ATTR, reason or pruned_reason(frozen, self.config.pruner))
             self.study.tell(number, state=TrialState.PRUNED)
         else:
             self.study.tell(number, value)

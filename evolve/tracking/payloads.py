@@ -192,13 +192,14 @@ def trial_attributes(*, candidate_id: str, label: str, generation: int, objectiv
 
     The trial's value is the ``objective`` on the *training* users (the study's metric is named after
     it; every trial has one, pruned ones too, and the pruner needs it); memevo selects on *validation*.
-    So Optuna's "best trial" can differ from memevo's best: ``kept`` and ``val_<objective>`` say which
-    trial memevo kept.
+    So Optuna's "best trial" can differ from memevo's best: ``kept``, ``decision`` and ``val_<objective>`` say
+    which trial memevo kept (a trial without a value gets its ``decision`` when it is told, ``Tuner.tell``).
     """
     attrs: dict[str, Any] = {"candidate_id": candidate_id, "candidate": label, "generation": generation,
-                             "kept": kept}
+                             "kept": kept, "decision": "kept" if kept else "not kept"}
     if val_score is not None:
         attrs[f"val_{objective}"] = val_score
+        attrs["decision"] += f" (validation {val_score:.3f})"
     if run_id:
         attrs["mlflow_run_id"] = run_id
     return attrs
