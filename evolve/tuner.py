@@ -17,16 +17,20 @@ from __future__ import annotations
 
 import hashlib
 import warnings
+from contextlib import nullcontext
 from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from memevo.evolve.config import IntRange, OptunaConfig
+from memevo.evolve.tracking.stores import damaged_database, sqlite_file
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
+RESTORE_OPTUNA = ("restore it from a copy: its trials hold the hyperparameters of the run's candidates, so the run "
+                  "cannot be resumed without it (start again in a new --run-dir)")
 DECISION_ATTR = "decision"
 """The user attribute that says what memevo did with a trial's candidate (why a trial without a value has none)."""
 PRUNED_AFTER_ATTR = "pruned_after_users"
@@ -95,14 +99,16 @@ class Tuner:
             self.study.enqueue_trial(enqueued, skip_if_exists=True)
 
     def _load(self) -> optuna.Study:
-        study = optuna.create_study(
-            study_name=self.study_name,
-            storage=self.storage,
-            direction="maximize",
-            sampler=make_sampler(self.config, self.config.seed),
-            pruner=make_pruner(self.config),
-            load_if_exists=True,
-        )
+        database = sqlite_file(self.storage)
+        with damaged_database(database, RESTORE_OPTUNA) if database is not None else nullcontext():
+            study = optuna.create_study(
+                study_name=self.study_name,
+                storage=self.storage,
+                direction="maximize",
+                sampler=make_sampler(self.config, self.config.seed),
+                pruner=make_pruner(self.config),
+                load_if_exists=True,
+            )
         if study.metric_names != [self.metric]:
             with warnings.catch_warnings():  # experimental since Optuna 3.2, stable in use since
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)

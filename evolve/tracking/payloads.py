@@ -15,6 +15,7 @@ Pure functions only (no store is opened here), so each payload is testable on it
 from __future__ import annotations
 
 import difflib
+import json
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
@@ -222,11 +223,32 @@ def experiment_tags(*, name: str, protocol: str, components: Sequence[str], feed
         "- One parent run per evolution; under it one run per generation, under that one run per candidate.",
         (f"- `running_best_val_score` is the kept candidate's validation score; tag `{KEPT_TAG}` marks each "
         f"generation's kept candidate, `{BEST_TAG}` the final best."),
+        (f"- A candidate's `val_objective` and `train_objective` are the scores the loop compared; tag "
+         f"`{DECISION_TAG}` (and the run's description) says what its generation did with it and why."),
+        (f"- Calls, tokens and dollars are charted under `{COST_PREFIX}`, a generation's counts under "
+         f"`{COUNTS_PREFIX}`; a model without a known price has no dollar figure but "
+         f"`{COST_PREFIX}unpriced_calls_<role>`."),
         (f"- Each candidate run has `{DIFF_ARTIFACT}` (against its parent), its prompts and `policy.json`; "
         "accepted prompts are in the Prompts tab (alias `best`), where *Compare* shows the versions side by side."),
         "- Memory score: 0 = random guessing, 1 = the model's perfect-information upper bound.",
     ])
-    return {EXPERIMENT_NOTE_TAG: note, EXPERIMENT_KIND_TAG: "custom_model_development"}
+    return {EXPERIMENT_NOTE_TAG: note, EXPERIMENT_KIND_TAG: "custom_model_development", RUNS_VIEW_TAG: runs_view()}
+
+
+RUNS_VIEW_KEY = "memevo-runs"
+"""The shared view of the runs table ``memevo ui`` opens (``?viewStateShareKey=memevo-runs``)."""
+RUNS_VIEW_TAG = f"mlflow.sharedViewState.{RUNS_VIEW_KEY}"
+"""The experiment tag MLflow's UI reads a shared view from (the tag its *Share* button writes)."""
+RUNS_COLUMNS = ("metrics.`running_best_val_score`", "metrics.`val_objective`", "metrics.`train_objective`",
+                f"tags.`{DECISION_TAG}`", "attributes.`Dataset`")
+"""The runs table's columns, objective first: a generation's and the evolution's running best, a candidate's
+validation and train objective and what was done with it; the spend is on the runs' charts under ``cost/``."""
+
+
+def runs_view() -> str:
+    """The runs table as ``memevo ui`` opens it (MLflow's shared-view JSON): only ``RUNS_COLUMNS``, instead of
+    MLflow's default, which shows no metric at all."""
+    return json.dumps({"selectedColumns": list(RUNS_COLUMNS), "runListHidden": False})
 
 
 def split_table(split: Mapping[str, Sequence[str]]) -> pd.DataFrame:
