@@ -1,0 +1,117 @@
+"""``memevo ui``: MLflow's UI on a run's store, announced only once it answers.
+
+The server takes tens of seconds to import and start on a busy machine; an address printed before it listens
+sends a person to an error page. So the server runs as a child in its own process group: memevo polls its
+``/health`` route, prints the address when it answers (or one line when the server died first), waits for it
+and stops the whole group on Ctrl-C or SIGTERM. Before that, a run folder moved or copied with its store is
+pointed at its own artifacts, and artifacts that cannot be found are named.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from types import FrameType
+
+from memevo.agents.errors import RunFailedError
+from memevo.evolve.tracking.payloads import RUNS_VIEW_KEY, RUNS_VIEW_TAG
+from memevo.evolve.tracking.stores import missing_artifacts, relocate_artifacts, sqlite_file
+
+UI_ENVIRONMENT = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+"""The job runner serves MLflow's GenAI jobs (judges, trace rollups); a run store needs none of them."""
+POLL_S = 0.25
+
+
+def page(uri: str, experiment: str | None) -> str:
+    """The UI page of the run's experiment: its runs in the "Model training" view (MLflow's default GenAI view
+    opens on traces, which an evolution does not write), with memevo's columns when the experiment has them.
+    Only a local SQLite store that exists is looked into: opening a missing one would create it."""
+    view = "?workflowType=machine_learning"
+    database = sqlite_file(uri)
+    if experiment is None or database is None or not database.is_file():
+        return f"#/experiments{view}"
+    from mlflow import MlflowClient
+
+    found = MlflowClient(tracking_uri=uri).get_experiment_by_name(experiment)
+    if found is None:
+        return f"#/experiments{view}"
+    shared = f"&viewStateShareKey={RUNS_VIEW_KEY}" if RUNS_VIEW_TAG in found.tags else ""
+    return f"#/experiments/{found.experiment_id}/runs{view}{shared}"
+
+
+def artifact_notes(uri: str) -> list[str]:
+    """What a person should know about the store's artifacts before looking: where a moved run folder's artifacts
+    are now read from, and which experiments' artifact folders are missing."""
+    database = sqlite_file(uri)
+    if database is None:
+        return []
+    notes = []
+    moved = relocate_artifacts(database)
+    if moved:
+        notes.append(f"the run folder was moved or copied: its store now reads the artifacts beside it ({moved})")
+    notes += [f"artifacts missing for {what} does not exist, so its runs show none; restore that folder"
+              for what in missing_artifacts(database)]
+    return notes
+
+
+def server_command(uri: str, *, port: int, workers: int) -> list[str]:
+    return [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", "127.0.0.1", "--port",
+            str(port), "--workers", str(workers)]
+
+
+def serving(server: subprocess.Popen[bytes], url: str) -> bool:
+    """Wait until the server answers at ``url`` (True) or exits (False)."""
+    while server.poll() is None:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as reply:
+                if reply.status == 200:
+                    return True
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(POLL_S)
+    return False
+
+
+def serve(uri: str, experiment: str | None, *, port: int, workers: int, echo: Callable[[str], None]) -> int:
+    """Run MLflow's UI on ``uri`` until it stops or is stopped; its exit code (0 after Ctrl-C or SIGTERM)."""
+    for note in artifact_notes(uri):
+        echo(note)
+    address = f"http://127.0.0.1:{port}/{page(uri, experiment)}"
+    server = subprocess.Popen(server_command(uri, port=port, workers=workers), env=os.environ | UI_ENVIRONMENT,
+                              start_new_session=True)
+    stopped = False
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopped
+        stopped = True
+        os.killpg(server.pid, signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        echo(f"starting the MLflow UI on port {port} (store {uri}) ...")
+        if not serving(server, f"http://127.0.0.1:{port}/health"):
+            if stopped:
+                return 0
+            raise RunFailedError(f"the MLflow server exited with code {server.returncode} before it served "
+                                 "(its messages are above)")
+        echo(f"MLflow UI: {address}  (Ctrl-C to stop)")
+        code = server.wait()
+        return 0 if stopped else code
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+                server.wait()
+
