@@ -236,7 +236,7 @@ def test_mlflow_store_holds_runs_metrics_and_artifacts(tmp_path: Path) -> None:
     for name in ("train_accuracy", "val_accuracy", "train_memory_score", "val_memory_score", "pruned",
                  "train_accuracy_p00", "val_accuracy_p02"):
         assert name in metrics, name
-    assert "calls_agent" in generation.data.metrics and "calls_proposer" in generation.data.metrics
+    assert "cost/calls_agent" in generation.data.metrics and "cost/calls_proposer" in generation.data.metrics
     for candidate_id in result.history[1].train_skipped:  # validation first: never run on the train users
         (skipped,) = [run for name, run in runs.items() if name.endswith(candidate_id[:8]) and name.startswith("g1")]
         assert skipped.data.metrics["train_users_evaluated"] == 0 and "val_accuracy" in skipped.data.metrics
