@@ -20,7 +20,7 @@ from collections.abc import Callable
 from types import FrameType
 
 from memevo.agents.errors import RunFailedError
-from memevo.evolve.tracking.payloads import RUNS_VIEW_KEY, RUNS_VIEW_TAG
+from memevo.evolve.tracking.payloads import RUNS_VIEWS, VIEW_TAG_PREFIX
 from memevo.evolve.tracking.stores import missing_artifacts, relocate_artifacts, sqlite_file
 
 UI_ENVIRONMENT = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
@@ -28,21 +28,23 @@ UI_ENVIRONMENT = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
 POLL_S = 0.25
 
 
-def page(uri: str, experiment: str | None) -> str:
-    """The UI page of the run's experiment: its runs in the "Model training" view (MLflow's default GenAI view
-    opens on traces, which an evolution does not write), with memevo's columns when the experiment has them.
-    Only a local SQLite store that exists is looked into: opening a missing one would create it."""
+def pages(uri: str, experiment: str | None) -> list[str]:
+    """The UI pages of the run's experiment: its runs in the "Model training" view (MLflow's default GenAI view
+    opens on traces, which an evolution does not write), in each of memevo's views the experiment has (nested
+    runs, then every candidate). Only a local SQLite store that exists is looked into: opening a missing one
+    would create it."""
     view = "?workflowType=machine_learning"
     database = sqlite_file(uri)
     if experiment is None or database is None or not database.is_file():
-        return f"#/experiments{view}"
+        return [f"#/experiments{view}"]
     from mlflow import MlflowClient
 
     found = MlflowClient(tracking_uri=uri).get_experiment_by_name(experiment)
     if found is None:
-        return f"#/experiments{view}"
-    shared = f"&viewStateShareKey={RUNS_VIEW_KEY}" if RUNS_VIEW_TAG in found.tags else ""
-    return f"#/experiments/{found.experiment_id}/runs{view}{shared}"
+        return [f"#/experiments{view}"]
+    runs = f"#/experiments/{found.experiment_id}/runs{view}"
+    shared = [f"{runs}&viewStateShareKey={key}" for key in RUNS_VIEWS if f"{VIEW_TAG_PREFIX}{key}" in found.tags]
+    return shared or [runs]
 
 
 def artifact_notes(uri: str) -> list[str]:
@@ -82,7 +84,7 @@ def serve(uri: str, experiment: str | None, *, port: int, workers: int, echo: Ca
     """Run MLflow's UI on ``uri`` until it stops or is stopped; its exit code (0 after Ctrl-C or SIGTERM)."""
     for note in artifact_notes(uri):
         echo(note)
-    address = f"http://127.0.0.1:{port}/{page(uri, experiment)}"
+    addresses = [f"http://127.0.0.1:{port}/{page}" for page in pages(uri, experiment)]
     server = subprocess.Popen(server_command(uri, port=port, workers=workers), env=os.environ | UI_ENVIRONMENT,
                               start_new_session=True)
     stopped = False
@@ -100,7 +102,9 @@ def serve(uri: str, experiment: str | None, *, port: int, workers: int, echo: Ca
                 return 0
             raise RunFailedError(f"the MLflow server exited with code {server.returncode} before it served "
                                  "(its messages are above)")
-        echo(f"MLflow UI: {address}  (Ctrl-C to stop)")
+        echo(f"MLflow UI: {addresses[0]}  (Ctrl-C to stop)")
+        for address in addresses[1:]:
+            echo(f"  also: {address}")
         code = server.wait()
         return 0 if stopped else code
     except KeyboardInterrupt:

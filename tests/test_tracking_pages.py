@@ -75,7 +75,7 @@ def _tracked(run_dir: Path, generations: int = 1) -> Tracker:
     tracker = Tracker(run_dir=run_dir, uri=None, experiment="pages")
     tracker.start("pages", {"name": "pages", "objective": "accuracy"}, {})
     for generation in range(generations):
-        tracker.log_generation(generation, {"running_best_val_score": 0.5}, [_entry(f"g{generation}c0")])
+        tracker.log_generation(generation, {"objective/running_best_val_score": 0.5}, [_entry(f"g{generation}c0")])
     return tracker
 
 
@@ -108,7 +108,7 @@ def test_a_lost_or_damaged_ids_file_is_rebuilt_from_the_store(tmp_path: Path, da
     assert params == {"name": "pages", "objective": "accuracy"}
     names = sorted(run.info.run_name for run in again.client.search_runs([again.experiment_id]))
     assert names == ["g0c0", "g1c0", "generation-0", "generation-1", "pages"]
-    history = again.client.get_metric_history(parent, "running_best_val_score")
+    history = again.client.get_metric_history(parent, "objective/running_best_val_score")
     assert sorted(m.step for m in history) == [0, 1]  # generation 0's row is not written twice
     assert json.loads(ids.read_text())["parent"]["id"] == parent
 

@@ -36,12 +36,15 @@ ROLE_TAG = "memevo.role"
 DECISION_TAG = "memevo.decision"
 """On a candidate run: what its generation did with it and why (``kept``, ``rejected: validation 0.410 vs parent
 0.450``, ``pruned: ...``), also the first line of the run's description."""
-COST_PREFIX = "cost/"
-"""Calls, tokens and dollars are logged under this prefix: MLflow groups them in a section of their own, apart from
-the scores."""
-COUNTS_PREFIX = "generation/"
-"""A generation's counts (candidates, accepted, pruned, proposals) are logged under this prefix, so the charts
-without a prefix, the first MLflow shows, are the objective's."""
+OBJECTIVE_PREFIX = "objective/"
+"""The objective's figures on the evolution and generation runs (the running best, a generation's best, the seed's
+and the best's validation score). MLflow charts metrics in sections by the prefix before ``/``, prefixes in
+alphabetical order and unprefixed metrics last: this one sorts first, so the objective opens the charts."""
+COUNTS_PREFIX = "search/"
+"""A generation's counts (candidates, accepted, pruned, proposals): the second section."""
+COST_PREFIX = "spend/"
+"""Calls, tokens and dollars: the third section, apart from the scores."""
+RUNNING_BEST = f"{OBJECTIVE_PREFIX}running_best_val_score"
 DIFF_ARTIFACT = "diff.md"
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 EXPERIMENT_NOTE_TAG = "mlflow.note.content"
@@ -84,15 +87,16 @@ def generation_metrics(point: GenerationPoint) -> dict[str, float]:
         metrics["generation_best_val_score"] = point.best_val
     if point.best_train is not None:
         metrics["generation_best_train_score"] = point.best_train
-    return metrics
+    return {f"{OBJECTIVE_PREFIX}{name}": value for name, value in metrics.items()}
 
 
 def objective_summary(points: Sequence[GenerationPoint]) -> dict[str, float]:
     """Initial (seed) and final (best) validation objective for the parent run."""
     if not points:
         return {}
-    return {"initial_val_score": points[0].kept_val, "final_val_score": points[-1].kept_val,
-            "val_score_gain": points[-1].kept_val - points[0].kept_val}
+    first, last = points[0].kept_val, points[-1].kept_val
+    return {f"{OBJECTIVE_PREFIX}initial_val_score": first, f"{OBJECTIVE_PREFIX}final_val_score": last,
+            f"{OBJECTIVE_PREFIX}val_score_gain": last - first}
 
 
 def candidate_tags(candidate_id: str, *, kept_id: str, generation: int, origin: str,
@@ -221,7 +225,7 @@ def experiment_tags(*, name: str, protocol: str, components: Sequence[str], feed
         f"memevo evolution **{name}** ({protocol}); evolving: {evolving}; feedback: {feedback_mode}.",
         "",
         "- One parent run per evolution; under it one run per generation, under that one run per candidate.",
-        (f"- `running_best_val_score` is the kept candidate's validation score; tag `{KEPT_TAG}` marks each "
+        (f"- `{RUNNING_BEST}` is the kept candidate's validation score; tag `{KEPT_TAG}` marks each "
         f"generation's kept candidate, `{BEST_TAG}` the final best."),
         (f"- A candidate's `val_objective` and `train_objective` are the scores the loop compared; tag "
          f"`{DECISION_TAG}` (and the run's description) says what its generation did with it and why."),
@@ -232,23 +236,33 @@ def experiment_tags(*, name: str, protocol: str, components: Sequence[str], feed
         "accepted prompts are in the Prompts tab (alias `best`), where *Compare* shows the versions side by side."),
         "- Memory score: 0 = random guessing, 1 = the model's perfect-information upper bound.",
     ])
-    return {EXPERIMENT_NOTE_TAG: note, EXPERIMENT_KIND_TAG: "custom_model_development", RUNS_VIEW_TAG: runs_view()}
+    return {EXPERIMENT_NOTE_TAG: note, EXPERIMENT_KIND_TAG: "custom_model_development",
+            PRIMARY_METRIC_TAG: RUNNING_BEST} | runs_views()
 
 
-RUNS_VIEW_KEY = "memevo-runs"
-"""The shared view of the runs table ``memevo ui`` opens (``?viewStateShareKey=memevo-runs``)."""
-RUNS_VIEW_TAG = f"mlflow.sharedViewState.{RUNS_VIEW_KEY}"
-"""The experiment tag MLflow's UI reads a shared view from (the tag its *Share* button writes)."""
-RUNS_COLUMNS = ("metrics.`running_best_val_score`", "metrics.`val_objective`", "metrics.`train_objective`",
-                f"tags.`{DECISION_TAG}`", "attributes.`Dataset`")
+RUNS_VIEWS = ("memevo-runs", "memevo-candidates")
+"""The shared views of the runs table ``memevo ui`` opens (``?viewStateShareKey=<key>``): the evolution's runs nested
+(parent, generations, candidates), and every candidate grouped by its generation."""
+VIEW_TAG_PREFIX = "mlflow.sharedViewState."
+"""The experiment tags MLflow's UI reads a shared view from (the tags its *Share* button writes)."""
+PRIMARY_METRIC_TAG = "mlflow.experiment.primaryMetric.name"
+"""The experiment's primary metric, the one MLflow's charts start from."""
+RUNS_COLUMNS = (f"metrics.`{RUNNING_BEST}`", "metrics.`val_objective`", "metrics.`train_objective`",
+                f"tags.`{DECISION_TAG}`")
 """The runs table's columns, objective first: a generation's and the evolution's running best, a candidate's
 validation and train objective and what was done with it; the spend is on the runs' charts under ``cost/``."""
 
 
-def runs_view() -> str:
-    """The runs table as ``memevo ui`` opens it (MLflow's shared-view JSON): only ``RUNS_COLUMNS``, instead of
-    MLflow's default, which shows no metric at all."""
-    return json.dumps({"selectedColumns": list(RUNS_COLUMNS), "runListHidden": False})
+def runs_views() -> dict[str, str]:
+    """The experiment tags holding ``RUNS_VIEWS`` (MLflow's shared-view JSON): only ``RUNS_COLUMNS``, in that order
+    and wide enough to read a decision, instead of MLflow's default columns, which show no metric at all."""
+    columns = {"selectedColumns": list(RUNS_COLUMNS), "columnOrder": ["tags.`mlflow.runName`", *RUNS_COLUMNS],
+               "columnWidths": {f"tags.`{DECISION_TAG}`": 440}}
+    by_generation = {"searchFilter": f"tags.`{ROLE_TAG}` = 'candidate'",
+                     "groupBy": {"aggregateFunction": "max",
+                                 "groupByKeys": [{"mode": "tag", "groupByData": "memevo.generation"}]}}
+    views = dict(zip(RUNS_VIEWS, ({"searchFilter": ""}, by_generation), strict=True))
+    return {f"{VIEW_TAG_PREFIX}{key}": json.dumps(view | columns) for key, view in views.items()}
 
 
 def split_table(split: Mapping[str, Sequence[str]]) -> pd.DataFrame:
