@@ -19,6 +19,8 @@ import urllib.request
 from collections.abc import Callable
 from types import FrameType
 
+from mlflow import MlflowClient
+
 from memevo.agents.errors import RunFailedError
 from memevo.evolve.tracking.payloads import RUNS_VIEWS, VIEW_TAG_PREFIX
 from memevo.evolve.tracking.stores import missing_artifacts, relocate_artifacts, sqlite_file
@@ -28,23 +30,31 @@ UI_ENVIRONMENT = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
 POLL_S = 0.25
 
 
-def pages(uri: str, experiment: str | None) -> list[str]:
+def pages(uri: str, experiment: str | None) -> list[tuple[str, str]]:
     """The UI pages of the run's experiment: its runs in the "Model training" view (MLflow's default GenAI view
     opens on traces, which an evolution does not write), in each of memevo's views the experiment has (nested
-    runs, then every candidate). Only a local SQLite store that exists is looked into: opening a missing one
-    would create it."""
+    runs, then every candidate), and its prompts; each with what it shows. Only a local SQLite store that exists is
+    looked into: opening a missing one would create it."""
     view = "?workflowType=machine_learning"
     database = sqlite_file(uri)
     if experiment is None or database is None or not database.is_file():
-        return [f"#/experiments{view}"]
-    from mlflow import MlflowClient
-
+        return [("experiments", f"#/experiments{view}")]
     found = MlflowClient(tracking_uri=uri).get_experiment_by_name(experiment)
     if found is None:
-        return [f"#/experiments{view}"]
+        return [("experiments", f"#/experiments{view}")]
     runs = f"#/experiments/{found.experiment_id}/runs{view}"
-    shared = [f"{runs}&viewStateShareKey={key}" for key in RUNS_VIEWS if f"{VIEW_TAG_PREFIX}{key}" in found.tags]
-    return shared or [runs]
+    shared = [(RUNS_VIEWS[key], f"{runs}&viewStateShareKey={key}") for key in RUNS_VIEWS
+              if f"{VIEW_TAG_PREFIX}{key}" in found.tags]
+    return (shared or [("runs", runs)]) + prompt_pages(MlflowClient(tracking_uri=uri), experiment)
+
+
+def prompt_pages(client: MlflowClient, experiment: str) -> list[tuple[str, str]]:
+    """The registered prompts of the run, each opened on its first version (the seed's): MLflow's *Compare* then
+    sets it against the newest (the best), old on the left and new on the right, so an added line reads as added.
+    Opened on the newest, as by default, Compare sets it against the one before, and every change reads backwards."""
+    prompts = client.search_prompts(filter_string=f"name LIKE '{experiment}-%'")
+    return [(f"prompt {prompt.name} (press Compare: seed -> best)", f"#/prompts/{prompt.name}?promptVersion=1")
+            for prompt in prompts]
 
 
 def artifact_notes(uri: str) -> list[str]:
@@ -84,7 +94,7 @@ def serve(uri: str, experiment: str | None, *, port: int, workers: int, echo: Ca
     """Run MLflow's UI on ``uri`` until it stops or is stopped; its exit code (0 after Ctrl-C or SIGTERM)."""
     for note in artifact_notes(uri):
         echo(note)
-    addresses = [f"http://127.0.0.1:{port}/{page}" for page in pages(uri, experiment)]
+    addresses = [(label, f"http://127.0.0.1:{port}/{page}") for label, page in pages(uri, experiment)]
     server = subprocess.Popen(server_command(uri, port=port, workers=workers), env=os.environ | UI_ENVIRONMENT,
                               start_new_session=True)
     stopped = False
@@ -102,9 +112,9 @@ def serve(uri: str, experiment: str | None, *, port: int, workers: int, echo: Ca
                 return 0
             raise RunFailedError(f"the MLflow server exited with code {server.returncode} before it served "
                                  "(its messages are above)")
-        echo(f"MLflow UI: {addresses[0]}  (Ctrl-C to stop)")
-        for address in addresses[1:]:
-            echo(f"  also: {address}")
+        echo(f"MLflow UI: {addresses[0][1]}  (Ctrl-C to stop)")
+        for label, address in addresses[1:]:
+            echo(f"  {label}: {address}")
         code = server.wait()
         return 0 if stopped else code
     except KeyboardInterrupt:

@@ -240,9 +240,9 @@ def experiment_tags(*, name: str, protocol: str, components: Sequence[str], feed
             PRIMARY_METRIC_TAG: RUNNING_BEST} | runs_views()
 
 
-RUNS_VIEWS = ("memevo-runs", "memevo-candidates")
-"""The shared views of the runs table ``memevo ui`` opens (``?viewStateShareKey=<key>``): the evolution's runs nested
-(parent, generations, candidates), and every candidate grouped by its generation."""
+RUNS_VIEWS = {"memevo-runs": "runs", "memevo-candidates": "candidates by generation"}
+"""The shared views of the runs table ``memevo ui`` opens (``?viewStateShareKey=<key>``), with what they show: the
+evolution's runs nested (parent, generations, candidates), and every candidate grouped by its generation."""
 VIEW_TAG_PREFIX = "mlflow.sharedViewState."
 """The experiment tags MLflow's UI reads a shared view from (the tags its *Share* button writes)."""
 PRIMARY_METRIC_TAG = "mlflow.experiment.primaryMetric.name"
