@@ -256,12 +256,15 @@ validation and train objective and what was done with it; the spend is on the ru
 def runs_views() -> dict[str, str]:
     """The experiment tags holding ``RUNS_VIEWS`` (MLflow's shared-view JSON): only ``RUNS_COLUMNS``, in that order
     and wide enough to read a decision, instead of MLflow's default columns, which show no metric at all."""
-    columns = {"selectedColumns": list(RUNS_COLUMNS), "columnOrder": ["tags.`mlflow.runName`", *RUNS_COLUMNS],
-               "columnWidths": {f"tags.`{DECISION_TAG}`": 440}}
-    by_generation = {"searchFilter": f"tags.`{ROLE_TAG}` = 'candidate'",
-                     "groupBy": {"aggregateFunction": "max",
-                                 "groupByKeys": [{"mode": "tag", "groupByData": "memevo.generation"}]}}
-    views = dict(zip(RUNS_VIEWS, ({"searchFilter": ""}, by_generation), strict=True))
+    columns: dict[str, object] = {
+        "selectedColumns": list(RUNS_COLUMNS), "columnOrder": ["tags.`mlflow.runName`", *RUNS_COLUMNS],
+        "columnWidths": {f"tags.`{DECISION_TAG}`": 440},
+    }
+    by_generation: dict[str, object] = {
+        "searchFilter": f"tags.`{ROLE_TAG}` = 'candidate'",
+        "groupBy": {"aggregateFunction": "max", "groupByKeys": [{"mode": "tag", "groupByData": "memevo.generation"}]},
+    }
+    views: dict[str, dict[str, object]] = dict(zip(RUNS_VIEWS, ({"searchFilter": ""}, by_generation), strict=True))
     return {f"{VIEW_TAG_PREFIX}{key}": json.dumps(view | columns) for key, view in views.items()}
 
 
