@@ -180,3 +180,34 @@ def test_trials_without_a_value_say_why(tmp_path: Path) -> None:
                        "not run: the proposal repeated a known policy",
                        "not run: generation ended (budget spent, or an earlier candidate was accepted)",
                        "not run on the train users: rejected on validation first"]
+
+
+@pytest.mark.parametrize(("usage", "cell"), [
+    (RoleUsage(calls=4, dollars=0.0123), "$0.0123"),
+    (RoleUsage(calls=4, unpriced_calls=4), "unpriced"),
+    (RoleUsage(calls=4, dollars=0.01, unpriced_calls=2), "$0.0100 + unpriced"),
+    (RoleUsage(calls=4, cache_hits=4), "$0.0000"),
+])
+def test_a_spend_cell_says_unpriced_instead_of_zero(usage: RoleUsage, cell: str) -> None:
+    from memevo.evolve.explain import dollars_cell
+
+    assert dollars_cell(usage) == cell
+
+
+def test_the_run_folder_keeps_the_data_it_ran_on(tmp_path: Path) -> None:
+    from memevo.environments.data.io import load_items, save_items
+    from memevo.evolve.config import EvolveConfig
+    from memevo.evolve.run_data import keep_data
+    from tests.doubles.category_backend import category_world
+
+    items = category_world(3, 1)
+    save_items(items, tmp_path / "users.json")
+    config = EvolveConfig.model_validate({"seed": {"policy": {"kind": "awi"}}, "data": {"path": "users.json"},
+                                          "source": tmp_path / "evolve.yaml"})
+    record = keep_data(tmp_path / "run", config, items, data_hash="abc")
+    kept = json.loads(record.read_text())
+    assert kept["data_hash"] == "abc" and kept["source"] == str(tmp_path / "users.json")
+    (tmp_path / "users.json").write_text("[]")  # the original changes after the run started
+    assert [item.id for item in load_items(str(record.parent / kept["file"]))] == [item.id for item in items]
+    keep_data(tmp_path / "run", config, [], data_hash="other")  # a resume keeps the first copy
+    assert json.loads(record.read_text())["data_hash"] == "abc"
