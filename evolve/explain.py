@@ -22,6 +22,15 @@ def dollars_text(usage: RoleUsage) -> str:
     return f"${usage.dollars:.4f}"
 
 
+def dollars_cell(usage: RoleUsage) -> str:
+    """The spend for a table cell: ``$0.0123``, ``unpriced``, or ``$0.0123 + unpriced`` when some calls had no
+    price (a 0.0000 would read as free)."""
+    billed = usage.calls - usage.cache_hits
+    if billed and usage.unpriced_calls >= billed:
+        return "unpriced"
+    return f"${usage.dollars:.4f}" + (" + unpriced" if usage.unpriced_calls else "")
+
+
 def spend_line(usage: RoleUsage) -> str:
     tokens = usage.prompt_tokens + usage.completion_tokens
     return f"{usage.calls} calls ({usage.cache_hits} cached), {tokens} tokens, {dollars_text(usage)}"
