@@ -4,8 +4,10 @@ Runs experiments/quickstart.yaml as ``make quickstart`` does (a fresh run folder
 empty response cache, so every call reaches the model), then prints: wall time from the start to the model being
 ready and from then to the end (the evolution), LLM calls and prompt/completion tokens per role, the server's
 busy share (the time a request was on the wire to it, over the evolution's wall: with one request at a time
-this is the share of the run the model was working) and its CPU seconds, and the machine's load average, since
-figures from a shared machine mean little without it.
+this is the share of the run the model was working) and its CPU seconds, the requests by kind (option scoring,
+note writes, replies, proposals) with their tokens and how many stopped at their token cap, and the machine's load
+average, since wall times from a shared machine mean little without it (server CPU seconds and tokens travel
+better).
 
 Run: ``python benchmarks/quickstart.py [--threads N]`` from the repository root. Figures quoted in the README.
 """
@@ -34,8 +36,8 @@ QUICKSTART = Path(__file__).resolve().parents[1] / "experiments" / "quickstart.y
 
 class WireClock:
     """Wraps ``JSONTransport.post`` to sum the time requests spend on the wire (one at a time: the server's busy
-    time) and to count each kind of request: option scoring, JSON writes (a schema or JSON mode) and free replies,
-    with their tokens and how many replies stopped at their token cap."""
+    time) and to count each kind of request (option scoring, note writes, replies, proposals) with its tokens and
+    how many of its replies stopped at their token cap."""
 
     def __init__(self) -> None:
         self.busy_s = 0.0
@@ -73,11 +75,14 @@ class WireKind:
 
 
 def request_kind(path: str, payload: Any) -> str:
-    """``score`` (the option route), ``json`` (a reply asked as JSON: note writes, proposals) or ``text``."""
+    """``score`` (the option route), ``proposal`` (the proposer's DSPy request, known by DSPy's field markers),
+    ``json`` (a reply asked as JSON: the agent's note writes) or ``reply`` (the agent's chat replies)."""
     if "option_logprobs" in path:
         return "score"
     body = payload if isinstance(payload, bytes) else b"".join(payload)
-    return "json" if b'"response_format"' in body else "text"
+    if b"[[ ## " in body:
+        return "proposal"
+    return "json" if b'"response_format"' in body else "reply"
 
 
 class ReadyClock(logging.Handler):
@@ -130,7 +135,7 @@ def main() -> None:
         print(f"  {role:<12} calls {counts.calls:>4}  prompt {counts.prompt_tokens:>7}  completion "
               f"{counts.completion_tokens:>6}")
     for kind, wire_kind in sorted(wire.kinds.items()):
-        print(f"  on the wire: {kind:<5} calls {wire_kind.calls:>4}  prompt {wire_kind.prompt_tokens:>7}  completion "
+        print(f"  on the wire: {kind:<8} calls {wire_kind.calls:>4}  prompt {wire_kind.prompt_tokens:>7}  completion "
               f"{wire_kind.completion_tokens:>6}  at the token cap {wire_kind.at_cap:>3}  {wire_kind.seconds:>5.0f} s")
     print(f"server busy share {wire.busy_s / evolution:.0%} ({wire.busy_s:.0f} s with a request on the wire)"
           + (f"; server CPU {cpu:.0f} s" if cpu is not None else "; server CPU n/a (no embedded server ran)"))
