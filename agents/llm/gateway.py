@@ -287,12 +287,14 @@ class LLMGateway:
         attempts = self.config.max_retries + 1
         for attempt in range(attempts):
             try:
-                async with self.limit.slot():
+                async with self.limit.slot(payload) as ticket:
                     if attempt == 0:  # once it has a slot: a request waiting for one is not sent yet
                         self.accounting.book(role)
                     if self.health_check is not None:
                         self.health_check()
-                    return await self.transport.post(path, payload)
+                    completion = await self.transport.post(path, payload)
+                    ticket.settle(completion)
+                    return completion
             except RefusedHTTPError as error:
                 raise LLMRequestError(f"{model} at {self.base_url} refused the request: {error}") from error
             except TransientHTTPError as error:

@@ -24,7 +24,7 @@ from memevo.agents.llm.accounting import Accounting
 from memevo.agents.llm.cache import ResponseCache
 from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
 from memevo.agents.llm.gateway import LLMGateway
-from memevo.agents.llm.limiter import ConcurrencyLimit
+from memevo.agents.llm.limiter import ConcurrencyLimit, shared_rate_from_env
 from memevo.agents.llm.protocol import Role
 
 if TYPE_CHECKING:
@@ -70,7 +70,8 @@ class LLMHub:
             if gateway is None:
                 embedded = self._server if self._server is not None and base_url == self._server.url else None
                 wanted = config.concurrency(embedded=embedded is not None, override=self.concurrency)
-                limit = self._limits.setdefault(base_url, ConcurrencyLimit(wanted))
+                limit = self._limits.get(base_url) or self._limits.setdefault(
+                    base_url, ConcurrencyLimit(wanted, shared_rate_from_env(base_url, self.cache_dir)))
                 limit.lower_to(wanted)  # the tightest setting on one endpoint wins
                 gateway = LLMGateway(
                     config,

@@ -5,6 +5,10 @@ loop, from DSPy's worker threads (through the sync bridge loop) and from tests' 
 limiter keeps its count under a ``threading.Lock`` and wakes a waiter on that waiter's own loop, so
 the peak number of in-flight requests never exceeds the limit whichever loops are involved. Waiters get a
 freed slot most urgent first (see ``urgency``), in arrival order among equals.
+
+With a ``SharedRateBucket`` the limiter also holds the endpoint's requests and tokens per minute across every
+worker process: a request that has a slot then waits for the bucket, and its ``RateTicket`` settles the tokens
+the endpoint reports. ``shared_rate_from_env`` reads those limits from the environment.
 """
 
 from __future__ import annotations
@@ -12,11 +16,22 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import json
+import os
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
 
+from memevo.agents.errors import UserInputError
+from memevo.agents.llm.rate_bucket import RateLimits, SharedRateBucket
 from memevo.agents.llm.urgency import urgency
+
+RPM_ENV, TPM_ENV, RATE_STORE_ENV, RATE_KEY_ENV = ("MEMEVO_REQUESTS_PER_MINUTE", "MEMEVO_TOKENS_PER_MINUTE",
+                                                  "MEMEVO_RATE_STORE", "MEMEVO_RATE_KEY")
+CHARS_PER_TOKEN = 4
+"""The estimate of a request's tokens before the endpoint counts them (settled with its count after)."""
 
 _Waiter = tuple[int, int, asyncio.AbstractEventLoop, "asyncio.Future[None]"]
 
@@ -24,10 +39,11 @@ _Waiter = tuple[int, int, asyncio.AbstractEventLoop, "asyncio.Future[None]"]
 class ConcurrencyLimit:
     """Counts in-flight requests; ``lower_to`` may only tighten the limit, never loosen it."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, rate: SharedRateBucket | None = None) -> None:
         if limit < 1:
             raise ValueError("limit must be at least 1")
         self._limit = limit
+        self.rate = rate
         self._in_flight = 0
         self._lock = threading.Lock()
         self._waiters: list[_Waiter] = []  # a heap: most urgent, then earliest, first
@@ -47,10 +63,14 @@ class ConcurrencyLimit:
             self._limit = min(self._limit, limit)
 
     @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
+    async def slot(self, payload: Mapping[str, Any] | None = None) -> AsyncIterator[RateTicket]:
+        """A slot for one request with ``payload`` (its tokens estimated for the shared rate limit, if any)."""
         await self._acquire()
         try:
-            yield
+            ticket = RateTicket(self.rate, estimate_tokens(payload) if payload is not None else 0)
+            if self.rate is not None:
+                await self.rate.take(ticket.estimate)
+            yield ticket
         finally:
             self._release()
 
@@ -102,3 +122,52 @@ class ConcurrencyLimit:
             self._release()
         else:
             future.set_result(None)
+
+
+class RateTicket:
+    """The tokens a request took from the shared bucket; ``settle`` charges what the endpoint counted instead."""
+
+    def __init__(self, rate: SharedRateBucket | None, estimate: int) -> None:
+        self.rate = rate
+        self.estimate = estimate
+
+    def settle(self, completion: Mapping[str, Any]) -> None:
+        usage = completion.get("usage") or {}
+        used = usage.get("total_tokens")
+        if self.rate is not None and isinstance(used, int):
+            self.rate.settle(used - self.estimate)
+
+
+def estimate_tokens(payload: Mapping[str, Any]) -> int:
+    """A request's prompt tokens before the endpoint counts them: its messages or inputs at ~4 characters a token."""
+    text = json.dumps(payload.get("messages") or payload.get("input") or "")
+    return max(1, len(text) // CHARS_PER_TOKEN)
+
+
+def shared_rate_from_env(endpoint: str, cache_dir: Path, environ: Mapping[str, str] = os.environ) -> SharedRateBucket | None:
+    """The shared bucket of ``endpoint`` when ``$MEMEVO_REQUESTS_PER_MINUTE`` or ``$MEMEVO_TOKENS_PER_MINUTE`` is set.
+
+    It lives in ``$MEMEVO_RATE_STORE`` (a database URL every worker reaches, e.g. the workers' PostgreSQL), else in
+    an SQLite file in the response cache folder (workers on this machine). ``$MEMEVO_RATE_KEY`` names the bucket
+    (default: the endpoint's URL): several endpoints served under one API key share its limit by naming one key."""
+    limits = {field: _positive(environ, name) for field, name in
+              (("requests_per_minute", RPM_ENV), ("tokens_per_minute", TPM_ENV))}
+    if not any(limits.values()):
+        return None
+    store = environ.get(RATE_STORE_ENV) or f"sqlite:///{cache_dir / 'rate-limits.db'}"
+    if RATE_STORE_ENV not in environ:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+    return SharedRateBucket(store, environ.get(RATE_KEY_ENV) or endpoint, RateLimits(**limits))
+
+
+def _positive(environ: Mapping[str, str], name: str) -> float | None:
+    raw = environ.get(name)
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if value <= 0:
+        raise UserInputError(f"must be a positive number per minute, got {raw!r}", source="environment", field=name)
+    return value
