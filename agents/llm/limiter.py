@@ -131,9 +131,9 @@ class RateTicket:
         self.rate = rate
         self.estimate = estimate
 
-    def settle(self, completion: Mapping[str, Any]) -> None:
-        usage = completion.get("usage") or {}
-        used = usage.get("total_tokens")
+    def settle(self, completion: Any) -> None:
+        usage = completion.get("usage") if isinstance(completion, Mapping) else None
+        used = usage.get("total_tokens") if isinstance(usage, Mapping) else None
         if self.rate is not None and isinstance(used, int):
             self.rate.settle(used - self.estimate)
 
