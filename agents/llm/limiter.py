@@ -63,11 +63,11 @@ class ConcurrencyLimit:
             self._limit = min(self._limit, limit)
 
     @asynccontextmanager
-    async def slot(self, payload: Mapping[str, Any] | None = None) -> AsyncIterator[RateTicket]:
+    async def slot(self, payload: Any = None) -> AsyncIterator[RateTicket]:
         """A slot for one request with ``payload`` (its tokens estimated for the shared rate limit, if any)."""
         await self._acquire()
         try:
-            ticket = RateTicket(self.rate, estimate_tokens(payload) if payload is not None else 0)
+            ticket = RateTicket(self.rate, estimate_tokens(payload) if self.rate is not None else 0)
             if self.rate is not None:
                 await self.rate.take(ticket.estimate)
             yield ticket
@@ -138,10 +138,9 @@ class RateTicket:
             self.rate.settle(used - self.estimate)
 
 
-def estimate_tokens(payload: Mapping[str, Any]) -> int:
-    """A request's prompt tokens before the endpoint counts them: its messages or inputs at ~4 characters a token."""
-    text = json.dumps(payload.get("messages") or payload.get("input") or "")
-    return max(1, len(text) // CHARS_PER_TOKEN)
+def estimate_tokens(payload: Any) -> int:
+    """A request's prompt tokens before the endpoint counts them: its JSON body at ~4 characters a token."""
+    return max(1, len(json.dumps(payload)) // CHARS_PER_TOKEN)
 
 
 def shared_rate_from_env(endpoint: str, cache_dir: Path, environ: Mapping[str, str] = os.environ) -> SharedRateBucket | None:
