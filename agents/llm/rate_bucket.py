@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 UNLIMITED = 1e15
 """The rate and size of a dimension that has no limit (large enough never to bind, small enough to add to)."""
 TABLE = "memevo_rate_buckets"
-_NOW = {"postgresql": "CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)",
+DATABASE_NOW = {"postgresql": "CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)",
         "sqlite": "((julianday('now') - 2440587.5) * 86400.0)"}
 """Seconds since the epoch by the database's clock, per dialect."""
 
@@ -46,7 +46,7 @@ class SharedRateBucket:
         sqlite = url.startswith("sqlite")
         self.engine: Engine = create_engine(url, pool_pre_ping=not sqlite,
                                             connect_args={"timeout": 30} if sqlite else {})
-        self._now = _NOW[self.engine.dialect.name]
+        self._now = DATABASE_NOW[self.engine.dialect.name]
         rpm, tpm = limits.requests_per_minute, limits.tokens_per_minute
         self._rates = {"r_rate": rpm / 60 if rpm else UNLIMITED, "t_rate": tpm / 60 if tpm else UNLIMITED}
         self._sizes = {"r_cap": max(1.0, self._rates["r_rate"] * limits.burst_s),
