@@ -256,6 +256,7 @@ def _log_summary(client: MlflowClient, run_id: str, manifest: AblationManifest, 
         _save_manifest(manifest, run_dir)
     rows = [Metric(name, float(value), manifest.summary_stamp, 0) for name, value in summary_metrics(summary).items()]
     client.log_batch(run_id, metrics=rows)
+    client.set_tag(run_id, "memevo.environment", summary.environment)  # a tag: the summary is logged again on resume
     for path in outputs.values():
         client.log_artifact(run_id, str(path))
 

@@ -172,7 +172,7 @@ def render_markdown(summary: AblationSummary) -> str:
     level = f"{summary.confidence:.0%}"
     metric = objective_label(summary.metric)
     sections = [
-        [f"# Ablation: {summary.name}"],
+        [f"# Ablation: {summary.name} (environment: {summary.environment})"],
         _design(summary, level, metric),
         _arm_rows(summary, level, metric),
         _test_rows(summary, level),

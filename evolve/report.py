@@ -18,6 +18,7 @@ from memevo.environments.rundir import LEDGER_FILE, read_ledger
 from memevo.environments.score_text import MEMORY_SCORE_SCALE, failure_cell
 from memevo.evolve.ablation import MANIFEST_FILE, load_manifest, render_ablation
 from memevo.evolve.ablation_plots import plot_failure_split, plot_period_curves
+from memevo.evolve.cross_test import cross_test_lines, read_cross_test
 from memevo.evolve.explain import dollars_text
 from memevo.evolve.generation_plot import plot_score_per_generation
 from memevo.evolve.headline import objective_label
@@ -104,7 +105,8 @@ def _memory_cell(value: float | None, scores: Scores, cells: str = "") -> str:
 def _scores_line(label: str, scores: Scores) -> str:
     cells = f" ({scores.n_memory_points}/{scores.n_memory_points + scores.n_excluded})"
     return (
-        f"| {label} | {scores.n_users} | {fmt(scores.accuracy)} | {fmt(scores.random_baseline)} "
+        f"| {label} | {scores.n_users} | {fmt(scores.accuracy)} "
+        f"| {fmt(scores.random_baseline, reason='free-text answers')} "
         f"| {_memory_cell(scores.pooled_memory_score, scores)} | {_memory_cell(scores.memory_score, scores, cells)} "
         f"| {fmt(scores.format_error_rate)} | {failure_cell(scores)} "
         f"| {' '.join(fmt(p.accuracy, 2) for p in scores.per_period)} |"
@@ -123,6 +125,21 @@ def _score_notes(result: EvolutionResult) -> list[str]:
                  "reached memory, was in memory but not retrieved, or was retrieved but not used (AMemGym's "
                  "diagnosis; n/a without `episode.diagnose: true`).")
     return notes
+
+
+def _category_lines(result: EvolutionResult) -> list[str]:
+    """Seed and best per benchmark category (none when the environment has no categories)."""
+    seed = {c.category: c for c in result.seed_scores.per_category}
+    best = {c.category: c for c in result.best_scores.per_category}
+    if not seed and not best:
+        return []
+    lines = ["| category | questions | seed | best |", "| --- | --- | --- | --- |"]
+    for name in [*seed, *(name for name in best if name not in seed)]:
+        mine, theirs = seed.get(name), best.get(name)
+        n = seed[name].n_questions if name in seed else best[name].n_questions
+        lines.append(f"| {name} | {n} | {fmt(mine.accuracy if mine else None, reason='not asked')} "
+                     f"| {fmt(theirs.accuracy if theirs else None, reason='not asked')} |")
+    return [*lines, ""]
 
 
 def _paired_lines(seed: list[UserScores], best: list[UserScores]) -> list[str]:
@@ -200,12 +217,19 @@ def _evolution_plots(result: EvolutionResult, history: list[GenerationOutcome], 
     return plots
 
 
+def _cross_lines(run_dir: Path) -> list[str]:
+    cross = read_cross_test(run_dir)
+    return [] if cross is None else [*cross_test_lines(cross), ""]
+
+
 def evolution_report(run_dir: Path) -> str:
     """History, seed vs best on the test users (with a paired test), the best candidate, spend; writes plots
     to ``report/``."""
     config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
     history = _history(run_dir)
-    lines = [f"# Evolution: {config.get('name', run_dir.name)} ({config.get('protocol', 'outer_loop')})", ""]
+    environment = config.get("environment", "amemgym")
+    lines = [f"# Evolution: {config.get('name', run_dir.name)} ({config.get('protocol', 'outer_loop')}, "
+             f"environment {environment})", ""]
     if history:
         lines += _history_table(history, config.get("objective", "accuracy")) + [""]
     result_path = run_dir / "result.json"
@@ -224,6 +248,8 @@ def evolution_report(run_dir: Path) -> str:
         _scores_line(f"seed {result.seed.id[:8]}", result.seed_scores),
         _scores_line(best_label, result.best_scores),
         "",
+        *_category_lines(result),
+        *_cross_lines(run_dir),
         *_score_notes(result),
         "",
         *_paired_lines(result.seed_user_scores, result.best_user_scores),
