@@ -36,10 +36,11 @@ def cross_split(environment: str) -> str:
     return f"cross-{environment}"
 
 
-async def cross_test(evaluator: Evaluator, seed: Candidate, best: Candidate, *, data: str,
+async def cross_test(evaluator: Evaluator, seed: Candidate, best: Candidate, *, environment: str, data: str,
                      run_dir: Path) -> CrossTestResult:
-    """Evaluate seed and best on every item of ``evaluator`` (the test environment's) and save the result."""
-    name = evaluator.environment.name
+    """Evaluate seed and best on every item of ``evaluator`` (the test environment's, configured as
+    ``environment``) and save the result."""
+    name = environment
     split, users = cross_split(name), list(evaluator.items)
     scores: dict[str, Scores] = {}
     for candidate in (seed, best):

@@ -693,7 +693,8 @@ class OuterLoop(runtime.RunBase):
             return None
         data = test.data.path or "synth"
         with test_phase(2 * sum(self.cross_evaluator.n_periods(user) for user in self.cross_evaluator.items)):
-            return await cross_test(self.cross_evaluator, self.seed, best, data=data, run_dir=self.run_dir)
+            return await cross_test(self.cross_evaluator, self.seed, best, environment=test.environment, data=data,
+                                    run_dir=self.run_dir)
 
     async def _finish(self, best: Candidate, history: list[GenerationOutcome], stop: str) -> EvolutionResult:
         with test_phase(2 * sum(self.evaluator.n_periods(user) for user in self.split.test)) as bar:
