@@ -386,8 +386,8 @@ def evaluate_benchmark(ctx: typer.Context, run: BenchmarkRun) -> str:
                           accounting=UsageLedger(run.out / LEDGER_FILE)) as hub:
             llm = hub.client(policy.llm)
             width = run.max_concurrent_users or llm.limit.limit
-            episode = config.model_copy(update={"max_concurrent_users": width})
-            environment = make_environment(run.environment, episode, judge=hub.client(judge_llm))
+            run_config = config.model_copy(update={"max_concurrent_users": width})
+            environment = make_environment(run.environment, run_config, judge=hub.client(judge_llm))
             with phase("items", len(items), "item") as bar:
                 episodes = await run_items(environment, lambda: build_agent(policy, llm), items, None,
                                            RunStore(run.out / "run"), on_period=lambda _: bar.advance(),
