@@ -7,8 +7,8 @@ accounting. Embedding requests (``embed``) share all of it, so retrieval is no s
 limits or the bill. Every request is booked in the accounting as it is sent and settled by the count of its
 answer (made once the answer is in the cache) or of its failure: at a kill, each request served or in flight is
 counted as answered or as unknown, and no counted answer is asked for again. Requests go out through
-``transport.JSONTransport`` (a small HTTP/1.1 client rather than the openai SDK, whose request transform dominated
-the CPU cost per call), so there is one retry policy.
+``transport.JSONTransport`` (httpx rather than the openai SDK, whose request transform dominated the CPU cost per
+call), so there is one retry policy.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ class LLMGateway:
         self.sleep = sleep  # the wait between retries; tests pass a recorder instead of waiting
         # Requests made on ``home_loop`` skip the sync bridge's thread (see ``JSONTransport``).
         self.transport = JSONTransport(self.base_url, api_key=config.api_key, timeout_s=config.timeout_s,
-                                       home_loop=home_loop)
+                                       max_connections=self.limit.limit, home_loop=home_loop)
 
     async def chat(
         self,
@@ -309,10 +309,6 @@ class LLMGateway:
         step = min(self.backoff_cap_s, self.backoff_base_s * 2**attempt)
         delay = step * random.uniform(0.5, 1.0)
         return min(self.backoff_cap_s, max(delay, retry_after or 0.0))
-
-    async def open_connections(self, count: int) -> None:
-        """Open up to ``count`` connections (at most the endpoint's limit) before a burst of requests."""
-        await self.transport.open_connections(min(count, self.limit.limit))
 
     async def aclose(self) -> None:
         """Close the HTTP session (a later request opens a new one)."""
