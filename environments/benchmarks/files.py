@@ -9,6 +9,7 @@ never sits in memory as text; only a top-level JSON object must be read whole, a
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -99,11 +100,10 @@ def _stream_array(path: Path) -> Iterator[Any]:
     with path.open(encoding="utf-8") as handle:
         reader = _Buffer(handle, path)
         reader.position = reader.text.index("[") + 1
-        elements = 0
         while True:
             if not reader.skip_space():
                 raise reader.error("the array is not closed")
-            if reader.current == "]" and (elements == 0 or not reader.expect_value):
+            if reader.current == "]" and (reader.elements == 0 or not reader.expect_value):
                 return
             if not reader.expect_value:
                 if reader.current != ",":
@@ -114,12 +114,14 @@ def _stream_array(path: Path) -> Iterator[Any]:
                 value, end = decoder.raw_decode(reader.text, reader.position)
             except json.JSONDecodeError as error:
                 if not _maybe_cut_short(error, reader.text) or not reader.grow():
-                    raise reader.error(error.msg, error.pos) from error
+                    cut = reader.at_end and _cut_short(error, reader.text)
+                    raise reader.error("the file ends inside it (cut short?)" if cut else error.msg,
+                                       error.pos) from error
                 continue
             if end >= len(reader.text) and reader.grow():  # a number may go on in the next chunk
                 continue
             reader.read_size = _FIRST_READ
-            elements += 1
+            reader.elements += 1
             yield value
             reader.position, reader.expect_value = end, False
 
@@ -127,6 +129,15 @@ def _stream_array(path: Path) -> Iterator[Any]:
 def _maybe_cut_short(error: json.JSONDecodeError, text: str) -> bool:
     """Whether the error may only mean the element goes on past the buffer (so reading on may fix it)."""
     return error.msg.startswith("Unterminated string") or error.pos >= len(text) - 8
+
+
+_LITERAL_START = re.compile(r"[-+0-9.eE]*|t(r(ue?)?)?|f(a(l(se?)?)?)?|n(u(ll?)?)?")
+
+
+def _cut_short(error: json.JSONDecodeError, text: str) -> bool:
+    """At the end of the file: whether the element stops mid-way (an open string, or a value begun but not
+    finished) rather than holding a mistake."""
+    return error.msg.startswith("Unterminated string") or bool(_LITERAL_START.fullmatch(text[error.pos:].strip()))
 
 
 class _Buffer:
@@ -139,6 +150,7 @@ class _Buffer:
         self.position = 0
         self.expect_value = True
         self.at_end = False
+        self.elements = 0
 
     @property
     def current(self) -> str:
@@ -167,7 +179,8 @@ class _Buffer:
     def error(self, message: str, position: int | None = None) -> UserInputError:
         at = self.position if position is None else position
         excerpt = self.text[max(0, at - 20):at + 20].replace("\n", " ")
-        return UserInputError(f"invalid JSON: {message} near {excerpt!r}", source=str(self.path))
+        return UserInputError(f"invalid JSON in array element {self.elements}: {message} near {excerpt!r}",
+                              source=str(self.path))
 
     def _read(self) -> str:
         try:
