@@ -148,3 +148,12 @@ def test_env_validate_of_a_broken_file_fails_with_the_field(tmp_path: Path) -> N
     result = runner.invoke(app, ["validate", "-e", "locomo", str(path)])
     assert isinstance(result.exception, UserInputError)
     assert str(result.exception).startswith(f"{path}, field '[0].conversation.session_1_date_time'")
+
+
+def test_validate_warns_of_evidence_that_names_no_turn(tmp_path: Path) -> None:
+    odd = sample()
+    odd["qa"][0]["evidence"] = ["D1:1 D1:3"]  # two ids in one string, as a few locomo10 questions have
+    result = runner.invoke(app, ["validate", "-e", "locomo", str(write(tmp_path, [odd]))])
+    assert result.exit_code == 0
+    assert "warning: conv-1 question 0: evidence 'D1:1 D1:3' names no turn" in result.output
+    assert "0 errors, 1 warnings" in result.output

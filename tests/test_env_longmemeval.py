@@ -127,3 +127,13 @@ def test_env_stats_reads_json_lines_too(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     figures = json.loads(result.output)
     assert figures["items"] == 3 and figures["sessions"] == 6 and figures["exchanges"] == 9
+
+
+def test_validate_warns_of_an_answer_session_missing_from_the_haystack(tmp_path: Path) -> None:
+    odd = record("q1", "multi-session")
+    odd["answer_session_ids"] = ["answer_s_gone"]
+    result = runner.invoke(app, ["validate", "-e", "longmemeval", str(write(tmp_path, [odd, record("q2_abs",
+                                                                                                  "multi-session")]))])
+    assert result.exit_code == 0
+    assert "warning: q1: answer session 'answer_s_gone' is not in its haystack" in result.output
+    assert "2 longmemeval items, 2 questions: 0 errors, 1 warnings" in result.output

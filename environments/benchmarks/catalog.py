@@ -54,9 +54,15 @@ def benchmark_stats(environment: BenchmarkEnvironment) -> BenchmarkStats:
         items_per_split=dict(Counter(item.split for item in items)),
         sessions=sum(len(item.sessions) for item in items), exchanges=sum(item.exchanges for item in items),
         questions=sum(len(item.questions) for item in items),
-        questions_per_category=dict(Counter(q.category for item in items for q in item.questions)),
+        questions_per_category=_in_order(Counter(q.category for item in items for q in item.questions),
+                                         environment.categories),
         transcript_chars=sum(len(e.user) + len(e.assistant) for item in items for s in item.sessions
                              for e in s.exchanges))
+
+
+def _in_order(counts: Counter[str], order: tuple[str, ...]) -> dict[str, int]:
+    """The benchmark's own category order first, then the rest as they appeared."""
+    return {name: counts[name] for name in (*[n for n in order if n in counts], *counts) if name in counts}
 
 
 def _size(path: Path) -> int:

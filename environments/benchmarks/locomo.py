@@ -141,16 +141,25 @@ class LocomoEnvironment(BenchmarkEnvironment):
         super().__init__(path, **kwargs)
         self.gold: dict[str, QA] = {}
         self.stem = porter_stemmer()
+        self._unknown_evidence: list[str] = []
 
     @property
     def metric(self) -> str:
         return "token F1" if self.stem is not None else "token F1 (unstemmed: nltk not installed)"
 
     def _load(self) -> list[BenchItem]:
-        items = []
-        for sample, conversation in read_samples(self.path):
-            items.append(self._item(sample, conversation))
-        return items
+        samples = read_samples(self.path)
+        self._unknown_evidence = [
+            f"{sample.sample_id} question {index}: evidence {evidence!r} names no turn"
+            for sample, conversation in samples
+            for index, qa in enumerate(sample.qa)
+            for evidence in qa.evidence
+            if evidence not in {turn.dia_id for turns in conversation.sessions.values() for turn in turns}]
+        return [self._item(sample, conversation) for sample, conversation in samples]
+
+    def warnings(self) -> list[str]:
+        self.items()
+        return list(self._unknown_evidence)
 
     def _item(self, sample: Sample, conversation: Conversation) -> BenchItem:
         sessions = [Session(session_id=f"{sample.sample_id}/session_{number}", when=conversation.dates[number],

@@ -139,6 +139,12 @@ class LongMemEvalEnvironment(BenchmarkEnvironment):
     def _load(self) -> list[BenchItem]:
         return [self._item(record) for record in read_records(self.path)]
 
+    def warnings(self) -> list[str]:
+        self.items()
+        return [f"{record.question_id}: answer session {session_id!r} is not in its haystack"
+                for record in self.records.values() if not record.abstention
+                for session_id in record.answer_session_ids if session_id not in record.haystack_session_ids]
+
     def _item(self, record: Record) -> BenchItem:
         self.records[record.question_id] = record
         dated = sorted(zip(record.haystack_dates, record.haystack_session_ids, record.haystack_sessions,
