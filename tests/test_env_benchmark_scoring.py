@@ -111,3 +111,16 @@ def test_tables_say_na_for_unscored_categories_and_averages() -> None:
     assert table.overall.mean == 0.5 and "2 unscored" in table.overall.text()
     assert mean_of_cells(table.by_category.values(), "f1").mean is None
     assert mean_of_cells([table.by_category["a"], table.by_category["b"]], "f1").mean == 0.5
+
+
+def test_a_limit_stops_reading_before_a_later_broken_record(tmp_path: Path) -> None:
+    from memevo.environments.benchmarks.longmemeval import read_records
+
+    good = {"question_id": "q0", "question_type": "multi-session", "question": "Where?", "answer": "Lisbon",
+            "question_date": "2023/06/01 (Thu) 10:00", "haystack_session_ids": ["s"],
+            "haystack_dates": ["2023/05/01 (Mon) 09:00"], "haystack_sessions": [[{"role": "user", "content": "hi"}]]}
+    path = tmp_path / "longmemeval_s.json"
+    path.write_text(json.dumps([good, {"question_id": "broken"}]), encoding="utf-8")
+    assert [record.question_id for record in read_records(path, limit=1)] == ["q0"]
+    with pytest.raises(UserInputError):
+        read_records(path)

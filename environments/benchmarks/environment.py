@@ -25,9 +25,11 @@ class BenchmarkEnvironment(ABC):
     name: ClassVar[str]
     categories: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, path: str | Path, *, judge: Judge | None = None) -> None:
+    def __init__(self, path: str | Path, *, judge: Judge | None = None, limit: int | None = None) -> None:
         self.path = Path(path)
         self.judge = judge
+        self.limit = limit
+        """Read only the first ``limit`` records (the rest of a streamed file is never read)."""
         self._items: list[BenchItem] | None = None
 
     def items(self) -> list[BenchItem]:

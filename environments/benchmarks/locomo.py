@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from datetime import datetime
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -71,10 +72,10 @@ class Sample(LazyModel):
     qa: list[QA]
 
 
-def read_samples(path: Path) -> list[tuple[Sample, Conversation]]:
-    """Every sample in ``locomo10.json`` (a JSON array, streamed), validated."""
+def read_samples(path: Path, *, limit: int | None = None) -> list[tuple[Sample, Conversation]]:
+    """The first ``limit`` (default all) samples in ``locomo10.json`` (a JSON array, streamed), validated."""
     samples = []
-    for index, raw in iter_json_records(path):
+    for index, raw in islice(iter_json_records(path), limit):
         sample = validated(Sample, raw, source=path, prefix=f"[{index}]")
         samples.append((sample, read_conversation(sample.conversation, path, f"[{index}].conversation")))
     if not samples:
@@ -148,7 +149,7 @@ class LocomoEnvironment(BenchmarkEnvironment):
         return "token F1" if self.stem is not None else "token F1 (unstemmed: nltk not installed)"
 
     def _load(self) -> list[BenchItem]:
-        samples = read_samples(self.path)
+        samples = read_samples(self.path, limit=self.limit)
         self._unknown_evidence = [
             f"{sample.sample_id} question {index}: evidence {evidence!r} names no turn"
             for sample, conversation in samples

@@ -11,6 +11,7 @@ mean over types (task-averaged), overall, and over abstention questions.
 from __future__ import annotations
 
 from datetime import datetime
+from itertools import islice
 from pathlib import Path
 from typing import Any, Literal
 
@@ -63,10 +64,11 @@ class Record(LazyModel):
         return "_abs" in self.question_id
 
 
-def read_records(path: Path) -> list[Record]:
-    """Every record of a LongMemEval JSON file (an array, streamed), validated, dates parsed."""
+def read_records(path: Path, *, limit: int | None = None) -> list[Record]:
+    """The first ``limit`` (default all) records of a LongMemEval JSON file (an array, streamed), validated, dates
+    parsed."""
     records = []
-    for index, raw in iter_json_records(path):
+    for index, raw in islice(iter_json_records(path), limit):
         record = validated(Record, raw, source=path, prefix=f"[{index}]")
         parse_date(record.question_date, path, f"[{index}].question_date")
         for position, date in enumerate(record.haystack_dates):
@@ -137,7 +139,7 @@ class LongMemEvalEnvironment(BenchmarkEnvironment):
         self.records: dict[str, Record] = {}
 
     def _load(self) -> list[BenchItem]:
-        return [self._item(record) for record in read_records(self.path)]
+        return [self._item(record) for record in read_records(self.path, limit=self.limit)]
 
     def warnings(self) -> list[str]:
         self.items()

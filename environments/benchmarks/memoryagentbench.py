@@ -15,8 +15,9 @@ holding them, or the same records as JSON / JSON lines.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -103,21 +104,24 @@ def task_metric(source: str) -> TaskMetric:
     return TaskMetric(prefix=source, metric="unknown", needs=f"a metric for the unknown source {source!r}")
 
 
-def read_records(path: Path) -> list[tuple[str, Record]]:
-    """(competency, record) for every record in Parquet shards (a file or a folder of them) or JSON."""
-    records = []
+def read_records(path: Path, *, limit: int | None = None) -> list[tuple[str, Record]]:
+    """(competency, record) for the first ``limit`` (default all) records in Parquet shards (a file or a folder of
+    them) or JSON."""
+    records = [(_competency(file), validated(Record, row, source=file, prefix=f"[{index}]"))
+               for file, index, row in islice(_rows(path), limit)]
+    if not records:
+        raise UserInputError("no records", source=str(path))
+    return records
+
+
+def _rows(path: Path) -> Iterator[tuple[Path, int, Any]]:
     if path.is_dir() or path.suffix in (".parquet", ".arrow"):
         files = table_files(path) if path.is_dir() else [path]
         if not files:
             raise UserInputError("no Parquet or Arrow files found", source=str(path))
-        for file, index, row in iter_table_rows(files):
-            records.append((_competency(file), validated(Record, row, source=file, prefix=f"[{index}]")))
+        yield from iter_table_rows(files)
     else:
-        for index, raw in iter_json_records(path):
-            records.append((_competency(path), validated(Record, raw, source=path, prefix=f"[{index}]")))
-    if not records:
-        raise UserInputError("no records", source=str(path))
-    return records
+        yield from ((path, index, raw) for index, raw in iter_json_records(path))
 
 
 def _competency(file: Path) -> str:
@@ -163,7 +167,7 @@ class MemoryAgentBenchEnvironment(BenchmarkEnvironment):
 
     def _load(self) -> list[BenchItem]:
         items = []
-        for number, (competency, record) in enumerate(read_records(self.path)):
+        for number, (competency, record) in enumerate(read_records(self.path, limit=self.limit)):
             items.append(self._item(f"{record.metadata.source}/{number}", competency, record))
         return items
 

@@ -97,7 +97,7 @@ class Dataset(LazyModel):
     corpus: list[Session] = []
 
 
-def read_datasets(root: Path, *, dialog_field: str = "dialog") -> list[Dataset]:
+def read_datasets(root: Path, *, dialog_field: str = "dialog", limit: int | None = None) -> list[Dataset]:
     """Every dataset under ``root`` (see the module docstring for the layouts), splits read row by row."""
     if not root.is_dir():
         raise UserInputError("expected the MemoryBench folder (with dataset/ and corpus/) or one dataset's folder",
@@ -106,7 +106,7 @@ def read_datasets(root: Path, *, dialog_field: str = "dialog") -> list[Dataset]:
     if not folders:
         raise UserInputError("no dataset folders with train/ and test/ splits found", source=str(root))
     corpus_root = root / "corpus" if (root / "corpus").is_dir() else root.parent.parent / "corpus"
-    return [_dataset(folder, corpus_root, dialog_field) for folder in folders]
+    return [_dataset(folder, corpus_root, dialog_field) for folder in folders[:limit]]
 
 
 def _dataset_folders(root: Path) -> list[Path]:
@@ -183,7 +183,8 @@ class MemoryBenchEnvironment(BenchmarkEnvironment):
         self.locomo = LocomoEnvironment(self.path)
 
     def _load(self) -> list[BenchItem]:
-        return [self._item(dataset) for dataset in read_datasets(self.path, dialog_field=self.dialog_field)]
+        return [self._item(dataset) for dataset in read_datasets(self.path, dialog_field=self.dialog_field,
+                                                                   limit=self.limit)]
 
     def _item(self, dataset: Dataset) -> BenchItem:
         sessions = [*dataset.corpus, *dialog_sessions(dataset)]
