@@ -137,3 +137,14 @@ def test_validate_warns_of_an_answer_session_missing_from_the_haystack(tmp_path:
     assert result.exit_code == 0
     assert "warning: q1: answer session 'answer_s_gone' is not in its haystack" in result.output
     assert "2 longmemeval items, 2 questions: 0 errors, 1 warnings" in result.output
+
+
+def test_exact_match_scoring_is_labelled_as_not_the_judge_and_skips_abstention(tmp_path: Path) -> None:
+    path = write(tmp_path, [record("q1", "single-session-user"), record("q2_abs", "multi-session")])
+    environment = LongMemEvalEnvironment(path, scoring="exact_match")
+    items = environment.items()
+    scores = [asyncio.run(environment.score(item, item.questions[0], "Lisbon.")) for item in items]
+    assert scores[0].value == 1.0 and scores[0].metric == "exact match (not LongMemEval's judge)"
+    assert scores[1].value is None and scores[1].na_reason == "an abstention question needs the judge"
+    table = environment.summarise(scores)
+    assert table.summaries["abstention"].mean is None

@@ -19,6 +19,7 @@ from pydantic import field_validator, model_validator
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.lazy_model import LazyModel
+from memevo.environments.answer_scoring import exact_match
 from memevo.environments.benchmarks.environment import BenchmarkEnvironment
 from memevo.environments.benchmarks.files import iter_json_records, validated
 from memevo.environments.benchmarks.items import BenchItem, Exchange, Question, Session
@@ -130,12 +131,19 @@ def judge_prompt(record: Record, response: str) -> str:
             f"\n\nQuestion: {record.question}\n\nCorrect answer: {record.answer}\n\nModel response: {response}")
 
 
+Scoring = Literal["judge", "exact_match"]
+
+
 class LongMemEvalEnvironment(BenchmarkEnvironment):
+    """``scoring="exact_match"`` is a cheap check without a judge (normalised reply equals the gold answer); it is
+    not LongMemEval's metric, says so in its label, and leaves abstention questions unscored."""
+
     name = "longmemeval"
     categories = QUESTION_TYPES
 
-    def __init__(self, path: str | Path, **kwargs: Any) -> None:
+    def __init__(self, path: str | Path, *, scoring: Scoring = "judge", **kwargs: Any) -> None:
         super().__init__(path, **kwargs)
+        self.scoring = scoring
         self.records: dict[str, Record] = {}
 
     def _load(self) -> list[BenchItem]:
@@ -160,11 +168,18 @@ class LongMemEvalEnvironment(BenchmarkEnvironment):
 
     async def score(self, item: BenchItem, question: Question, reply: str) -> QuestionScore:
         record = self.records[question.question_id]
-        return await self.judged(item, question, reply, judge_prompt(record, reply))
+        if self.scoring == "judge":
+            return await self.judged(item, question, reply, judge_prompt(record, reply))
+        base = dict(item_id=item.item_id, question_id=question.question_id, category=question.category,
+                    metric="exact match (not LongMemEval's judge)", reply=reply)
+        if record.abstention:
+            return QuestionScore(**base, value=None, na_reason="an abstention question needs the judge")
+        return QuestionScore(**base, value=float(exact_match(reply, record.answer)))
 
     def summarise(self, scores: list[QuestionScore]) -> ScoreTable:
         table = by_category(self.name, scores, order=self.categories)
         abstention = [score for score in scores if self.records[score.question_id].abstention]
-        table.summaries = {"task-averaged": mean_of_cells(table.by_category.values(), "judge accuracy"),
-                           "abstention": cell(abstention, "judge accuracy")}
+        metric = table.overall.metric
+        table.summaries = {"task-averaged": mean_of_cells(table.by_category.values(), metric),
+                           "abstention": cell(abstention, metric)}
         return table
