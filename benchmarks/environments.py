@@ -30,8 +30,8 @@ from memevo.agents.llm.config import LLMConfig  # noqa: E402
 from memevo.agents.llm.gateway import LLMGateway  # noqa: E402
 from memevo.agents.policy import MemoryPolicy  # noqa: E402
 from memevo.agents.registry import build_agent  # noqa: E402
-from memevo.environments.benchmarks.catalog import benchmark  # noqa: E402
-from memevo.environments.benchmarks.judge import Judge  # noqa: E402
+from memevo.environments.registry import make_environment  # noqa: E402
+from memevo.environments.runner import EpisodeConfig  # noqa: E402
 from tests.doubles.fault_server import FaultServer  # noqa: E402
 
 FILLER = "We talked about the weather, the garden and a film we both liked last week."
@@ -39,7 +39,7 @@ FILLER = "We talked about the weather, the garden and a film we both liked last 
 
 def canned_reply(body: dict[str, Any]) -> str:
     prompt = body["messages"][-1]["content"]
-    if "Answer yes or no only" in prompt or "Reply yes or no only" in prompt:
+    if "yes or no" in prompt:
         return "yes"
     if "Reply with the number only" in prompt:
         return "3"
@@ -125,14 +125,14 @@ WRITERS = {"locomo": write_locomo, "longmemeval": write_longmemeval, "memoryagen
 
 
 async def run(name: str, path: Path, kind: str, gateway: LLMGateway) -> tuple[int, int, float]:
-    environment = benchmark(name, path, judge=Judge(gateway))
-    items = environment.items()
+    environment = make_environment(name, EpisodeConfig(), judge=gateway)
+    items = environment.load_items(path)
     started = time.perf_counter()
     questions = 0
     for item in items:
         agent = build_agent(MemoryPolicy(kind=kind), gateway)
-        scores = await environment.run_item(agent, item)
-        questions += len(scores)
+        episode = await environment.run_item(agent, item, None)
+        questions += sum(len(period.qa) for period in episode.periods)
     return len(items), questions, time.perf_counter() - started
 
 

@@ -1,31 +1,16 @@
-"""Free-text answer scoring as the QA benchmarks report it: normalisation, exact match, substring match and
-token F1, with the variants each benchmark's own scorer uses.
-
-The benchmarks agree on SQuAD-style normalisation (lower case, punctuation and articles dropped, whitespace
-collapsed); LoCoMo also drops "and" and stems tokens with Porter's stemmer, MemoryAgentBench scores a yes/no
-answer zero against anything else. Those differences are parameters here, not copies of the function.
+"""The benchmarks' own variants of free-text scoring, built on ``answer_scores`` (normalisation, exact match,
+token F1): LoCoMo's stemmed F1 without "and" and its multi-part rule for multi-hop answers, MemoryAgentBench's
+substring match, best-of-several gold answers, element containment, and reading the answer after a prefix.
 """
 
 from __future__ import annotations
 
 import re
-import string
-from collections import Counter
 from collections.abc import Callable, Iterable
 
+from memevo.environments.answer_scores import normalize_answer, token_f1
+
 Stemmer = Callable[[str], str]
-
-_PUNCTUATION = frozenset(string.punctuation)
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_ARTICLES_AND = re.compile(r"\b(a|an|the|and)\b")
-_CLOSED_ANSWERS = frozenset({"yes", "no", "noanswer"})
-
-
-def normalize_answer(text: str, *, drop_and: bool = False) -> str:
-    """Lower case, no punctuation, no articles (and no "and" when ``drop_and``), single spaces."""
-    text = "".join(char for char in text.lower() if char not in _PUNCTUATION)
-    text = (_ARTICLES_AND if drop_and else _ARTICLES).sub(" ", text)
-    return " ".join(text.split())
 
 
 def porter_stemmer() -> Stemmer | None:
@@ -37,55 +22,38 @@ def porter_stemmer() -> Stemmer | None:
     return PorterStemmer().stem  # type: ignore[no-any-return]
 
 
-def exact_match(prediction: str, gold: str) -> bool:
-    return normalize_answer(prediction) == normalize_answer(gold)
+def locomo_tokens(text: str, stem: Stemmer | None) -> str:
+    """LoCoMo's normal form: the shared one, without "and", each token stemmed when a stemmer is given."""
+    tokens = [token for token in normalize_answer(text).split() if token != "and"]
+    return " ".join(stem(token) for token in tokens) if stem is not None else " ".join(tokens)
 
 
-def substring_match(prediction: str, gold: str) -> bool:
-    """The normalised gold answer appears inside the normalised prediction (MemoryAgentBench's SubEM)."""
-    return normalize_answer(gold) in normalize_answer(prediction)
+def locomo_f1(reply: str, gold: str, stem: Stemmer | None) -> float:
+    return token_f1(locomo_tokens(reply, stem), locomo_tokens(gold, stem))
 
 
-def token_f1(prediction: str, gold: str, *, stem: Stemmer | None = None, drop_and: bool = False,
-             closed_answers_strict: bool = False) -> float:
-    """Harmonic mean of token precision and recall over the normalised texts (multiset overlap).
-
-    ``closed_answers_strict``: a yes/no/noanswer on either side scores 0 unless both texts are equal.
-    """
-    predicted, expected = normalize_answer(prediction, drop_and=drop_and), normalize_answer(gold, drop_and=drop_and)
-    if closed_answers_strict and (predicted in _CLOSED_ANSWERS or expected in _CLOSED_ANSWERS):
-        return float(predicted == expected)
-    predicted_tokens, expected_tokens = predicted.split(), expected.split()
-    if stem is not None:
-        predicted_tokens = [stem(token) for token in predicted_tokens]
-        expected_tokens = [stem(token) for token in expected_tokens]
-    overlap = sum((Counter(predicted_tokens) & Counter(expected_tokens)).values())
-    if overlap == 0:
-        return 0.0
-    precision, recall = overlap / len(predicted_tokens), overlap / len(expected_tokens)
-    return 2 * precision * recall / (precision + recall)
-
-
-def multi_part_f1(prediction: str, gold: str, *, stem: Stemmer | None = None) -> float:
-    """LoCoMo's multi-hop rule: both texts split on commas; each gold part takes its best-matching predicted
-    part, and the parts' F1 values are averaged."""
-    predicted_parts = [part.strip() for part in prediction.split(",")]
+def multi_part_f1(reply: str, gold: str, stem: Stemmer | None) -> float:
+    """LoCoMo's multi-hop rule: both texts split on commas; each gold part takes its best-matching reply part,
+    and the parts' F1 values are averaged."""
+    reply_parts = [part.strip() for part in reply.split(",")]
     gold_parts = [part.strip() for part in gold.split(",")]
-    return sum(max(token_f1(p, g, stem=stem, drop_and=True) for p in predicted_parts) for g in gold_parts) / len(
-        gold_parts)
+    return sum(max(locomo_f1(r, g, stem) for r in reply_parts) for g in gold_parts) / len(gold_parts)
 
 
-def best_over(metric: Callable[[str, str], float | bool], prediction: str, golds: Iterable[str]) -> float:
+def substring_match(reply: str, gold: str) -> float:
+    """1.0 when the normalised gold answer appears inside the normalised reply (MemoryAgentBench's SubEM)."""
+    return float(normalize_answer(gold) in normalize_answer(reply))
+
+
+def contains_all(reply: str, elements: list[str]) -> float:
+    """1.0 when every element appears (case-insensitively) in the reply, as EventQA's recall counts a hit."""
+    lowered = reply.lower()
+    return float(bool(elements) and all(element.lower() in lowered for element in elements))
+
+
+def best_over(metric: Callable[[str, str], float], reply: str, golds: Iterable[str]) -> float:
     """The best score against any of several acceptable answers (0 when there are none)."""
-    return max((float(metric(prediction, gold)) for gold in golds), default=0.0)
-
-
-def fraction_contained(prediction: str, elements: list[str]) -> float:
-    """Share of ``elements`` found (case-insensitively) inside the prediction; 0 for no elements."""
-    if not elements:
-        return 0.0
-    lowered = prediction.lower()
-    return sum(element.lower() in lowered for element in elements) / len(elements)
+    return max((metric(reply, gold) for gold in golds), default=0.0)
 
 
 def answer_after_prefix(output: str, prefix: str = "Answer:") -> str:

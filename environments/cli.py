@@ -19,7 +19,8 @@ from memevo.environments.generation.command import generate_command
 from memevo.environments.stats import DatasetStats, compute_stats
 
 if TYPE_CHECKING:
-    from memevo.environments.benchmarks.catalog import BenchmarkStats
+    from memevo.environments.benchmarks.stats import BenchmarkStats
+    from memevo.environments.protocol import Environment
 from memevo.environments.synth import SynthConfig, synthesize
 
 app = typer.Typer(help="Validate, inspect and generate environments.", no_args_is_help=True,
@@ -69,9 +70,9 @@ def stats(
     """Users, periods, sessions, rounds, questions, choices, random baseline and transcript size (AMemGym); items,
     sessions, exchanges, questions per category and transcript size (benchmarks)."""
     if environment != "amemgym":
-        from memevo.environments.benchmarks.catalog import benchmark, benchmark_stats
+        from memevo.environments.benchmarks.stats import benchmark_stats
 
-        figures_of = benchmark_stats(benchmark(environment, path))
+        figures_of = benchmark_stats(environment, Path(path), _benchmark(environment).load_items(path))
         typer.echo(figures_of.model_dump_json(indent=2) if as_json else _benchmark_table(figures_of))
         return
     figures = compute_stats(load_items(path, split=split), rounds_init=rounds_init, rounds_update=rounds_update)
@@ -120,13 +121,18 @@ def synth(
     typer.echo(_table(compute_stats(items, rounds_init=rounds_init, rounds_update=rounds_update)))
 
 
+def _benchmark(name: str) -> "Environment[Any]":
+    from memevo.environments.registry import make_environment
+    from memevo.environments.runner import EpisodeConfig
+
+    return make_environment(name, EpisodeConfig(), field="--environment")
+
+
 def _validate_benchmark(name: str, path: str) -> None:
     """A benchmark's files read in full: the first bad record stops it with its file and field (exit 2)."""
-    from memevo.environments.benchmarks.catalog import benchmark
-
-    environment = benchmark(name, path)
-    items = environment.items()
-    warnings = environment.warnings()
+    environment = _benchmark(name)
+    items = environment.load_items(path)
+    warnings: list[str] = getattr(environment, "load_warnings", [])
     for warning in warnings:
         typer.echo(f"warning: {warning}")
     questions = sum(len(item.questions) for item in items)
@@ -135,7 +141,7 @@ def _validate_benchmark(name: str, path: str) -> None:
 
 def _benchmark_table(figures: "BenchmarkStats") -> str:
     rows: dict[str, Any] = figures.model_dump()
-    nested = {key: rows.pop(key) for key in ("items_per_split", "questions_per_category")}
+    nested = {key: rows.pop(key) for key in ("items_per_split", "questions_per_category", "questions_per_scoring")}
     lines = [f"{key.ljust(20)}  {value if isinstance(value, str) else _number(value)}" for key, value in rows.items()]
     for key, counts in nested.items():
         lines.append(f"{key}:")

@@ -1,5 +1,4 @@
-"""The pieces every benchmark environment shares: streamed JSON reading, answer normalisation and metrics,
-judge verdict parsing, and per-category tables that say n/a instead of 0."""
+"""The pieces the benchmark environments share: streamed JSON reading and the benchmarks' own scoring variants."""
 
 from __future__ import annotations
 
@@ -11,8 +10,6 @@ import pytest
 from memevo.agents.errors import UserInputError
 from memevo.environments import answer_scoring as scoring
 from memevo.environments.benchmarks import files
-from memevo.environments.benchmarks.judge import parse_rating, parse_verdict
-from memevo.environments.benchmarks.scores import QuestionScore, by_category, mean_of_cells
 
 
 def test_streamed_array_equals_a_whole_read_across_chunk_edges(tmp_path: Path,
@@ -59,58 +56,29 @@ def test_empty_and_missing_files_are_user_errors(tmp_path: Path) -> None:
         list(files.iter_json_records(tmp_path / "absent.json"))
 
 
-def test_normalisation_drops_case_punctuation_and_articles() -> None:
-    assert scoring.normalize_answer("The  Cat, and a Dog!") == "cat and dog"
-    assert scoring.normalize_answer("The  Cat, and a Dog!", drop_and=True) == "cat dog"
-
-
-def test_token_f1_exact_and_substring_match() -> None:
-    assert scoring.token_f1("red car", "the red car") == 1.0
-    assert scoring.token_f1("red bus", "red car") == 0.5
-    assert scoring.token_f1("", "red car") == 0.0
-    assert scoring.token_f1("no", "no way", closed_answers_strict=True) == 0.0
-    assert scoring.exact_match("Paris.", "paris") and not scoring.exact_match("Paris, France", "Paris")
-    assert scoring.substring_match("It is Paris, I think", "paris")
-    assert scoring.best_over(scoring.exact_match, "city 38", ["City38", "city 38"]) == 1.0
-    assert scoring.fraction_contained("Alice met Bob", ["alice", "bob", "carol"]) == pytest.approx(2 / 3)
-
-
-def test_stemming_is_applied_to_both_sides() -> None:
+def test_locomo_form_drops_and_and_stems_both_sides() -> None:
     def crude_stem(word: str) -> str:
         return word.removesuffix("s").removesuffix("ing")
 
-    assert scoring.token_f1("paintings", "painting") == 0.0
-    assert scoring.token_f1("paintings", "painting", stem=crude_stem) == 1.0
+    assert scoring.locomo_tokens("The Cats, and a Dog!", None) == "cats dog"
+    assert scoring.locomo_f1("paintings", "painting", None) == 0.0
+    assert scoring.locomo_f1("paintings", "painting", crude_stem) == 1.0
+    assert scoring.multi_part_f1("red, blue", "blue, green", None) == 0.5
+
+
+def test_memoryagentbench_matches() -> None:
+    assert scoring.substring_match("It is Paris, I think", "paris") == 1.0
+    assert scoring.substring_match("Paris", "Paris, France") == 0.0
+    assert scoring.best_over(scoring.substring_match, "city 38", ["City38", "city 38"]) == 1.0
+    assert scoring.contains_all("Alice met Bob", ["alice", "bob"]) == 1.0
+    assert scoring.contains_all("Alice met Bob", ["alice", "carol"]) == 0.0
+    assert scoring.contains_all("anything", []) == 0.0
 
 
 def test_answer_after_prefix_reads_the_answer_line() -> None:
     assert scoring.answer_after_prefix("Let me think.\nAnswer: B\nbecause") == "B"
     assert scoring.answer_after_prefix("label: 12", "label:") == "12"
     assert scoring.answer_after_prefix("first line\nsecond") == "first line"
-
-
-@pytest.mark.parametrize(("reply", "verdict"), [("Yes.", True), ("no, the date is wrong", False),
-                                                 ("Correct", True), ("I cannot tell", None), ("", None)])
-def test_judge_verdicts(reply: str, verdict: bool | None) -> None:
-    assert parse_verdict(reply) is verdict
-
-
-def test_judge_ratings_take_the_first_number_in_range() -> None:
-    assert parse_rating("Score: 4/5", low=1, high=5) == 4
-    assert parse_rating("9 out of 10", low=1, high=5) is None
-
-
-def test_tables_say_na_for_unscored_categories_and_averages() -> None:
-    scores = [QuestionScore(item_id="i", question_id=f"q{n}", category=category, metric="f1", value=value,
-                            na_reason=None if value is not None else "needs a judge")
-              for n, (category, value) in enumerate([("b", 1.0), ("a", 0.0), ("a", None), ("c", None)])]
-    table = by_category("demo", scores, order=["a", "b"])
-    assert list(table.by_category) == ["a", "b", "c"]
-    assert table.by_category["a"].mean == 0.0 and table.by_category["a"].scored == 1
-    assert table.by_category["c"].text() == "n/a (needs a judge x1)"
-    assert table.overall.mean == 0.5 and "2 unscored" in table.overall.text()
-    assert mean_of_cells(table.by_category.values(), "f1").mean is None
-    assert mean_of_cells([table.by_category["a"], table.by_category["b"]], "f1").mean == 0.5
 
 
 def test_a_limit_stops_reading_before_a_later_broken_record(tmp_path: Path) -> None:

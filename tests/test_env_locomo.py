@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -11,11 +10,14 @@ import pytest
 from typer.testing import CliRunner
 
 from memevo.agents.errors import UserInputError
-from memevo.environments.benchmarks.locomo import NOT_MENTIONED, LocomoEnvironment
+from memevo.environments.benchmarks.locomo import NOT_MENTIONED, UNSTEMMED, LoCoMoEnvironment
 from memevo.environments.cli import app
+from memevo.environments.metrics import score_episodes
+from memevo.environments.runner import EpisodeConfig
 from tests.doubles.replay_agents import ReplayRecordingAgent
 
 runner = CliRunner()
+ENV = LoCoMoEnvironment(EpisodeConfig())
 
 
 def sample() -> dict[str, Any]:
@@ -54,62 +56,62 @@ def write(tmp_path: Path, samples: list[dict[str, Any]]) -> Path:
 
 
 def test_sessions_replay_in_order_with_speakers_and_shared_images(tmp_path: Path) -> None:
-    item = LocomoEnvironment(write(tmp_path, [sample()])).items()[0]
-    assert [s.session_id for s in item.sessions] == ["conv-1/session_1", "conv-1/session_2"]
-    first = item.sessions[0].exchanges
-    assert first[0].user == "Ana: I adopted a dog called Rex."
-    assert first[0].assistant == "Ben: Lovely! Look at this. [shares a red kite]"
-    assert first[1].user == "Ana: I also paint sunsets and mountains." and first[1].assistant == ""
-    assert item.sessions[1].when.month == 6
-    assert all(q.asked_at == item.sessions[1].when for q in item.questions)
+    (item,) = ENV.load_items(write(tmp_path, [sample()]))
+    assert [s.id for s in item.sessions] == ["session_1", "session_2"]
+    first = item.sessions[0].exchanges()
+    assert first[0] == ("Ana: I adopted a dog called Rex.", "Ben: Lovely! Look at this. [shares a red kite]")
+    assert first[1] == ("Ana: I also paint sunsets and mountains.", "")
+    assert item.sessions[1].exchanges() == [("", "Ben: I moved to Lisbon."), ("Ana: Great news.", "")]
+    assert item.sessions[1].time.month == 6
 
 
-def test_questions_never_carry_the_gold_answer_and_adversarial_shows_both_options(tmp_path: Path) -> None:
-    item = LocomoEnvironment(write(tmp_path, [sample()])).items()[0]
-    texts = [q.model_dump_json() for q in item.questions[:2]]
-    assert not any("Rex" in text for text in texts[:1]) and "sunsets, mountains" not in texts[1]
-    adversarial = item.questions[4]
-    assert adversarial.category == "adversarial"
-    assert NOT_MENTIONED in adversarial.prompt and "Rex" in adversarial.prompt
+def test_adversarial_questions_are_locomos_two_options_and_feedback_hides_gold(tmp_path: Path) -> None:
+    (item,) = ENV.load_items(write(tmp_path, [sample()]))
+    views = ENV.questions(item, 0)
+    adversarial = views[4]
+    assert adversarial.category == "adversarial" and sorted(adversarial.choices or []) == sorted([NOT_MENTIONED, "Rex"])
+    assert adversarial.gold == NOT_MENTIONED and item.questions[4].scoring == "choice"
+    assert [view.category for view in views[:4]] == ["single-hop", "multi-hop", "temporal", "open-domain"]
+    assert "approximate date" in ENV.answer_prompt(views[2]) and "approximate date" not in ENV.answer_prompt(views[0])
 
 
 @pytest.mark.parametrize(("index", "reply", "expected"), [
     (0, "Rex", 1.0),
     (0, "The dog is called Rex", 2 * (1 / 4) * 1 / (1 / 4 + 1)),
     (1, "mountains", 0.5),  # multi-hop: mean over gold parts of the best part match
+    (1, "sunsets and mountains", 2 / 3),  # one reply part ("and" dropped) against each gold part
     (3, "kites", 1.0),  # open-domain: scored against the gold text before ';'
-    (4, "Not mentioned in the conversation", 1.0),
-    (4, "Rex", 0.0),
 ])
-def test_reply_scores_follow_locomo(tmp_path: Path, index: int, reply: str, expected: float) -> None:
-    environment = LocomoEnvironment(write(tmp_path, [sample()]))
-    item = environment.items()[0]
-    score = asyncio.run(environment.score(item, item.questions[index], reply))
-    assert score.value == pytest.approx(expected)
+async def test_free_text_scores_follow_locomo(tmp_path: Path, index: int, reply: str, expected: float) -> None:
+    (item,) = ENV.load_items(write(tmp_path, [sample()]))
+    score = await ENV.score_answer(item, 0, ENV.questions(item, 0)[index], reply)
+    assert score.score == pytest.approx(expected) and score.method == "token_f1"
+    assert score.detail == (None if ENV.stem is not None else UNSTEMMED)
 
 
-def test_one_letter_adversarial_reply_means_the_option_it_names(tmp_path: Path) -> None:
-    environment = LocomoEnvironment(write(tmp_path, [sample()]))
-    item = environment.items()[0]
-    question = item.questions[4]
-    letter_for_not_mentioned = "a" if question.prompt.index(NOT_MENTIONED) < question.prompt.index("Rex") else "b"
-    other = "b" if letter_for_not_mentioned == "a" else "a"
-    assert asyncio.run(environment.score(item, question, letter_for_not_mentioned)).value == 1.0
-    assert asyncio.run(environment.score(item, question, other)).value == 0.0
+async def test_choosing_not_mentioned_is_the_credit_of_an_adversarial_question(tmp_path: Path) -> None:
+    (item,) = ENV.load_items(write(tmp_path, [sample()]))
+    view = ENV.questions(item, 0)[4]
+    assert view.choices is not None and view.gold_choice is not None
+    right = await ENV.score_answer(item, 0, view, f'{{"answer": {view.gold_choice}}}')
+    wrong = await ENV.score_answer(item, 0, view, f'{{"answer": {3 - view.gold_choice}}}')
+    assert (right.score, wrong.score) == (1.0, 0.0)
 
 
-def test_run_item_replays_then_scores_per_category(tmp_path: Path) -> None:
-    environment = LocomoEnvironment(write(tmp_path, [sample()]))
-    item = environment.items()[0]
-    agent = ReplayRecordingAgent(lambda prompt, memory: "Rex" if "dog" in prompt and "Rex" in memory else "no idea")
-    scores = asyncio.run(environment.run_item(agent, item))
-    assert len(agent.ingested) == 3 and len(agent.session_ends) == 2
-    assert agent.ingested[-1][2] == item.sessions[1].when
-    table = environment.summarise(scores)
-    assert list(table.by_category) == ["multi-hop", "temporal", "open-domain", "single-hop", "adversarial"]
-    assert table.by_category["single-hop"].mean == 1.0
-    assert table.by_category["adversarial"].mean == 0.0
-    assert table.overall.n == 5
+async def test_run_item_replays_then_scores_per_category(tmp_path: Path) -> None:
+    items = ENV.load_items(write(tmp_path, [sample()]))
+    agent = ReplayRecordingAgent(lambda prompt, memory: "Rex" if "dog" in prompt and "Rex" in memory
+                                 else '{"answer": 1}' if "Options" in prompt else "no idea")
+    episode = await ENV.run_item(agent, items[0], None)
+    assert len(agent.ingested) == 4 and len(agent.session_ends) == 2
+    assert all(now == items[0].sessions[1].time for _, _, now in agent.asked)
+    records = {record.question_index: record for record in episode.periods[0].qa}
+    assert records[0].value == 1.0 and records[0].category == "single-hop" and records[0].gold_answer == "Rex"
+    assert records[2].value == 0.0
+    scores = score_episodes([episode], items)
+    per_category = {c.category: c.accuracy for c in scores.per_category}
+    assert per_category["single-hop"] == 1.0 and per_category["multi-hop"] == 0.0
+    assert scores.random_baseline is None
 
 
 def test_bad_turn_names_file_and_field(tmp_path: Path) -> None:
@@ -117,7 +119,7 @@ def test_bad_turn_names_file_and_field(tmp_path: Path) -> None:
     del broken["conversation"]["session_2"][1]["text"]
     path = write(tmp_path, [sample(), broken])
     with pytest.raises(UserInputError) as caught:
-        LocomoEnvironment(path).items()
+        ENV.load_items(path)
     assert caught.value.source == str(path)
     assert caught.value.field == "[1].conversation.session_2[1].text"
 
@@ -126,8 +128,13 @@ def test_adversarial_question_without_its_answer_is_an_error(tmp_path: Path) -> 
     broken = sample()
     del broken["qa"][4]["adversarial_answer"]
     with pytest.raises(UserInputError, match="adversarial_answer") as caught:
-        LocomoEnvironment(write(tmp_path, [broken])).items()
+        ENV.load_items(write(tmp_path, [broken]))
     assert caught.value.field == "[0].qa[4]"
+
+
+def test_a_limit_reads_only_the_first_samples(tmp_path: Path) -> None:
+    second = sample() | {"sample_id": "conv-2"}
+    assert [item.id for item in ENV.load_items(write(tmp_path, [sample(), second]), limit=1)] == ["conv-1"]
 
 
 def test_env_stats_and_validate_read_locomo(tmp_path: Path) -> None:
@@ -135,8 +142,9 @@ def test_env_stats_and_validate_read_locomo(tmp_path: Path) -> None:
     stats = runner.invoke(app, ["stats", "--environment", "locomo", "--json", str(path)])
     assert stats.exit_code == 0, stats.output
     figures = json.loads(stats.output)
-    assert figures["sessions"] == 2 and figures["exchanges"] == 3 and figures["questions"] == 5
+    assert figures["sessions"] == 2 and figures["exchanges"] == 4 and figures["questions"] == 5
     assert figures["questions_per_category"]["adversarial"] == 1
+    assert figures["questions_per_scoring"] == {"token_f1": 4, "choice": 1}
     valid = runner.invoke(app, ["validate", "-e", "locomo", str(path)])
     assert valid.exit_code == 0 and "1 locomo items, 5 questions: 0 errors" in valid.output
 

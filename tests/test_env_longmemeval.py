@@ -3,7 +3,6 @@ judge scoring per question type with abstention reported apart."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -13,9 +12,10 @@ from typer.testing import CliRunner
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.llm.protocol import Message, Role
-from memevo.environments.benchmarks.judge import Judge
 from memevo.environments.benchmarks.longmemeval import LongMemEvalEnvironment
 from memevo.environments.cli import app
+from memevo.environments.metrics import score_episodes
+from memevo.environments.runner import EpisodeConfig
 from tests.doubles.replay_agents import ReplayRecordingAgent
 from tests.doubles.scripted_llm import ScriptedLLM
 
@@ -52,51 +52,40 @@ def judge_by_keyword(messages: list[Message], role: Role, wants_json: bool) -> s
 
 
 def test_sessions_replay_in_date_order_without_evidence_labels(tmp_path: Path) -> None:
-    item = LongMemEvalEnvironment(write(tmp_path, [record("q1", "single-session-user")])).items()[0]
-    assert [s.session_id for s in item.sessions] == ["answer_s_early", "s_late"]
-    early = item.sessions[0].exchanges
-    assert early[0].user == "I just moved to Lisbon." and early[0].assistant == "Welcome to Portugal!"
-    assert early[1].user == "Thanks." and early[1].assistant == ""
+    (item,) = LongMemEvalEnvironment(EpisodeConfig()).load_items(write(tmp_path, [record("q1", "single-session-user")]))
+    assert [s.id for s in item.sessions] == ["answer_s_early", "s_late"]
+    assert item.sessions[0].exchanges() == [("I just moved to Lisbon.", "Welcome to Portugal!"), ("Thanks.", "")]
     assert "has_answer" not in item.model_dump_json()
-    assert item.questions[0].asked_at.day == 1 and item.questions[0].asked_at.month == 6
-    assert "Lisbon" not in item.questions[0].model_dump_json()
+    (question,) = item.questions
+    assert question.asked_at is not None and (question.asked_at.month, question.asked_at.day) == (6, 1)
+    assert question.scoring == "llm_judge" and question.category == "single-session-user"
 
 
-def test_judge_scores_per_type_with_task_average_and_abstention(tmp_path: Path) -> None:
+async def test_judge_scores_with_the_rules_of_each_question_type(tmp_path: Path) -> None:
     llm = ScriptedLLM(judge_by_keyword)
     path = write(tmp_path, [record("q1", "single-session-user"), record("q2", "temporal-reasoning"),
                             record("q3_abs", "multi-session", answer="You never said where you moved.")])
-    environment = LongMemEvalEnvironment(path, judge=Judge(llm))
+    environment = LongMemEvalEnvironment(EpisodeConfig(), judge=llm)
+    items = environment.load_items(path)
     replies = {"q1": "Lisbon", "q2": "Porto", "q3_abs": "You never told me."}
-    scores = []
-    for item in environment.items():
-        agent = ReplayRecordingAgent(lambda prompt, memory, qid=item.item_id: replies[qid])
-        scores += asyncio.run(environment.run_item(agent, item))
-    table = environment.summarise(scores)
-    assert table.by_category["single-session-user"].mean == 1.0
-    assert table.by_category["temporal-reasoning"].mean == 0.0
-    assert table.overall.mean == pytest.approx(2 / 3)
-    assert table.summaries["task-averaged"].mean == pytest.approx(2 / 3)
-    assert table.summaries["abstention"].mean == 1.0 and table.summaries["abstention"].n == 1
+    episodes = [await environment.run_item(ReplayRecordingAgent(lambda p, m, q=item.id: replies[q]), item, None)
+                for item in items]
+    values = {episode.user_id: episode.periods[0].qa[0].value for episode in episodes}
+    assert values == {"q1": 1.0, "q2": 0.0, "q3_abs": 1.0}
+    assert {c.category: c.accuracy for c in score_episodes(episodes, items).per_category} == {
+        "single-session-user": 1.0, "temporal-reasoning": 0.0, "multi-session": 1.0}
     prompts = [call["messages"][-1]["content"] for call in llm.calls_for("judge")]
-    assert "off-by-one" in prompts[1] and "cannot be answered" in prompts[2]
+    assert len(prompts) == 3 and "off-by-one" in prompts[1] and "cannot be answered" in prompts[2]
+    assert "Correct answer: Lisbon" in prompts[0] and "Explanation: You never said" in prompts[2]
 
 
-def test_without_a_judge_every_question_is_unscored_not_wrong(tmp_path: Path) -> None:
-    environment = LongMemEvalEnvironment(write(tmp_path, [record("q1", "knowledge-update")]))
-    item = environment.items()[0]
-    score = asyncio.run(environment.score(item, item.questions[0], "Lisbon"))
-    assert score.value is None and "judge" in (score.na_reason or "")
-    table = environment.summarise([score])
-    assert table.overall.mean is None and table.overall.text().startswith("n/a (needs the LLM judge")
-
-
-def test_unreadable_verdict_stays_unscored(tmp_path: Path) -> None:
-    environment = LongMemEvalEnvironment(write(tmp_path, [record("q1", "knowledge-update")]),
-                                         judge=Judge(ScriptedLLM(lambda m, r, j: "Maybe?")))
-    item = environment.items()[0]
-    score = asyncio.run(environment.score(item, item.questions[0], "Lisbon"))
-    assert score.value is None and score.na_reason == "judge reply said neither yes nor no"
+async def test_a_judged_item_is_refused_before_replay_without_a_judge(tmp_path: Path) -> None:
+    environment = LongMemEvalEnvironment(EpisodeConfig())
+    (item,) = environment.load_items(write(tmp_path, [record("q1", "knowledge-update")]))
+    agent = ReplayRecordingAgent(lambda prompt, memory: "Lisbon")
+    with pytest.raises(UserInputError, match="LLM judge") as caught:
+        await environment.run_item(agent, item, None)
+    assert caught.value.field == "llm.judge" and agent.ingested == []
 
 
 def test_misaligned_haystack_names_file_and_record(tmp_path: Path) -> None:
@@ -104,18 +93,19 @@ def test_misaligned_haystack_names_file_and_record(tmp_path: Path) -> None:
     broken["haystack_dates"] = broken["haystack_dates"][:1]
     path = write(tmp_path, [record("q1", "multi-session"), broken])
     with pytest.raises(UserInputError, match="differ in length") as caught:
-        LongMemEvalEnvironment(path).items()
+        LongMemEvalEnvironment(EpisodeConfig()).load_items(path)
     assert caught.value.source == str(path) and caught.value.field == "[1]"
 
 
 def test_unknown_question_type_and_bad_date_name_their_fields(tmp_path: Path) -> None:
+    environment = LongMemEvalEnvironment(EpisodeConfig())
     with pytest.raises(UserInputError) as caught:
-        LongMemEvalEnvironment(write(tmp_path, [record("q1", "trivia")])).items()
+        environment.load_items(write(tmp_path, [record("q1", "trivia")]))
     assert caught.value.field == "[0].question_type"
     bad_date = record("q1", "multi-session")
     bad_date["haystack_dates"][1] = "May 1st"
     with pytest.raises(UserInputError) as caught:
-        LongMemEvalEnvironment(write(tmp_path, [bad_date])).items()
+        environment.load_items(write(tmp_path, [bad_date]))
     assert caught.value.field == "[0].haystack_dates[1]"
 
 
@@ -132,19 +122,19 @@ def test_env_stats_reads_json_lines_too(tmp_path: Path) -> None:
 def test_validate_warns_of_an_answer_session_missing_from_the_haystack(tmp_path: Path) -> None:
     odd = record("q1", "multi-session")
     odd["answer_session_ids"] = ["answer_s_gone"]
-    result = runner.invoke(app, ["validate", "-e", "longmemeval", str(write(tmp_path, [odd, record("q2_abs",
-                                                                                                  "multi-session")]))])
+    path = write(tmp_path, [odd, record("q2_abs", "multi-session")])
+    result = runner.invoke(app, ["validate", "-e", "longmemeval", str(path)])
     assert result.exit_code == 0
     assert "warning: q1: answer session 'answer_s_gone' is not in its haystack" in result.output
     assert "2 longmemeval items, 2 questions: 0 errors, 1 warnings" in result.output
 
 
-def test_exact_match_scoring_is_labelled_as_not_the_judge_and_skips_abstention(tmp_path: Path) -> None:
-    path = write(tmp_path, [record("q1", "single-session-user"), record("q2_abs", "multi-session")])
-    environment = LongMemEvalEnvironment(path, scoring="exact_match")
-    items = environment.items()
-    scores = [asyncio.run(environment.score(item, item.questions[0], "Lisbon.")) for item in items]
-    assert scores[0].value == 1.0 and scores[0].metric == "exact match (not LongMemEval's judge)"
-    assert scores[1].value is None and scores[1].na_reason == "an abstention question needs the judge"
-    table = environment.summarise(scores)
-    assert table.summaries["abstention"].mean is None
+async def test_exact_match_scoring_needs_no_judge_and_leaves_abstention_out(tmp_path: Path) -> None:
+    environment = LongMemEvalEnvironment(EpisodeConfig(), scoring="exact_match")
+    items = environment.load_items(write(tmp_path, [record("q1", "single-session-user"),
+                                                    record("q2_abs", "multi-session")]))
+    assert [item.id for item in items] == ["q1"]
+    assert environment.load_warnings == ["1 abstention questions left out: exact match cannot score them"]
+    episode = await environment.run_item(ReplayRecordingAgent(lambda prompt, memory: "Lisbon."), items[0], None)
+    (answer,) = episode.periods[0].qa
+    assert answer.scoring == "exact_match" and answer.value == 1.0

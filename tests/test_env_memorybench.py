@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -13,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from memevo.agents.errors import UserInputError
-from memevo.environments.benchmarks.judge import Judge
 from memevo.environments.benchmarks.memorybench import MemoryBenchEnvironment
 from memevo.environments.cli import app
+from memevo.environments.runner import EpisodeConfig
 from tests.doubles.replay_agents import ReplayRecordingAgent
 from tests.doubles.scripted_llm import ScriptedLLM
 
@@ -63,34 +62,33 @@ def snapshot(root: Path) -> Path:
 
 
 def test_training_dialogs_replay_with_implicit_feedback_and_corpus_first(tmp_path: Path) -> None:
-    environment = MemoryBenchEnvironment(snapshot(tmp_path / "MemoryBench"))
-    items = {item.item_id: item for item in environment.items()}
+    environment = MemoryBenchEnvironment(EpisodeConfig())
+    items = {item.id: item for item in environment.load_items(snapshot(tmp_path / "MemoryBench"))}
+    assert environment.load_warnings == ["dataset WritingPrompts left out: its metric needs METEOR (nltk with WordNet)"]
     nfcats = items["NFCats"]
-    assert [s.session_id for s in nfcats.sessions] == ["NFCats/train/0", "NFCats/train/1"]
-    exchanges = nfcats.sessions[0].exchanges
-    assert exchanges[0].user == "Why is the sky blue? (0)" and exchanges[0].assistant == "Because of scattering."
-    assert exchanges[1].user.startswith("(Your last reply got: dislike.) Too short")
-    assert exchanges[2].user == "(Your last reply got: like; the user ended the conversation.)"
-    assert [q.question_id for q in nfcats.questions] == ["NFCats/test/2"]
+    assert [s.id for s in nfcats.sessions] == ["train/0", "train/1"]
+    exchanges = nfcats.sessions[0].exchanges()
+    assert exchanges[0] == ("Why is the sky blue? (0)", "Because of scattering.")
+    assert exchanges[1][0].startswith("(Your last reply got: dislike.) Too short")
+    assert exchanges[2] == ("(Your last reply got: like; the user ended the conversation.)", "")
+    assert [q.query for q in nfcats.questions] == ["Why is the sky blue? (2)"]
     locomo = items["Locomo-0"]
-    assert locomo.sessions[0].session_id == "Locomo-0/session_1"
-    assert locomo.sessions[0].exchanges[0].user == "Ana: My dog is Rex."
-    assert locomo.sessions[1].exchanges[0].assistant == "Ana's dog."  # dialog_wo_memory when there is no dialog
+    assert locomo.sessions[0].id == "corpus/session_1"
+    assert locomo.sessions[0].exchanges() == [("Ana: My dog is Rex.", "")]
+    assert locomo.sessions[1].exchanges() == [("Who is Rex?", "Ana's dog.")]  # dialog_wo_memory: there is no dialog
 
 
-def test_each_dataset_scores_with_its_metric_or_says_what_it_needs(tmp_path: Path) -> None:
+async def test_each_dataset_scores_with_its_metric(tmp_path: Path) -> None:
     llm = ScriptedLLM(lambda messages, role, wants_json: "4")
-    environment = MemoryBenchEnvironment(snapshot(tmp_path / "MemoryBench"), judge=Judge(llm))
-    scores = []
-    for item in environment.items():
+    environment = MemoryBenchEnvironment(EpisodeConfig(), judge=llm)
+    values = {}
+    for item in environment.load_items(snapshot(tmp_path / "MemoryBench")):
         agent = ReplayRecordingAgent(lambda prompt, memory: "Rex" if "dog" in prompt else "Scattering of light.")
-        scores += asyncio.run(environment.run_item(agent, item))
-    by_question = {score.question_id: score for score in scores}
-    assert by_question["Locomo-0/test/1"].value == 1.0
-    assert by_question["Locomo-0/test/2"].value == 0.0  # adversarial: the reply named the adversarial answer
-    assert by_question["NFCats/test/2"].value == 4.0 and by_question["NFCats/test/2"].metric == "judge rating 1-5"
-    writing = by_question["WritingPrompts/test/1"]
-    assert writing.value is None and "METEOR" in (writing.na_reason or "")
+        episode = await environment.run_item(agent, item, None)
+        values |= {f"{item.id}/{r.question_index}": (r.value, r.scoring) for r in episode.periods[0].qa}
+    assert values["Locomo-0/0"] == (1.0, "token_f1")
+    assert values["Locomo-0/1"] == (0.0, "exact_match")  # adversarial: the reply named the adversarial answer
+    assert values["NFCats/0"] == (0.75, "llm_judge")  # rating 4 of 1-5
     assert [call["role"] for call in llm.calls] == ["judge"]
 
 
@@ -99,7 +97,7 @@ def test_a_split_folder_without_data_names_the_folder(tmp_path: Path) -> None:
     for file in (root / "dataset" / "NFCats" / "test").iterdir():
         file.unlink()
     with pytest.raises(UserInputError, match="no Arrow or Parquet files") as caught:
-        MemoryBenchEnvironment(root).items()
+        MemoryBenchEnvironment(EpisodeConfig()).load_items(root)
     assert caught.value.source == str(root / "dataset" / "NFCats" / "test")
 
 
@@ -110,8 +108,8 @@ def test_a_record_without_its_language_names_file_and_field(tmp_path: Path) -> N
     for split in ("train", "test"):
         datasets.Dataset.from_list([record]).save_to_disk(str(root / "dataset" / "NFCats" / split))
     with pytest.raises(UserInputError) as caught:
-        MemoryBenchEnvironment(root).items()
-    assert caught.value.field == "[0].lang" and caught.value.source.endswith(".arrow")
+        MemoryBenchEnvironment(EpisodeConfig()).load_items(root)
+    assert caught.value.field == "[0].lang" and (caught.value.source or "").endswith(".arrow")
 
 
 def test_env_stats_reads_the_snapshot(tmp_path: Path) -> None:
@@ -119,4 +117,4 @@ def test_env_stats_reads_the_snapshot(tmp_path: Path) -> None:
     result = runner.invoke(app, ["stats", "-e", "memorybench", "--json", str(root)])
     assert result.exit_code == 0, result.output
     figures = json.loads(result.output)
-    assert figures["items"] == 3 and figures["questions_per_category"]["Locomo-0"] == 2
+    assert figures["items"] == 2 and figures["questions_per_category"] == {"Locomo-0": 2, "NFCats": 1}

@@ -3,8 +3,8 @@
 A sample is a conversation between two speakers over numbered sessions (``session_N`` with its
 ``session_N_date_time``), then questions in five categories. Scored as LoCoMo's evaluation does: token F1
 with Porter stemming (category 1, multi-hop, per comma-separated part; category 3 against the gold text
-before its first ';'); category 5 (adversarial) offers the adversarial answer beside "Not mentioned in the
-conversation" and scores 1 when the reply says it is not mentioned.
+before its first ';'); category 5 (adversarial) is LoCoMo's choice between "Not mentioned in the conversation"
+(the gold) and the adversarial answer.
 """
 
 from __future__ import annotations
@@ -14,19 +14,24 @@ import re
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, model_validator
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.lazy_model import LazyModel
-from memevo.environments.answer_scoring import multi_part_f1, porter_stemmer, token_f1
-from memevo.environments.benchmarks.environment import BenchmarkEnvironment
+from memevo.environments.answer_scoring import locomo_f1, multi_part_f1, porter_stemmer
+from memevo.environments.benchmarks.base import BenchmarkEnvironment
 from memevo.environments.benchmarks.files import iter_json_records, validated
-from memevo.environments.benchmarks.items import BenchItem, Exchange, Question, Session
-from memevo.environments.benchmarks.scores import QuestionScore
+from memevo.environments.protocol import AnswerScore, QuestionView
+from memevo.environments.replay import ANSWER_INSTRUCTION, ReplayItem, ReplayQuestion, ReplaySession
+
+if TYPE_CHECKING:
+    from memevo.agents.llm.protocol import ChatClient
+    from memevo.environments.runner import EpisodeConfig
 
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+UNSTEMMED = "F1 over unstemmed tokens: nltk is not installed (LoCoMo stems with Porter's stemmer)"
 NOT_MENTIONED = "Not mentioned in the conversation"
 _DATE_FORMAT = "%I:%M %p on %d %B, %Y"
 _SESSION_KEY = re.compile(r"session_(\d+)")
@@ -121,36 +126,30 @@ def _parse_date(text: str, path: Path, field: str) -> datetime:
                              field=field) from error
 
 
-def exchanges(turns: list[Turn]) -> list[Exchange]:
-    """Consecutive turns paired as (first, second) exchanges, each line prefixed with its speaker."""
-    rendered = [turn.rendered() for turn in turns]
-    return [Exchange(user=rendered[i], assistant=rendered[i + 1] if i + 1 < len(rendered) else "")
-            for i in range(0, len(rendered), 2)]
+def messages(turns: list[Turn], speaker_a: str) -> list[dict[str, str]]:
+    """The first speaker's turns as the user's messages, the second's as the assistant's, each prefixed with the
+    speaker's name (the replay pairs a message without a partner with an empty one)."""
+    return [{"role": "user" if turn.speaker == speaker_a else "assistant", "content": turn.rendered()}
+            for turn in turns]
 
 
-def option_order(question_id: str) -> bool:
-    """Whether "Not mentioned" comes first: LoCoMo flips a coin per question; here a hash of its id decides, so
-    every run shows the same order."""
-    return hashlib.sha256(question_id.encode()).digest()[0] % 2 == 0
+def adversarial_choices(item_id: str, index: int, adversarial: str) -> list[str]:
+    """The two options of an adversarial question: LoCoMo flips a coin per question; here a hash of the item and
+    question decides, so every run shows the same order."""
+    first = hashlib.sha256(f"{item_id}/{index}".encode()).digest()[0] % 2 == 0
+    return [NOT_MENTIONED, adversarial] if first else [adversarial, NOT_MENTIONED]
 
 
-class LocomoEnvironment(BenchmarkEnvironment):
-    name = "locomo"
-    categories = tuple(CATEGORY_NAMES.values())
+class LoCoMoEnvironment(BenchmarkEnvironment):
+    name: ClassVar[str] = "locomo"
 
-    def __init__(self, path: str | Path, **kwargs: Any) -> None:
-        super().__init__(path, **kwargs)
-        self.gold: dict[str, QA] = {}
+    def __init__(self, episode: EpisodeConfig, *, judge: ChatClient | None = None) -> None:
+        super().__init__(episode, judge=judge)
         self.stem = porter_stemmer()
-        self._unknown_evidence: list[str] = []
 
-    @property
-    def metric(self) -> str:
-        return "token F1" if self.stem is not None else "token F1 (unstemmed: nltk not installed)"
-
-    def _load(self) -> list[BenchItem]:
-        samples = read_samples(self.path, limit=self.limit)
-        self._unknown_evidence = [
+    def load_items(self, source: str | Path, *, limit: int | None = None) -> list[ReplayItem]:
+        samples = read_samples(Path(source), limit=limit)
+        self.load_warnings = [
             f"{sample.sample_id} question {index}: evidence {evidence!r} names no turn"
             for sample, conversation in samples
             for index, qa in enumerate(sample.qa)
@@ -158,59 +157,32 @@ class LocomoEnvironment(BenchmarkEnvironment):
             if evidence not in {turn.dia_id for turns in conversation.sessions.values() for turn in turns}]
         return [self._item(sample, conversation) for sample, conversation in samples]
 
-    def warnings(self) -> list[str]:
-        self.items()
-        return list(self._unknown_evidence)
-
-    def _item(self, sample: Sample, conversation: Conversation) -> BenchItem:
-        sessions = [Session(session_id=f"{sample.sample_id}/session_{number}", when=conversation.dates[number],
-                            exchanges=exchanges(turns))
+    def _item(self, sample: Sample, conversation: Conversation) -> ReplayItem:
+        sessions = [ReplaySession(id=f"session_{number}", time=conversation.dates[number],
+                                  messages=messages(turns, conversation.speaker_a))
                     for number, turns in conversation.sessions.items()]
-        asked_at = max(session.when for session in sessions) if sessions else datetime(2000, 1, 1)
-        questions = []
-        for index, qa in enumerate(sample.qa):
-            question_id = f"{sample.sample_id}/q{index}"
-            self.gold[question_id] = qa
-            questions.append(Question(question_id=question_id, category=CATEGORY_NAMES[qa.category],
-                                      question=qa.question, prompt=self._prompt(question_id, qa), asked_at=asked_at))
-        return BenchItem(item_id=sample.sample_id, sessions=sessions, questions=questions)
+        questions = [self._question(sample.sample_id, index, qa) for index, qa in enumerate(sample.qa)]
+        return ReplayItem(id=sample.sample_id, sessions=sessions, questions=questions)
 
-    def _prompt(self, question_id: str, qa: QA) -> str:
-        if qa.category == 2:
-            return f"{qa.question} Answer with an approximate date, using the dates of the conversations."
+    @staticmethod
+    def _question(item_id: str, index: int, qa: QA) -> ReplayQuestion:
+        category = CATEGORY_NAMES[qa.category]
         if qa.category == 5:
-            first, second = ((NOT_MENTIONED, str(qa.adversarial_answer)) if option_order(question_id)
-                             else (str(qa.adversarial_answer), NOT_MENTIONED))
-            return f"{qa.question} Select the correct answer: (a) {first} (b) {second}."
-        return qa.question
+            return ReplayQuestion(query=qa.question, gold=NOT_MENTIONED, category=category, scoring="choice",
+                                  choices=adversarial_choices(item_id, index, str(qa.adversarial_answer)))
+        return ReplayQuestion(query=qa.question, gold=str(qa.answer), category=category, scoring="token_f1")
 
-    async def score(self, item: BenchItem, question: Question, reply: str) -> QuestionScore:
-        qa = self.gold[question.question_id]
-        return QuestionScore(item_id=item.item_id, question_id=question.question_id, category=question.category,
-                             metric=self.metric, value=self.reply_score(question.question_id, qa, reply),
-                             reply=reply)
+    def answer_prompt(self, question: QuestionView) -> str:
+        if question.category == "temporal":
+            return f"{question.query} Give an approximate date, using the dates of our conversations.\n\n" \
+                   f"{ANSWER_INSTRUCTION}"
+        return super().answer_prompt(question)
 
-    def reply_score(self, question_id: str, qa: QA, reply: str) -> float:
-        if qa.category == 5:
-            return float(_says_not_mentioned(_chosen_option(question_id, qa, reply)))
-        gold = str(qa.answer)
-        if qa.category == 3:
-            gold = gold.split(";")[0].strip()
-        if qa.category == 1:
-            return multi_part_f1(reply, gold, stem=self.stem)
-        return token_f1(reply, gold, stem=self.stem, drop_and=True)
-
-
-def _chosen_option(question_id: str, qa: QA, reply: str) -> str:
-    """A one-letter reply ("a"/"b") stands for the option it names, as LoCoMo reads it."""
-    letter = reply.strip().lower()
-    if len(letter) == 1 and letter in "ab":
-        first, second = ((NOT_MENTIONED, str(qa.adversarial_answer)) if option_order(question_id)
-                         else (str(qa.adversarial_answer), NOT_MENTIONED))
-        return first if letter == "a" else second
-    return reply
-
-
-def _says_not_mentioned(text: str) -> bool:
-    lowered = text.lower()
-    return "not mentioned" in lowered or "no information available" in lowered
+    async def score_answer(self, item: ReplayItem, period: int, question: QuestionView, reply: str) -> AnswerScore:
+        if question.choices is not None:
+            return await super().score_answer(item, period, question, reply)
+        gold = question.gold.split(";")[0].strip() if question.category == "open-domain" else question.gold
+        score = (multi_part_f1(reply, gold, self.stem) if question.category == "multi-hop"
+                 else locomo_f1(reply, gold, self.stem))
+        return AnswerScore(score=score, method="token_f1", correct=score == 1.0,
+                           detail=None if self.stem is not None else UNSTEMMED)

@@ -6,7 +6,7 @@ A record is one long ``context`` with ``questions``, their acceptable ``answers`
 ``factconsolidation_sh_6k``, ``longmemeval_s_...``, ...). The context is fed in chunks, one session each, cut at
 sentence ends ("inject once, query many times"); the questions follow. Each task is scored with the metric
 MemoryAgentBench reports for it; the summarisation and movie-recommendation tasks need scorers memevo does not
-have (a three-call summary judge; the ``entity2id.json`` movie table) and say n/a.
+have (a three-call summary judge; the ``entity2id.json`` movie table) and are left out, with a warning.
 
 Accepted files: the Hugging Face Parquet shards (``Accurate_Retrieval-00000-of-00001.parquet``, ...), a folder
 holding them, or the same records as JSON / JSON lines.
@@ -19,26 +19,24 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import field_validator, model_validator
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.lazy_model import LazyModel
-from memevo.environments.answer_scoring import (
-    answer_after_prefix,
-    best_over,
-    exact_match,
-    fraction_contained,
-    substring_match,
-)
-from memevo.environments.benchmarks.environment import BenchmarkEnvironment
+from memevo.environments.answer_scores import exact_match, judge_answer
+from memevo.environments.answer_scoring import answer_after_prefix, best_over, contains_all, substring_match
+from memevo.environments.benchmarks.base import BenchmarkEnvironment
 from memevo.environments.benchmarks.files import iter_json_records, iter_table_rows, table_files, validated
-from memevo.environments.benchmarks.items import BenchItem, Exchange, Question, Session
-from memevo.environments.benchmarks.longmemeval import QUESTION_TYPES
-from memevo.environments.benchmarks.longmemeval import Record as LongMemEvalRecord
+from memevo.environments.benchmarks.longmemeval import is_abstention
 from memevo.environments.benchmarks.longmemeval import judge_prompt as longmemeval_judge_prompt
-from memevo.environments.benchmarks.scores import QuestionScore
+from memevo.environments.protocol import AnswerScore, QuestionView
+from memevo.environments.replay import ReplayItem, ReplayQuestion, ReplaySession
+
+if TYPE_CHECKING:
+    from memevo.agents.llm.protocol import ChatClient
+    from memevo.environments.runner import EpisodeConfig
 
 COMPETENCIES = ("Accurate_Retrieval", "Test_Time_Learning", "Long_Range_Understanding", "Conflict_Resolution")
 DEFAULT_CHUNK_CHARS = 16_000
@@ -76,7 +74,8 @@ class Record(LazyModel):
 
 
 class TaskMetric(LazyModel):
-    """How one task family is scored; ``needs`` says what is missing when it cannot be."""
+    """How one task family is scored (``metric`` names MemoryAgentBench's figure); ``needs`` says what memevo lacks
+    when it cannot score the task."""
 
     prefix: str
     metric: str
@@ -85,8 +84,7 @@ class TaskMetric(LazyModel):
 
 TASK_METRICS = (
     TaskMetric(prefix="ruler_qa", metric="substring exact match"),
-    TaskMetric(prefix="ruler_niah", metric="recall"),
-    TaskMetric(prefix="eventqa", metric="recall (all answer elements)"),
+    TaskMetric(prefix="eventqa", metric="recall (every answer element in the reply)"),
     TaskMetric(prefix="icl_", metric="exact match"),
     TaskMetric(prefix="factconsolidation", metric="substring exact match"),
     TaskMetric(prefix="detective_qa", metric="exact match"),
@@ -101,7 +99,7 @@ def task_metric(source: str) -> TaskMetric:
     for task in TASK_METRICS:
         if source.startswith(task.prefix):
             return task
-    return TaskMetric(prefix=source, metric="unknown", needs=f"a metric for the unknown source {source!r}")
+    return TaskMetric(prefix=source, metric="unknown", needs="a metric for this source")
 
 
 def read_records(path: Path, *, limit: int | None = None) -> list[tuple[str, Record]]:
@@ -158,64 +156,70 @@ def prompt_for(source: str, question: str) -> str:
 
 
 class MemoryAgentBenchEnvironment(BenchmarkEnvironment):
-    name = "memoryagentbench"
+    """One item per record. Tasks memevo cannot score are left out when read, each with a load warning."""
 
-    def __init__(self, path: str | Path, *, chunk_chars: int = DEFAULT_CHUNK_CHARS, **kwargs: Any) -> None:
-        super().__init__(path, **kwargs)
+    name: ClassVar[str] = "memoryagentbench"
+
+    def __init__(self, episode: EpisodeConfig, *, judge: ChatClient | None = None,
+                 chunk_chars: int = DEFAULT_CHUNK_CHARS) -> None:
+        super().__init__(episode, judge=judge)
         self.chunk_chars = chunk_chars
-        self.gold: dict[str, tuple[Record, int]] = {}
+        self.records: dict[str, Record] = {}
 
-    def _load(self) -> list[BenchItem]:
+    def load_items(self, source: str | Path, *, limit: int | None = None) -> list[ReplayItem]:
+        self.load_warnings = []
         items = []
-        for number, (competency, record) in enumerate(read_records(self.path, limit=self.limit)):
+        for number, (competency, record) in enumerate(read_records(Path(source), limit=limit)):
+            task = task_metric(record.metadata.source)
+            if task.needs is not None:
+                self.load_warnings.append(f"record {number} ({record.metadata.source}) left out: its {task.metric} "
+                                          f"needs {task.needs}")
+                continue
             items.append(self._item(f"{record.metadata.source}/{number}", competency, record))
         return items
 
-    def _item(self, item_id: str, competency: str, record: Record) -> BenchItem:
-        sessions = [Session(session_id=f"{item_id}/chunk{index}", when=_START + timedelta(minutes=index),
-                            exchanges=[Exchange(user=f"Remember this material (part {index + 1}):\n{piece}",
-                                                assistant="Noted.")])
+    def _item(self, item_id: str, competency: str, record: Record) -> ReplayItem:
+        self.records[item_id] = record
+        sessions = [ReplaySession(id=f"chunk{index}", time=_START + timedelta(minutes=index),
+                                  messages=[{"role": "user", "content": f"Remember this material (part {index + 1}):"
+                                                                         f"\n{piece}"},
+                                            {"role": "assistant", "content": "Noted."}])
                     for index, piece in enumerate(chunks(record.context, self.chunk_chars))]
-        asked_at = _START + timedelta(minutes=len(sessions) + 1)
-        ids = record.metadata.qa_pair_ids or record.metadata.question_ids or []
-        questions = []
-        for index, text in enumerate(record.questions):
-            question_id = f"{item_id}/{ids[index] if index < len(ids) else index}"
-            self.gold[question_id] = (record, index)
-            questions.append(Question(question_id=question_id, category=record.metadata.source, question=text,
-                                      prompt=prompt_for(record.metadata.source, text), asked_at=asked_at))
-        return BenchItem(item_id=item_id, split=competency, sessions=sessions, questions=questions)
+        judged = record.metadata.source.startswith("longmemeval")
+        questions = [ReplayQuestion(query=text, gold=" / ".join(golds), category=record.metadata.source,
+                                    scoring="llm_judge" if judged else "exact_match")
+                     for text, golds in zip(record.questions, record.answers, strict=True)]
+        return ReplayItem(id=item_id, sessions=sessions, questions=questions, split=competency)
 
-    async def score(self, item: BenchItem, question: Question, reply: str) -> QuestionScore:
-        record, index = self.gold[question.question_id]
+    def answer_prompt(self, question: QuestionView) -> str:
+        return prompt_for(question.category or "", question.query)
+
+    async def score_answer(self, item: ReplayItem, period: int, question: QuestionView, reply: str) -> AnswerScore:
+        record = self.records[item.id]
         task = task_metric(record.metadata.source)
-        base = dict(item_id=item.item_id, question_id=question.question_id, category=question.category,
-                    metric=task.metric, reply=reply)
-        if task.needs is not None:
-            return QuestionScore(**base, value=None, na_reason=f"needs {task.needs}")
         if task.prefix == "longmemeval":
-            return await self.judged(item, question, reply, longmemeval_judge_prompt(
-                self._longmemeval_record(record, index), reply))
-        return QuestionScore(**base, value=self._reference_score(task.prefix, reply, record.answers[index]))
+            return await self._judged(record, question, reply)
+        score = reference_score(task.prefix, reply, record.answers[question.index])
+        return AnswerScore(score=score, method="exact_match", correct=score == 1.0, detail=task.metric)
 
-    @staticmethod
-    def _reference_score(prefix: str, reply: str, golds: list[str]) -> float:
-        if prefix == "ruler_niah":
-            return fraction_contained(reply, golds)
-        if prefix == "eventqa":
-            return float(fraction_contained(reply, golds) == 1.0)
-        metric: Callable[[str, str], float | bool] = (substring_match if prefix in ("ruler_qa", "factconsolidation")
-                                                       else exact_match)
-        readings = {reply, answer_after_prefix(reply), answer_after_prefix(reply, "label:")}
-        return max(best_over(metric, reading, golds) for reading in readings)
+    async def _judged(self, record: Record, question: QuestionView, reply: str) -> AnswerScore:
+        if self.judge is None:
+            raise UserInputError("MemoryAgentBench's LongMemEval task is scored by an LLM judge: configure llm.judge",
+                                 field="llm.judge")
+        types, ids = record.metadata.question_types or [], record.metadata.question_ids or []
+        question_type = types[question.index] if question.index < len(types) else ""
+        question_id = ids[question.index] if question.index < len(ids) else ""
+        template = longmemeval_judge_prompt(question_type, is_abstention(question_id))
+        score, verdict = await judge_answer(self.judge, question.query, question.gold, reply, prompt=template)
+        return AnswerScore(score=score, method="llm_judge", correct=score == 1.0, detail=verdict)
 
-    @staticmethod
-    def _longmemeval_record(record: Record, index: int) -> LongMemEvalRecord:
-        """The fields LongMemEval's judge needs, from the metadata MemoryAgentBench keeps per question."""
-        types = record.metadata.question_types or []
-        ids = record.metadata.question_ids or []
-        question_type = types[index] if index < len(types) and types[index] in QUESTION_TYPES else "multi-session"
-        return LongMemEvalRecord(question_id=ids[index] if index < len(ids) else str(index),
-                                 question_type=question_type,  # type: ignore[arg-type]
-                                 question=record.questions[index], answer=" / ".join(record.answers[index]),
-                                 question_date="", haystack_session_ids=[], haystack_dates=[], haystack_sessions=[])
+
+def reference_score(prefix: str, reply: str, golds: list[str]) -> float:
+    """MemoryAgentBench's score of a reply for a task family: the reply and its parsed answer line are both scored
+    and the better kept, against the best of the acceptable answers."""
+    if prefix == "eventqa":
+        return contains_all(reply, golds)
+    metric: Callable[[str, str], float] = (substring_match if prefix in ("ruler_qa", "factconsolidation")
+                                           else exact_match)
+    readings = {reply, answer_after_prefix(reply), answer_after_prefix(reply, "label:")}
+    return max(best_over(metric, reading, golds) for reading in readings)

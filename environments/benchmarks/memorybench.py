@@ -8,7 +8,7 @@ conversation also have a ``corpus`` (``corpus/<name>.jsonl``). Its off-policy pr
 sessions, then every training dialog with its implicit feedback, are replayed into the agent; then the agent
 answers the test prompts. Scores use each dataset's own metric where memevo can compute it (LoCoMo's F1,
 DialSim's accuracy with a judge for inexact replies, NFCats' 1-5 judge rating); the others need models or
-tokenisers memevo does not run and say n/a with what they need.
+tokenisers memevo does not run and are left out, each with a warning saying what it needs.
 
 Accepted layout: the dataset snapshot (``dataset/<name>/{train,test}/*.arrow`` and ``corpus/``), one
 ``dataset/<name>`` folder, or Parquet shards as ``<name>/{train,test}/*.parquet``.
@@ -18,24 +18,31 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import field_validator
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.lazy_model import LazyModel
-from memevo.environments.benchmarks.environment import NO_JUDGE, BenchmarkEnvironment
+from memevo.environments.answer_scores import judge_answer
+from memevo.environments.answer_scoring import locomo_f1, multi_part_f1, porter_stemmer
+from memevo.environments.benchmarks.base import BenchmarkEnvironment
 from memevo.environments.benchmarks.files import existing_file, iter_json_records, iter_table_rows, table_files
 from memevo.environments.benchmarks.files import validated as validated_record
-from memevo.environments.benchmarks.items import BenchItem, Exchange, Question, Session
-from memevo.environments.benchmarks.locomo import QA as LocomoQA
-from memevo.environments.benchmarks.locomo import LocomoEnvironment, read_conversation
-from memevo.environments.benchmarks.locomo import exchanges as locomo_exchanges
-from memevo.environments.benchmarks.scores import QuestionScore
+from memevo.environments.benchmarks.locomo import UNSTEMMED, read_conversation
+from memevo.environments.benchmarks.locomo import messages as locomo_messages
+from memevo.environments.protocol import AnswerScore, QuestionView
+from memevo.environments.replay import ReplayItem, ReplayQuestion, ReplaySession
+
+if TYPE_CHECKING:
+    from memevo.agents.llm.protocol import ChatClient
+    from memevo.environments.runner import EpisodeConfig
 
 SPLITS = ("train", "test")
+SCORED = ("Locomo", "DialSim", "NFCats")
 _START = datetime(2025, 1, 1)
 UNSUPPORTED = {
     "LexEval": "ROUGE-L over jieba-tokenised Chinese (jieba is not installed)",
@@ -94,7 +101,7 @@ class Dataset(LazyModel):
     name: str
     train: list[Record]
     test: list[Record]
-    corpus: list[Session] = []
+    corpus: list[ReplaySession] = []
 
 
 def read_datasets(root: Path, *, dialog_field: str = "dialog", limit: int | None = None) -> list[Dataset]:
@@ -135,7 +142,7 @@ def _records(folder: Path, dialog_field: str) -> list[Record]:
     return records
 
 
-def _corpus(path: Path, name: str) -> list[Session]:
+def _corpus(path: Path, name: str) -> list[ReplaySession]:
     """A LoCoMo-form corpus (``text`` holds a JSON sample with ``conversation``) as sessions. DialSim's corpus is
     a script in its own text format, not read yet."""
     for _, row in iter_json_records(existing_file(path)):
@@ -145,101 +152,135 @@ def _corpus(path: Path, name: str) -> list[Session]:
         if not name.startswith("Locomo"):
             raise UserInputError(f"corpus of {name} is not in LoCoMo form and cannot be read yet", source=str(path))
         conversation = read_conversation(json.loads(text).get("conversation", {}), path, "text.conversation")
-        return [Session(session_id=f"{name}/session_{number}", when=conversation.dates[number],
-                        exchanges=locomo_exchanges(turns)) for number, turns in conversation.sessions.items()]
+        return [ReplaySession(id=f"corpus/session_{number}", time=conversation.dates[number],
+                              messages=locomo_messages(turns, conversation.speaker_a))
+                for number, turns in conversation.sessions.items()]
     return []
 
 
-def dialog_sessions(dataset: Dataset) -> list[Session]:
+def dialog_sessions(dataset: Dataset) -> list[ReplaySession]:
     """Each training dialog as one session, in ``test_idx`` order, with each round's implicit feedback noted on
     the user's next message (or on a closing message when the user ended the dialog)."""
     sessions = []
     for number, record in enumerate(sorted(dataset.train, key=lambda r: r.test_idx)):
         notes = {feedback.round: f"(Your last reply got: {feedback.implicit_action}"
-                                 f"{'; the user ended the conversation' if feedback.terminated else ''}.) "
+                                 f"{'; the user ended the conversation' if feedback.terminated else ''}.)"
                  for feedback in record.implicit_feedback}
-        paired: list[Exchange] = []
+        messages: list[dict[str, str]] = []
         user_turns = 0
         for message in record.dialog:
+            content = message.content
             if message.role == "user":
-                paired.append(Exchange(user=notes.get(user_turns, "") + message.content, assistant=""))
+                content = f"{notes[user_turns]} {content}" if user_turns in notes else content
                 user_turns += 1
-            elif message.role == "assistant" and paired and not paired[-1].assistant:
-                paired[-1] = Exchange(user=paired[-1].user, assistant=message.content)
+            messages.append({"role": "assistant" if message.role == "assistant" else "user", "content": content})
         if user_turns in notes:
-            paired.append(Exchange(user=notes[user_turns].strip(), assistant=""))
-        sessions.append(Session(session_id=f"{dataset.name}/train/{record.test_idx}",
-                                when=_START + timedelta(hours=number), exchanges=paired))
+            messages.append({"role": "user", "content": notes[user_turns]})
+        if messages:
+            sessions.append(ReplaySession(id=f"train/{record.test_idx}", time=_START + timedelta(hours=number),
+                                          messages=messages))
     return sessions
 
 
+def scorer_needed(name: str) -> str | None:
+    """What a dataset's metric needs that memevo lacks; None when memevo scores it."""
+    if name.startswith(SCORED):
+        return None
+    return next((text for prefix, text in UNSUPPORTED.items() if name.startswith(prefix)), "a metric for it")
+
+
 class MemoryBenchEnvironment(BenchmarkEnvironment):
-    name = "memorybench"
+    """One item per dataset: its corpus and training dialogs replayed, then its test prompts. Datasets whose metric
+    memevo cannot compute are left out, each with a load warning."""
 
-    def __init__(self, path: str | Path, *, dialog_field: str = "dialog", **kwargs: Any) -> None:
-        super().__init__(path, **kwargs)
+    name: ClassVar[str] = "memorybench"
+
+    def __init__(self, episode: EpisodeConfig, *, judge: ChatClient | None = None,
+                 dialog_field: str = "dialog") -> None:
+        super().__init__(episode, judge=judge)
         self.dialog_field = dialog_field
-        self.records: dict[str, Record] = {}
-        self.locomo = LocomoEnvironment(self.path)
+        self.records: dict[tuple[str, int], Record] = {}
+        self.stem = porter_stemmer()
 
-    def _load(self) -> list[BenchItem]:
-        return [self._item(dataset) for dataset in read_datasets(self.path, dialog_field=self.dialog_field,
-                                                                   limit=self.limit)]
+    def load_items(self, source: str | Path, *, limit: int | None = None) -> list[ReplayItem]:
+        self.load_warnings = []
+        items = []
+        for dataset in read_datasets(Path(source), dialog_field=self.dialog_field, limit=limit):
+            needs = scorer_needed(dataset.name)
+            if needs is not None:
+                self.load_warnings.append(f"dataset {dataset.name} left out: its metric needs {needs}")
+                continue
+            items.append(self._item(dataset))
+        return items
 
-    def _item(self, dataset: Dataset) -> BenchItem:
+    def _item(self, dataset: Dataset) -> ReplayItem:
         sessions = [*dataset.corpus, *dialog_sessions(dataset)]
-        asked_at = _START + timedelta(hours=len(dataset.train) + 1)
+        if not sessions:
+            raise UserInputError("no corpus and no training dialogs to replay", source=dataset.name)
+        asked_at = sessions[-1].time + timedelta(hours=1)
         questions = []
-        for record in sorted(dataset.test, key=lambda r: r.test_idx):
-            question_id = f"{dataset.name}/test/{record.test_idx}"
-            self.records[question_id] = record
-            questions.append(Question(question_id=question_id, category=dataset.name, question=record.prompt,
-                                      prompt=record.prompt, asked_at=asked_at))
-        return BenchItem(item_id=dataset.name, split="test", sessions=sessions, questions=questions)
+        for index, record in enumerate(sorted(dataset.test, key=lambda r: r.test_idx)):
+            self.records[(dataset.name, index)] = record
+            judged = not dataset.name.startswith("Locomo")
+            questions.append(ReplayQuestion(query=record.prompt, gold=str(record.info.get("golden_answer", "")),
+                                            category=dataset.name, scoring="llm_judge" if judged else "token_f1",
+                                            asked_at=asked_at))
+        return ReplayItem(id=dataset.name, sessions=sessions, questions=questions, split="test")
 
-    async def score(self, item: BenchItem, question: Question, reply: str) -> QuestionScore:
-        record = self.records[question.question_id]
-        base = dict(item_id=item.item_id, question_id=question.question_id, category=question.category, reply=reply)
-        name = record.dataset_name
-        if name.startswith("Locomo"):
-            return QuestionScore(**base, metric=self.locomo.metric, value=self._locomo_f1(question, record, reply))
-        if name.startswith("DialSim"):
-            return await self._dialsim(item, question, record, reply)
-        if name.startswith("NFCats"):
-            return await self._nfcats(base, record, reply)
-        needs = next((text for prefix, text in UNSUPPORTED.items() if name.startswith(prefix)),
-                     f"a metric for the unknown dataset {name!r}")
-        return QuestionScore(**base, metric="dataset metric", value=None, na_reason=f"needs {needs}")
+    def answer_prompt(self, question: QuestionView) -> str:
+        return question.query
 
-    def _locomo_f1(self, question: Question, record: Record, reply: str) -> float:
-        info = record.info
-        category = int(info.get("category", 0))
-        gold = info.get("golden_answer")
+    async def score_answer(self, item: ReplayItem, period: int, question: QuestionView, reply: str) -> AnswerScore:
+        record = self.records[(item.id, question.index)]
+        if item.id.startswith("Locomo"):
+            return self._locomo(record, reply)
+        if self.judge is None:
+            raise UserInputError(f"MemoryBench's {item.id} is scored by an LLM judge: configure llm.judge",
+                                 field="llm.judge")
+        if item.id.startswith("DialSim"):
+            return await self._dialsim(self.judge, question, reply)
+        return await self._nfcats(self.judge, record, reply)
+
+    def _locomo(self, record: Record, reply: str) -> AnswerScore:
+        """LoCoMo's rules on MemoryBench's records: ``info`` holds the category and the gold answer (for category
+        5, the options by letter, so a one-letter reply means the option it names)."""
+        category = int(record.info.get("category", 0))
+        gold = record.info.get("golden_answer")
         if category == 5:
             options = json.loads(gold) if isinstance(gold, str) else gold
             letter = reply.strip().lower()
-            chosen = options.get(letter, reply) if isinstance(options, dict) and len(letter) == 1 else reply
-            return float("not mentioned" in chosen.lower() or "no information available" in chosen.lower())
-        qa = LocomoQA(question=question.question, answer=str(gold), category=category)
-        return self.locomo.reply_score(question.question_id, qa, reply)
+            chosen = str(options.get(letter, reply)) if isinstance(options, dict) and len(letter) == 1 else reply
+            score = float("not mentioned" in chosen.lower() or "no information available" in chosen.lower())
+            return AnswerScore(score=score, method="exact_match", correct=score == 1.0,
+                               detail="LoCoMo adversarial: credit for saying it is not mentioned")
+        text = str(gold).split(";")[0].strip() if category == 3 else str(gold)
+        score = multi_part_f1(reply, text, self.stem) if category == 1 else locomo_f1(reply, text, self.stem)
+        return AnswerScore(score=score, method="token_f1", correct=score == 1.0,
+                           detail=None if self.stem is not None else UNSTEMMED)
 
-    async def _dialsim(self, item: BenchItem, question: Question, record: Record, reply: str) -> QuestionScore:
-        gold = str(record.info.get("golden_answer", "")).strip().lower()
+    @staticmethod
+    async def _dialsim(judge: ChatClient, question: QuestionView, reply: str) -> AnswerScore:
+        """DialSim's accuracy: an exact reply (a trailing full stop allowed) is right outright, else a judge decides."""
+        gold = question.gold.strip().lower()
         if reply.strip().lower() in (gold, f"{gold}."):
-            return QuestionScore(item_id=item.item_id, question_id=question.question_id, category=question.category,
-                                 metric="judge accuracy", value=1.0, reply=reply)
-        prompt = (f"Is the prediction correct for the question, given the true answer? It is correct when it says "
-                  f"essentially the same as the true answer. Reply yes or no only.\n\nQuestion: {question.question}"
-                  f"\n\nTrue answer: {record.info.get('golden_answer', '')}\n\nPrediction: {reply}")
-        return await self.judged(item, question, reply, prompt)
+            return AnswerScore(score=1.0, method="exact_match", correct=True)
+        score, verdict = await judge_answer(judge, question.query, question.gold, reply, prompt=DIALSIM_JUDGE)
+        return AnswerScore(score=score, method="llm_judge", correct=score == 1.0, detail=verdict)
 
-    async def _nfcats(self, base: dict[str, Any], record: Record, reply: str) -> QuestionScore:
-        if self.judge is None:
-            return QuestionScore(**base, metric="judge rating 1-5", value=None, na_reason=NO_JUDGE)
-        prompt = ("Rate the answer to the question from 1 to 5: 1 irrelevant, 2 related but not solving it, 3 solving "
-                  "part of it, 4 solving most of it, 5 solving it perfectly. Reply with the number only.\n\n"
-                  f"Question: {record.prompt}\n\nAnswer: {reply}")
-        rating = await self.judge.rating(prompt, low=1, high=5)
-        if rating is None:
-            return QuestionScore(**base, metric="judge rating 1-5", value=None, na_reason="judge gave no rating 1-5")
-        return QuestionScore(**base, metric="judge rating 1-5", value=float(rating))
+    @staticmethod
+    async def _nfcats(judge: ChatClient, record: Record, reply: str) -> AnswerScore:
+        """NFCats' 1-5 rating, as credit (rating - 1) / 4; a reply without a rating scores 0, kept as the detail."""
+        prompt = NFCATS_JUDGE.format(question=record.prompt, reply=reply)
+        answer = await judge.chat([{"role": "user", "content": prompt}], role="judge", temperature=0.0, max_tokens=8)
+        rating = next((int(n) for n in re.findall(r"\d+", answer.text) if 1 <= int(n) <= 5), None)
+        score = 0.0 if rating is None else (rating - 1) / 4
+        return AnswerScore(score=score, method="llm_judge", correct=rating == 5,
+                           detail=f"rating {rating}/5" if rating is not None else f"no rating: {answer.text!r}")
+
+
+DIALSIM_JUDGE = ("Is the prediction correct for the question, given the true answer? It is correct when it says "
+                 "essentially the same as the true answer. Reply yes or no only.\n\nQuestion: {question}\n\n"
+                 "True answer: {gold}\n\nPrediction: {reply}")
+NFCATS_JUDGE = ("Rate the answer to the question from 1 to 5: 1 irrelevant, 2 related but not solving it, 3 solving "
+                "part of it, 4 solving most of it, 5 solving it perfectly. Reply with the number only.\n\n"
+                "Question: {question}\n\nAnswer: {reply}")
