@@ -118,3 +118,27 @@ def test_env_stats_reads_the_snapshot(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     figures = json.loads(result.output)
     assert figures["items"] == 2 and figures["questions_per_category"] == {"Locomo-0": 2, "NFCats": 1}
+
+
+async def test_dialsim_reads_its_script_corpus_and_judges_inexact_replies(tmp_path: Path) -> None:
+    root = tmp_path / "MemoryBench"
+    record = nfcats_record(0) | {"dataset_name": "DialSim-friends", "input_prompt": "Who said hello?",
+                                 "info": json.dumps({"golden_answer": "Rachel"})}
+    for split, index in (("train", 0), ("test", 1)):
+        datasets.Dataset.from_list([record | {"test_idx": index}]).save_to_disk(
+            str(root / "dataset" / "DialSim-friends" / split))
+    script = ("[Date: March 3, 1995, Session #1]\n\nRoss: Hi.\nRachel: Hello.\n\n"
+              "[Date: the next day, Session #2]\n\nJoey: How you doin?\n")
+    (root / "corpus").mkdir()
+    (root / "corpus" / "DialSim-friends.jsonl").write_text(json.dumps({"text": script}) + "\n", encoding="utf-8")
+    llm = ScriptedLLM(lambda messages, role, wants_json: "yes")
+    environment = MemoryBenchEnvironment(EpisodeConfig(), judge=llm)
+    (item,) = environment.load_items(root)
+    first, second = item.sessions[:2]
+    assert first.exchanges() == [("Ross: Hi.", "Rachel: Hello.")] and (first.time.year, first.time.month) == (1995, 3)
+    assert second.exchanges() == [("Joey: How you doin?", "")] and (second.time - first.time).days == 1
+    view = environment.questions(item, 0)[0]
+    exact = await environment.score_answer(item, 0, view, "rachel.")
+    judged = await environment.score_answer(item, 0, view, "It was Rachel Green")
+    assert (exact.score, exact.method) == (1.0, "exact_match") and (judged.score, judged.method) == (1.0, "llm_judge")
+    assert len(llm.calls_for("judge")) == 1

@@ -143,19 +143,45 @@ def _records(folder: Path, dialog_field: str) -> list[Record]:
 
 
 def _corpus(path: Path, name: str) -> list[ReplaySession]:
-    """A LoCoMo-form corpus (``text`` holds a JSON sample with ``conversation``) as sessions. DialSim's corpus is
-    a script in its own text format, not read yet."""
+    """The corpus sessions: LoCoMo's (``text`` holds a JSON sample with its ``conversation``) or DialSim's (``text``
+    is a script of ``[Date: ..., Session #N]`` headers followed by ``Speaker: line`` lines)."""
     for _, row in iter_json_records(existing_file(path)):
         text = row.get("text") if isinstance(row, dict) else None
         if not isinstance(text, str):
             raise UserInputError("a corpus line needs its 'text'", source=str(path), field="text")
-        if not name.startswith("Locomo"):
-            raise UserInputError(f"corpus of {name} is not in LoCoMo form and cannot be read yet", source=str(path))
+        if name.startswith("DialSim"):
+            return dialsim_sessions(text)
         conversation = read_conversation(json.loads(text).get("conversation", {}), path, "text.conversation")
         return [ReplaySession(id=f"corpus/session_{number}", time=conversation.dates[number],
                               messages=locomo_messages(turns, conversation.speaker_a))
                 for number, turns in conversation.sessions.items()]
     return []
+
+
+_DIALSIM_HEADER = re.compile(r"\[Date: (.*?), Session #(\d+)\]")
+_DIALSIM_DATES = ("%B %d, %Y", "%b %d, %Y", "%d %B %Y", "%Y-%m-%d", "%m/%d/%Y")
+
+
+def dialsim_sessions(script: str) -> list[ReplaySession]:
+    """DialSim's script as sessions; each line is a message alternately from the user's and the assistant's side,
+    the speaker's name kept. A date in a form not recognised gives the session the time after the previous one."""
+    parts = _DIALSIM_HEADER.split(script)
+    sessions: list[ReplaySession] = []
+    for date_text, number, body in zip(parts[1::3], parts[2::3], parts[3::3], strict=True):
+        lines = [line.strip() for line in body.strip().splitlines() if ":" in line]
+        previous = sessions[-1].time if sessions else _START
+        time = next((parsed for parsed in (_date(date_text, form) for form in _DIALSIM_DATES) if parsed), None)
+        sessions.append(ReplaySession(id=f"corpus/session_{number}", time=time or previous + timedelta(days=1),
+                                      messages=[{"role": "user" if i % 2 == 0 else "assistant", "content": line}
+                                                for i, line in enumerate(lines)]))
+    return sessions
+
+
+def _date(text: str, form: str) -> datetime | None:
+    try:
+        return datetime.strptime(text.strip(), form)
+    except ValueError:
+        return None
 
 
 def dialog_sessions(dataset: Dataset) -> list[ReplaySession]:
