@@ -91,4 +91,4 @@ def test_a_limit_stops_reading_before_a_later_broken_record(tmp_path: Path) -> N
     path.write_text(json.dumps([good, {"question_id": "broken"}]), encoding="utf-8")
     assert [record.question_id for record in read_records(path, limit=1)] == ["q0"]
     with pytest.raises(UserInputError):
-        read_records(path)
+        list(read_records(path))

@@ -11,6 +11,7 @@ not show those yet.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
@@ -66,19 +67,19 @@ class Record(LazyModel):
         return self
 
 
-def read_records(path: Path, *, limit: int | None = None) -> list[Record]:
+def read_records(path: Path, *, limit: int | None = None) -> Iterator[Record]:
     """The first ``limit`` (default all) records of a LongMemEval JSON file (an array, streamed), validated, dates
-    parsed."""
-    records = []
+    parsed, one at a time (LongMemEval M is gigabytes: a caller keeps what it needs of each)."""
+    empty = True
     for index, raw in islice(iter_json_records(path), limit):
         record = validated(Record, raw, source=path, prefix=f"[{index}]")
         parse_date(record.question_date, path, f"[{index}].question_date")
         for position, date in enumerate(record.haystack_dates):
             parse_date(date, path, f"[{index}].haystack_dates[{position}]")
-        records.append(record)
-    if not records:
+        empty = False
+        yield record
+    if empty:
         raise UserInputError("no records", source=str(path))
-    return records
 
 
 def parse_date(text: str, path: Path, field: str) -> datetime:
@@ -135,18 +136,20 @@ class LongMemEvalEnvironment(BenchmarkEnvironment):
         self.scoring = scoring
 
     def load_items(self, source: str | Path, *, limit: int | None = None) -> list[ReplayItem]:
-        records = read_records(Path(source), limit=limit)
-        self.load_warnings = [f"{record.question_id}: answer session {session_id!r} is not in its haystack"
-                              for record in records if not is_abstention(record.question_id)
-                              for session_id in record.answer_session_ids
-                              if session_id not in record.haystack_session_ids]
-        if self.scoring == "exact_match":
-            left_out = [record.question_id for record in records if is_abstention(record.question_id)]
-            if left_out:
-                self.load_warnings.append(f"{len(left_out)} abstention questions left out: exact match cannot "
-                                          "score them")
-            records = [record for record in records if not is_abstention(record.question_id)]
-        return [self._item(record) for record in records]
+        self.load_warnings = []
+        items, left_out = [], 0
+        for record in read_records(Path(source), limit=limit):
+            self.load_warnings += [f"{record.question_id}: answer session {session_id!r} is not in its haystack"
+                                   for session_id in record.answer_session_ids
+                                   if session_id not in record.haystack_session_ids
+                                   and not is_abstention(record.question_id)]
+            if self.scoring == "exact_match" and is_abstention(record.question_id):
+                left_out += 1
+            else:
+                items.append(self._item(record))
+        if left_out:
+            self.load_warnings.append(f"{left_out} abstention questions left out: exact match cannot score them")
+        return items
 
     def _item(self, record: Record) -> ReplayItem:
         dated = sorted(zip(record.haystack_dates, record.haystack_session_ids, record.haystack_sessions,
