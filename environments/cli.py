@@ -17,11 +17,11 @@ from memevo.environments.data.io import DEFAULT_SPLIT, format_validation_error, 
 from memevo.environments.data.validate import validate_items
 from memevo.environments.generation.command import generate_command
 from memevo.environments.stats import DatasetStats, compute_stats
+from memevo.environments.synth import SynthConfig, synthesize
 
 if TYPE_CHECKING:
     from memevo.environments.benchmarks.stats import BenchmarkStats
     from memevo.environments.protocol import Environment
-from memevo.environments.synth import SynthConfig, synthesize
 
 app = typer.Typer(help="Validate, inspect and generate environments.", no_args_is_help=True,
                   pretty_exceptions_enable=False)

@@ -49,8 +49,6 @@ class Metadata(LazyModel):
     source: str
     question_ids: list[str] | None = None
     question_types: list[str] | None = None
-    qa_pair_ids: list[str] | None = None
-    keypoints: list[str] | None = None
 
 
 class Record(LazyModel):
@@ -102,7 +100,7 @@ def task_metric(source: str) -> TaskMetric:
     return TaskMetric(prefix=source, metric="unknown", needs="a metric for this source")
 
 
-def read_records(path: Path, *, limit: int | None = None) -> list[tuple[str, Record]]:
+def read_records(path: Path, *, limit: int | None = None) -> list[tuple[str | None, Record]]:
     """(competency, record) for the first ``limit`` (default all) records in Parquet shards (a file or a folder of
     them) or JSON."""
     records = [(_competency(file), validated(Record, row, source=file, prefix=f"[{index}]"))
@@ -122,8 +120,9 @@ def _rows(path: Path) -> Iterator[tuple[Path, int, Any]]:
         yield from ((path, index, raw) for index, raw in iter_json_records(path))
 
 
-def _competency(file: Path) -> str:
-    return next((name for name in COMPETENCIES if file.name.startswith(name)), "test")
+def _competency(file: Path) -> str | None:
+    """The Hub's split a shard belongs to (its file name starts with it); None for other files."""
+    return next((name for name in COMPETENCIES if file.name.startswith(name)), None)
 
 
 def chunks(context: str, max_chars: int) -> list[str]:
@@ -178,7 +177,7 @@ class MemoryAgentBenchEnvironment(BenchmarkEnvironment):
             items.append(self._item(f"{record.metadata.source}/{number}", competency, record))
         return items
 
-    def _item(self, item_id: str, competency: str, record: Record) -> ReplayItem:
+    def _item(self, item_id: str, competency: str | None, record: Record) -> ReplayItem:
         self.records[item_id] = record
         sessions = [ReplaySession(id=f"chunk{index}", time=_START + timedelta(minutes=index),
                                   messages=[{"role": "user", "content": f"Remember this material (part {index + 1}):"

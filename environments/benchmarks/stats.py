@@ -29,11 +29,11 @@ def benchmark_stats(name: str, path: Path, items: list[ReplayItem]) -> Benchmark
     questions = [question for item in items for question in item.questions]
     return BenchmarkStats(
         environment=name, data_bytes=_size(path), items=len(items),
-        items_per_split=dict(Counter(item.split or "none" for item in items)),
+        items_per_split=dict(Counter(item.split or "(no split)" for item in items)),
         sessions=sum(len(item.sessions) for item in items),
         exchanges=sum(len(session.exchanges()) for item in items for session in item.sessions),
         questions=len(questions),
-        questions_per_category=dict(Counter(question.category or "none" for question in questions)),
+        questions_per_category=dict(Counter(question.category or "(no category)" for question in questions)),
         questions_per_scoring=dict(Counter(question.scoring for question in questions)),
         transcript_chars=sum(len(message.get("content", "")) for item in items for session in item.sessions
                              for message in session.messages))
