@@ -149,14 +149,14 @@ def _distinct(records: Sequence[ArmSeedRecord]) -> list[ArmSeedRecord]:
 
 def pooled_failure(records: Sequence[ArmSeedRecord]) -> FailureRates | None:
     """Failure shares pooled over runs, weighted by questions asked (the split is per run, not per user)."""
-    splits = [record.failure for record in records]
-    if not splits or any(split is None for split in splits):
+    splits = [record.failure for record in records if record.failure is not None]
+    if not splits or len(splits) < len(records):
         return None
-    n = sum(split.n_questions for split in splits)  # type: ignore[union-attr]
+    n = sum(split.n_questions for split in splits)
     if n == 0:
         return None
     pooled = {
-        name: sum(getattr(split, name) * split.n_questions for split in splits) / n  # type: ignore[union-attr]
+        name: sum(getattr(split, name) * split.n_questions for split in splits) / n
         for name in ("write", "read", "util")
     }
     return FailureRates(**pooled, n_questions=n)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
 from memevo.agents.config_io import read_mapping
 from memevo.agents.errors import UserInputError
@@ -161,7 +162,7 @@ class LLMSettings(_Strict):
     """The models of each role besides the agent's own."""
 
     agent: LLMConfig | None = Field(None, description="Overrides the seed policy's llm when given.")
-    proposer: LLMConfig = Field(default_factory=LLMConfig, description="The model that writes new prompts.")
+    proposer: LLMConfig = Field(default_factory=lambda: LLMConfig.model_validate({}), description="The model that writes new prompts.")
     simulator: LLMConfig | None = Field(None, description="Needed only when episode.simulator is 'llm'.")
     judge: LLMConfig | None = Field(None, description="Grades free-text answers of environments that score with an "
                                     "LLM judge (calls counted under the judge role).")
@@ -241,8 +242,9 @@ _SAID: set[str] = set()
 def _say_objective(data: dict[str, Any], label: str) -> None:
     """Warn once per process what a legacy or risky objective means for this run (an ablation parses its
     base config once per arm and seed)."""
-    note = {LEGACY_OBJECTIVE: LEGACY_OBJECTIVE_NOTE, "amemgym_memory_score": AMEMGYM_OBJECTIVE_NOTE}.get(
-        data.get("objective"))
+    objective = data.get("objective")
+    notes = {LEGACY_OBJECTIVE: LEGACY_OBJECTIVE_NOTE, "amemgym_memory_score": AMEMGYM_OBJECTIVE_NOTE}
+    note = notes.get(objective) if isinstance(objective, str) else None
     if note is not None and note not in _SAID:
         _SAID.add(note)
         logging.getLogger("memevo.evolve").warning("%s: %s", label, note)
@@ -426,7 +428,7 @@ def without_widths(payload: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
-def _field_path(error: dict[str, Any]) -> str:
+def _field_path(error: ErrorDetails) -> str:
     return ".".join(str(part) for part in error["loc"] if part != "[key]") or "(root)"
 
 

@@ -133,7 +133,7 @@ class OuterLoop(runtime.RunBase):
         self.spec = agent_spec(self.seed.policy.kind)
         self.tuner = Tuner(
             config.optuna,
-            dict(config.hyperparameters),
+            {str(name): space for name, space in config.hyperparameters.items()},
             storage=config.optuna.storage or f"sqlite:///{(run_dir / 'optuna.db').resolve()}",
             study_name=config.name,
             first_trial={name: getattr(self.seed.policy, name) for name in config.hyperparameters},

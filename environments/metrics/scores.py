@@ -238,7 +238,7 @@ def pooled_ratio(group: Sequence[Cell]) -> float | None:
     return None if room == 0 else gain / room
 
 
-def summarize(group: Sequence[Cell]) -> dict[str, float | int | None]:
+def summarize(group: Sequence[Cell]) -> dict[str, float | int | str | None]:
     """Question-weighted means and both memory scores, which are None with a reason when the group's upper
     bound does not measurably beat random."""
     n = sum(cell.n_questions for cell in group)
