@@ -24,6 +24,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import weakref
 from collections.abc import Iterator, Sequence
@@ -33,10 +34,14 @@ from typing import Any, Literal
 
 import orjson
 
-from memevo.agents.errors import UserInputError
+from memevo.agents.errors import DamagedFileError, RunFailedError, UserInputError
 from memevo.agents.llm.accounting import Accounting, Counts, RoleUsage, UsageReport
 from memevo.environments.data.models import Item
+from memevo.environments.full_disk import full_disk
+from memevo.environments.run_files import damage, delete_and_resume, read_json
 from memevo.environments.store import write_json_atomic
+
+log = logging.getLogger("memevo.environments")
 
 LOCK_FILE = ".lock"
 INPUTS_FILE = "inputs.json"
@@ -113,20 +118,38 @@ class RunFolderLock:
 
 
 def recorded_kind(folder: Path) -> RunKind | None:
-    """The kind of run ``folder`` holds (``run_kind.json``, else its files), None for a folder without a run."""
+    """The kind of run ``folder`` holds (``run_kind.json``, else its files), None for a folder without a run. A
+    damaged ``run_kind.json`` in a folder whose files show its kind counts as that kind (``claim_run_folder``
+    writes it again)."""
     path = Path(folder) / KIND_FILE
-    if path.exists():
-        try:
-            kind = json.loads(path.read_text(encoding="utf-8"))["kind"]
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise UserInputError(f"cannot read the folder's kind ({error}); write {{\"kind\": \"evolution\"}}, "
-                                 "\"ablation\" or \"eval\" into it, whichever command made the folder",
-                                 source=str(path)) from None
-        if kind not in KIND_COMMANDS:
-            raise UserInputError(f"unknown kind {kind!r} (known: {', '.join(KIND_COMMANDS)})", source=str(path),
-                                 field="kind")
-        return kind  # type: ignore[no-any-return]
-    return next((kind for name, kind in KIND_MARKERS if (Path(folder) / name).exists()), None)
+    by_files = next((kind for name, kind in KIND_MARKERS if (Path(folder) / name).exists()), None)
+    if not path.exists():
+        return by_files
+    try:
+        kind = json.loads(path.read_text(encoding="utf-8"))["kind"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        if by_files is not None:
+            return by_files
+        raise DamagedFileError(damage(error), source=str(path), remedy="write {\"kind\": \"evolution\"}, \"ablation\" or "
+                               "\"eval\" into it, whichever command made the folder") from None
+    if kind not in KIND_COMMANDS:
+        raise UserInputError(f"unknown kind {kind!r} (known: {', '.join(KIND_COMMANDS)})", source=str(path),
+                             field="kind")
+    return kind  # type: ignore[no-any-return]
+
+
+def _record_kind(path: Path, kind: RunKind) -> bool:
+    """Write ``run_kind.json`` when it is missing, or damaged (``check_kind`` found ``kind`` by the folder's files
+    then, and it is written again, saying so); True if it was missing."""
+    if not path.exists():
+        write_json_atomic(path, {"kind": kind})
+        return True
+    try:
+        json.loads(path.read_text(encoding="utf-8"))["kind"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        log.warning("%s: %s; written again as %r, the kind its folder's files show", path, damage(error), kind)
+        write_json_atomic(path, {"kind": kind})
+    return False
 
 
 def check_kind(folder: Path, kind: RunKind, *, flag: str) -> None:
@@ -147,8 +170,21 @@ def _a(kind: str) -> str:
 def claim_run_folder(folder: Path, *, flag: str, kind: RunKind) -> Iterator[Path]:
     """Check ``folder`` is writable and holds no other kind of run, lock it for the body's work and record its
     kind; on bad input (``UserInputError``) remove what the claim itself created, so a refused start leaves
-    the disk as it found it."""
-    folder = Path(folder)
+    the disk as it found it. A full disk met before the run's own work reports it (the lock, the kind, the
+    inputs) is one line too."""
+    try:
+        with _claimed(Path(folder), flag=flag, kind=kind) as claimed:
+            yield claimed
+    except OSError as error:
+        full = full_disk(error)
+        if full is None:
+            raise
+        raise RunFailedError(f"{full}; free space, then run the command again (with --resume if it had begun)"
+                             ) from error
+
+
+@contextmanager
+def _claimed(folder: Path, *, flag: str, kind: RunKind) -> Iterator[Path]:
     check_writable(folder, flag=flag)
     check_kind(folder, kind, flag=flag)
     created = [parent for parent in (folder, *folder.parents) if not parent.exists()]
@@ -159,9 +195,7 @@ def claim_run_folder(folder: Path, *, flag: str, kind: RunKind) -> Iterator[Path
     wrote_kind = False
     try:
         check_kind(folder, kind, flag=flag)  # again, now that no other process can be writing it
-        if not kind_path.exists():
-            write_json_atomic(kind_path, {"kind": kind})
-            wrote_kind = True
+        wrote_kind = _record_kind(kind_path, kind)
         yield folder
     except UserInputError:
         if wrote_kind and {path.name for path in folder.iterdir()} <= {LOCK_FILE, KIND_FILE}:
@@ -204,10 +238,8 @@ def check_inputs(folder: Path, inputs: dict[str, Any]) -> None:
     if not path.exists():
         write_json_atomic(path, current)
         return
-    try:
-        stored = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise UserInputError(f"cannot read the run's recorded inputs: {error}", source=str(path)) from None
+    stored = read_json(path, remedy=delete_and_resume("it", "the inputs given then are recorded again, unchecked: "
+                                                      "give the same data, config and policy as before"))
     changed = changed_fields(stored, current)
     if changed:
         shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")

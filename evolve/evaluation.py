@@ -32,6 +32,7 @@ from memevo.agents.policy import MemoryPolicy
 from memevo.environments.data.models import Item
 from memevo.environments.metrics import Scores, UpperBoundTable, UserScores, score_episodes, user_scores
 from memevo.environments.records import EpisodeResult
+from memevo.environments.run_files import read_or_recompute
 from memevo.environments.runner import AfterPeriod, EpisodeConfig, run_episode
 from memevo.environments.simulators.base import UserSimulator
 from memevo.environments.store import RunStore, write_json_atomic
@@ -161,7 +162,7 @@ class Evaluator:
         self._scores: dict[tuple[str, str, tuple[str, ...]], tuple[Scores, list[UserScores]]] = {}
 
     def store(self, candidate_id: str, split: str) -> RunStore:
-        return RunStore(self.root / "evals" / candidate_id / split)
+        return RunStore(self.root / "evals" / candidate_id / split, owner=self.root / "evals" / candidate_id)
 
     def _summary_path(self, candidate_id: str, label: str) -> Path:
         return self.root / "evals" / candidate_id / f"{label}.json"
@@ -174,7 +175,7 @@ class Evaluator:
         path = self._summary_path(candidate_id, label)
         if not path.exists():
             return None
-        return CandidateEval.model_validate_json(path.read_text(encoding="utf-8"))
+        return read_or_recompute(path, CandidateEval)
 
     def episodes(self, candidate_id: str, split: str, user_ids: Sequence[str], *,
                  traces: bool = False) -> list[EpisodeResult]:

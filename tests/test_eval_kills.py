@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -176,3 +177,69 @@ def test_a_signalled_eval_says_how_to_resume_and_resumes_to_the_same_results(
     assert resumed.returncode == 0, resumed.stderr
     assert _results(out) == _results(reference[0])
     assert _served_calls(out) == endpoint.answered - before
+
+
+def _truncate(relative: str) -> Callable[[Path], Path]:
+    """Cut a run file to half its size, as a failed copy or another tool's write leaves it."""
+
+    def damage(out: Path) -> Path:
+        path = out / relative
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+        return path
+
+    return damage
+
+
+def _garbage(relative: str) -> Callable[[Path], Path]:
+    def damage(out: Path) -> Path:
+        (out / relative).write_bytes(b"\x00garbage\xff")
+        return out / relative
+
+    return damage
+
+
+REPAIRED: dict[str, tuple[list[Trigger], Callable[[Path], Path], str]] = {
+    # (kills before the damage (none: a finished run), the damage, what the warning line says after the file)
+    "a period record cut short mid-run": ([after_file(f"run/users/{FIRST_USER}/period_01.json.gz")],
+                                          _truncate(f"run/users/{FIRST_USER}/period_00.json.gz"), "period_00.json.gz is "
+                                          "damaged"),
+    "the last state cut short mid-run": ([after_file(f"run/users/{FIRST_USER}/period_01.json.gz")],
+                                         _truncate(f"run/users/{FIRST_USER}/period_01.state.json.gz"), "is damaged"),
+    "a user's meta.json overwritten": ([], _garbage(f"run/users/{FIRST_USER}/meta.json"), "meta.json is damaged"),
+    "the upper-bound table cut short": ([], _truncate("upper_bound.json"), "damaged: invalid JSON"),
+    "run_kind.json overwritten": ([], _garbage("run_kind.json"), "written again as 'eval'"),
+}
+"""Damaged files a resume recomputes: it sets them aside, says so in one warning line, and ends as the uninterrupted
+run did, without a request the cache could answer."""
+
+
+@pytest.mark.parametrize("case", list(REPAIRED), ids=list(REPAIRED))
+def test_a_damaged_file_that_resume_recomputes_is_set_aside_and_recomputed(
+    case: str, endpoint: EvalEndpoint, reference: tuple[Path, int], tmp_path: Path
+) -> None:
+    kills, damage, warning = REPAIRED[case]
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    before = endpoint.answered
+    first = endpoint.run_eval(out, cache, "--upper-bound", triggers=kills)
+    assert first.returncode == (-signal.SIGKILL if kills else 0), first.stderr
+    damaged = damage(out)
+    resumed = endpoint.run_eval(out, cache, "--upper-bound", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    lines = [line for line in resumed.stderr.splitlines() if str(damaged) in line]
+    assert len(lines) == 1 and warning in lines[0], resumed.stderr
+    assert _results(out) == _results(reference[0])
+    assert _served_calls(out) == endpoint.answered - before
+
+
+def test_a_damaged_record_of_inputs_exits_2_naming_it_and_what_to_do(endpoint: EvalEndpoint, tmp_path: Path) -> None:
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    assert endpoint.run_eval(out, cache, triggers=[at_request(4)]).returncode == -signal.SIGKILL
+    damaged = _truncate("inputs.json")(out)
+    requests_before = len(endpoint.server.requests)
+    resumed = endpoint.run_eval(out, cache, "--resume")
+    assert resumed.returncode == 2 and "Traceback" not in resumed.stderr, resumed.stderr
+    assert resumed.stderr.strip().splitlines()[-1].startswith(
+        f"memevo: error: {damaged}: damaged: invalid JSON ("), resumed.stderr
+    assert "restore it from a backup, or delete it and resume (the inputs given then are recorded again" in \
+        resumed.stderr
+    assert len(endpoint.server.requests) == requests_before
