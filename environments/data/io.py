@@ -137,6 +137,14 @@ def _json_lines(file: TextIO, path: Path) -> Iterator[Any]:
             yield _parse_json(line, path, number)
 
 
+def _parse_json(text: str, path: Path, line: int | None) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        at = f"line {line}" if line is not None else f"line {error.lineno} column {error.colno}"
+        raise UserInputError(f"invalid JSON at {at}: {error.msg}", source=str(path)) from error
+
+
 def _load_directory(path: Path, split: str) -> list[Item]:
     if (path / "dataset_dict.json").is_file() or (path / "dataset_info.json").is_file():
         return _rows_to_items(_read_saved_dataset(path, split), str(path))

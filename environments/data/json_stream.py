@@ -40,8 +40,10 @@ class _Text:
         """Characters on the buffer's first line that were already dropped."""
 
     def more(self) -> bool:
-        """Drop what was decoded and read another chunk; False at the end of the file."""
-        if self.eof:
+        """Read another chunk, dropping what was decoded; False (and nothing dropped) at the end of the file."""
+        chunk = "" if self.eof else self.file.read(self.chunk_chars)
+        if not chunk:
+            self.eof = True
             return False
         dropped = self.pos
         newlines = self.buffer.count("\n", 0, dropped)
@@ -50,10 +52,8 @@ class _Text:
             self.column_before = dropped - self.buffer.rfind("\n", 0, dropped) - 1
         else:
             self.column_before += dropped
-        chunk = self.file.read(self.chunk_chars)
         self.buffer, self.pos = self.buffer[dropped:] + chunk, 0
-        self.eof = not chunk
-        return bool(chunk)
+        return True
 
     def next_char(self) -> str:
         """The next character that is not whitespace (not consumed), "" at the end of the file."""
