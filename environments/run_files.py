@@ -38,7 +38,8 @@ def delete_and_resume(what: str = "it", consequence: str = "") -> str:
 def damage(error: BaseException) -> str:
     """What is wrong with a file, in a few words (no field dumps: the file's name says where)."""
     if isinstance(error, json.JSONDecodeError):
-        return f"damaged: invalid JSON ({error.msg} at line {error.lineno} column {error.colno})"
+        at = "" if error.msg.endswith(" at") else " at"  # "Unterminated string starting at"
+        return f"damaged: invalid JSON ({error.msg}{at} line {error.lineno} column {error.colno})"
     if isinstance(error, ValidationError):
         detail = error.errors()[0]
         if detail["type"] == "json_invalid":
