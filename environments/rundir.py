@@ -179,8 +179,8 @@ def claim_run_folder(folder: Path, *, flag: str, kind: RunKind) -> Iterator[Path
         full = full_disk(error)
         if full is None:
             raise
-        raise RunFailedError(f"{full}; free space, then run the command again (with --resume if it had begun)"
-                             ) from error
+        again = " with --resume" if (Path(folder) / INPUTS_FILE).exists() else ""  # the run had begun
+        raise RunFailedError(f"{full}; free space, then run the command again{again}") from error
 
 
 @contextmanager

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -179,11 +180,12 @@ def test_a_signalled_eval_says_how_to_resume_and_resumes_to_the_same_results(
     assert _served_calls(out) == endpoint.answered - before
 
 
-def _truncate(relative: str) -> Callable[[Path], Path]:
-    """Cut a run file to half its size, as a failed copy or another tool's write leaves it."""
+def _truncate(pattern: str) -> Callable[[Path], Path]:
+    """Cut the first run file matching ``pattern`` to half its size, as a failed copy or another tool's write
+    leaves it."""
 
     def damage(out: Path) -> Path:
-        path = out / relative
+        path = sorted(out.glob(pattern))[0]
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
         return path
 
@@ -204,7 +206,7 @@ REPAIRED: dict[str, tuple[list[Trigger], Callable[[Path], Path], str]] = {
                                           _truncate(f"run/users/{FIRST_USER}/period_00.json.gz"), "period_00.json.gz is "
                                           "damaged"),
     "the last state cut short mid-run": ([after_file(f"run/users/{FIRST_USER}/period_01.json.gz")],
-                                         _truncate(f"run/users/{FIRST_USER}/period_01.state.json.gz"), "is damaged"),
+                                         _truncate("run/users/*/period_*.state.json.gz"), "state.json.gz is damaged"),
     "a user's meta.json overwritten": ([], _garbage(f"run/users/{FIRST_USER}/meta.json"), "meta.json is damaged"),
     "the upper-bound table cut short": ([], _truncate("upper_bound.json"), "damaged: invalid JSON"),
     "run_kind.json overwritten": ([], _garbage("run_kind.json"), "written again as 'eval'"),
@@ -225,8 +227,8 @@ def test_a_damaged_file_that_resume_recomputes_is_set_aside_and_recomputed(
     damaged = damage(out)
     resumed = endpoint.run_eval(out, cache, "--upper-bound", "--resume")
     assert resumed.returncode == 0, resumed.stderr
-    lines = [line for line in resumed.stderr.splitlines() if str(damaged) in line]
-    assert len(lines) == 1 and warning in lines[0], resumed.stderr
+    lines = [line for line in resumed.stderr.splitlines() if damaged.name in line]
+    assert len(lines) == 1 and str(damaged.parent) in lines[0] and warning in lines[0], resumed.stderr
     assert _results(out) == _results(reference[0])
     assert _served_calls(out) == endpoint.answered - before
 
@@ -243,3 +245,51 @@ def test_a_damaged_record_of_inputs_exits_2_naming_it_and_what_to_do(endpoint: E
     assert "restore it from a backup, or delete it and resume (the inputs given then are recorded again" in \
         resumed.stderr
     assert len(endpoint.server.requests) == requests_before
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A real 1 MiB file system (tmpfs), so a run meets a real full disk; skipped where it cannot be mounted."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)], capture_output=True,
+                             check=False) if os.geteuid() == 0 else None
+    if mounted is None or mounted.returncode != 0:
+        pytest.skip("mounting a small tmpfs needs root and the right to mount")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def _fill(disk: Path, leave: int) -> Path:
+    """A file taking all but ``leave`` bytes of ``disk``."""
+    filler = disk / "filler"
+    free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+    filler.write_bytes(b"\0" * max(free - leave, 0))
+    return filler
+
+
+@pytest.mark.parametrize("space", [8, 24, 64, 120], ids=lambda kib: f"{kib} KiB left")
+def test_a_full_disk_is_one_line_with_the_resume_command_and_the_resume_ends_as_the_uninterrupted_run(
+    space: int, small_disk: Path, endpoint: EvalEndpoint, reference: tuple[Path, int], tmp_path: Path
+) -> None:
+    out, cache = small_disk / "out", tmp_path / "cache"  # the response cache is on another disk
+    filler = _fill(small_disk, leave=space * 1024)  # the run writes about 200 KiB
+    before = endpoint.answered
+    failed = endpoint.run_eval(out, cache, "--upper-bound")
+    assert failed.returncode == 1 and "Traceback" not in failed.stderr, failed.stderr
+    line = failed.stderr.strip().splitlines()[-1]
+    full = r"memevo: run failed: the disk is full( \(writing [^)]+\))?: No space left on device; "
+    during_run = re.fullmatch(
+        f"{full}finished work is saved: free space, then resume with: memevo eval --agent "
+        f"{re.escape(str(small_disk / 'agent.yaml'))} --env {re.escape(str(FIXTURE))} --out {re.escape(str(out))} "
+        "--upper-bound --simulator template --max-concurrent-users 1 --resume", line)
+    at_claim = re.fullmatch(f"{full}free space, then run the command again( with --resume)?", line)  # before the run
+    assert during_run or at_claim, failed.stderr
+    filler.unlink()  # space freed
+    resume = ("--resume",) if during_run or (at_claim and at_claim.group(2)) else ()
+    resumed = endpoint.run_eval(out, cache, "--upper-bound", *resume)
+    assert resumed.returncode == 0, resumed.stderr
+    assert _results(out) == _results(reference[0])
+    assert _served_calls(out) == endpoint.answered - before

@@ -181,7 +181,7 @@ def test_a_full_disk_while_claiming_is_one_line(
         with claim_run_folder(tmp_path / "run", flag="--run-dir", kind="evolution"):
             pass
     assert str(failed.value) == (f"the disk is full (writing {tmp_path / 'run' / KIND_FILE}): No space left on device; "
-                                 "free space, then run the command again (with --resume if it had begun)")
+                                 "free space, then run the command again")
 
 
 def test_a_damaged_record_of_inputs_names_it_and_the_remedy(tmp_path: Path) -> None:
