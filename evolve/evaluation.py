@@ -32,13 +32,13 @@ from memevo.agents.policy import MemoryPolicy
 from memevo.environments.data.models import Item
 from memevo.environments.metrics import Scores, UpperBoundTable, UserScores, score_episodes, user_scores
 from memevo.environments.records import EpisodeResult
-from memevo.environments.run_files import read_or_recompute
+from memevo.environments.run_files import read_model
 from memevo.environments.runner import AfterPeriod, EpisodeConfig, run_episode
 from memevo.environments.simulators.base import UserSimulator
 from memevo.environments.store import RunStore, write_json_atomic
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import Objective, stored_objective
-from memevo.evolve.records import Instance
+from memevo.evolve.records import SUMMARY_REMEDY, Instance
 
 
 class UserOutcome(LazyModel):
@@ -175,7 +175,7 @@ class Evaluator:
         path = self._summary_path(candidate_id, label)
         if not path.exists():
             return None
-        return read_or_recompute(path, CandidateEval)
+        return read_model(path, CandidateEval, remedy=SUMMARY_REMEDY)
 
     def episodes(self, candidate_id: str, split: str, user_ids: Sequence[str], *,
                  traces: bool = False) -> list[EpisodeResult]:

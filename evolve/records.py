@@ -111,6 +111,9 @@ REMEDIES: dict[type[BaseModel], str] = {
                                       "response cache holds the proposals"),
 }
 """What to do about a damaged record that is not recomputed (``run_files``)."""
+SUMMARY_REMEDY = delete_and_resume("it", "its candidate is evaluated again; once its generation has an outcome.json "
+                                   "nothing evaluates it again, so restore it then")
+"""A candidate's summary (``evals/<candidate>/<label>.json``): a resume recomputes it only while its generation runs."""
 
 
 def read_record(path: Path, model: type[Record]) -> Record | None:

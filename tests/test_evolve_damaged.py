@@ -1,21 +1,21 @@
 """Damaged files in a finished evolution's folder, resumed with ``memevo evolve --resume`` through the kill harness
 (tests/test_evolve_kills.py; its endpoint and fork server are TEST DOUBLES).
 
-A file the resume recomputes (the result, a generation's outcome, a candidate's summary, the split) is set aside with
-one warning line each, and the run ends exactly as before: result, MLflow rows, Prompt Registry, Optuna trials, and
+A file the resume recomputes (a generation's outcome, the split) is set aside with one warning line
+each (the result is written again without being read), and the run ends exactly as before: result, MLflow rows, Prompt Registry, Optuna trials, and
 no request to the endpoint. Any other damaged file ends the resume with exit 2 and one line naming the file, what to do
 and the resume command; doing what it says then finishes the run as before.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from memevo.evolve.records import EvolutionResult
 from tests.doubles.category_backend import CategoryBackend, category_world
 from tests.doubles.kill_points import start_fork_server
 from tests.doubles.killing_endpoint import KillingEndpoint
@@ -47,7 +47,7 @@ def _cut(path: Path) -> Path:
 
 
 def _seed_id(out: Path) -> str:
-    return str(json.loads((out / "result.json").read_text(encoding="utf-8"))["seed"]["id"])
+    return EvolutionResult.model_validate_json((out / "result.json").read_text(encoding="utf-8")).seed.id
 
 
 def _resume(endpoint: KillingEndpoint, finished: dict[str, Any]) -> tuple[int, str]:
@@ -58,8 +58,8 @@ def test_damaged_files_that_resume_recomputes_are_set_aside_and_the_run_ends_as_
     endpoint: KillingEndpoint, finished: dict[str, Any]
 ) -> None:
     out = finished["out"]
-    damaged = [_cut(out / "result.json"), _cut(out / "generations" / "gen_001" / "outcome.json"),
-               _cut(out / "evals" / _seed_id(out) / "val.json")]
+    _cut(out / "result.json")  # a resume writes it again without reading it
+    damaged = [_cut(out / "generations" / "gen_001" / "outcome.json")]
     (out / "split.json").write_text("garbage", encoding="utf-8")
     damaged.append(out / "split.json")
     before = endpoint.answered
@@ -95,12 +95,31 @@ def test_a_damaged_plan_exits_2_naming_it_and_restoring_it_finishes_the_run(
     assert endpoint.answered == before
 
 
-def test_a_damaged_period_record_of_an_evaluated_candidate_names_the_folder_to_delete(
+def test_a_damaged_summary_of_a_finished_generation_says_to_restore_it(
+    endpoint: KillingEndpoint, finished: dict[str, Any]
+) -> None:
+    summary = finished["out"] / "evals" / _seed_id(finished["out"]) / "val.json"
+    intact = summary.read_bytes()
+    _cut(summary)
+    code, output = _resume(endpoint, finished)
+    assert code == 2 and "Traceback" not in output, output[-3000:]
+    last = output.strip().splitlines()[-1]
+    assert last.startswith(f"memevo: error: {summary}: damaged: invalid JSON ("), last
+    assert "once its generation has an outcome.json nothing evaluates it again, so restore it then); resume with: " \
+        in last, last
+    summary.write_bytes(intact)
+    code, output = _resume(endpoint, finished)
+    assert code == 0, output[-3000:]
+    assert _state(finished["out"], "evolve") == finished["state"]
+
+
+def test_a_damaged_period_record_of_an_evaluated_candidate_names_the_folder_and_the_remedy(
     endpoint: KillingEndpoint, finished: dict[str, Any]
 ) -> None:
     out = finished["out"]
     candidate = out / "evals" / _seed_id(out)
-    record = next(iter(sorted((candidate / "test" / "users").glob("*/period_00.json.gz"))))
+    record = sorted((candidate / "test" / "users").glob("*/period_00.json.gz"))[0]
+    intact = record.read_bytes()
     _cut(record)
     code, output = _resume(endpoint, finished)
     assert code == 2 and "Traceback" not in output, output[-3000:]
@@ -108,7 +127,7 @@ def test_a_damaged_period_record_of_an_evaluated_candidate_names_the_folder_to_d
     assert last.startswith(f"memevo: error: {record}: damaged: "), last
     assert f"restore it from a backup, or delete the folder {candidate} and resume (what it holds is played " \
            "again); resume with: memevo evolve " in last, last
-    shutil.rmtree(candidate)  # as the line says
+    record.write_bytes(intact)
     code, output = _resume(endpoint, finished)
     assert code == 0, output[-3000:]
     assert _state(out, "evolve") == finished["state"]
