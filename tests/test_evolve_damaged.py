@@ -9,7 +9,6 @@ and the resume command; doing what it says then finishes the run as before.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 

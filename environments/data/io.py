@@ -3,7 +3,9 @@
 Accepted sources for :func:`load_items`:
 
 - a ``data.json`` file (a JSON array of items, as the reference generator writes it), or a JSON-lines file; both
-  are read as a stream, one user at a time (``json_stream``), so memory follows the items, not the file's size;
+  are read as a stream, one user at a time (``json_stream``), so memory follows the items, not the file's size
+  (a file above ``SYNTAX_FIRST_BYTES`` is checked for JSON syntax in a first streamed pass, so a damaged large file
+  fails holding one user's text);
 - a directory written by ``datasets.Dataset.save_to_disk`` (a ``DatasetDict`` picks ``split``), or a
   directory holding ``data.json`` or ``*.parquet`` / ``*.arrow`` files;
 - a single ``.parquet`` or ``.arrow`` file;
@@ -31,6 +33,8 @@ from memevo.environments.data.models import Item
 from memevo.environments.store import write_text_atomic
 
 DEFAULT_SPLIT = "v1.base"
+SYNTAX_FIRST_BYTES = 32 * 2**20
+"""Data files above this size (AMemGym's v1.base is 2.24 MB) are checked for JSON syntax before items are built."""
 _DATASET_SUFFIXES = (".parquet", ".arrow")
 
 
@@ -82,8 +86,10 @@ def _load_json_file(path: Path) -> list[Item]:
         with path.open(encoding="utf-8") as file:
             first = _first_char(file)
             if path.suffix == ".jsonl" or (first == "{" and _is_json_lines(file)):
+                _check_syntax_first(file, path, lambda: _json_lines(file, path))
                 return _rows_to_items(_json_lines(file, path), str(path))
             if first == "[":
+                _check_syntax_first(file, path, lambda: array_elements(file))
                 return _validate_rows(array_elements(file), str(path))
             if first != "{":  # not data: say what the file starts with, without reading it all
                 raise UserInputError(_not_items(file.read(CHUNK_CHARS)), source=str(path))
@@ -95,6 +101,16 @@ def _load_json_file(path: Path) -> list[Item]:
     if isinstance(data, dict) and "periods" in data:  # a one-user JSON-lines export
         return _rows_to_items([data], str(path))
     raise UserInputError(f"expected a JSON array of items, got {type(data).__name__}", source=str(path))
+
+
+def _check_syntax_first(file: TextIO, path: Path, rows: Callable[[], Iterator[Any]]) -> None:
+    """A file larger than ``SYNTAX_FIRST_BYTES`` is read through once for its JSON alone, each row dropped as soon as
+    it is parsed, so a damaged one fails holding one user's text rather than every item before its error; the file
+    is left at its start for the pass that builds the items."""
+    if path.stat().st_size > SYNTAX_FIRST_BYTES:
+        for _ in rows():
+            pass
+        file.seek(0)
 
 
 def _not_items(start: str) -> str:
