@@ -15,12 +15,16 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from memevo.agents.errors import DamagedFileError
+from memevo.agents.errors import DamagedFileError, UserInputError
+from memevo.environments.data import io as io_module
+from memevo.environments.data.io import load_items
 from memevo.environments.data.json_stream import JSONStreamError, array_elements
 from memevo.environments.full_disk import full_disk
 from memevo.environments.records import PeriodResult
 from memevo.environments.run_files import read_model, read_or_recompute
 from memevo.environments.store import DAMAGED_USERS, RunStore
+
+FIXTURE = Path(__file__).parent / "fixtures" / "amemgym_small.json"
 
 
 class Note(BaseModel):
@@ -170,3 +174,18 @@ def test_an_error_early_in_a_long_file_is_found_without_reading_the_rest() -> No
     with pytest.raises(JSONStreamError, match="line 1 column 11: Expecting ',' delimiter"):
         list(array_elements(text, chunk_chars=1024))
     assert text.tell() <= 2048
+
+
+@pytest.mark.parametrize(("threshold", "built"), [(0, 0), (1 << 30, 2)], ids=["large file", "small file"])
+def test_a_large_data_file_with_a_late_json_error_fails_before_any_item_is_built(
+    threshold: int, built: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    text = json.dumps(rows)[:-1] + ', {"id": "cut'
+    (tmp_path / "data.json").write_text(text, encoding="utf-8")
+    made: list[object] = []
+    monkeypatch.setattr(io_module, "SYNTAX_FIRST_BYTES", threshold)
+    monkeypatch.setattr(io_module.Item, "model_validate", classmethod(lambda cls, row: made.append(row) or row))
+    with pytest.raises(UserInputError, match=r"data\.json: invalid JSON at line 1 column \d+: Unterminated string"):
+        load_items(tmp_path / "data.json")
+    assert len(made) == built  # a small file builds the items before the error; a large one none
