@@ -2,16 +2,21 @@
 "database or disk is full", also when a library wrapped it (SQLAlchemy, MLflow) or a task group gathered it.
 
 The command line turns it into one line with the exact resume command (``resume.resumable``): every file a run
-writes is written atomically, so nothing finished is lost and the resume continues where the disk filled up.
+writes is written atomically, so nothing finished is lost and the resume continues where the disk filled up. The one
+file appended to call by call, the usage ledger, keeps space allocated ahead (``allocate_past_end``), so the counts
+of calls answered while the disk fills up are not lost either.
 """
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 from collections.abc import Iterator
 
 FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_FALLOC_FL_KEEP_SIZE = 1
 SQLITE_FULL = "database or disk is full"
 FULL_TEXTS = (SQLITE_FULL, os.strerror(errno.ENOSPC))
 """How a full disk reads in an error that carries only text (SQLite's, or a child process's error passed on)."""
@@ -43,3 +48,15 @@ def full_disk(error: BaseException) -> str | None:
         if text is not None:
             return f"the disk is full: {text}"
     return None
+
+
+def allocate_past_end(fd: int, offset: int, length: int) -> None:
+    """Allocate disk blocks for ``length`` bytes from ``offset`` without changing the file's size (Linux
+    ``fallocate`` with ``FALLOC_FL_KEEP_SIZE``): later appends there cannot meet a full disk. Raises ``OSError``,
+    with ENOTSUP where the system or file system has no such call."""
+    call = getattr(_LIBC, "fallocate", None)
+    if call is None:
+        raise OSError(errno.ENOTSUP, "fallocate is not available")
+    if call(fd, _FALLOC_FL_KEEP_SIZE, ctypes.c_longlong(offset), ctypes.c_longlong(length)) != 0:
+        number = ctypes.get_errno()
+        raise OSError(number, os.strerror(number))

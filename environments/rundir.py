@@ -26,6 +26,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -37,7 +38,7 @@ import orjson
 from memevo.agents.errors import DamagedFileError, RunFailedError, UserInputError
 from memevo.agents.llm.accounting import Accounting, Counts, RoleUsage, UsageReport
 from memevo.environments.data.models import Item
-from memevo.environments.full_disk import full_disk
+from memevo.environments.full_disk import FULL_ERRNOS, allocate_past_end, full_disk
 from memevo.environments.run_files import damage, delete_and_resume, read_json
 from memevo.environments.store import write_json_atomic
 
@@ -47,6 +48,9 @@ LOCK_FILE = ".lock"
 INPUTS_FILE = "inputs.json"
 LEDGER_FILE = "usage.jsonl"
 KIND_FILE = "run_kind.json"
+LEDGER_RESERVE_BYTES = 64 * 1024
+"""Disk space kept allocated past the ledger's end: room for some 300 counts of calls still answered once the disk
+is full."""
 
 RunKind = Literal["evolution", "ablation", "eval"]
 KIND_COMMANDS: dict[str, str] = {"evolution": "memevo evolve", "ablation": "memevo ablate", "eval": "memevo eval"}
@@ -284,7 +288,8 @@ class UsageLedger(Accounting):
 
     It starts from the ledger's earlier lines, so ``report()`` is the usage of the whole run over all its
     processes. One ``write`` per count in append mode: a ``kill -9`` can lose at most the
-    count in progress at that instant, never a finished result's calls. A torn last line is skipped.
+    count in progress at that instant, never a finished result's calls. A torn last line is skipped. Space for the
+    next counts is kept allocated (``_reserve``), so a disk filling up ends the run without losing a count.
     """
 
     def __init__(self, path: Path) -> None:
@@ -299,11 +304,29 @@ class UsageLedger(Accounting):
         # Opened once (a count is on the hot path of every call); closed by ``close`` or when collected.
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._closer = weakref.finalize(self, os.close, self._fd)
+        self._end = os.fstat(self._fd).st_size
+        self._reserved_to = 0
+        self._reserve()
 
     def _add(self, role: str, counts: Counts) -> None:
         super()._add(role, counts)
         # orjson: json.dumps cost ~9 us of this per-call line, orjson ~1 us (the same JSON, without spaces).
-        os.write(self._fd, orjson.dumps({"role": role, **counts}, option=orjson.OPT_APPEND_NEWLINE))
+        self._end += os.write(self._fd, orjson.dumps({"role": role, **counts}, option=orjson.OPT_APPEND_NEWLINE))
+        if self._reserved_to - self._end < LEDGER_RESERVE_BYTES // 2:
+            self._reserve()
+
+    def _reserve(self) -> None:
+        """Keep ``LEDGER_RESERVE_BYTES`` allocated past the ledger's end. When the disk is too full for that, the
+        count just made is on disk already and the run ends on the full disk here, while the calls still answered
+        meanwhile have the rest of the reserve for their counts."""
+        try:
+            allocate_past_end(self._fd, self._end, LEDGER_RESERVE_BYTES)
+        except OSError as error:
+            if error.errno in FULL_ERRNOS:
+                raise
+            self._reserved_to = sys.maxsize  # a file system without fallocate: counts are written unreserved
+            return
+        self._reserved_to = self._end + LEDGER_RESERVE_BYTES
 
     def close(self) -> None:
         """Close the ledger file; later counts would fail, so a run closes it when it stops counting."""

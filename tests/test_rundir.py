@@ -28,6 +28,7 @@ from memevo.environments.rundir import (
     changed_fields,
     check_inputs,
     claim_run_folder,
+    read_ledger,
 )
 from tests.doubles.fault_server import FaultServer
 
@@ -222,3 +223,20 @@ def test_usage_ledger_carries_every_count_across_processes(tmp_path: Path) -> No
     assert usage.dollars == pytest.approx(first.report().by_role["agent"].dollars)
     assert UsageLedger(tmp_path / LEDGER_FILE).report().by_role["agent"] == usage.model_copy()
     assert isinstance(usage, RoleUsage)
+
+
+def test_a_ledger_meeting_a_full_disk_keeps_the_count_it_made_and_then_stops_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(fd: int, offset: int, length: int) -> None:  # TEST DOUBLE: no space left to reserve
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    ledger = UsageLedger(tmp_path / LEDGER_FILE)
+    assert os.stat(tmp_path / LEDGER_FILE).st_blocks * 512 >= rundir.LEDGER_RESERVE_BYTES  # reserved, size still 0
+    assert os.stat(tmp_path / LEDGER_FILE).st_size == 0
+    monkeypatch.setattr(rundir, "allocate_past_end", full)
+    monkeypatch.setattr(rundir, "LEDGER_RESERVE_BYTES", 1 << 40)  # the next count reserves again
+    with pytest.raises(OSError) as failed:
+        ledger.record_call("agent", model="m", prompt_tokens=3, completion_tokens=1, wall_s=0.1, cached=False)
+    assert failed.value.errno == errno.ENOSPC
+    assert read_ledger(tmp_path / LEDGER_FILE).by_role["agent"].calls == 1  # the count is on disk
