@@ -12,6 +12,7 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, Field
 
+from memevo.agents.errors import DamagedFileError
 from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.accounting import UsageReport
 from memevo.environments.metrics import Scores, UserScores
@@ -114,6 +115,21 @@ REMEDIES: dict[type[BaseModel], str] = {
 SUMMARY_REMEDY = delete_and_resume("it", "its candidate is evaluated again; once its generation has an outcome.json "
                                    "nothing evaluates it again, so restore it then")
 """A candidate's summary (``evals/<candidate>/<label>.json``): a resume recomputes it only while its generation runs."""
+
+
+def rewritten_by_resume(run_dir: Path) -> str:
+    """What to do about a damaged record that a resume writes again (the config, an outcome, the result), for readers
+    outside a run such as ``memevo report``."""
+    return f"resume the run to write it again: memevo evolve CONFIG --run-dir {run_dir} --resume"
+
+
+def read_written(path: Path, model: type[Record], run_dir: Path) -> Record:
+    """A record of ``run_dir`` read outside its run (``memevo report``): a damaged or vanished one ends the command
+    naming it and the resume that writes it again."""
+    record = read_model(path, model, remedy=rewritten_by_resume(run_dir))
+    if record is None:
+        raise DamagedFileError("missing", source=str(path), remedy=rewritten_by_resume(run_dir))
+    return record
 
 
 def read_record(path: Path, model: type[Record]) -> Record | None:

@@ -9,6 +9,8 @@ and the resume command; doing what it says then finishes the run as before.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -130,3 +132,22 @@ def test_a_damaged_period_record_of_an_evaluated_candidate_names_the_folder_and_
     code, output = _resume(endpoint, finished)
     assert code == 0, output[-3000:]
     assert _state(out, "evolve") == finished["state"]
+
+
+@pytest.mark.parametrize("name", ["result.json", "generations/gen_001/outcome.json", "config.json"])
+def test_a_report_on_a_damaged_record_names_it_and_the_resume_that_writes_it_again(
+    name: str, finished: dict[str, Any]
+) -> None:
+    out = finished["out"]
+    path = out / name
+    intact = path.read_bytes()
+    _cut(path)
+    try:
+        report = subprocess.run([sys.executable, "-m", "memevo.evolve.cli", "report", str(out)], capture_output=True,
+                                text=True, check=False)
+    finally:
+        path.write_bytes(intact)
+    assert report.returncode == 2 and "Traceback" not in report.stderr, report.stderr
+    (line,) = report.stderr.strip().splitlines()
+    assert line.startswith(f"memevo: error: {path}: damaged: invalid JSON ("), line
+    assert line.endswith(f"; resume the run to write it again: memevo evolve CONFIG --run-dir {out} --resume"), line
