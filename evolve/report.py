@@ -7,13 +7,13 @@ It never builds an LLM client, so it is free and works offline.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.registry import agent_spec
 from memevo.environments.metrics import Scores, UserScores
+from memevo.environments.run_files import read_json
 from memevo.environments.rundir import LEDGER_FILE, read_ledger
 from memevo.environments.score_text import MEMORY_SCORE_SCALE, failure_cell
 from memevo.evolve.ablation import MANIFEST_FILE, load_manifest, render_ablation
@@ -23,6 +23,7 @@ from memevo.evolve.explain import dollars_text
 from memevo.evolve.generation_plot import plot_score_per_generation
 from memevo.evolve.headline import objective_label
 from memevo.evolve.loop import EvolutionResult, GenerationOutcome
+from memevo.evolve.records import read_written, rewritten_by_resume
 from memevo.evolve.stats import Interval, fmt, fmt_p, na, paired_test
 from memevo.evolve.tracking.payloads import HYPERPARAMETERS, candidate_diff, generation_points, resolved_prompts
 
@@ -64,7 +65,7 @@ def _ablation_report(run_dir: Path) -> str:
 
 def _history(run_dir: Path) -> list[GenerationOutcome]:
     paths = sorted((run_dir / "generations").glob("gen_*/outcome.json"))
-    return [GenerationOutcome.model_validate_json(path.read_text(encoding="utf-8")) for path in paths]
+    return [read_written(path, GenerationOutcome, run_dir) for path in paths]
 
 
 def _history_table(history: list[GenerationOutcome], objective: str) -> list[str]:
@@ -225,7 +226,7 @@ def _cross_lines(run_dir: Path) -> list[str]:
 def evolution_report(run_dir: Path) -> str:
     """History, seed vs best on the test users (with a paired test), the best candidate, spend; writes plots
     to ``report/``."""
-    config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+    config = read_json(run_dir / "config.json", remedy=rewritten_by_resume(run_dir))
     history = _history(run_dir)
     environment = config.get("environment", "amemgym")
     lines = [f"# Evolution: {config.get('name', run_dir.name)} ({config.get('protocol', 'outer_loop')}, "
@@ -239,7 +240,7 @@ def evolution_report(run_dir: Path) -> str:
         if ledger.exists():
             lines += ["", *_spend_lines(read_ledger(ledger))]
         return "\n".join(lines) + "\n"
-    result = EvolutionResult.model_validate_json(result_path.read_text(encoding="utf-8"))
+    result = read_written(result_path, EvolutionResult, run_dir)
     best_label = "evolving (per user)" if result.protocol == "amemgym_period" else f"best {result.best.id[:8]}"
     lines += [
         f"Stopped: {result.stop_reason}",
