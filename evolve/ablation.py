@@ -272,6 +272,39 @@ def _attach(client: MlflowClient, parent_id: str, record: ArmSeedRecord) -> None
         client.set_tag(parent_id, f"evolution_run.{record.arm}.seed-{record.seed}", record.evolution_run_id)
 
 
+def start_ablation(config: AblationConfig, run_dir: Path, resume: bool) -> tuple[AblationManifest, MlflowClient, str]:
+    """The manifest, the MLflow client on its store and the parent run's id, made or found."""
+    manifest = _prepare(config, run_dir, resume)
+    client = MlflowClient(tracking_uri=manifest.tracking_uri)
+    return manifest, client, _parent_run(client, manifest, run_dir)
+
+
+def run_unit(arm: str, seed: int, evolve_config: EvolveConfig, *, manifest: AblationManifest, run_dir: Path,
+             hub: runtime.Hub, client: MlflowClient, parent_id: str, progress: Callable[[str], None]) -> None:
+    """Run, resume or skip one (arm, seed) evolution and nest its run under the parent."""
+    finished = load_arm_record(run_dir, arm, seed)
+    if finished is not None:
+        progress(f"[{arm} seed {seed}] finished earlier: skipped")
+        _attach(client, parent_id, finished)  # a kill may have come before its tags
+        return
+    folder = arm_seed_dir(run_dir, arm, seed)
+    started = folder.exists() and any(folder.iterdir())
+    progress(f"[{arm} seed {seed}] {'resuming' if started else 'running'} evolution in {folder}")
+    arm_config = _with_tracking(evolve_config, manifest)
+    result = run_evolution(arm_config, run_dir=folder, hub=hub, resume=started)
+    record = record_from_result(result, arm, seed, arm_config, folder)
+    save_arm_record(record, run_dir)
+    _attach(client, parent_id, record)
+
+
+def finish_ablation(client: MlflowClient, parent_id: str, manifest: AblationManifest, run_dir: Path) -> AblationOutcome:
+    """Summarize every (arm, seed), render, log to the parent run and close it."""
+    outcome = render_ablation(run_dir, manifest)
+    _log_summary(client, parent_id, manifest, run_dir, outcome.summary, outcome.outputs)
+    client.set_terminated(parent_id, status="FINISHED")
+    return outcome
+
+
 def run_ablation(
     config: AblationConfig,
     *,
@@ -282,31 +315,15 @@ def run_ablation(
 ) -> AblationOutcome:
     """Run (or finish) every (arm, seed), then summarize, render and log to one MLflow parent run."""
     resolved = resolve_all(config)
-    manifest = _prepare(config, run_dir, resume)
-    client = MlflowClient(tracking_uri=manifest.tracking_uri)
-    parent_id = _parent_run(client, manifest, run_dir)
+    manifest, client, parent_id = start_ablation(config, run_dir, resume)
     try:
         for (arm, seed), evolve_config in resolved.items():
-            finished = load_arm_record(run_dir, arm, seed)
-            if finished is not None:
-                progress(f"[{arm} seed {seed}] finished earlier: skipped")
-                _attach(client, parent_id, finished)  # a kill may have come before its tags
-                continue
-            folder = arm_seed_dir(run_dir, arm, seed)
-            started = folder.exists() and any(folder.iterdir())
-            progress(f"[{arm} seed {seed}] {'resuming' if started else 'running'} evolution in {folder}")
-            arm_config = _with_tracking(evolve_config, manifest)
-            result = run_evolution(arm_config, run_dir=folder, hub=hub, resume=started)
-            record = record_from_result(result, arm, seed, arm_config, folder)
-            save_arm_record(record, run_dir)
-            _attach(client, parent_id, record)
-        outcome = render_ablation(run_dir, manifest)
-        _log_summary(client, parent_id, manifest, run_dir, outcome.summary, outcome.outputs)
+            run_unit(arm, seed, evolve_config, manifest=manifest, run_dir=run_dir, hub=hub, client=client,
+                     parent_id=parent_id, progress=progress)
+        return finish_ablation(client, parent_id, manifest, run_dir)
     except BaseException:
         client.set_terminated(parent_id, status="FAILED")
         raise
-    client.set_terminated(parent_id, status="FINISHED")
-    return outcome
 
 
 def render_ablation(run_dir: Path, manifest: AblationManifest | None = None) -> AblationOutcome:
