@@ -24,6 +24,12 @@ def ablate_command(
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted ablation in --run-dir.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the LLM response cache.")] = False,
     concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help=CONCURRENCY_HELP)] = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Worker processes to run on this machine; they "
+                                         "share the run folder and claim (arm, seed) evolutions.")] = 1,
+    store: Annotated[str | None, typer.Option("--store", help="Database URL where workers claim their work (e.g. "
+                                              "postgresql+psycopg://host/memevo): start workers on other machines "
+                                              "with the same URL and --run-dir. Default with --workers: an SQLite "
+                                              "file in the run folder.")] = None,
 ) -> None:
     """Run every arm over every seed on the same users; print per-arm intervals and paired tests."""
     from memevo.agents.llm.hub import LLMHub  # heavy imports only when the command runs
@@ -37,10 +43,42 @@ def ablate_command(
     folder = run_dir or Path("runs") / ablation.name
     check_ablation_stores(ablation, folder)
     show_progress()
+    if workers > 1 or store:
+        _ablate_as_worker(ctx, ablation, config, folder, workers, store, no_cache, concurrency)
+        return
     with (claim_run_folder(folder, flag="--run-dir", kind="ablation"), resumable(ctx),
           LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub):
         open_tracking_store(ablation.tracking_uri or default_tracking_uri(folder))  # a new store: created once
         outcome = run_ablation(ablation, run_dir=folder, hub=hub, resume=resume, progress=typer.echo)
+    typer.echo(outcome.outputs["markdown"].read_text(encoding="utf-8"))
+    typer.echo(f"Tables and plots: {folder}")
+    typer.echo(f"MLflow: {mlflow_ui_command(folder)}")
+
+
+def _ablate_as_worker(ctx: typer.Context, ablation: "AblationConfig", config: Path, folder: Path, workers: int,
+                      store: str | None, no_cache: bool, concurrency: int | None) -> None:
+    """One worker on the shared claim store, and ``workers - 1`` more started beside it."""
+    from memevo.agents.llm.hub import LLMHub
+    from memevo.evolve.ablation import render_ablation
+    from memevo.evolve.report import mlflow_ui_command
+    from memevo.evolve.tracking.store import default_tracking_uri
+    from memevo.evolve.tracking.stores import check_database_url, open_tracking_store
+    from memevo.evolve.workers.ablation_worker import WorkerSettings, run_ablation_worker
+    from memevo.evolve.workers.launch import sibling_workers, worker_store
+
+    url = worker_store(store, folder)
+    check_database_url(url, source="command line", field="--store")
+    extra = [*(["--no-cache"] if no_cache else []), *([f"--concurrency={concurrency}"] if concurrency else [])]
+    with (sibling_workers(workers - 1, config, folder, url, extra), resumable(ctx),
+          LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub):
+        open_tracking_store(ablation.tracking_uri or default_tracking_uri(folder))
+        outcome = run_ablation_worker(ablation, run_dir=folder, hub=hub, settings=WorkerSettings(store=url),
+                                      progress=typer.echo)
+    if outcome is None and workers > 1:  # a sibling wrote the summary; all of them have finished
+        outcome = render_ablation(folder)
+    if outcome is None:
+        typer.echo(f"Another worker writes the summary: memevo report {folder}")
+        return
     typer.echo(outcome.outputs["markdown"].read_text(encoding="utf-8"))
     typer.echo(f"Tables and plots: {folder}")
     typer.echo(f"MLflow: {mlflow_ui_command(folder)}")

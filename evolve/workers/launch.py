@@ -1,0 +1,40 @@
+"""``memevo ablate --workers N`` on one machine: this process is one worker and starts N-1 more of itself."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+WORKER_STORE_FILE = "workers.db"
+"""The claim store of workers on one machine when no ``--store`` is given: an SQLite file in the run folder."""
+
+
+def worker_store(store: str | None, folder: Path) -> str:
+    if store:
+        return store
+    folder.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{(folder / WORKER_STORE_FILE).resolve()}"
+
+
+@contextmanager
+def sibling_workers(count: int, config: Path, folder: Path, store: str, extra: list[str]) -> Iterator[None]:
+    """Start ``count`` more ``memevo ablate`` workers on ``store``; on leaving, wait for them and fail when one
+    failed (a worker stopped by an error leaves its unit to the others and to a resume)."""
+    command = [sys.executable, "-m", "memevo.evolve.cli", "ablate", str(config), "--run-dir", str(folder),
+               "--store", store, *extra]
+    siblings = [subprocess.Popen(command) for _ in range(count)]
+    try:
+        yield
+    except BaseException:
+        for sibling in siblings:
+            sibling.terminate()
+        raise
+    finally:
+        codes = [sibling.wait() for sibling in siblings]
+    failed = [code for code in codes if code != 0]
+    if failed:
+        raise SystemExit(f"memevo: {len(failed)} of {count} other worker(s) failed (exit {failed[0]}); "
+                         "rerun the same command to finish the ablation")
