@@ -1,0 +1,93 @@
+"""Claims, heartbeats, take-over and the shared rate limit on an SQLite store (no server needed)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from memevo.agents.errors import UserInputError
+from memevo.agents.llm.limiter import shared_rate_from_env
+from memevo.agents.llm.rate_bucket import RateLimits, SharedRateBucket
+from memevo.evolve.workers.claims import DONE, RUNNING, ClaimStore
+
+
+def test_two_workers_never_claim_one_unit_and_take_a_silent_ones_over(tmp_path: Path) -> None:
+    store = ClaimStore(f"sqlite:///{tmp_path / 'claims.db'}")
+    store.register("job", ["a", "b", "c"])
+    store.register("job", ["a", "b", "c"])  # a second worker registers the same units: nothing doubles
+    assert store.claim("job", "w1", grace_s=60) == "a"
+    assert store.claim("job", "w2", grace_s=60) == "b"
+    store.finish("job", "b", "w2")
+    assert store.claim("job", "w2", grace_s=60) == "c"
+    assert store.claim("job", "w3", grace_s=60) is None  # a and c are held by live workers
+    time.sleep(1.2)
+    assert store.beat("job", "c", "w2")
+    assert store.claim("job", "w3", grace_s=1.0) == "a"  # w1 went silent past the grace period
+    assert not store.beat("job", "a", "w1")  # w1 learns it lost the unit
+    store.finish("job", "a", "w1")  # and its late finish changes nothing
+    assert store.states("job") == {"a": RUNNING, "b": DONE, "c": RUNNING}
+    assert store.claim_counts("job") == {"a": 2, "b": 1, "c": 1}
+
+
+def test_concurrent_claims_hand_each_unit_to_one_worker(tmp_path: Path) -> None:
+    store = ClaimStore(f"sqlite:///{tmp_path / 'claims.db'}")
+    units = [f"u{number}" for number in range(20)]
+    store.register("job", units)
+    won: list[str] = []
+
+    def worker(name: str) -> None:
+        mine = ClaimStore(f"sqlite:///{tmp_path / 'claims.db'}")
+        while (unit := mine.claim("job", name, grace_s=60)) is not None:
+            won.append(unit)
+            mine.finish("job", unit, name)
+
+    threads = [threading.Thread(target=worker, args=(f"w{number}",)) for number in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(won) == sorted(units)
+
+
+def test_a_shared_bucket_holds_the_request_rate_across_workers(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'rate.db'}"
+    limits = RateLimits(requests_per_minute=600)  # 10 a second, at most one second's worth at once
+    granted: list[float] = []
+
+    def worker() -> None:
+        bucket = SharedRateBucket(url, "key", limits)
+        end = time.monotonic() + 2.0
+        while time.monotonic() < end:
+            wait = bucket.try_take(1)
+            if wait == 0:
+                granted.append(time.monotonic())
+            else:
+                time.sleep(wait)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert 20 <= len(granted) <= 10 + 10 * 2 + 1  # the burst plus two seconds of refill, not 4 workers' worth
+
+
+def test_tokens_taken_as_an_estimate_are_settled_with_the_count(tmp_path: Path) -> None:
+    bucket = SharedRateBucket(f"sqlite:///{tmp_path / 'rate.db'}", "key", RateLimits(tokens_per_minute=6000))
+    assert bucket.try_take(50) == 0.0
+    bucket.settle(150)  # the endpoint counted 200
+    _, tokens = bucket.levels()
+    assert -100 - 1 < tokens < -100 + 5  # one second's capacity (100) less the 200 counted, plus a little refill
+    assert bucket.try_take(1) > 0  # in debt: the next request waits
+
+
+def test_rate_limits_come_from_the_environment(tmp_path: Path) -> None:
+    assert shared_rate_from_env("http://x/v1", tmp_path, {}) is None
+    bucket = shared_rate_from_env("http://x/v1", tmp_path, {"MEMEVO_REQUESTS_PER_MINUTE": "120",
+                                                             "MEMEVO_RATE_KEY": "team-key"})
+    assert bucket is not None and bucket.name == "team-key" and (tmp_path / "rate-limits.db").exists()
+    with pytest.raises(UserInputError, match="MEMEVO_TOKENS_PER_MINUTE"):
+        shared_rate_from_env("http://x/v1", tmp_path, {"MEMEVO_TOKENS_PER_MINUTE": "lots"})
