@@ -72,7 +72,8 @@ def test_a_shared_bucket_holds_the_request_rate_across_workers(tmp_path: Path) -
         thread.start()
     for thread in threads:
         thread.join()
-    assert 20 <= len(granted) <= 10 + 10 * 2 + 1  # the burst plus two seconds of refill, not 4 workers' worth
+    span = max(granted) - min(granted)
+    assert span > 1.5 and len(granted) <= 10 + 10 * span + 1  # the burst plus the refill, not 4 workers' worth
 
 
 def test_tokens_taken_as_an_estimate_are_settled_with_the_count(tmp_path: Path) -> None:
