@@ -1,0 +1,151 @@
+"""Ablation workers on a real PostgreSQL and a real MLflow server, against the fault-injecting test endpoint.
+
+The services are started by the project's own ``memevo.evolve.workers.services`` (``.ci/services.sh`` installs
+PostgreSQL and psycopg). Two workers must give the same scores as one process, with each evolution's MLflow run
+logged once under the ablation's run; a worker killed mid-unit must see that unit finished once by the other.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from memevo.environments.data.io import save_items
+from memevo.evolve.ablation_records import find_arm_records
+from memevo.evolve.workers.services import MlflowServer, PostgresCluster, postgres_bin
+from tests.doubles.category_backend import CategoryBackend, category_world
+from tests.doubles.fault_server import FaultServer
+
+pytestmark = [
+    pytest.mark.skipif(postgres_bin() is None, reason="PostgreSQL server binaries (initdb, pg_ctl) are not "
+                       "installed: run .ci/services.sh"),
+    pytest.mark.timeout(900),
+]
+psycopg = pytest.importorskip("psycopg", reason="the psycopg driver is not installed: run .ci/services.sh")
+
+
+
+def world() -> list:
+    """The test users every run in this module shares."""
+    return category_world(n_users=6, n_periods=2)
+
+
+@pytest.fixture(scope="module")
+def services(tmp_path_factory: pytest.TempPathFactory):
+    with PostgresCluster() as cluster, \
+            MlflowServer(cluster.url("mlflow"), tmp_path_factory.mktemp("mlflow") / "artifacts") as server:
+        yield cluster, server
+
+
+def _env(folder: Path) -> dict[str, str]:
+    return {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1", "OPENAI_API_KEY": "test",
+            "MEMEVO_CACHE_DIR": str(folder / "cache")}
+
+
+def write_ablation(folder: Path, endpoint: str, tracking_uri: str, name: str) -> Path:
+    """A two-arm, two-seed ablation whose every call goes to ``endpoint``; returns its file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    save_items(world(), folder / "data.json")
+    llm = {"model": "category-double", "base_url": endpoint, "max_retries": 2}
+    (folder / "base.yaml").write_text(yaml.safe_dump({
+        "name": "tiny", "data": {"path": "data.json"},
+        "seed": {"policy": {"kind": "awi", "llm": llm, "prompts": {"memory_types": "- commute"}}},
+        "components": ["memory_types"], "feedback": {"mode": "complete"},
+        "split": {"train": 2, "val": 2, "test": 2}, "budget": {"generations": 1, "candidates": 1},
+        "episode": {"user_concurrency": 2, "rounds_init": 1, "rounds_update": 1}, "llm": {"proposer": llm},
+        "tracking": {"register_prompts": False}}), encoding="utf-8")
+    path = folder / "ablation.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": name, "base": "base.yaml", "seeds": [0, 1], "tracking_uri": tracking_uri,
+        "arms": [{"name": "no-evolution", "overrides": {"budget": {"generations": 0}, "feedback": {"mode": "none"}}},
+                 {"name": "complete", "overrides": {"feedback": {"mode": "complete"}}}]}), encoding="utf-8")
+    return path
+
+
+def scores(run_dir: Path) -> dict[tuple[str, int], list[tuple[str, float, float]]]:
+    return {(record.arm, record.seed): [(unit.user_id, unit.memory, unit.overall) for unit in record.units]
+            for record in find_arm_records(run_dir)}
+
+
+def ablate(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "memevo.evolve.cli", "ablate", "ablation.yaml", *args],
+                          cwd=folder, env=_env(folder), capture_output=True, text=True, timeout=600)
+
+
+def evolution_runs(tracking_uri: str, experiment: str) -> tuple[str, list[str]]:
+    """The ablation parent run's status and the names of the evolution runs nested under it."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    found = client.get_experiment_by_name(experiment)
+    assert found is not None
+    parents = client.search_runs([found.experiment_id], "tags.`memevo.kind` = 'ablation'")
+    assert len(parents) == 1
+    parent = parents[0]
+    children = client.search_runs([found.experiment_id], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
+    return parent.info.status, sorted(run.info.run_name for run in children)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory):
+    """One process, its own SQLite store: the scores every many-worker run must reproduce."""
+    folder = tmp_path_factory.mktemp("single")
+    backend = CategoryBackend(world())
+    with FaultServer(backend.http_reply) as server:
+        write_ablation(folder, server.url, f"sqlite:///{folder / 'mlflow.db'}", "single")
+        done = ablate(folder, "--run-dir", "run")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return scores(folder / "run")
+
+
+def test_two_workers_on_postgres_equal_one_process(tmp_path: Path, services, reference) -> None:
+    cluster, mlflow_server = services
+    backend = CategoryBackend(world())
+    with FaultServer(backend.http_reply) as server:
+        write_ablation(tmp_path, server.url, mlflow_server.url, "two-workers")
+        done = ablate(tmp_path, "--run-dir", "run", "--workers", "2", "--store", cluster.url())
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    assert scores(tmp_path / "run") == reference
+    status, names = evolution_runs(mlflow_server.url, "two-workers")
+    assert status == "FINISHED" and len(names) == 4 and len(set(names)) == 4  # each (arm, seed) once
+    with psycopg.connect(cluster.url().replace("postgresql+psycopg", "postgresql")) as db:
+        claims = db.execute("SELECT unit, claims, state FROM memevo_work_units WHERE job LIKE "
+                            "'ablation/two-workers/%'").fetchall()
+    assert len(claims) == 6 and all(count == 1 and state == "done" for _, count, state in claims)
+
+
+def test_a_worker_killed_mid_unit_has_its_unit_finished_once_by_another(tmp_path: Path, services, reference) -> None:
+    cluster, mlflow_server = services
+    backend = CategoryBackend(world())
+    command = [sys.executable, "-m", "tests.doubles.ablation_worker_process", str(tmp_path / "ablation.yaml"),
+               str(tmp_path / "run"), cluster.url(), "{name}", "3"]
+    root = Path(__file__).resolve().parents[1]
+    env = {**_env(tmp_path), "PYTHONPATH": str(root)}
+    with FaultServer(backend.http_reply, latency_s=0.05) as server:
+        write_ablation(tmp_path, server.url, mlflow_server.url, "killed-worker")
+        doomed = subprocess.Popen([part.format(name="doomed") for part in command], env=env, cwd=tmp_path,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + 300
+        while len(server.requests) < 20 and doomed.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert doomed.poll() is None, doomed.communicate()[0][-3000:]
+        doomed.send_signal(signal.SIGKILL)  # no clean-up: its unit stays claimed until its heartbeat goes stale
+        doomed.wait()
+        heir = subprocess.run([part.format(name="heir") for part in command], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=600)
+    assert heir.returncode == 0, heir.stderr[-3000:]
+    assert scores(tmp_path / "run") == reference
+    status, names = evolution_runs(mlflow_server.url, "killed-worker")
+    assert status == "FINISHED" and len(names) == 4 and len(set(names)) == 4
+    with psycopg.connect(cluster.url().replace("postgresql+psycopg", "postgresql")) as db:
+        claims = dict(db.execute("SELECT unit, claims FROM memevo_work_units WHERE unit LIKE '%seed-%' AND job LIKE "
+                                 "'ablation/killed-worker/%'").fetchall())
+    assert sorted(claims.values()) == [1, 1, 1, 2]  # the killed worker's unit, claimed again by the heir
