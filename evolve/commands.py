@@ -110,6 +110,9 @@ def ui_command(
 ) -> None:
     """Open the MLflow UI on the store an evolution or ablation used (exit 1 if it cannot serve)."""
     uri, experiment = _store(run_dir, tracking_uri)
+    if uri.startswith(("http://", "https://")):  # a tracking server (many workers): it serves the UI itself
+        typer.echo(f"MLflow UI: {uri}" + (f" (experiment {experiment!r})" if experiment else ""))
+        return
     _check_port_free(port)
     from memevo.evolve.ui_server import serve
 

@@ -120,6 +120,9 @@ def test_two_workers_on_postgres_equal_one_process(tmp_path: Path, services, ref
         claims = db.execute("SELECT unit, claims, state FROM memevo_work_units WHERE job LIKE "
                             "'ablation/two-workers/%'").fetchall()
     assert len(claims) == 6 and all(count == 1 and state == "done" for _, count, state in claims)
+    ui = subprocess.run([sys.executable, "-m", "memevo.evolve.cli", "ui", "--run-dir", "run"], cwd=tmp_path,
+                        env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+    assert ui.returncode == 0 and f"MLflow UI: {mlflow_server.url}" in ui.stdout, ui.stderr
 
 
 def test_a_worker_killed_mid_unit_has_its_unit_finished_once_by_another(tmp_path: Path, services, reference) -> None:
