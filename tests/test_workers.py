@@ -85,6 +85,14 @@ def test_tokens_taken_as_an_estimate_are_settled_with_the_count(tmp_path: Path) 
     assert bucket.try_take(1) > 0  # in debt: the next request waits
 
 
+def test_token_estimates_read_encoded_bodies() -> None:
+    from memevo.agents.llm.limiter import estimate_tokens
+
+    assert estimate_tokens(b"x" * 400) == 100
+    assert estimate_tokens([b"x" * 200, b"y" * 200]) == 100
+    assert estimate_tokens({"messages": [{"content": "x" * 400}]}) > 100
+
+
 def test_rate_limits_come_from_the_environment(tmp_path: Path) -> None:
     assert shared_rate_from_env("http://x/v1", tmp_path, {}) is None
     bucket = shared_rate_from_env("http://x/v1", tmp_path, {"MEMEVO_REQUESTS_PER_MINUTE": "120",

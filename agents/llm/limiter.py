@@ -19,7 +19,7 @@ import itertools
 import json
 import os
 import threading
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -139,8 +139,15 @@ class RateTicket:
 
 
 def estimate_tokens(payload: Any) -> int:
-    """A request's prompt tokens before the endpoint counts them: its JSON body at ~4 characters a token."""
-    return max(1, len(json.dumps(payload)) // CHARS_PER_TOKEN)
+    """A request's prompt tokens before the endpoint counts them: its JSON body (encoded already, as bytes or
+    parts of bytes, or a mapping) at ~4 characters a token."""
+    if isinstance(payload, bytes):
+        size = len(payload)
+    elif isinstance(payload, Sequence) and all(isinstance(part, bytes) for part in payload):
+        size = sum(len(part) for part in payload)
+    else:
+        size = len(json.dumps(payload, default=str))
+    return max(1, size // CHARS_PER_TOKEN)
 
 
 def shared_rate_from_env(endpoint: str, cache_dir: Path, environ: Mapping[str, str] = os.environ) -> SharedRateBucket | None:
