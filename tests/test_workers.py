@@ -100,3 +100,27 @@ def test_rate_limits_come_from_the_environment(tmp_path: Path) -> None:
     assert bucket is not None and bucket.name == "team-key" and (tmp_path / "rate-limits.db").exists()
     with pytest.raises(UserInputError, match="MEMEVO_TOKENS_PER_MINUTE"):
         shared_rate_from_env("http://x/v1", tmp_path, {"MEMEVO_TOKENS_PER_MINUTE": "lots"})
+
+
+def test_the_gateway_holds_the_shared_rate(tmp_path: Path, monkeypatch) -> None:
+    import asyncio
+
+    from memevo.agents.llm.config import LLMConfig
+    from memevo.agents.llm.hub import LLMHub
+    from tests.doubles.fault_server import FaultServer
+
+    monkeypatch.setenv("MEMEVO_REQUESTS_PER_MINUTE", "600")  # 10 a second, a burst of 10
+    monkeypatch.setenv("MEMEVO_TOKENS_PER_MINUTE", "600000")  # not binding: its estimate and settling must pass
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+
+    async def burst(hub: LLMHub, url: str) -> float:
+        gateway = hub.client(LLMConfig(model="fault-server", base_url=url, max_concurrency=8, max_retries=0))
+        started = time.monotonic()
+        await asyncio.gather(*(gateway.chat([{"role": "user", "content": f"q{n}"}], role="agent") for n in range(25)))
+        return time.monotonic() - started
+
+    with FaultServer() as server, LLMHub(cache_dir=tmp_path, use_cache=False) as hub:
+        elapsed = asyncio.run(burst(hub, server.url))
+        bucket = hub.client(LLMConfig(model="fault-server", base_url=server.url, max_concurrency=8)).limit.rate
+    assert len(server.requests) == 25 and elapsed > 1.3  # 10 at once, then 15 at 10 a second
+    assert bucket is not None and bucket.name == server.url and (tmp_path / "rate-limits.db").exists()
