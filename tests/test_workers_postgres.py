@@ -74,9 +74,9 @@ def scores(run_dir: Path) -> dict[tuple[str, int], list[tuple[str, float, float]
             for record in find_arm_records(run_dir)}
 
 
-def ablate(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def ablate(folder: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "memevo.evolve.cli", "ablate", "ablation.yaml", *args],
-                          cwd=folder, env=_env(folder), capture_output=True, text=True, timeout=600)
+                          cwd=folder, env={**_env(folder), **(env or {})}, capture_output=True, text=True, timeout=600)
 
 
 def evolution_runs(tracking_uri: str, experiment: str) -> tuple[str, list[str]]:
@@ -110,7 +110,8 @@ def test_two_workers_on_postgres_equal_one_process(tmp_path: Path, services, ref
     backend = CategoryBackend(world())
     with FaultServer(backend.http_reply) as server:
         write_ablation(tmp_path, server.url, mlflow_server.url, "two-workers")
-        done = ablate(tmp_path, "--run-dir", "run", "--workers", "2", "--store", cluster.url())
+        limit = {"MEMEVO_REQUESTS_PER_MINUTE": "6000", "MEMEVO_RATE_STORE": cluster.url()}  # one bucket for both
+        done = ablate(tmp_path, "--run-dir", "run", "--workers", "2", "--store", cluster.url(), env=limit)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr
     assert scores(tmp_path / "run") == reference
@@ -119,7 +120,9 @@ def test_two_workers_on_postgres_equal_one_process(tmp_path: Path, services, ref
     with psycopg.connect(cluster.url().replace("postgresql+psycopg", "postgresql")) as db:
         claims = db.execute("SELECT unit, claims, state FROM memevo_work_units WHERE job LIKE "
                             "'ablation/two-workers/%'").fetchall()
+        buckets = [row[0] for row in db.execute("SELECT name FROM memevo_rate_buckets")]
     assert len(claims) == 6 and all(count == 1 and state == "done" for _, count, state in claims)
+    assert server.url in buckets  # the workers' gateways took from the shared bucket in PostgreSQL
     ui = subprocess.run([sys.executable, "-m", "memevo.evolve.cli", "ui", "--run-dir", "run"], cwd=tmp_path,
                         env=_env(tmp_path), capture_output=True, text=True, timeout=120)
     assert ui.returncode == 0 and f"MLflow UI: {mlflow_server.url}" in ui.stdout, ui.stderr
