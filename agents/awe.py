@@ -124,7 +124,10 @@ class AWEAgent(ExternalMemoryAgent):
             return
         if decision.action == "add":
             self.store.add(decision.text or fact, at)
-        elif decision.action == "update":
-            self.store.update(similar[decision.target].id, decision.text or fact, at)
+            return
+        target = decision.target
+        assert target is not None, "the parser gives update and delete a target"
+        if decision.action == "update":
+            self.store.update(similar[target].id, decision.text or fact, at)
         else:
-            self.store.delete(similar[decision.target].id, at)
+            self.store.delete(similar[target].id, at)

@@ -40,7 +40,8 @@ class MemoryPolicy(LazyModel):
     amemgym_compat: bool = Field(
         False, description="Reproduce the reference's behaviour where it differs (e.g. whole-prompt retrieval query)."
     )
-    llm: LLMConfig = Field(default_factory=LLMConfig, description="The agent's model and endpoint.")
+    llm: LLMConfig = Field(default_factory=lambda: LLMConfig.model_validate({}),
+                           description="The agent's model and endpoint.")
 
     def canonical_json(self) -> str:
         """Key-sorted JSON: the form that is hashed and stored."""

@@ -25,13 +25,16 @@ AgentClass = type[MemoryAgent]
 
 
 def register_agent(kind: str) -> Callable[[AgentClass], AgentClass]:
-    """Class decorator: make ``cls`` the agent for ``kind`` (its ``spec.kind`` must say the same)."""
+    """Class decorator: make ``cls`` the agent for ``kind`` (its ``spec.kind`` must say the same); a class of the
+    same module and name replaces the one registered (the same class defined again)."""
 
     def decorate(cls: AgentClass) -> AgentClass:
         if cls.spec.kind != kind:
             raise ValueError(f"{cls.__name__}.spec.kind is '{cls.spec.kind}', registered as '{kind}'")
         existing = _registry.get(kind)
-        if existing is not None and existing is not cls:
+        redefined = existing is not None and (existing.__module__, existing.__qualname__) == (cls.__module__,
+                                                                                             cls.__qualname__)
+        if existing is not None and existing is not cls and not redefined:  # a notebook cell run again redefines
             raise ValueError(f"agent kind '{kind}' is already registered by {existing.__name__}")
         _registry[kind] = cls
         return cls

@@ -4,8 +4,10 @@ Runs experiments/quickstart.yaml as ``make quickstart`` does (a fresh run folder
 empty response cache, so every call reaches the model), then prints: wall time from the start to the model being
 ready and from then to the end (the evolution), LLM calls and prompt/completion tokens per role, the server's
 busy share (the time a request was on the wire to it, over the evolution's wall: with one request at a time
-this is the share of the run the model was working) and its CPU seconds, and the machine's load average, since
-figures from a shared machine mean little without it.
+this is the share of the run the model was working) and its CPU seconds, the requests by kind (option scoring,
+note writes, replies, proposals) with their tokens and how many stopped at their token cap, and the machine's load
+average, since wall times from a shared machine mean little without it (server CPU seconds and tokens travel
+better).
 
 Run: ``python benchmarks/quickstart.py [--threads N]`` from the repository root. Figures quoted in the README.
 """
@@ -34,20 +36,53 @@ QUICKSTART = Path(__file__).resolve().parents[1] / "experiments" / "quickstart.y
 
 class WireClock:
     """Wraps ``JSONTransport.post`` to sum the time requests spend on the wire (one at a time: the server's busy
-    time)."""
+    time) and to count each kind of request (option scoring, note writes, replies, proposals) with its tokens and
+    how many of its replies stopped at their token cap."""
 
     def __init__(self) -> None:
         self.busy_s = 0.0
+        self.kinds: dict[str, WireKind] = {}
         original = JSONTransport.post
 
         async def timed(transport: JSONTransport, path: str, payload: Any) -> dict[str, Any]:
             started = time.monotonic()
+            reply: dict[str, Any] = {}
             try:
-                return await original(transport, path, payload)
+                reply = await original(transport, path, payload)
+                return reply
             finally:
-                self.busy_s += time.monotonic() - started
+                seconds = time.monotonic() - started
+                self.busy_s += seconds
+                self.kinds.setdefault(request_kind(path, payload), WireKind()).add(reply, seconds)
 
         JSONTransport.post = timed  # type: ignore[method-assign]
+
+
+class WireKind:
+    """Requests of one kind on the wire: count, tokens as the server reports them, replies cut by their cap."""
+
+    def __init__(self) -> None:
+        self.calls = self.prompt_tokens = self.completion_tokens = self.at_cap = 0
+        self.seconds = 0.0
+
+    def add(self, reply: dict[str, Any], seconds: float) -> None:
+        usage = reply.get("usage") or {}
+        self.calls += 1
+        self.seconds += seconds
+        self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+        self.completion_tokens += int(usage.get("completion_tokens") or 0)
+        self.at_cap += any(choice.get("finish_reason") == "length" for choice in reply.get("choices") or [])
+
+
+def request_kind(path: str, payload: Any) -> str:
+    """``score`` (the option route), ``proposal`` (the proposer's DSPy request, known by DSPy's field markers),
+    ``json`` (a reply asked as JSON: the agent's note writes) or ``reply`` (the agent's chat replies)."""
+    if "option_logprobs" in path:
+        return "score"
+    body = payload if isinstance(payload, bytes) else b"".join(payload)
+    if b"[[ ## " in body:
+        return "proposal"
+    return "json" if b'"response_format"' in body else "reply"
 
 
 class ReadyClock(logging.Handler):
@@ -99,6 +134,9 @@ def main() -> None:
     for role, counts in sorted(usage.by_role.items()):
         print(f"  {role:<12} calls {counts.calls:>4}  prompt {counts.prompt_tokens:>7}  completion "
               f"{counts.completion_tokens:>6}")
+    for kind, wire_kind in sorted(wire.kinds.items()):
+        print(f"  on the wire: {kind:<8} calls {wire_kind.calls:>4}  prompt {wire_kind.prompt_tokens:>7}  completion "
+              f"{wire_kind.completion_tokens:>6}  at the token cap {wire_kind.at_cap:>3}  {wire_kind.seconds:>5.0f} s")
     print(f"server busy share {wire.busy_s / evolution:.0%} ({wire.busy_s:.0f} s with a request on the wire)"
           + (f"; server CPU {cpu:.0f} s" if cpu is not None else "; server CPU n/a (no embedded server ran)"))
     print(f"seed {result.seed_scores.accuracy:.3f} -> best {result.best_scores.accuracy:.3f} on the test users; "

@@ -43,6 +43,8 @@ WORLDS: dict[str, dict[str, Any]] = {
     "two-states-4": {"questions": 5, "states_per_question": 2, "choices_per_state": 2, "min_state_variants": 4},
     "one-state-4-named": {"questions": 5, "states_per_question": 1, "choices_per_state": 4, "min_state_variants": 4,
                           "answers_name_values": True},
+    "one-state-4-named-q4": {"questions": 4, "states_per_question": 1, "choices_per_state": 4,
+                             "min_state_variants": 4, "answers_name_values": True},
     "one-state-3-named": {"questions": 5, "states_per_question": 1, "choices_per_state": 3, "min_state_variants": 3,
                           "answers_name_values": True},
     "two-states-4-named": {"questions": 5, "states_per_question": 2, "choices_per_state": 2, "min_state_variants": 4,

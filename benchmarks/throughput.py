@@ -29,7 +29,15 @@ on an otherwise idle machine), and a speed check: a fixed Python loop timed just
 the lowest and highest over the repeats), since an idle machine's speed drifts too. The server double answers JSON
 requests with valid JSON (``--echo-replies``: echo everything, as before).
 
+With ``--amemgym``, AMemGym's own evaluator (``eval/overall.py`` of the checkout at ``$MEMEVO_AMEMGYM_SOURCE``,
+default /tmp/amemgym, run as its README runs it, by ``--amemgym-python``, whose environment must hold AMemGym's
+dependencies) evaluates the same data and agent against the same double, and ``memevo eval`` runs the same protocol
+(LLM simulator, ``--amemgym-compat``) at the first chosen concurrency; a second table gives both wall times, their
+calls and AMemGym's wall / memevo's. With ``--baseline-python``, every memevo run is repeated right after by that
+interpreter (another checkout's installation, such as main's), so two versions are compared under the same load.
+
     python benchmarks/throughput.py [--data small amemgym] [--agents native awi] [--concurrency 16 64] [--repeats 3]
+        [--amemgym] [--baseline-python ../main/.venv/bin/python]
 """
 
 from __future__ import annotations
@@ -62,6 +70,10 @@ DATA = {
     "amemgym": ["--users", "16", "--periods", "10", "--questions", "10", "--changes-per-period", "3",
                 "--filler-sentences", "150"],
 }
+AMEMGYM_CHECKOUT = Path(os.environ.get("MEMEVO_AMEMGYM_SOURCE", "/tmp/amemgym"))
+AMEMGYM_ENV_CONFIG = "configs/env/v1.base.json"
+AMEMGYM_PROTOCOL = ("--simulator", "llm", "--amemgym-compat")
+"""What ``memevo eval`` runs beside AMemGym: its LLM user simulator and its handling of replies."""
 CHAIN_CONCURRENCY = 4096  # "unlimited": nothing waits on the limiter, so depth is the protocol's alone
 NOTE_LABELS = 20
 STARTUP_SAMPLES = 5
@@ -173,15 +185,16 @@ def last_period_times(run_dir: Path) -> list[float]:
 
 
 def evaluate(server: LatencyServer, data: Path, agent: str, concurrency: int, users_at_once: int | None,
-             work: Path) -> Run:
-    """One ``memevo eval`` in a child process with a fresh cache; its own CPU as it exits, peak RSS from
-    ``wait4``."""
+             work: Path, *, python: str = sys.executable, protocol: tuple[str, ...] = ("--simulator", "template")
+             ) -> Run:
+    """One ``memevo eval`` by ``python`` in a child process with a fresh cache; its own CPU as it exits, peak RSS
+    from ``wait4``."""
     out = Path(tempfile.mkdtemp(dir=work, prefix=f"{agent}-c{concurrency}-"))
     cpu_file = out / "cpu_s"
     env = child_env(OPENAI_BASE_URL=server.url, MEMEVO_CACHE_DIR=str(out / "cache"), MEMEVO_MODEL="",
                     MLFLOW_DISABLE_TELEMETRY="true", DO_NOT_TRACK="1", THROUGHPUT_CPU_FILE=str(cpu_file))
-    command = [sys.executable, "-c", OWN_CPU_AT_EXIT, "eval", "--agent", str(AGENTS[agent]), "--env", str(data),
-               "--out", str(out / "eval"), "--simulator", "template", "--concurrency", str(concurrency)]
+    command = [python, "-c", OWN_CPU_AT_EXIT, "eval", "--agent", str(AGENTS[agent]), "--env", str(data),
+               "--out", str(out / "eval"), *protocol, "--concurrency", str(concurrency)]
     if users_at_once is not None:
         command += ["--max-concurrent-users", str(users_at_once)]
     server.reset()
@@ -191,7 +204,8 @@ def evaluate(server: LatencyServer, data: Path, agent: str, concurrency: int, us
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.monotonic() - started
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"memevo eval failed: {' '.join(command)}\n{process.stderr.read().decode()[-2000:]}")
+        failure = process.stderr.read().decode()[-2000:] if process.stderr else ""
+        raise SystemExit(f"memevo eval failed: {' '.join(command)}\n{failure}")
     return Run(wall_s=wall, cpu_s=float(cpu_file.read_text()), peak_rss_mb=usage.ru_maxrss / 1024,
                calls=len(server.spans), peak_in_flight=server.peak_in_flight,
                output_mb=folder_mb(out / "eval"), user_ends=last_period_times(out / "eval" / "run"),
@@ -199,14 +213,53 @@ def evaluate(server: LatencyServer, data: Path, agent: str, concurrency: int, us
                after_last_reply_s=started + wall - max(end for _, end in server.spans), speed_check_ms=speed)
 
 
-def startup_cpu_s(agent: str) -> float:
+def amemgym_run(server: LatencyServer, data: Path, agent: str, work: Path, python: str) -> tuple[float, int]:
+    """Wall seconds and calls of AMemGym's own evaluator on ``data`` with ``agent``'s config, in a child process
+    against the double (one user, one call at a time, as AMemGym runs)."""
+    out = Path(tempfile.mkdtemp(dir=work, prefix=f"amemgym-{agent}-"))
+    env = child_env(PYTHONPATH=str(AMEMGYM_CHECKOUT / "src"), OPENAI_BASE_URL=server.url, OPENAI_API_KEY="sk-bench")
+    command = [python, "-m", "amemgym.eval.overall", "--env_data", str(data), "--env_config",
+               str(AMEMGYM_CHECKOUT / AMEMGYM_ENV_CONFIG), "--agent_config", str(AGENTS[agent]), "--output_dir",
+               str(out)]
+    server.reset()
+    started = time.monotonic()
+    finished = subprocess.run(command, env=env, cwd=out, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wall = time.monotonic() - started
+    if finished.returncode != 0:
+        raise SystemExit(f"AMemGym's evaluator failed: {' '.join(command)}\n{finished.stderr.decode()[-2000:]}")
+    return wall, len(server.spans)
+
+
+def compare_with_amemgym(server: LatencyServer, data_names: list[str], agents: list[str], concurrency: int,
+                         work: Path, amemgym_python: str, baseline_python: str | None) -> None:
+    """The second table: AMemGym's evaluator and ``memevo eval`` (and the baseline's) on the same data, calls and
+    protocol, run one after the other so they share the machine's load."""
+    baseline = "" if baseline_python is None else " | baseline memevo wall s | AMemGym / baseline"
+    print(f"\n| data | agent | AMemGym wall s | AMemGym calls | memevo wall s (c={concurrency}) | memevo calls "
+          f"| AMemGym / memevo{baseline} |")
+    print("|---|---|---|---|---|---|---|" + ("---|---|" if baseline_python else ""))
+    for data_name in data_names:
+        data = synthesize(work, data_name)
+        for agent in agents:
+            reference_s, reference_calls = amemgym_run(server, data, agent, work, amemgym_python)
+            ours = evaluate(server, data, agent, concurrency, None, work, protocol=AMEMGYM_PROTOCOL)
+            row = (f"| {data_name} | {agent} | {reference_s:.1f} | {reference_calls} | {ours.wall_s:.2f} | "
+                   f"{ours.calls} | {reference_s / ours.wall_s:.1f}x |")
+            if baseline_python is not None:
+                theirs = evaluate(server, data, agent, concurrency, None, work, python=baseline_python,
+                                  protocol=AMEMGYM_PROTOCOL)
+                row += f" {theirs.wall_s:.2f} | {reference_s / theirs.wall_s:.1f}x |"
+            print(row, flush=True)
+
+
+def startup_cpu_s(agent: str, python: str = sys.executable) -> float:
     """CPU time of a child that only starts up as a ``memevo eval`` run of ``agent`` does: the eval command's
     modules, then the gateway, the template simulator and the agent's kind. Models build their validators on
     first use (agents/lazy_model.py), so the builds a run needs are in its CPU per call, not here."""
     code = ("from memevo.evolve import cli\ncli.load_command('eval')\n"
             "import memevo.agents.llm.hub, memevo.environments.simulators.template\n"
             f"from memevo.agents.registry import agent_class\nagent_class({agent!r})")
-    process = subprocess.Popen([sys.executable, "-c", code], env=child_env())
+    process = subprocess.Popen([python, "-c", code], env=child_env())
     _, _, usage = os.wait4(process.pid, 0)
     return usage.ru_utime + usage.ru_stime
 
@@ -247,6 +300,24 @@ def longest_chain(spans: list[tuple[float, float]], user_ends: list[float]) -> i
     return longest
 
 
+def table_row(data_name: str, label: str, concurrency: int, runs: list[Run], chain: int, latency: float,
+              sequential: Run | None, startup_s: float) -> str:
+    """One row of the first table: the run of median wall time of ``runs``, the median CPU, the ranges."""
+    run = sorted(runs, key=lambda each: each.wall_s)[len(runs) // 2]
+    cpu_s = statistics.median(each.cpu_s for each in runs)
+    floor = max(run.calls * latency / concurrency, chain * latency)
+    speedup = f"{sequential.wall_s / run.wall_s:.1f}x" if sequential is not None else "n/a"
+    spread = (low_high([r.wall_s / floor for r in runs], 2)
+              if floor and len(runs) > 1 else "n/a")  # the machine's speed drifts between runs
+    return (f"| {data_name} | {label} | {concurrency} | {run.wall_s:.2f} | {run.first_request_s:.2f} | "
+            f"{run.after_last_reply_s:.2f} | "
+            f"{run.calls} | {run.peak_in_flight} | {floor:.2f} (chain {chain}) | "
+            f"{f'{run.wall_s / floor:.2f}' if floor else 'n/a'} | {spread} | {speedup} | "
+            f"{1000 * (cpu_s - startup_s) / run.calls:.2f} | "
+            f"{run.peak_rss_mb:.0f} | {run.output_mb:.1f} | {os.getloadavg()[0]:.1f} | "
+            f"{run.speed_check_ms:.1f} ({low_high([r.speed_check_ms for r in runs], 1)}) |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", nargs="+", choices=sorted(DATA), default=["small", "amemgym"])
@@ -260,12 +331,20 @@ def main() -> None:
                         help="Runs per concurrency above 1; the run of median wall time is shown, with the range of "
                              "wall/floor over the runs and the median CPU (an idle 2-core machine's start-up alone "
                              "varied by 0.15 s between runs).")
+    parser.add_argument("--amemgym", action="store_true",
+                        help="Also run AMemGym's own evaluator on the same data and compare (the second table).")
+    parser.add_argument("--amemgym-python", default=sys.executable,
+                        help="The interpreter that runs AMemGym's evaluator (its dependencies installed).")
+    parser.add_argument("--baseline-python",
+                        help="Another installation's interpreter: each memevo run is repeated by it, in its own rows.")
     args = parser.parse_args()
     latency = args.latency_ms / 1000
+    pythons = {"": sys.executable} | ({" (baseline)": args.baseline_python} if args.baseline_python else {})
     print(f"load average before: {os.getloadavg()}", flush=True)
-    startup = {agent: min(startup_cpu_s(agent) for _ in range(STARTUP_SAMPLES)) for agent in args.agents}
+    startup = {(tag, agent): min(startup_cpu_s(agent, python) for _ in range(STARTUP_SAMPLES))
+               for tag, python in pythons.items() for agent in args.agents}
     print(f"start-up CPU (imports only, best of {STARTUP_SAMPLES}): "
-          + ", ".join(f"{a} {s:.2f} s" for a, s in startup.items()))
+          + ", ".join(f"{a}{tag} {s:.2f} s" for (tag, a), s in startup.items()))
     reply = echo_reply if args.echo_replies else valid_reply
     with tempfile.TemporaryDirectory(prefix="memevo-throughput-") as folder, \
             LatencyServer(completion(reply), latency_s=latency) as server:
@@ -283,24 +362,20 @@ def main() -> None:
                 chain_run = evaluate(server, data, agent, CHAIN_CONCURRENCY, 1, work)
                 chain = longest_chain(server.spans, chain_run.user_ends)
                 levels = ([] if args.skip_sequential else [1]) + args.concurrency
-                sequential: Run | None = None
+                sequential: dict[str, Run] = {}
                 for concurrency in levels:
-                    runs = [evaluate(server, data, agent, concurrency, None, work)
-                            for _ in range(1 if concurrency == 1 else args.repeats)]
-                    run = sorted(runs, key=lambda each: each.wall_s)[len(runs) // 2]
-                    cpu_s = statistics.median(each.cpu_s for each in runs)
-                    sequential = run if concurrency == 1 else sequential
-                    floor = max(run.calls * latency / concurrency, chain * latency)
-                    speedup = f"{sequential.wall_s / run.wall_s:.1f}x" if sequential is not None else "n/a"
-                    spread = (low_high([r.wall_s / floor for r in runs], 2)
-                              if floor and len(runs) > 1 else "n/a")  # the machine's speed drifts between runs
-                    print(f"| {data_name} | {agent} | {concurrency} | {run.wall_s:.2f} | {run.first_request_s:.2f} | "
-                          f"{run.after_last_reply_s:.2f} | "
-                          f"{run.calls} | {run.peak_in_flight} | {floor:.2f} (chain {chain}) | "
-                          f"{f'{run.wall_s / floor:.2f}' if floor else 'n/a'} | {spread} | {speedup} | "
-                          f"{1000 * (cpu_s - startup[agent]) / run.calls:.2f} | "
-                          f"{run.peak_rss_mb:.0f} | {run.output_mb:.1f} | {os.getloadavg()[0]:.1f} | "
-                          f"{run.speed_check_ms:.1f} ({low_high([r.speed_check_ms for r in runs], 1)}) |", flush=True)
+                    runs: dict[str, list[Run]] = {tag: [] for tag in pythons}
+                    for _ in range(1 if concurrency == 1 else args.repeats):
+                        for tag, python in pythons.items():  # interleaved: both versions see the same drift
+                            runs[tag].append(evaluate(server, data, agent, concurrency, None, work, python=python))
+                    for tag, measured in runs.items():
+                        if concurrency == 1:
+                            sequential[tag] = measured[0]
+                        print(table_row(data_name, agent + tag, concurrency, measured, chain, latency,
+                                        sequential.get(tag), startup[tag, agent]), flush=True)
+        if args.amemgym:
+            compare_with_amemgym(server, args.data, args.agents, args.concurrency[0], work, args.amemgym_python,
+                                 args.baseline_python)
     print(f"load average after: {os.getloadavg()}")
 
 

@@ -297,7 +297,6 @@ def eval_command(
             llm = hub.client(policy.llm)
             width = max_concurrent_users or llm.limit.limit  # users wait on the LLM, so as many as can be served
             run_config = config.model_copy(update={"max_concurrent_users": width})
-            await llm.open_connections(requests_at_once(items, width))
             simulate = make_simulator(simulator.value, seed, hub.client(simulator_llm), amemgym_compat=compat,
                                       template=None if prompts is None else prompts.simulator)
             outcome = await evaluate(
@@ -338,14 +337,6 @@ def _check_replay(folder: Path, items: Sequence[Item]) -> None:
             raise UserInputError(f"the recorded run has {have} of the {len(item.periods)} periods of user {item.id}; "
                                  "finish it first (memevo eval --resume on it)", source=str(folder),
                                  field="--off-policy")
-
-
-def requests_at_once(items: Sequence[Item], users_at_once: int) -> int:
-    """How many requests a run can have in flight (before the endpoint's limit): each user asks its questions
-    together. Eval opens that many connections before the users start: a request that must open its own waits for
-    the event loop to finish what every other ready user does first (measured, 8 users at once: ~15 ms more for a
-    user's first request, ~10 ms for its first questions)."""
-    return min(users_at_once, len(items)) * max([1, *(len(item.qas) for item in items)])
 
 
 def _agent(policy: MemoryPolicy, llm: ChatClient, prompts: AMemGymPrompts | None) -> MemoryAgent:

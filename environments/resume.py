@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import shlex
 import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
@@ -75,7 +76,8 @@ def _raise_terminated(signal_number: int, frame: FrameType | None) -> None:
 def resumable(context: typer.Context) -> Iterator[str]:
     """Around a run's work (see the module docstring) in the command of ``context``; yields the resume command."""
     command = resume_command(context)
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    main_thread = threading.current_thread() is threading.main_thread()  # only it may set signal handlers
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if main_thread else None
     try:
         yield command
     except KeyboardInterrupt as stop:
@@ -89,4 +91,5 @@ def resumable(context: typer.Context) -> Iterator[str]:
     except OSError as error:  # a full disk, a folder made read-only meanwhile: nothing finished is lost
         raise RunFailedError(f"{error}; finished work is saved: fix that, then resume with: {command}") from error
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)

@@ -14,7 +14,8 @@ Three guards every long-running command (``eval``, ``evolve``, ``ablate``) puts 
   changed field, instead of mixing old and new results.
 - ``UsageLedger``: call accounting that appends every count to ``<folder>/usage.jsonl`` the moment it is
   made and starts from what earlier (killed) processes appended, so reported usage equals what the
-  endpoint served across any number of kills; calls redone from the response cache count as cache hits.
+  endpoint served across any number of kills, a request in flight at a kill counted as unknown (it is booked
+  before it is sent: ``Accounting.book``); calls redone from the response cache count as cache hits.
   ``eval`` hands it to its hub; an evolution attaches its own to the hub's accounting (``Accounting.attach``),
   so each run of an ablation, sharing one hub, keeps its own ledger.
 """

@@ -52,10 +52,11 @@ class LazyCommands(TyperGroup):
     """The root group: a command's module is imported only when that command runs or a help page lists it, so
     ``memevo eval`` does not import evolve, MLflow's helpers, the embedded server or the synthesiser."""
 
-    def list_commands(self, ctx: typer.Context) -> list[str]:
+    def list_commands(self, ctx: typer.Context) -> list[str]:  # type: ignore[override]  # typer passes its Context
         return list(COMMANDS)
 
-    def get_command(self, ctx: typer.Context, cmd_name: str) -> TyperCommand | TyperGroup | None:
+    def get_command(self, ctx: typer.Context,  # type: ignore[override]  # typer passes its Context
+                    cmd_name: str) -> TyperCommand | TyperGroup | None:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             self.commands[cmd_name] = load_command(cmd_name)
         command = super().get_command(ctx, cmd_name)

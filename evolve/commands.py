@@ -3,10 +3,8 @@
 # Annotations are evaluated at import (no ``from __future__ import annotations``): typer builds the options from
 # them at every start, and evaluating a command's string annotations (twice, in typer) cost ~20 ms for eval.
 import json
-import os
 import shlex
 import socket
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -89,20 +87,6 @@ def _store(run_dir: Path | None, tracking_uri: str | None) -> tuple[str, str | N
     return tracking.get("uri") or default_tracking_uri(run_dir), tracking.get("experiment") or config.get("name")
 
 
-def _page(uri: str, experiment: str | None) -> str:
-    """The UI page of the run's experiment, in the "Model training" view, which opens on its runs (the GenAI
-    view, MLflow's default, opens on a trace overview that an evolution leaves empty). Only a local SQLite
-    store that exists is looked into: opening a missing one would create it."""
-    view = "?workflowType=machine_learning"
-    database = Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
-    if experiment is None or database is None or not database.is_file():
-        return f"#/experiments{view}"
-    from mlflow import MlflowClient
-
-    found = MlflowClient(tracking_uri=uri).get_experiment_by_name(experiment)
-    return f"#/experiments/{found.experiment_id}/runs{view}" if found else f"#/experiments{view}"
-
-
 def _check_port_free(port: int) -> None:
     """Fail before starting anything when another server holds the port (the UI would exit 0 otherwise)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -114,10 +98,6 @@ def _check_port_free(port: int) -> None:
                                  "one") from None
 
 
-UI_ENVIRONMENT = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-"""The job runner serves MLflow's GenAI jobs (judges, trace rollups); a run store needs none of them."""
-
-
 def ui_command(
     run_dir: Annotated[Path | None, typer.Option(help="A run folder made by memevo evolve or memevo ablate.")] = None,
     tracking_uri: Annotated[str | None, typer.Option(help="Any MLflow tracking URI instead.")] = None,
@@ -127,9 +107,6 @@ def ui_command(
     """Open the MLflow UI on the store an evolution or ablation used (exit 1 if it cannot serve)."""
     uri, experiment = _store(run_dir, tracking_uri)
     _check_port_free(port)
-    typer.echo(f"MLflow UI: http://127.0.0.1:{port}/{_page(uri, experiment)}  (store {uri}; Ctrl-C to stop)")
-    command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", "127.0.0.1", "--port",
-               str(port), "--workers", str(workers)]
-    sys.stdout.flush()
-    # The server replaces this process: no idle memevo parent holding memory, and its exit code is the command's.
-    os.execve(sys.executable, command, os.environ | UI_ENVIRONMENT)
+    from memevo.evolve.ui_server import serve
+
+    raise typer.Exit(serve(uri, experiment, port=port, workers=workers, echo=typer.echo))

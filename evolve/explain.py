@@ -17,14 +17,26 @@ def dollars_text(usage: RoleUsage) -> str:
         return "$0 (every reply came from the cache)" if usage.calls else "$0 (no calls)"
     if usage.unpriced_calls >= billed:
         return "unpriced (the model is not in memevo's price table)"
+    unknown = f" + {usage.unknown_calls} call(s) of unknown cost" if usage.unknown_calls else ""
     if usage.unpriced_calls:
-        return f"${usage.dollars:.4f} + {usage.unpriced_calls} unpriced call(s)"
-    return f"${usage.dollars:.4f}"
+        return f"${usage.dollars:.4f} + {usage.unpriced_calls} unpriced call(s){unknown}"
+    return f"${usage.dollars:.4f}{unknown}"
+
+
+def dollars_cell(usage: RoleUsage) -> str:
+    """The spend for a table cell: ``$0.0123``, ``unpriced``, or ``$0.0123 + unpriced`` when some calls had no
+    price (a 0.0000 would read as free)."""
+    billed = usage.calls - usage.cache_hits
+    if billed and usage.unpriced_calls >= billed:
+        return "unpriced"
+    return f"${usage.dollars:.4f}" + (" + unpriced" if usage.unpriced_calls else "")
 
 
 def spend_line(usage: RoleUsage) -> str:
+    """Calls, tokens and dollars; requests in flight at a kill are named, since their answer and cost are not known."""
     tokens = usage.prompt_tokens + usage.completion_tokens
-    return f"{usage.calls} calls ({usage.cache_hits} cached), {tokens} tokens, {dollars_text(usage)}"
+    unknown = f", {usage.unknown_calls} unknown: in flight at a kill" if usage.unknown_calls else ""
+    return f"{usage.calls} calls ({usage.cache_hits} cached{unknown}), {tokens} tokens, {dollars_text(usage)}"
 
 
 def proposal_error_line(error: BaseException) -> str:

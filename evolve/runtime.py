@@ -40,6 +40,7 @@ from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig, check_validation_users
 from memevo.evolve.evaluation import Evaluator
 from memevo.evolve.proposers import ProposerSettings, make_proposer
+from memevo.evolve.run_data import keep_data
 from memevo.evolve.tracking.payloads import experiment_tags, minibatch_param, split_dataset_input
 from memevo.evolve.tracking.store import Tracker, default_tracking_uri, git_commit
 from memevo.evolve.tracking.stores import (
@@ -261,6 +262,7 @@ class RunBase:
         inputs = {"config": config.identity_payload(), "data": item_fingerprints(self.users),
                   "seed_policy": self.seed.policy.model_dump(mode="json")}
         claim_run_dir(run_dir, config, resume, inputs)
+        keep_data(run_dir, config, self.users, data_hash=data_hash(self.users))
         self.split = recorded_split(run_dir, fresh_split)
         self.usage = UsageLedger(run_dir / LEDGER_FILE)
         hub.accounting.attach(self.usage)  # detached by ``close``: an ablation's next run keeps its own ledger

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -75,7 +75,7 @@ class PairedTest(LazyModel):
     """Why ``wilcoxon_p`` is None (empty when it is defined)."""
 
 
-def _clean(values: Sequence[float]) -> np.ndarray:
+def _clean(values: Sequence[float] | np.ndarray) -> np.ndarray:
     array = np.asarray(list(values), dtype=float)
     if not np.all(np.isfinite(array)):
         raise ValueError("statistics need finite values (got NaN or infinity)")
@@ -88,7 +88,7 @@ def _constant(data: np.ndarray) -> bool:
     return bool(np.ptp(data) <= ROUNDING * max(1.0, float(np.max(np.abs(data)))))
 
 
-def mean_ci(values: Sequence[float], confidence: float = 0.95) -> Interval:
+def mean_ci(values: Sequence[float] | np.ndarray, confidence: float = 0.95) -> Interval:
     """Mean with a two-sided Student-t interval: mean ± t(1-α/2, n-1) · s/√n."""
     data = _clean(values)
     n = len(data)
@@ -167,8 +167,11 @@ def interval(values: Sequence[float], method: CIMethod = "t", confidence: float 
     return mean_ci(values, confidence)
 
 
+Unit = TypeVar("Unit", bound=Hashable)
+
+
 def paired_test(
-    baseline: Mapping[Hashable, float], treatment: Mapping[Hashable, float], confidence: float = 0.95
+    baseline: Mapping[Unit, float], treatment: Mapping[Unit, float], confidence: float = 0.95
 ) -> PairedTest:
     """Compare ``treatment - baseline`` over the units present in both (paired t-test and Wilcoxon signed-rank).
 

@@ -17,14 +17,40 @@ from __future__ import annotations
 
 import hashlib
 import warnings
+from contextlib import nullcontext
 from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from memevo.evolve.config import IntRange, OptunaConfig
+from memevo.evolve.tracking.stores import damaged_database, sqlite_file
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+RESTORE_OPTUNA = ("restore it from a copy: its trials hold the hyperparameters of the run's candidates, so the run "
+                  "cannot be resumed without it (start again in a new --run-dir)")
+DECISION_ATTR = "decision"
+"""The user attribute that says what memevo did with a trial's candidate (why a trial without a value has none)."""
+PRUNED_AFTER_ATTR = "pruned_after_users"
+"""Set when the pruner stopped the trial: after how many train users."""
+
+
+def pruned_reason(trial: FrozenTrial, pruner: str) -> str:
+    """Why a trial has no value, from the attributes the loop set on it as it went: the pruner stopped it; its
+    candidate ran but not on the train users (``candidate`` set when it ran, ``val_*`` when it reached
+    validation); it was made but never run (``candidate_id`` only); or its draw repeated a known policy (nothing)."""
+    attrs = trial.user_attrs
+    if PRUNED_AFTER_ATTR in attrs:
+        return f"pruned: the {pruner} pruner stopped it after {attrs[PRUNED_AFTER_ATTR]} train user(s)"
+    if "candidate" in attrs:
+        if any(key.startswith("val_") for key in attrs):
+            return "not run on the train users: rejected on validation first"
+        return "not run on the train users: stopped at the minibatch gate"
+    if "candidate_id" in attrs:
+        return "not run: generation ended (budget spent, or an earlier candidate was accepted)"
+    return "not run: the proposal repeated a known policy"
 
 
 def draw_seed(seed: int, number: int, name: str) -> int:
@@ -73,14 +99,16 @@ class Tuner:
             self.study.enqueue_trial(enqueued, skip_if_exists=True)
 
     def _load(self) -> optuna.Study:
-        study = optuna.create_study(
-            study_name=self.study_name,
-            storage=self.storage,
-            direction="maximize",
-            sampler=make_sampler(self.config, self.config.seed),
-            pruner=make_pruner(self.config),
-            load_if_exists=True,
-        )
+        database = sqlite_file(self.storage)
+        with damaged_database(database, RESTORE_OPTUNA) if database is not None else nullcontext():
+            study = optuna.create_study(
+                study_name=self.study_name,
+                storage=self.storage,
+                direction="maximize",
+                sampler=make_sampler(self.config, self.config.seed),
+                pruner=make_pruner(self.config),
+                load_if_exists=True,
+            )
         if study.metric_names != [self.metric]:
             with warnings.catch_warnings():  # experimental since Optuna 3.2, stable in use since
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -134,10 +162,13 @@ class Tuner:
         return self.config.pruner == "wilcoxon"
 
     def report(self, number: int, value: float, step: int) -> bool:
-        """Record an intermediate value; True when the trial should stop now."""
+        """Record an intermediate value; True when the trial should stop now (noted on the trial: its reason)."""
         trial = self._trial(number)
         trial.report(value, step)
-        return trial.should_prune()
+        if trial.should_prune():
+            trial.set_user_attr(PRUNED_AFTER_ATTR, step + 1)
+            return True
+        return False
 
     def annotate(self, number: int, **attributes: Any) -> None:
         """User attributes on a trial still running (a resumed run may find it finished: then nothing)."""
@@ -147,11 +178,15 @@ class Tuner:
         for key, value in attributes.items():
             trial.set_user_attr(key, value)
 
-    def tell(self, number: int, value: float | None, *, pruned: bool = False) -> None:
-        """Finish a trial (idempotent, so a resumed generation can re-tell safely)."""
-        if self._frozen(number).state != TrialState.RUNNING:
+    def tell(self, number: int, value: float | None, *, pruned: bool = False, reason: str | None = None) -> None:
+        """Finish a trial (idempotent, so a resumed generation can re-tell safely). A trial without a value is
+        PRUNED in Optuna's terms (the sampler then knows it as a weak point); its ``DECISION_ATTR`` says why:
+        ``reason``, else read from what the loop noted on it (``pruned_reason``)."""
+        frozen = self._frozen(number)
+        if frozen.state != TrialState.RUNNING:
             return
         if pruned:
+            self._trial(number).set_user_attr(DECISION_ATTR, reason or pruned_reason(frozen, self.config.pruner))
             self.study.tell(number, state=TrialState.PRUNED)
         else:
             self.study.tell(number, value)

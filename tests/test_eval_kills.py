@@ -7,7 +7,8 @@ endpoint serves one request at a time (``max_concurrency: 1``), so every answere
 client before its next one.
 
 After the last resume, the scores and the per-question rows must equal the uninterrupted run's, and the
-reported usage must equal what the server answered (requests minus cache hits), however many kills.
+reported usage must equal what the server answered (requests minus cache hits), however many kills, and the
+request each kill cut off must be counted as unknown.
 """
 
 from __future__ import annotations
@@ -22,23 +23,24 @@ from typing import Any
 
 import pytest
 
-from tests.doubles.killing_endpoint import KillingEndpoint, Signalling, Trigger, after_file, at_request
+from tests.doubles.killing_endpoint import (
+    KillingEndpoint,
+    Signalling,
+    Trigger,
+    after_file,
+    at_request,
+    memory_agent_reply,
+)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "amemgym_small.json"
 FIRST_USER = "b7e0d914-2c6f-4a83-9e1b-5d4c8a2f6e33"  # the longer chain of the two: it starts first
-
-def _reply(body: dict[str, Any]) -> str:
-    text = body["messages"][-1]["content"]
-    if '"answer"' in text or "answer" in json.dumps(body.get("response_format") or {}):
-        return json.dumps({"answer": 1 + len(text) % 2})
-    return f"Noted ({len(text.split())} words)."
 
 
 class EvalEndpoint(KillingEndpoint):
     """The killing endpoint answering like a memory agent, running ``memevo eval``."""
 
     def __init__(self) -> None:
-        super().__init__(_reply)
+        super().__init__(memory_agent_reply)
 
     def run_eval(
         self, out: Path, cache: Path, *extra: str, triggers: list[Trigger] = (), data: Path = FIXTURE,
@@ -76,8 +78,12 @@ def _results(out: Path) -> tuple[Any, Any, list[tuple[Any, ...]]]:
     return summary["scores"], summary["user_scores"], [tuple(row[key] for key in keys) for row in rows]
 
 
+def _usage_total(out: Path) -> dict[str, Any]:
+    return json.loads((out / "summary.json").read_text(encoding="utf-8"))["usage"]["total"]
+
+
 def _served_calls(out: Path) -> int:
-    total = json.loads((out / "summary.json").read_text(encoding="utf-8"))["usage"]["total"]
+    total = _usage_total(out)
     return total["calls"] - total["cache_hits"]
 
 
@@ -131,6 +137,8 @@ def test_killed_eval_resumes_to_the_same_results_and_counts_what_was_served(
     served = endpoint.answered - before
     assert _served_calls(out) == served
     assert served >= reference_served == _served_calls(reference_out)
+    kills = len(KILL_PLANS[plan]) - 1  # each killed over a request it had booked: counted unknown, not lost
+    assert _usage_total(out)["unknown_calls"] == kills and _usage_total(reference_out)["unknown_calls"] == 0
 
 
 def test_resume_with_changed_data_exits_2_naming_the_user(endpoint: EvalEndpoint, tmp_path: Path) -> None:

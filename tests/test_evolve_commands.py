@@ -4,6 +4,7 @@ import json
 import re
 import shlex
 import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from typer.testing import CliRunner
 from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.llm import hub as hub_module
 from memevo.environments.data.io import save_items
-from memevo.evolve import cli, commands
+from memevo.evolve import cli, ui_server
 from tests.doubles.category_backend import CategoryBackend, CategoryHub, category_world
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
@@ -101,9 +102,9 @@ def test_evolve_prints_summary_and_the_ui_command_of_its_store(tmp_path: Path, m
     argv = shlex.split(ui_line.removeprefix("MLflow UI: "))
     assert argv == ["memevo", "ui", "--run-dir", str(run)]
 
-    seen = _fake_mlflow(monkeypatch)
+    seen = _fake_mlflow(monkeypatch, tmp_path)
     ui = CliRunner().invoke(app(), [*argv[1:], "--port", str(_free_port())])
-    assert ui.exit_code == 0 and re.search(r"/#/experiments/\d+/runs\?workflowType=machine_learning ", ui.output)
+    assert ui.exit_code == 0 and re.search(r"/#/experiments/\d+/runs\?workflowType=machine_learning&viewStateShareKey=memevo-runs ", ui.output)
     store = seen["cmd"][seen["cmd"].index("--backend-store-uri") + 1]
     assert store == f"sqlite:///{(run / 'mlflow.db').resolve()}" and (run / "mlflow.db").exists()
 
@@ -117,7 +118,7 @@ def test_ui_uses_the_store_of_the_run(tmp_path: Path, monkeypatch: pytest.Monkey
     run = tmp_path / "run"
     run.mkdir()
     (run / "config.json").write_text('{"tracking": {"uri": null}}')
-    seen = _fake_mlflow(monkeypatch)
+    seen = _fake_mlflow(monkeypatch, tmp_path)
     port = _free_port()
     result = CliRunner().invoke(app(), ["ui", "--run-dir", str(run), "--port", str(port)])
     assert result.exit_code == 0, result.output
@@ -125,7 +126,7 @@ def test_ui_uses_the_store_of_the_run(tmp_path: Path, monkeypatch: pytest.Monkey
     command = seen["cmd"]
     assert command[command.index("--backend-store-uri") + 1] == f"sqlite:///{(run / 'mlflow.db').resolve()}"
     assert command[command.index("--host") + 1] == "127.0.0.1"
-    assert command[command.index("--workers") + 1] == "1" and seen["env"]["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] == "false"
+    assert command[command.index("--workers") + 1] == "1"
 
 
 def _free_port() -> int:
@@ -134,33 +135,53 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _fake_mlflow(monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
-    """Stands in for the ``mlflow ui`` process that would replace memevo: records its command and environment."""
+def _fake_mlflow(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, delay_s: float = 0.5) -> dict[str, object]:
+    """Starts the ``tests.doubles.health_server`` double instead of ``mlflow ui``: records the command memevo would
+    have run, and (after the double ran) the environment it got."""
     seen: dict[str, object] = {}
+    record = tmp_path / "server.json"
 
-    def execve(path: str, command: list[str], env: dict[str, str]) -> None:
-        seen.update(cmd=command, env=env)
+    def command(uri: str, *, port: int, workers: int) -> list[str]:
+        seen["cmd"] = real(uri, port=port, workers=workers)
+        return [sys.executable, "-m", "tests.doubles.health_server", str(port), str(delay_s), str(record)]
 
-    monkeypatch.setattr(commands.os, "execve", execve)
+    real = ui_server.server_command
+    monkeypatch.setattr(ui_server, "server_command", command)
+    seen["record"] = record
     return seen
+
+
+def test_ui_announces_its_address_only_once_the_server_answers(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "config.json").write_text('{"tracking": {"uri": null}}')
+    seen = _fake_mlflow(monkeypatch, tmp_path, delay_s=1.5)
+    result = CliRunner().invoke(app(), ["ui", "--run-dir", str(tmp_path), "--port", str(_free_port())])
+    assert result.exit_code == 0, result.output
+    assert json.loads(Path(str(seen["record"])).read_text())["job_execution"] == "false"
+    lines = result.output.splitlines()
+    assert lines[0].startswith("starting the MLflow UI") and lines[-1].startswith("MLflow UI: http://127.0.0.1:")
+    dead = _fake_mlflow(monkeypatch, tmp_path, delay_s=-1)
+    failed = CliRunner().invoke(app(), ["ui", "--run-dir", str(tmp_path), "--port", str(_free_port())])
+    assert isinstance(failed.exception, RunFailedError) and "exited with code 3 before it served" in str(failed.exception)
+    assert "MLflow UI: http" not in failed.output and dead["cmd"]
 
 
 def test_ui_on_a_busy_port_fails_before_starting_mlflow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "config.json").write_text('{"tracking": {"uri": null}}')
-    seen = _fake_mlflow(monkeypatch)
+    seen = _fake_mlflow(monkeypatch, tmp_path)
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         result = CliRunner().invoke(app(), ["ui", "--run-dir", str(tmp_path), "--port", str(busy.getsockname()[1])])
     assert isinstance(result.exception, RunFailedError) and "in use" in str(result.exception)
-    assert seen == {}
+    assert "cmd" not in seen
 
 
 def test_ui_opens_the_store_of_an_ablation_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     manifest = {"name": "abl", "arms": ["a"], "seeds": [0], "baseline": "a", "ci_method": "t", "confidence": 0.95,
                 "config": {}, "tracking_uri": f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"}
     (tmp_path / "ablation.json").write_text(json.dumps(manifest))
-    seen = _fake_mlflow(monkeypatch)
+    seen = _fake_mlflow(monkeypatch, tmp_path)
     result = CliRunner().invoke(app(), ["ui", "--run-dir", str(tmp_path), "--port", str(_free_port())])
     assert result.exit_code == 0, result.output
     assert seen["cmd"][seen["cmd"].index("--backend-store-uri") + 1] == f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"

@@ -40,7 +40,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::F
 WORLD = {"n_users": 3, "n_periods": 2}
 EVOLVE_KINDS = ("evolve", "in-episode")
 """Kinds run by ``memevo evolve``: the outer loop and AMemGym's in-episode protocol; the other is ``ablate``."""
-USAGE_METRICS = ("calls_", "tokens_", "dollars_")
+USAGE_METRICS = ("spend/",)
 """Metrics whose value is the usage so far: a kill adds calls, so only their rows are compared."""
 
 Kill = Trigger | str

@@ -165,7 +165,7 @@ def test_killed_run_resumes_to_the_same_result(tmp_path: Path) -> None:
         assert sum(name.startswith(f"generation-{generation} ") for name in names) == 1
     assert len(names) == len(set(names))
     parent = next(run for run in runs if run.info.run_name == "test-evolution")
-    assert len(client.get_metric_history(parent.info.run_id, "running_best_val_score")) == 3
+    assert len(client.get_metric_history(parent.info.run_id, "objective/running_best_val_score")) == 3
     assert len(client.get_run(parent.info.run_id).inputs.dataset_inputs) == 1
     candidate_runs = {run.info.run_id for run in runs if run.data.tags.get("memevo.role") == "candidate"}
     study = optuna.load_study(study_name="test-evolution", storage=f"sqlite:///{tmp_path / 'killed' / 'optuna.db'}")
@@ -225,10 +225,10 @@ def test_mlflow_store_holds_runs_metrics_and_artifacts(tmp_path: Path) -> None:
     (best_run,) = client.search_runs([experiment.experiment_id], "tags.`memevo.best` = 'true'")
     assert best_run.info.run_id == candidate.info.run_id
     assert parent.data.tags["memevo.best_candidate"] == best_label
-    running = client.get_metric_history(parent.info.run_id, "running_best_val_score")
+    running = client.get_metric_history(parent.info.run_id, "objective/running_best_val_score")
     assert [(m.step, m.value) for m in running] == [(o.generation, o.parent_val) for o in result.history]
-    assert parent.data.metrics["final_val_score"] == result.history[-1].parent_val
-    assert parent.data.metrics["initial_val_score"] == result.history[0].parent_val
+    assert parent.data.metrics["objective/final_val_score"] == result.history[-1].parent_val
+    assert parent.data.metrics["objective/initial_val_score"] == result.history[0].parent_val
     # the data as the parent run's input
     (dataset,) = client.get_run(parent.info.run_id).inputs.dataset_inputs
     assert dataset.dataset.name == "test-evolution-users" and dataset.dataset.digest == parent.data.params["data_hash"]
@@ -236,7 +236,7 @@ def test_mlflow_store_holds_runs_metrics_and_artifacts(tmp_path: Path) -> None:
     for name in ("train_accuracy", "val_accuracy", "train_memory_score", "val_memory_score", "pruned",
                  "train_accuracy_p00", "val_accuracy_p02"):
         assert name in metrics, name
-    assert "calls_agent" in generation.data.metrics and "calls_proposer" in generation.data.metrics
+    assert "spend/calls_agent" in generation.data.metrics and "spend/calls_proposer" in generation.data.metrics
     for candidate_id in result.history[1].train_skipped:  # validation first: never run on the train users
         (skipped,) = [run for name, run in runs.items() if name.endswith(candidate_id[:8]) and name.startswith("g1")]
         assert skipped.data.metrics["train_users_evaluated"] == 0 and "val_accuracy" in skipped.data.metrics
@@ -257,8 +257,10 @@ def test_mlflow_store_holds_runs_metrics_and_artifacts(tmp_path: Path) -> None:
     # Optuna: the study's metric is the objective; each trial names its candidate and its MLflow run
     study = optuna.load_study(study_name="test-evolution", storage=f"sqlite:///{tmp_path / 'tracked' / 'optuna.db'}")
     assert study.metric_names == [result.objective]
-    # (a trial whose suggestion repeated a known policy is closed pruned before it has a candidate)
-    by_candidate = {trial.user_attrs["candidate_id"]: trial for trial in study.trials if trial.user_attrs}
+    # (a trial whose suggestion repeated a known policy is closed pruned before it has a candidate, and says so)
+    repeated = [trial for trial in study.trials if "candidate_id" not in trial.user_attrs]
+    assert all(trial.user_attrs["decision"] == "not run: the proposal repeated a known policy" for trial in repeated)
+    by_candidate = {trial.user_attrs["candidate_id"]: trial for trial in study.trials if trial not in repeated}
     best_trial = by_candidate[result.best.id]
     assert best_trial.user_attrs["kept"] is True and best_trial.user_attrs["mlflow_run_id"] == candidate.info.run_id
     assert best_trial.user_attrs[f"val_{result.objective}"] == result.history[-1].parent_val

@@ -15,6 +15,9 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from memevo.agents.llm.hub import LLMHub
+from memevo.agents.prompts.answer import answer_component
+from memevo.agents.prompts.awi import WRITE_COMPONENT
+from memevo.agents.templates import prompt_problems
 from memevo.environments.answering import resolve_answer_mode
 from memevo.environments.metrics import compute_upper_bound
 from memevo.environments.metrics.baseline import random_baseline
@@ -64,6 +67,17 @@ def test_quickstart_config_is_valid_and_answers_by_likelihood_on_the_embedded_mo
     assert config.objective == "accuracy"
     assert config.seed.policy is not None and config.seed.policy.kind == "awi"
     assert len(load_users(config)) == 4
+
+
+def test_quickstart_seed_prompts_are_valid_and_much_shorter_than_the_defaults() -> None:
+    """The model reads every prompt token at each reply, write and answer: the seed's own prompts keep what the
+    agent needs (placeholders, the write's output clause) in well under half the default length."""
+    config = parse_evolve_config(yaml.safe_load(QUICKSTART.read_text(encoding="utf-8")), source=QUICKSTART)
+    assert config.seed.policy is not None
+    prompts = config.seed.policy.prompts
+    for spec in (WRITE_COMPONENT, answer_component(in_context=True)):
+        assert prompt_problems(spec, prompts[spec.name]) == []
+        assert len(prompts[spec.name]) < len(spec.default) / 2, spec.name
 
 
 @pytest.mark.integration

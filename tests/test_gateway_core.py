@@ -225,7 +225,41 @@ async def test_chat_json_raises_a_counted_error_for_non_json(server, text):
         await gateway.chat_json(HELLO, role="proposer")
     assert caught.value.raw_text == text
     usage = gateway.accounting.report().by_role["proposer"]
-    assert (usage.calls, usage.errors) == (1, 1)
+    assert (usage.calls, usage.errors, usage.unknown_calls) == (1, 1, 0)
+
+
+async def test_a_request_is_unknown_from_before_it_is_sent_until_its_answer_or_failure_is_counted(server, tmp_path):
+    """Booked as it leaves (not while it waits for a slot), settled in the count of its answer or failure; a
+    cancelled one stays unknown (the endpoint may have served it). Cache hits book nothing."""
+    gateway = make_gateway(server, cache=ResponseCache(tmp_path), max_retries=0, max_concurrency=1)
+
+    def usage():
+        return gateway.accounting.report().by_role["agent"]
+
+    server.plan(Fault(delay_s=0.5))
+    in_flight = asyncio.create_task(gateway.chat(HELLO, role="agent"))
+    waiting = asyncio.create_task(gateway.chat([{"role": "user", "content": "waiting"}], role="agent"))
+    while not server.requests:
+        await asyncio.sleep(0.01)
+    assert (usage().unknown_calls, usage().calls) == (1, 0)
+    await asyncio.gather(in_flight, waiting)
+    assert (usage().unknown_calls, usage().calls) == (0, 2)
+    await gateway.chat(HELLO, role="agent")
+    server.plan(Fault(status=400))
+    with pytest.raises(LLMRequestError):
+        await gateway.chat([{"role": "user", "content": "refused"}], role="agent")
+    assert (usage().unknown_calls, usage().calls, usage().cache_hits, usage().errors) == (0, 3, 1, 1)
+    await gateway.embed(["a", "b"], role="agent", model="embedder")
+    await gateway.embed(["a"], role="agent", model="embedder")
+    assert (usage().unknown_calls, usage().calls, usage().cache_hits) == (0, 5, 2)
+    server.plan(Fault(delay_s=1.0))
+    cancelled = asyncio.create_task(gateway.chat([{"role": "user", "content": "cancelled"}], role="agent"))
+    while len(server.requests) < 5:
+        await asyncio.sleep(0.01)
+    cancelled.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await cancelled
+    assert (usage().unknown_calls, usage().calls) == (1, 5)
 
 
 async def test_messages_and_sampling_reach_the_server_unchanged(server):

@@ -61,19 +61,19 @@ def test_default_cache_dir_follows_the_environment(monkeypatch, tmp_path: Path):
 
 
 async def test_async_hub_closes_its_clients(tmp_path: Path):
-    """Requests on the hub's own loop use a connection pool of that loop (no hop through the sync bridge's thread),
+    """Requests on the hub's own loop use an HTTP client of that loop (no hop through the sync bridge's thread),
     which the hub closes on exit; a request from another loop still goes through the bridge."""
     with FaultServer() as server:
         async with LLMHub(cache_dir=tmp_path) as hub:
             gateway = hub.client(LLMConfig(model="m", base_url=server.url))
             reply = await gateway.chat([{"role": "user", "content": "hi"}], role="agent")
-            home = gateway.transport._pools[True]
+            home = gateway.transport._clients[True]
             elsewhere = await asyncio.to_thread(
                 asyncio.run, gateway.chat([{"role": "user", "content": "ho"}], role="agent", max_tokens=7)
             )
-            assert set(gateway.transport._pools) == {True, False}
+            assert set(gateway.transport._clients) == {True, False}
         assert (reply.text, elsewhere.text) == ("echo: hi", "echo: ho")
-        assert home.closed and not gateway.transport._pools
+        assert home.is_closed and not gateway.transport._clients
         assert hub._cache is None and not hub._gateways
 
 

@@ -17,7 +17,6 @@ from memevo.environments.eval_cli import (
     _prepare_out,
     eval_command,
     evaluate,
-    requests_at_once,
     write_outputs,
 )
 from memevo.environments.metrics import score_episodes
@@ -239,15 +238,7 @@ def test_eval_concurrency_flag_or_environment_sets_the_limit_and_the_users_in_fl
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 0, result.output + repr(result.exception)
         assert server.peak_in_flight == 3  # questions of one period are asked at once, so the limit is reached
-        assert server.connections == 3  # opened before the users started: as many as can be in flight, no more
+        assert server.connections == 3  # kept alive and reused: as many as can be in flight, no more
     assert json.loads((out / "summary.json").read_text())["config"]["max_concurrent_users"] == 3
 
 
-def test_requests_at_once_count_every_question_of_the_users_in_flight() -> None:
-    items = [make_item("a"), make_item("b"), make_item("c")]
-    questions = len(items[0].qas)
-    assert questions > 1
-    assert requests_at_once(items, users_at_once=2) == 2 * questions
-    assert requests_at_once(items, users_at_once=16) == 3 * questions  # no more users than items
-    assert requests_at_once([items[0].model_copy(update={"qas": []})], users_at_once=4) == 1
-    assert requests_at_once([], users_at_once=4) == 0

@@ -33,7 +33,7 @@ def test_eval_start_up_loads_only_what_its_run_needs() -> None:
             "print('\\n'.join(sys.modules))")
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
                  .stdout.split())
-    assert "memevo.environments.eval_cli" in loaded and "memevo.agents.llm.http11" in loaded
+    assert "memevo.environments.eval_cli" in loaded and "memevo.agents.llm.transport" in loaded
     assert not [name for name in loaded if name.split(".")[0] in NOT_BEFORE_THE_FIRST_REQUEST
                 or name in NOT_BEFORE_THE_FIRST_REQUEST]
 

@@ -11,7 +11,7 @@ from memevo.agents.llm.accounting import RoleUsage
 from memevo.environments.metrics import Scores
 from memevo.environments.progress import configure_terminal, phase
 from memevo.environments.score_text import memory_score_text, score_lines
-from memevo.evolve.explain import dollars_text, generation_line, proposal_error_line, proposals_line
+from memevo.evolve.explain import dollars_text, generation_line, proposal_error_line, proposals_line, spend_line
 
 
 def test_request_logs_of_http_libraries_are_off_and_memevo_lines_stay(capsys: pytest.CaptureFixture[str]) -> None:
@@ -42,9 +42,15 @@ def test_bars_are_not_drawn_when_stderr_is_not_a_terminal(capsys: pytest.Capture
     (RoleUsage(calls=5, dollars=0.0123), "$0.0123"),
     (RoleUsage(calls=5, dollars=0.5, unpriced_calls=2), "$0.5000 + 2 unpriced call(s)"),
     (RoleUsage(calls=3, cache_hits=1, dollars=0.0), "$0.0000"),  # a free local model, priced at 0
+    (RoleUsage(calls=4, dollars=0.01, unknown_calls=1), "$0.0100 + 1 call(s) of unknown cost"),
 ])
 def test_dollars_are_never_a_silent_zero_for_an_unpriced_model(usage: RoleUsage, expected: str) -> None:
     assert dollars_text(usage) == expected
+
+
+def test_the_spend_line_names_requests_in_flight_at_a_kill() -> None:
+    line = spend_line(RoleUsage(calls=4, cache_hits=1, unknown_calls=2, prompt_tokens=10, completion_tokens=5))
+    assert line.startswith("4 calls (1 cached, 2 unknown: in flight at a kill), 15 tokens")
 
 
 def _scores(**fields: object) -> Scores:

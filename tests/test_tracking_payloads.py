@@ -61,11 +61,11 @@ HISTORY = [
 def test_running_best_is_the_kept_score_not_the_last_generations() -> None:
     points = generation_points(HISTORY)
     metrics = [generation_metrics(point) for point in points]
-    assert [m["running_best_val_score"] for m in metrics] == [0.458, 1.0, 1.0, 1.0]
-    assert "generation_best_val_score" not in metrics[2]  # every candidate pruned: no validation score invented
-    assert metrics[3]["generation_best_val_score"] == 0.2
+    assert [m["objective/running_best_val_score"] for m in metrics] == [0.458, 1.0, 1.0, 1.0]
+    assert "objective/generation_best_val_score" not in metrics[2]  # every candidate pruned: no validation score invented
+    assert metrics[3]["objective/generation_best_val_score"] == 0.2
     assert objective_summary(points) == pytest.approx(
-        {"initial_val_score": 0.458, "final_val_score": 1.0, "val_score_gain": 0.542})
+        {"objective/initial_val_score": 0.458, "objective/final_val_score": 1.0, "objective/val_score_gain": 0.542})
 
 
 def test_diff_uses_the_seeds_default_text_and_lists_hyperparameter_changes() -> None:
@@ -115,14 +115,14 @@ def test_payloads_are_accepted_by_mlflow_and_found_through_its_api(tmp_path: Pat
     client.link_prompt_version_to_run(kept, f"prompts:/demo-memory_types/{version.version}")
 
     tags = client.get_experiment(experiment).tags
-    assert tags[EXPERIMENT_KIND_TAG] == "custom_model_development" and "running_best_val_score" in tags[EXPERIMENT_NOTE_TAG]
+    assert tags[EXPERIMENT_KIND_TAG] == "custom_model_development" and "objective/running_best_val_score" in tags[EXPERIMENT_NOTE_TAG]
     found = client.search_runs([experiment], filter_string=f"tags.`{KEPT_TAG}` = 'true'")
     assert [run.info.run_name for run in found] == ["g1c0-aaaa"]
     assert [r.info.run_id for r in client.search_runs([experiment], f"tags.`{BEST_TAG}` = 'true'")] == [kept]
     assert client.get_run(gen).data.tags["memevo.kept_candidate"] == "g1c0-aaaa"
     assert generation_run_name(1, kept_label="g1c0-aaaa", improved=True) == "generation-1 (kept g1c0-aaaa)"
     assert generation_run_name(0, kept_label="g0c0-seed", improved=False) == "generation-0 (seed g0c0-seed)"
-    history = client.get_metric_history(parent, "running_best_val_score")
+    history = client.get_metric_history(parent, "objective/running_best_val_score")
     assert [(m.step, m.value) for m in history] == [(0, 0.458), (1, 1.0), (2, 1.0), (3, 1.0)]
     assert DIFF_ARTIFACT in [f.path for f in client.list_artifacts(kept)]
     inputs = client.get_run(parent).inputs.dataset_inputs

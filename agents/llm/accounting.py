@@ -4,6 +4,10 @@ Token counts include cache hits (they measure the workload, which stays the same
 dollars include only requests that reached an endpoint (the money actually spent). Models missing
 from the price table cost 0 and are counted in ``unpriced_calls`` so a report never pretends a
 paid model was free.
+
+A request is booked (``book``) before it is sent and settled by the count of its answer or its failure, in one
+count with it: a process killed in between leaves it booked, counted in ``unknown_calls`` (the endpoint may have
+served and billed it) rather than missing from the usage.
 """
 
 from __future__ import annotations
@@ -48,6 +52,9 @@ class RoleUsage(LazyModel):
     errors: int = 0
     retries: int = 0
     unpriced_calls: int = 0
+    unknown_calls: int = 0
+    """Requests sent whose answer no count recorded: in flight, or lost to a kill or a cancellation. Neither their
+    tokens nor their dollars are known; the endpoint may have served them."""
 
     def plus(self, other: RoleUsage) -> RoleUsage:
         return RoleUsage(**{name: getattr(self, name) + getattr(other, name) for name in RoleUsage.model_fields})
@@ -104,6 +111,11 @@ class Accounting:
     def detach(self, other: Accounting) -> None:
         self._attached = tuple(attached for attached in self._attached if attached is not other)
 
+    def book(self, role: str) -> None:
+        """A request is about to be sent: it counts as unknown until the count of its answer or failure settles it
+        (``booked=True``)."""
+        self._add(role, {"unknown_calls": 1})
+
     def record_call(
         self,
         role: str,
@@ -114,11 +126,13 @@ class Accounting:
         wall_s: float,
         cached: bool,
         sent_prompt_tokens: int | None = None,
+        booked: bool = False,
     ) -> None:
         """Count one call. Tokens include cache hits (the workload); dollars only what reached the endpoint.
 
         ``sent_prompt_tokens`` is for a call answered partly from the cache (a batch of embeddings):
         the share of ``prompt_tokens`` that was actually sent. By default all of it, or none when cached.
+        ``booked``: the call's request was booked, and this count settles it.
         """
         prices = price_of(model)
         dollars = 0.0
@@ -133,10 +147,12 @@ class Accounting:
             wall_s=wall_s,
             dollars=dollars,
             unpriced_calls=int(prices is None and not cached),
+            unknown_calls=-int(booked),
         ))
 
-    def record_error(self, role: str, *, wall_s: float = 0.0) -> None:
-        self._add(role, _nonzero(wall_s=wall_s, errors=1))
+    def record_error(self, role: str, *, wall_s: float = 0.0, booked: bool = False) -> None:
+        """Count one failed call; ``booked``: its request was booked, and this count settles it."""
+        self._add(role, _nonzero(wall_s=wall_s, errors=1, unknown_calls=-int(booked)))
 
     def record_retry(self, role: str) -> None:
         self._add(role, {"retries": 1})

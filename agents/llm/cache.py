@@ -8,8 +8,10 @@ one server is never served as another's, and the embedded model's replies surviv
 Stored with diskcache (SQLite underneath), which is safe across threads and processes. Writes go to one
 background thread, woken by the first write of an idle spell, that waits ``WRITE_DELAY_S`` and commits
 whatever has queued up in one transaction, so a reply's caller does not
-wait for SQLite; reads see queued writes at once. A write lost to a crash only costs a request again. The
-cache is culled to its size limit when it closes, not on every write.
+wait for SQLite; reads see queued writes at once. Until it is committed, a reply is also in a journal file of
+this process (``memevo.agents.llm.cache_journal``), written before ``put`` returns: the next process to open the
+cache commits what a killed one left there, so no reply is asked for twice. The cache is culled to its size limit
+when it closes, not on every write.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pydantic import ConfigDict, SkipValidation
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.lazy_model import LazyModel
+from memevo.agents.llm.cache_journal import JOURNAL_FOLDER, Journal, dead_journals
 from memevo.agents.llm.encoded_messages import PREFIXES, EncodedMessages, canonical_json
 from memevo.agents.llm.protocol import Message
 
@@ -100,8 +103,18 @@ WRITE_DELAY_S = 0.25
 """How long the writer waits after being woken, so the replies of that spell share one transaction. Each wake-up and
 each commit costs CPU (measured on the 2-core benchmark machine: ~60 us per sleep and wake of a thread, and a cache
 key that takes 27 us back to back took ~210 us more after a 10 ms sleep; the writer spent ~0.58 ms per call, wake-ups
-included, when at 0.05 s a run with one call in flight woke it and committed once per call). A kill loses at most
-the replies of the last 0.25 s, which cost a request each again; a flush or a close commits at once."""
+included, when at 0.05 s a run with one call in flight woke it and committed once per call). A kill loses none of
+the replies waiting meanwhile: they are in the journal; a flush or a close commits at once."""
+
+
+def _commit_dead_journals(store: diskcache.Cache, folder: Path) -> None:
+    """Commit the replies that killed processes left in their journals. Added, not set: a reply another process
+    committed meanwhile for the same key stays the one every later run reads."""
+    for journal in dead_journals(folder):
+        with store.transact():
+            for key, raw in journal.entries():
+                store.add(key, raw)
+        journal.discard()
 
 
 class CachedReply(LazyModel):
@@ -125,6 +138,7 @@ class ResponseCache:
         self._open_failure = ""  # why the store could not be opened
         self._pending: dict[str, str] = {}  # put, not yet committed
         self._unwritten: list[tuple[str, str]] = []  # put, not yet taken by the writer
+        self._journal: Journal | None = None  # holds ``_unwritten``; made by the first put of a batch
         self._puts = self._commits = 0  # entries put / committed (or given up on a failed write)
         self._stopping = False
         self._lock = threading.Lock()
@@ -156,6 +170,9 @@ class ResponseCache:
         cost ~30 us of CPU, and each woke the writer for a one-entry transaction)."""
         raw = reply.model_dump_json()
         with self._lock:
+            if self._journal is None:
+                self._journal = Journal(self.directory / JOURNAL_FOLDER)
+            self._journal.append(request.key, raw)
             self._pending[request.key] = raw
             self._unwritten.append((request.key, raw))
             self._puts += 1
@@ -182,6 +199,7 @@ class ResponseCache:
             # expired entries and the database's size per entry, half of a write's CPU (~55 of ~115 us, on a
             # thread that holds the GIL meanwhile). ``close`` culls once instead.
             store.reset("cull_limit", 0, update=False)
+            _commit_dead_journals(store, self.directory / JOURNAL_FOLDER)
             self._opened_store = store
         except (sqlite3.Error, OSError) as error:  # not a database, a folder it may not make or write
             self._open_failure = str(error)
@@ -196,6 +214,7 @@ class ResponseCache:
             self._hurry.wait(self.write_delay_s)  # let the replies arriving meanwhile join this transaction
             with self._lock:
                 batch, self._unwritten = self._unwritten, []
+                journal, self._journal = self._journal, None
                 self._wake.clear()
                 stopping = self._stopping
             try:
@@ -207,6 +226,8 @@ class ResponseCache:
                     for key, raw in batch:
                         if self._pending.get(key) is raw:
                             del self._pending[key]
+                if journal is not None:
+                    journal.discard()
             finally:
                 with self._committed:
                     self._commits += len(batch)

@@ -112,7 +112,7 @@ class _EncodedStrings:
     def entry(self, message: Message) -> _Encoded:
         """``canonical_json(message)`` as UTF-8 (``json``), and its SHA-256 on demand (``hex_digest()``)."""
         content, role = message.get("content"), message.get("role")
-        if not _plain(message, role, content):
+        if not (len(message) == 2 and isinstance(role, str) and isinstance(content, str)):  # ``_plain``, narrowing
             return _Encoded(content, role, canonical_json(message).encode("utf-8"))
         entry = self._memory.entries.get(id(content))  # a racing eviction only costs an encoding
         if entry is not None and entry.content is content and entry.role == role:

@@ -4,8 +4,11 @@ It adds what the raw SDK call lacks for long evaluation runs: a concurrency limi
 event loops, retries with exponential backoff and jitter for transient failures only (429, 408,
 5xx, timeouts, connection errors), a persistent response cache, lenient JSON parsing and per-role
 accounting. Embedding requests (``embed``) share all of it, so retrieval is no side door around the
-limits or the bill. Requests go out through ``transport.JSONTransport`` (a small HTTP/1.1 client rather than
-the openai SDK, whose request transform dominated the CPU cost per call), so there is one retry policy.
+limits or the bill. Every request is booked in the accounting as it is sent and settled by the count of its
+answer (made once the answer is in the cache) or of its failure: at a kill, each request served or in flight is
+counted as answered or as unknown, and no counted answer is asked for again. Requests go out through
+``transport.JSONTransport`` (httpx rather than the openai SDK, whose request transform dominated the CPU cost per
+call), so there is one retry policy.
 """
 
 from __future__ import annotations
@@ -111,7 +114,7 @@ class LLMGateway:
         self.sleep = sleep  # the wait between retries; tests pass a recorder instead of waiting
         # Requests made on ``home_loop`` skip the sync bridge's thread (see ``JSONTransport``).
         self.transport = JSONTransport(self.base_url, api_key=config.api_key, timeout_s=config.timeout_s,
-                                       home_loop=home_loop)
+                                       max_connections=self.limit.limit, home_loop=home_loop)
 
     async def chat(
         self,
@@ -140,10 +143,10 @@ class LLMGateway:
                 completion = await self._send(role, request.model, "chat/completions", request.chat_body())
                 stored = _stored_reply(completion, request.model)
             except LLMError:
-                self.accounting.record_error(role, wall_s=time.monotonic() - started)
+                self.accounting.record_error(role, wall_s=time.monotonic() - started, booked=True)
                 raise
             if self.cache is not None:
-                self.cache.put(request, stored)
+                self.cache.put(request, stored)  # in the cache's journal before the count settles the booking
             cached = False
         else:
             cached = True
@@ -155,6 +158,7 @@ class LLMGateway:
             completion_tokens=stored.completion_tokens,
             wall_s=latency,
             cached=cached,
+            booked=not cached,
         )
         if not cached:  # once the call is recorded: a kill while waiting here loses no answered call's usage
             await in_urgency_order()
@@ -221,6 +225,7 @@ class LLMGateway:
             wall_s=time.monotonic() - started,
             cached=not missing,
             sent_prompt_tokens=sent_tokens,
+            booked=bool(missing),
         )
         return [json.loads(found[text].text) for text in texts]
 
@@ -245,7 +250,7 @@ class LLMGateway:
         found, missing = await self._per_item_cached(requests, fetch, role=role, started=started)
         self.accounting.record_call(role, model=self.config.model, prompt_tokens=found[options[0]].prompt_tokens,
                                     completion_tokens=0,
-                                    wall_s=time.monotonic() - started, cached=not missing)
+                                    wall_s=time.monotonic() - started, cached=not missing, booked=bool(missing))
         return [OptionLogprob.model_validate_json(found[option].text) for option in options]
 
     async def _per_item_cached(
@@ -264,7 +269,7 @@ class LLMGateway:
             try:
                 fresh = await fetch(missing)
             except LLMError:
-                self.accounting.record_error(role, wall_s=time.monotonic() - started)
+                self.accounting.record_error(role, wall_s=time.monotonic() - started, booked=True)
                 raise
             if self.cache is not None:
                 for key, reply in fresh.items():
@@ -273,7 +278,8 @@ class LLMGateway:
         return found, missing
 
     async def _send(self, role: Role, model: str, path: str, payload: Body) -> dict[str, Any]:
-        """One logical request: retried on transient failures, refused at once on the others.
+        """One logical request: retried on transient failures, refused at once on the others. Booked as it is first
+        sent: the caller settles it with the count of its answer or failure.
 
         A connection failure is first checked against the server's health: retrying a dead process
         would only hide its crash behind a connection error.
@@ -282,6 +288,8 @@ class LLMGateway:
         for attempt in range(attempts):
             try:
                 async with self.limit.slot():
+                    if attempt == 0:  # once it has a slot: a request waiting for one is not sent yet
+                        self.accounting.book(role)
                     if self.health_check is not None:
                         self.health_check()
                     return await self.transport.post(path, payload)
@@ -301,10 +309,6 @@ class LLMGateway:
         step = min(self.backoff_cap_s, self.backoff_base_s * 2**attempt)
         delay = step * random.uniform(0.5, 1.0)
         return min(self.backoff_cap_s, max(delay, retry_after or 0.0))
-
-    async def open_connections(self, count: int) -> None:
-        """Open up to ``count`` connections (at most the endpoint's limit) before a burst of requests."""
-        await self.transport.open_connections(min(count, self.limit.limit))
 
     async def aclose(self) -> None:
         """Close the HTTP session (a later request opens a new one)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -36,7 +36,7 @@ def chat_prompt_tokens(llama: Llama, messages: list[dict[str, str]]) -> list[int
     vocabulary = llama._model  # noqa: SLF001 - the token texts the chat handler also reads
     formatter = Jinja2ChatFormatter(template=template, eos_token=vocabulary.token_get_text(llama.token_eos()),
                                     bos_token=vocabulary.token_get_text(llama.token_bos()))
-    rendered = formatter(messages=messages)
+    rendered = formatter(messages=cast(Any, messages))  # plain role/content dicts: the formatter reads only those
     return llama.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
 
 
@@ -117,8 +117,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="memevo's embedded llama.cpp server")
     add_args_from_model(parser, Settings)
     args = parser.parse_args()
-    server_settings = parse_model_from_args(ServerSettings, args)
-    app = create_app(server_settings=server_settings, model_settings=[parse_model_from_args(ModelSettings, args)])
+    # llama-cpp-python annotates this helper as returning its argument (the class), but it returns an instance
+    server_settings = cast(ServerSettings, parse_model_from_args(ServerSettings, args))
+    model_settings = cast(ModelSettings, parse_model_from_args(ModelSettings, args))
+    app = create_app(server_settings=server_settings, model_settings=[model_settings])
     add_option_route(app)
     uvicorn.run(app, host=server_settings.host, port=server_settings.port, log_level="warning")
 

@@ -41,7 +41,7 @@ class GenerationConfig(LazyModel):
     seed: int = Field(42, description="Seed of the persona draw and the random choices of each user.")
     personas_path: Path = Field(SAMPLE_PERSONAS, description="Nemotron-style persona file; default: the shipped "
                                 "sample.")
-    llm: LLMConfig = Field(default_factory=lambda: LLMConfig(temperature=0.2, max_tokens=2048),
+    llm: LLMConfig = Field(default_factory=lambda: LLMConfig.model_validate({"temperature": 0.2, "max_tokens": 2048}),
                            description="The generating model; default temperature 0.2 and max_tokens 2048.")
     high_temperature: float = Field(1.0, ge=0.0, le=2.0, description="Question and state-update sampling.")
     low_temperature: float = Field(0.2, ge=0.0, le=2.0, description="Every other stage.")

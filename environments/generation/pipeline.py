@@ -11,7 +11,7 @@ import json
 import random
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -87,7 +87,7 @@ async def generate_user(llm: ChatClient, persona: Persona, config: GenerationCon
     sessions = [await _stage(cache, "queries_p00", lambda: initial_queries(llm, profile, schema, states[0], config))]
     for step in range(1, config.num_periods + 1):
         sessions.append(await _stage(cache, f"queries_p{step:02d}", lambda: update_queries(
-            llm, profile, schema, states[step - 1], records[step], all_events[step], step, config)))
+            llm, profile, schema, states[step - 1], cast(dict[str, Any], records[step]), all_events[step], step, config)))
     try:
         item = build_item(profile, config.start_date, schema, states, records, sessions, qas,
                           random.Random(f"{config.seed}:{persona.uuid}:sessions"))

@@ -16,7 +16,14 @@ from memevo.environments.score_text import extra_metrics
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.evaluation import CandidateEval, Evaluator
 from memevo.evolve.records import EvolutionResult, GenerationOutcome
-from memevo.evolve.tracking.payloads import DIFF_ARTIFACT, candidate_diff, candidate_tags
+from memevo.evolve.tracking.payloads import (
+    COUNTS_PREFIX,
+    DIFF_ARTIFACT,
+    candidate_diff,
+    candidate_note,
+    candidate_tags,
+    cost_metrics,
+)
 from memevo.evolve.tracking.store import table_csv
 
 RESULTS_ARTIFACT = "results.csv"
@@ -41,6 +48,41 @@ def score_metrics(prefix: str, summary: Scores) -> dict[str, float]:
         metrics[f"{prefix}_utilization_failure"] = summary.failure.utilization
     metrics |= {f"{prefix}_{name}": value for name, value in extra_metrics(summary).items()}
     return metrics
+
+
+def candidate_decision(candidate: Candidate, evals: dict[str, CandidateEval | None], *, kept_id: str,
+                       parent_val: float | None) -> str:
+    """What the generation did with a candidate, in the words a person reads on its run: ``kept``, ``pruned``,
+    ``rejected: validation 0.410 vs parent 0.450``... A candidate better than its parent on validation that was
+    not kept says only that (the acceptance rule or a better sibling decided; the run does not know which)."""
+    train, val, minibatch = evals.get("train"), evals.get("val"), evals.get("minibatch")
+    against = "" if parent_val is None else f" vs parent {parent_val:.3f}"
+    if candidate.id == kept_id:
+        if candidate.origin == "seed":
+            return "kept: the seed" + ("" if val is None else f" (validation {val.score:.3f})")
+        return "kept" + ("" if val is None else f": validation {val.score:.3f}{against}")
+    if train is not None and train.pruned:
+        return (f"pruned: stopped by the pruner after {len(train.users)} of {train.n_users_total} train users "
+                f"(train {train.score:.3f})")
+    if val is None and minibatch is not None:
+        return f"rejected at the minibatch gate: {minibatch.score:.3f} on {len(minibatch.users)} train user(s)"
+    if val is None:
+        return "not run: generation ended"
+    if parent_val is not None and val.score > parent_val:
+        return f"not kept: validation {val.score:.3f}{against}"
+    return f"rejected: validation {val.score:.3f}{against}"
+
+
+def evaluation_span(evaluator: Evaluator, candidate_id: str) -> tuple[int, int] | None:
+    """When a candidate's evaluations ran, in epoch milliseconds: its first user's episode began (the episode's
+    ``meta.json``) to its last split's summary written. None when no evaluation left its files (a run folder
+    written before, or a candidate never run): then MLflow's own times stand."""
+    folder = evaluator.root / "evals" / candidate_id
+    starts = [path.stat().st_mtime for path in folder.glob("*/users/*/meta.json")]
+    ends = [path.stat().st_mtime for path in folder.glob("*.json")]
+    if not starts or not ends:
+        return None
+    return int(min(starts) * 1000), int(max(max(ends), max(starts)) * 1000)
 
 
 def candidate_metrics(
@@ -116,10 +158,17 @@ def candidate_entry(
     artifacts["changes.txt"] = "\n".join(candidate.changes) or "(none)"
     artifacts[RESULTS_ARTIFACT] = qa_table(evaluator, users, candidate.id)
     artifacts["policy.json"] = candidate.policy.model_dump_json(indent=2)
+    parent_eval = evaluator.finished(parent.id, "val") if parent.id != candidate.id else None
+    decision = candidate_decision(candidate, evals, kept_id=kept_id,
+                                  parent_val=parent_eval.score if parent_eval is not None else None)
+    tags = candidate_tags(candidate.id, kept_id=kept_id, generation=candidate.generation, origin=candidate.origin,
+                          decision=decision)
     return {
         "label": candidate.label,
         "metrics": candidate_metrics(evaluator, users, candidate, evals),
-        "tags": candidate_tags(candidate.id, kept_id=kept_id, generation=candidate.generation, origin=candidate.origin),
+        "tags": tags | candidate_note(decision, label=candidate.label, parent_label=parent.label,
+                                      changes=candidate.changes),
+        "span": evaluation_span(evaluator, candidate.id),
         "params": {
             "candidate_id": candidate.id,
             "parent_id": candidate.parent_id,
@@ -136,21 +185,20 @@ def candidate_entry(
 
 
 def generation_counts(outcome: GenerationOutcome, n_candidates: int, usage: UsageReport) -> dict[str, float]:
-    """The generation's counts and the run's usage so far (its scores: ``payloads.generation_metrics``)."""
-    metrics: dict[str, float] = {
+    """The generation's counts (under ``COUNTS_PREFIX``) and the run's usage so far (under ``COST_PREFIX``), each a
+    section of its own in MLflow's charts; its scores: ``payloads.generation_metrics``."""
+    counts = {
         "accepted": float(outcome.accepted),
         "n_accepted": len(outcome.accepted_ids),
         "n_candidates": n_candidates,
         "n_pruned": len(outcome.pruned),
         "n_gated": len(outcome.gated),
+        "n_not_run": len(outcome.not_started) + len(outcome.not_needed),
         "proposals_rejected": outcome.stats.rejected,
         "proposals_repaired": outcome.stats.repaired,
+        "proposals_repeated": outcome.stats.duplicates,
     }
-    for role, spent in usage.by_role.items():
-        metrics[f"calls_{role}"] = spent.calls
-        metrics[f"tokens_{role}"] = spent.prompt_tokens + spent.completion_tokens
-        metrics[f"dollars_{role}"] = spent.dollars
-    return metrics
+    return {f"{COUNTS_PREFIX}{name}": value for name, value in counts.items()} | cost_metrics(usage)
 
 
 def memory_tags(result: EvolutionResult) -> dict[str, str]:

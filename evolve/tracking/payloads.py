@@ -15,6 +15,7 @@ Pure functions only (no store is opened here), so each payload is testable on it
 from __future__ import annotations
 
 import difflib
+import json
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
@@ -23,6 +24,7 @@ import pandas as pd
 
 from memevo.agents.base import ComponentSpec
 from memevo.agents.lazy_model import LazyModel
+from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.policy import MemoryPolicy
 
 KEPT_TAG = "memevo.kept"
@@ -31,6 +33,18 @@ BEST_TAG = "memevo.best"
 """On the final best candidate's run(s): "true"."""
 ROLE_TAG = "memevo.role"
 """On every run: "evolution", "generation" or "candidate", so a filter can separate them."""
+DECISION_TAG = "memevo.decision"
+"""On a candidate run: what its generation did with it and why (``kept``, ``rejected: validation 0.410 vs parent
+0.450``, ``pruned: ...``), also the first line of the run's description."""
+OBJECTIVE_PREFIX = "objective/"
+"""The objective's figures on the evolution and generation runs (the running best, a generation's best, the seed's
+and the best's validation score). MLflow charts metrics in sections by the prefix before ``/``, prefixes in
+alphabetical order and unprefixed metrics last: this one sorts first, so the objective opens the charts."""
+COUNTS_PREFIX = "search/"
+"""A generation's counts (candidates, accepted, pruned, proposals): the second section."""
+COST_PREFIX = "spend/"
+"""Calls, tokens and dollars: the third section, apart from the scores."""
+RUNNING_BEST = f"{OBJECTIVE_PREFIX}running_best_val_score"
 DIFF_ARTIFACT = "diff.md"
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 EXPERIMENT_NOTE_TAG = "mlflow.note.content"
@@ -73,20 +87,47 @@ def generation_metrics(point: GenerationPoint) -> dict[str, float]:
         metrics["generation_best_val_score"] = point.best_val
     if point.best_train is not None:
         metrics["generation_best_train_score"] = point.best_train
-    return metrics
+    return {f"{OBJECTIVE_PREFIX}{name}": value for name, value in metrics.items()}
 
 
 def objective_summary(points: Sequence[GenerationPoint]) -> dict[str, float]:
     """Initial (seed) and final (best) validation objective for the parent run."""
     if not points:
         return {}
-    return {"initial_val_score": points[0].kept_val, "final_val_score": points[-1].kept_val,
-            "val_score_gain": points[-1].kept_val - points[0].kept_val}
+    first, last = points[0].kept_val, points[-1].kept_val
+    return {f"{OBJECTIVE_PREFIX}initial_val_score": first, f"{OBJECTIVE_PREFIX}final_val_score": last,
+            f"{OBJECTIVE_PREFIX}val_score_gain": last - first}
 
 
-def candidate_tags(candidate_id: str, *, kept_id: str, generation: int, origin: str) -> dict[str, str]:
-    return {ROLE_TAG: "candidate", KEPT_TAG: str(candidate_id == kept_id).lower(),
+def candidate_tags(candidate_id: str, *, kept_id: str, generation: int, origin: str,
+                   decision: str | None = None) -> dict[str, str]:
+    tags = {ROLE_TAG: "candidate", KEPT_TAG: str(candidate_id == kept_id).lower(),
             "memevo.candidate_id": candidate_id, "memevo.generation": str(generation), "memevo.origin": origin}
+    return tags | ({DECISION_TAG: decision} if decision else {})
+
+
+def candidate_note(decision: str, *, label: str, parent_label: str, changes: Sequence[str]) -> dict[str, str]:
+    """The run's description (MLflow's overview shows it first): the decision, then what the candidate changed."""
+    lines = [f"**{decision}**", ""]
+    if label != parent_label:
+        lines.append(f"Proposed from {parent_label}; `{DIFF_ARTIFACT}` shows the change against it.")
+    if changes:
+        lines += ["", "Changes:", *(f"- {change}" for change in changes)]
+    return {EXPERIMENT_NOTE_TAG: "\n".join(lines)}
+
+
+def cost_metrics(usage: UsageReport) -> dict[str, float]:
+    """Calls, tokens and dollars per role so far, under ``COST_PREFIX``. A role with calls no price is known for
+    has no dollar figure (0 would read as free): ``cost/unpriced_calls_<role>`` counts them instead."""
+    metrics: dict[str, float] = {}
+    for role, spent in usage.by_role.items():
+        metrics[f"{COST_PREFIX}calls_{role}"] = spent.calls
+        metrics[f"{COST_PREFIX}tokens_{role}"] = spent.prompt_tokens + spent.completion_tokens
+        if spent.unpriced_calls:
+            metrics[f"{COST_PREFIX}unpriced_calls_{role}"] = spent.unpriced_calls
+        else:
+            metrics[f"{COST_PREFIX}dollars_{role}"] = spent.dollars
+    return metrics
 
 
 def generation_tags(*, kept_id: str, kept_label: str, improved: bool) -> dict[str, str]:
@@ -156,13 +197,14 @@ def trial_attributes(*, candidate_id: str, label: str, generation: int, objectiv
 
     The trial's value is the ``objective`` on the *training* users (the study's metric is named after
     it; every trial has one, pruned ones too, and the pruner needs it); memevo selects on *validation*.
-    So Optuna's "best trial" can differ from memevo's best: ``kept`` and ``val_<objective>`` say which
-    trial memevo kept.
+    So Optuna's "best trial" can differ from memevo's best: ``kept``, ``decision`` and ``val_<objective>`` say
+    which trial memevo kept (a trial without a value gets its ``decision`` when it is told, ``Tuner.tell``).
     """
     attrs: dict[str, Any] = {"candidate_id": candidate_id, "candidate": label, "generation": generation,
-                             "kept": kept}
+                             "kept": kept, "decision": "kept" if kept else "not kept"}
     if val_score is not None:
         attrs[f"val_{objective}"] = val_score
+        attrs["decision"] += f" (validation {val_score:.3f})"
     if run_id:
         attrs["mlflow_run_id"] = run_id
     return attrs
@@ -183,13 +225,47 @@ def experiment_tags(*, name: str, protocol: str, components: Sequence[str], feed
         f"memevo evolution **{name}** ({protocol}); evolving: {evolving}; feedback: {feedback_mode}.",
         "",
         "- One parent run per evolution; under it one run per generation, under that one run per candidate.",
-        (f"- `running_best_val_score` is the kept candidate's validation score; tag `{KEPT_TAG}` marks each "
+        (f"- `{RUNNING_BEST}` is the kept candidate's validation score; tag `{KEPT_TAG}` marks each "
         f"generation's kept candidate, `{BEST_TAG}` the final best."),
+        (f"- A candidate's `val_objective` and `train_objective` are the scores the loop compared; tag "
+         f"`{DECISION_TAG}` (and the run's description) says what its generation did with it and why."),
+        (f"- Calls, tokens and dollars are charted under `{COST_PREFIX}`, a generation's counts under "
+         f"`{COUNTS_PREFIX}`; a model without a known price has no dollar figure but "
+         f"`{COST_PREFIX}unpriced_calls_<role>`."),
         (f"- Each candidate run has `{DIFF_ARTIFACT}` (against its parent), its prompts and `policy.json`; "
         "accepted prompts are in the Prompts tab (alias `best`), where *Compare* shows the versions side by side."),
         "- Memory score: 0 = random guessing, 1 = the model's perfect-information upper bound.",
     ])
-    return {EXPERIMENT_NOTE_TAG: note, EXPERIMENT_KIND_TAG: "custom_model_development"}
+    return {EXPERIMENT_NOTE_TAG: note, EXPERIMENT_KIND_TAG: "custom_model_development",
+            PRIMARY_METRIC_TAG: RUNNING_BEST} | runs_views()
+
+
+RUNS_VIEWS = {"memevo-runs": "runs", "memevo-candidates": "candidates by generation"}
+"""The shared views of the runs table ``memevo ui`` opens (``?viewStateShareKey=<key>``), with what they show: the
+evolution's runs nested (parent, generations, candidates), and every candidate grouped by its generation."""
+VIEW_TAG_PREFIX = "mlflow.sharedViewState."
+"""The experiment tags MLflow's UI reads a shared view from (the tags its *Share* button writes)."""
+PRIMARY_METRIC_TAG = "mlflow.experiment.primaryMetric.name"
+"""The experiment's primary metric, the one MLflow's charts start from."""
+RUNS_COLUMNS = (f"metrics.`{RUNNING_BEST}`", "metrics.`val_objective`", "metrics.`train_objective`",
+                f"tags.`{DECISION_TAG}`")
+"""The runs table's columns, objective first: a generation's and the evolution's running best, a candidate's
+validation and train objective and what was done with it; the spend is on the runs' charts under ``cost/``."""
+
+
+def runs_views() -> dict[str, str]:
+    """The experiment tags holding ``RUNS_VIEWS`` (MLflow's shared-view JSON): only ``RUNS_COLUMNS``, in that order
+    and wide enough to read a decision, instead of MLflow's default columns, which show no metric at all."""
+    columns: dict[str, object] = {
+        "selectedColumns": list(RUNS_COLUMNS), "columnOrder": ["tags.`mlflow.runName`", *RUNS_COLUMNS],
+        "columnWidths": {f"tags.`{DECISION_TAG}`": 440},
+    }
+    by_generation: dict[str, object] = {
+        "searchFilter": f"tags.`{ROLE_TAG}` = 'candidate'",
+        "groupBy": {"aggregateFunction": "max", "groupByKeys": [{"mode": "tag", "groupByData": "memevo.generation"}]},
+    }
+    views: dict[str, dict[str, object]] = dict(zip(RUNS_VIEWS, ({"searchFilter": ""}, by_generation), strict=True))
+    return {f"{VIEW_TAG_PREFIX}{key}": json.dumps(view | columns) for key, view in views.items()}
 
 
 def split_table(split: Mapping[str, Sequence[str]]) -> pd.DataFrame:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import re
 import subprocess
 import time
@@ -30,13 +31,16 @@ from typing import Any
 
 import mlflow
 from mlflow import MlflowClient
-from mlflow.entities import DatasetInput, Metric, Param
+from mlflow.entities import DatasetInput, Metric, Param, Run
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
+from memevo.agents.errors import UserInputError
 from memevo.environments.metrics import UPPER_BOUND_FILE, UpperBoundTable
 from memevo.environments.store import write_json_atomic
-from memevo.evolve.tracking.payloads import BEST_TAG
+from memevo.evolve.tracking.payloads import BEST_TAG, ROLE_TAG
 from memevo.evolve.tracking.stores import experiment_id, open_tracking_store
+
+log = logging.getLogger("memevo.evolve")
 
 PARENT_TAG = MLFLOW_PARENT_RUN_ID
 DEFAULT_EXPERIMENT_ID = "0"
@@ -44,6 +48,8 @@ KEY_TAG = "memevo.key"
 """The tag a run is found by on resume: ``<tracking id of the run folder>/<role key>``."""
 RUN_TAG = "memevo.tracking_id"
 """The tag of a prompt version naming the evolution (its tracking id) that registered it."""
+FOLDER_TAG = "memevo.run_folder"
+"""On the parent run: the run folder it was made for (found again when ``mlflow_ids.json`` is lost)."""
 MLFLOW_IDS_FILE = "mlflow_ids.json"
 """Where a run folder keeps its MLflow run ids (read back by the ablation to find each arm's runs)."""
 
@@ -70,6 +76,37 @@ def retire_default_experiment(client: MlflowClient) -> None:
         client.delete_experiment(DEFAULT_EXPERIMENT_ID)
 
 
+def read_ids(path: Path) -> dict[str, Any] | str | None:
+    """``mlflow_ids.json`` as noted, None when it does not exist, or the reason it cannot be read."""
+    if not path.exists():
+        return None
+    try:
+        ids = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        return f"{type(error).__name__}: {error}"
+    return ids if isinstance(ids, dict) else f"holds a {type(ids).__name__}, not an object"
+
+
+def rebuilt_ids(client: MlflowClient, experiment_id: str, parent: Run) -> dict[str, Any]:
+    """``mlflow_ids.json`` rebuilt from the runs of one evolution (its parent's key tag gives the tracking id): each
+    run by its key, done when MLflow says it finished, and the timestamps of the metric rows of runs not done, so
+    a repeated write stores no second row."""
+    tracking_id = parent.data.tags[KEY_TAG].rsplit("/parent", 1)[0]
+    ids: dict[str, Any] = {"tracking_id": tracking_id, "stamps": {}}
+    runs = client.search_runs([experiment_id], f"tags.`{KEY_TAG}` LIKE '{tracking_id}/%'", max_results=50000)
+    for run in runs:
+        key = run.data.tags[KEY_TAG].removeprefix(f"{tracking_id}/")
+        ids[key] = {"id": run.info.run_id, "done": run.info.status == "FINISHED"}
+        if key == "parent":
+            ids[key]["params_logged"] = bool(run.data.params)
+        if run.info.status == "FINISHED":
+            continue
+        for metric in run.data.metrics:
+            for row in client.get_metric_history(run.info.run_id, metric):
+                ids["stamps"].setdefault(f"parent@{row.step}" if key == "parent" else key, row.timestamp)
+    return ids
+
+
 def find_run(client: MlflowClient, experiment_id: str, tag: str, value: str) -> str | None:
     """The id of the live run of ``experiment_id`` whose ``tag`` is ``value``, if there is one."""
     found = client.search_runs([experiment_id], f"tags.`{tag}` = '{value}'", max_results=1)
@@ -84,10 +121,7 @@ class Tracker:
         self.run_dir = run_dir
         self.uri = uri or default_tracking_uri(run_dir)
         self.ids_path = run_dir / MLFLOW_IDS_FILE
-        self.ids: dict[str, Any] = json.loads(self.ids_path.read_text()) if self.ids_path.exists() else {}
-        if "tracking_id" not in self.ids:  # saved before any run exists: every key tag of this folder uses it
-            self.ids["tracking_id"] = uuid.uuid4().hex[:16]
-            self._save_ids()
+        noted = read_ids(self.ids_path)
         mlflow.set_tracking_uri(self.uri)
         self.client = open_tracking_store(self.uri)
         if uri is None:
@@ -97,6 +131,42 @@ class Tracker:
                                            tags=experiment_tags)
         # registered prompt versions are linked to the active experiment: this one, not "Default"
         mlflow.set_experiment(experiment_id=self.experiment_id)
+        self.ids = noted if isinstance(noted, dict) and self._in_store(noted) else self._recover(noted, own=uri is None)
+        if "tracking_id" not in self.ids:  # saved before any run exists: every key tag of this folder uses it
+            self.ids["tracking_id"] = uuid.uuid4().hex[:16]
+        self._save_ids()
+
+    def _in_store(self, ids: dict[str, Any]) -> bool:
+        """Whether noted ids belong to this store: a tracking id, and the parent run (if noted) exists in it."""
+        if not isinstance(ids.get("tracking_id"), str):
+            return False
+        parent = ids.get("parent", {}).get("id") if isinstance(ids.get("parent"), dict) else None
+        return parent is None or find_run(self.client, self.experiment_id, KEY_TAG,
+                                          f"{ids['tracking_id']}/parent") == parent
+
+    def _recover(self, noted: object, *, own: bool) -> dict[str, Any]:
+        """The ids of this folder's runs rebuilt from the store, when ``mlflow_ids.json`` is missing, damaged or
+        names runs the store does not hold: the parent run tagged with this folder (in the run folder's own
+        store, its one parent run), so a resume continues it instead of leaving it RUNNING beside a second one.
+        A damaged file with nothing to rebuild from stops with one line naming the file and the fix."""
+        parents = self.client.search_runs([self.experiment_id], f"tags.`{KEY_TAG}` LIKE '%/parent'")
+        mine = [run for run in parents if run.data.tags.get(FOLDER_TAG) == str(self.run_dir.resolve())]
+        if not mine and own and len(parents) == 1:
+            mine = parents  # the folder's own store was moved or copied with it
+        if len(mine) == 1:
+            state = "missing" if noted is None else f"damaged ({noted})" if isinstance(noted, str) else "stale"
+            log.warning("%s was %s: rebuilt from the MLflow store %s (parent run %s)", self.ids_path, state, self.uri,
+                        mine[0].info.run_id)
+            return rebuilt_ids(self.client, self.experiment_id, mine[0])
+        if noted is None:
+            return {}
+        if isinstance(noted, dict) or not parents:
+            log.warning("%s %s, which holds no run of this folder: new runs are started there", self.ids_path,
+                        f"is damaged ({noted})" if isinstance(noted, str) else f"names runs not in {self.uri}")
+            return {}
+        raise UserInputError(f"is damaged ({noted}), and {self.uri} holds runs of other folders but none of this "
+                             "one: restore the file from a copy, or delete it and resume (a new parent run is "
+                             "started)", source=str(self.ids_path))
 
     @property
     def tracking_id(self) -> str:
@@ -105,8 +175,10 @@ class Tracker:
     def _save_ids(self) -> None:
         write_json_atomic(self.ids_path, self.ids)
 
-    def _run(self, key: str, name: str, parent: str | None, tags: dict[str, str] | None = None) -> str:
-        """The run for ``key``: noted, else found by its key tag (created by a killed process), else created."""
+    def _run(self, key: str, name: str, parent: str | None, tags: dict[str, str] | None = None, *,
+             start_time: int | None = None) -> str:
+        """The run for ``key``: noted, else found by its key tag (created by a killed process), else created
+        (``start_time``: when what it records began, epoch ms; default now)."""
         entry = self.ids.get(key)
         if entry:
             return entry["id"]
@@ -114,7 +186,8 @@ class Tracker:
         run_id = find_run(self.client, self.experiment_id, KEY_TAG, key_tag)
         if run_id is None:
             run_tags = (tags or {}) | ({PARENT_TAG: parent} if parent else {}) | {KEY_TAG: key_tag}
-            run_id = self.client.create_run(self.experiment_id, run_name=name, tags=run_tags).info.run_id
+            run_id = self.client.create_run(self.experiment_id, start_time=start_time, run_name=name,
+                                            tags=run_tags).info.run_id
         self.ids[key] = {"id": run_id, "done": False}
         self._save_ids()
         return run_id
@@ -122,8 +195,8 @@ class Tracker:
     def _done(self, key: str) -> bool:
         return bool(self.ids.get(key, {}).get("done"))
 
-    def _finish(self, key: str) -> None:
-        self.client.set_terminated(self.ids[key]["id"])
+    def _finish(self, key: str, end_time: int | None = None) -> None:
+        self.client.set_terminated(self.ids[key]["id"], end_time=end_time)
         self.ids[key]["done"] = True
         self._save_ids()
 
@@ -134,7 +207,10 @@ class Tracker:
     def start(self, name: str, params: dict[str, Any], config_payload: dict[str, Any],
               dataset: DatasetInput | None = None) -> None:
         """Open (or reopen) the parent run and record what defines this evolution (``dataset``: its user split)."""
-        run_id = self._run("parent", name, None)
+        claimed = self.run_dir / "config.json"  # the run folder's first write: when the evolution started
+        started = int(claimed.stat().st_mtime * 1000) if claimed.exists() else None
+        run_id = self._run("parent", name, None, {ROLE_TAG: "evolution", FOLDER_TAG: str(self.run_dir.resolve())},
+                           start_time=started)
         if not self.ids["parent"].get("params_logged"):
             flat = {key: str(value)[:500] for key, value in params.items()}
             self.client.log_batch(run_id, params=[Param(k, v) for k, v in sorted(flat.items())])
@@ -160,26 +236,31 @@ class Tracker:
         """One child run for the generation and one nested run per candidate, all at step=generation.
 
         Each candidate entry: ``label``, ``metrics`` (name -> value), ``params``, ``artifacts`` (artifact
-        path -> text) and optionally ``tags``. ``metrics`` go on the generation run and the parent.
+        path -> text) and optionally ``tags`` and ``span`` (when its evaluations started and ended, epoch ms: the
+        run's times, and the generation's from the first start to the last end). ``metrics`` go on the generation
+        run and the parent.
         """
         key = f"gen{generation}"
-        gen_run = self._run(key, run_name or f"generation-{generation}", self.parent_id, tags)
+        spans = [entry["span"] for entry in candidates if entry.get("span")]
+        gen_run = self._run(key, run_name or f"generation-{generation}", self.parent_id, tags,
+                            start_time=min((start for start, _ in spans), default=None))
         if self._done(key):
             return
         upper_bound = self._upper_bound_metrics()
         for entry in candidates:
             cand_key = f"{key}/{entry['label']}"
-            cand_run = self._run(cand_key, entry["label"], gen_run, entry.get("tags"))
+            span = entry.get("span") or (None, None)
+            cand_run = self._run(cand_key, entry["label"], gen_run, entry.get("tags"), start_time=span[0])
             if self._done(cand_key):
                 continue
             self._log_metrics(cand_run, entry["metrics"] | upper_bound, generation, stamp_key=cand_key)
             params = {k: str(v)[:500] for k, v in entry["params"].items()}
             self.client.log_batch(cand_run, params=[Param(k, v) for k, v in sorted(params.items())])
             self._log_texts(cand_run, entry["artifacts"])
-            self._finish(cand_key)
+            self._finish(cand_key, end_time=span[1])
         self._log_metrics(gen_run, metrics, generation, stamp_key=key)
         self._log_metrics(self.parent_id, metrics, generation, stamp_key=f"parent@{generation}")
-        self._finish(key)
+        self._finish(key, end_time=max((end for _, end in spans), default=None))
 
     def update_candidate(self, generation: int, label: str, metrics: dict[str, float], artifacts: dict[str, str], *,
                          key: str) -> None:

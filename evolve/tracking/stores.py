@@ -10,7 +10,8 @@ a resume could not mend. Each check raises ``UserInputError`` naming the config 
   an existing, writable folder and not be a folder or another kind of file; a tracking folder (a path or
   ``file:`` URI) must be a folder that can be created and written;
 - artifact locations: an experiment that already exists in a local SQLite store keeps the artifact folder it
-  was made with (a run folder moved or deleted since, a folder made read-only); it must still be writable.
+  was made with; a run folder moved or copied with its store is pointed at its own artifacts again
+  (``relocate_artifacts``), and a folder deleted or made read-only since is refused.
 
 ``open_tracking_store`` creates a new local MLflow store while holding a lock on its folder, so two processes
 starting on one new shared store do not both create its tables (one of them used to die on "table already
@@ -21,6 +22,7 @@ create it.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import re
 import sqlite3
@@ -34,6 +36,8 @@ from memevo.agents.errors import UserInputError
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
+
+log = logging.getLogger("memevo.evolve")
 
 PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 SQL_SCHEMES = ("sqlite", "postgresql", "postgres", "mysql", "mariadb", "mssql", "oracle")
@@ -100,10 +104,15 @@ def check_database_url(url: str, *, source: str | None, field: str) -> None:
 
 def check_artifact_location(uri: str, experiment: str, *, source: str | None, field: str) -> None:
     """The artifact folder of ``experiment`` in the local SQLite store ``uri``, if both exist, must be writable
-    (read straight from the database, read-only: nothing is created or migrated)."""
+    (read straight from the database: nothing is created or migrated; a store moved or copied with its run folder
+    is first pointed at the artifacts beside it, ``relocate_artifacts``)."""
     database = sqlite_file(uri)
     if database is None or not database.is_file():
         return
+    moved = relocate_artifacts(database)
+    if moved:
+        log.warning("%s: the run folder was moved or copied; artifact locations now point into it (%s)", database,
+                    moved)
     try:
         with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
             row = db.execute("SELECT artifact_location FROM experiments WHERE name = ? AND lifecycle_stage = "
@@ -193,10 +202,31 @@ def open_tracking_store(uri: str) -> MlflowClient:
     database = sqlite_file(uri)
     if database is None:
         return MlflowClient(tracking_uri=uri)
-    with _locked_folder(database.parent):
+    with _locked_folder(database.parent), damaged_database(database, RESTORE_MLFLOW):
         client = MlflowClient(tracking_uri=uri)
         client.search_experiments(max_results=1)  # creates (or upgrades) the tables, once
     return client
+
+
+RESTORE_MLFLOW = ("restore it from a copy, or delete it and resume (MLflow then holds the generations still to "
+                  "run; the run folder keeps every result)")
+"""What to do with a damaged MLflow store: its runs only mirror the run folder's records."""
+
+
+@contextmanager
+def damaged_database(database: Path, fix: str) -> Iterator[None]:
+    """Turn the error of opening a damaged SQLite file (truncated, overwritten: SQLite's own ``DatabaseError``, not
+    a locked or missing table) into one line naming the file and ``fix``; any other error passes through."""
+    try:
+        yield
+    except Exception as error:
+        cause: BaseException | None = error
+        while cause is not None and type(cause) is not sqlite3.DatabaseError:
+            cause = getattr(cause, "orig", None) or cause.__cause__ or cause.__context__
+        if cause is None or not database.exists():
+            raise
+        reason = str(cause).splitlines()[0]
+        raise UserInputError(f"is damaged ({reason}): {fix}", source=str(database)) from None
 
 
 def experiment_id(client: MlflowClient, uri: str, name: str, *, artifact_location: str | None,
@@ -217,3 +247,61 @@ def experiment_id(client: MlflowClient, uri: str, name: str, *, artifact_locatio
             if created is None:
                 raise
             return str(created.experiment_id)
+
+
+ARTIFACT_COLUMNS = (("experiments", "artifact_location"), ("runs", "artifact_uri"), ("logged_models", "artifact_location"))
+"""Where an MLflow SQLite store keeps absolute artifact locations."""
+
+
+def relocate_artifacts(database: Path) -> str | None:
+    """Point the artifact locations of a run folder's own store at the folder it lies in now.
+
+    MLflow stores absolute ``file://`` locations; a run folder moved or copied keeps them pointing at the old place
+    (gone, or the original's files). A location outside the database's folder whose tail (``…/mlartifacts`` and
+    below) exists inside it is rewritten to that copy, in one transaction: the repair is safe because it only
+    points at files that are there. Returns what was done (None when nothing needed doing)."""
+    if not database.is_file():
+        return None
+    here = database.parent.resolve()
+    with sqlite3.connect(database) as db:
+        try:
+            locations = [row[0] for row in db.execute("SELECT artifact_location FROM experiments") if row[0]]
+        except sqlite3.Error:
+            return None
+        moves = {old: here for location in locations if (old := _moved_root(location, here)) is not None}
+        if not moves:
+            return None
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        for old, new in moves.items():
+            for table, column in ARTIFACT_COLUMNS:
+                if table in tables:
+                    db.execute(f"UPDATE {table} SET {column} = ? || substr({column}, ?) WHERE {column} LIKE ?",
+                               (new.as_uri(), len(old.as_uri()) + 1, old.as_uri() + "/%"))
+    return ", ".join(f"{old} -> {new}" for old, new in moves.items())
+
+
+def _moved_root(location: str, here: Path) -> Path | None:
+    """The folder a store's artifacts were made under, when ``location`` lies outside ``here`` and its tail exists
+    inside ``here`` (None otherwise)."""
+    if not location.startswith("file://"):
+        return None
+    path = Path(unquote(urlparse(location).path))
+    if path.is_relative_to(here):
+        return None
+    for cut in range(1, len(path.parts)):
+        if (here / Path(*path.parts[cut:])).exists():
+            return Path(*path.parts[:cut])
+    return None
+
+
+def missing_artifacts(database: Path) -> list[str]:
+    """The experiments of a local store whose artifact folder does not exist (their runs show no artifacts)."""
+    if not database.is_file():
+        return []
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
+        try:
+            rows = db.execute("SELECT name, artifact_location FROM experiments WHERE lifecycle_stage = 'active'").fetchall()
+        except sqlite3.Error:
+            return []
+    return [f"experiment {name!r}: {Path(unquote(urlparse(location).path))}" for name, location in rows
+            if location and location.startswith("file://") and not Path(unquote(urlparse(location).path)).exists()]

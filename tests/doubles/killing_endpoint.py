@@ -3,12 +3,15 @@
 A trigger fires inside the server when a request arrives: at the N-th request of the process (a row trigger)
 or at the first request after a file of the run folder exists (a file trigger). The server then kills the
 client and waits for it to die before that request is answered, so the kill point is exact, not a sleep, and
-the killed request is neither served nor counted. ``answered`` counts the requests it did answer, so a test
-can compare a run's reported usage with what the endpoint served.
+the killed request is neither served nor counted. ``answered`` counts the requests it did answer (and ``unanswered``
+the ones it killed the client over), so a test can compare a run's reported usage with what the endpoint served;
+``served`` holds each answered request's digest, so a test can tell a request sent again from a new one.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import signal
 import subprocess
 import threading
@@ -28,6 +31,25 @@ def at_request(number: int) -> Trigger:
 
 def after_file(relative: str) -> Trigger:
     return lambda arrived, out: (out / relative).exists()
+
+
+def memory_agent_reply(body: dict[str, Any]) -> str:
+    """Replies a memory agent can go on with: a choice for an answer prompt, a note for anything else."""
+    text = body["messages"][-1]["content"]
+    if '"answer"' in text or "answer" in json.dumps(body.get("response_format") or {}):
+        return json.dumps({"answer": 1 + len(text) % 2})
+    return f"Noted ({len(text.split())} words)."
+
+
+def request_digest(body: dict[str, Any]) -> str:
+    """What tells one request from another (the same body twice is the same request sent again)."""
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def sent_again(earlier: list[str], later: list[str]) -> int:
+    """How many of the ``later`` requests had been served already among the ``earlier`` ones."""
+    seen = set(earlier)
+    return sum(digest in seen for digest in later)
 
 
 class Signalling:
@@ -57,6 +79,8 @@ class KillingEndpoint:
         self.reply = reply
         self.server = FaultServer(self._answer)
         self.answered = 0
+        self.unanswered = 0
+        self.served: list[str] = []
         self.process: Killable | None = None
         self.triggers: list[Trigger] = []
         self.out: Path | None = None
@@ -82,8 +106,10 @@ class KillingEndpoint:
                 fired = self.triggers.pop(0)
                 process.send_signal(fired.signal if isinstance(fired, Signalling) else signal.SIGKILL)
                 process.wait()  # dead before this request is answered: it is never counted, nor served
+                self.unanswered += 1
                 return "(to a dead client)"
             self.answered += 1
+            self.served.append(request_digest(body))
         return self.reply(body)
 
     def watch(self, start: Callable[[], Killable], out: Path, triggers: Sequence[Trigger] = ()) -> Killable:

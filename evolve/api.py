@@ -1,0 +1,321 @@
+"""memevo from Python: evaluate a memory agent and evolve its prompts from objects or files, results as records.
+
+A notebook passes what it holds: a ``MemoryPolicy`` (or a policy file), its own ``MemoryAgent`` subclass, a list
+of ``Item`` users (or a data file, folder or hub id) and an ``EvolveConfig`` (or a mapping, or a YAML file).
+Both calls run what the command line runs (``memevo eval``; ``run_evolution`` as ``memevo evolve`` does) in a run
+folder that can be resumed from either side, and return typed results. Objects given are saved in the run folder
+(``python-inputs/``, named by content), because a run and its resume read their inputs from files.
+
+The shape follows the optimizers researchers know: GEPA's ``optimize(seed_candidate, trainset, valset, adapter)``
+and MLflow's ``optimize_prompts``. memevo takes one list of users and splits it by ``config.split`` (seeded, and
+recorded in the run folder) rather than a train and a validation set, since test users are held out too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from memevo.agents.base import MemoryAgent
+from memevo.agents.errors import UserInputError
+from memevo.agents.lazy_model import LazyModel
+from memevo.agents.llm.accounting import RoleUsage, UsageReport
+from memevo.agents.policy import MemoryPolicy
+from memevo.agents.registry import register_agent, validate_policy
+from memevo.environments.data.io import save_items
+from memevo.environments.data.models import Item
+from memevo.environments.data.validate import check_runnable
+from memevo.environments.metrics import Scores, UserScores
+from memevo.environments.rundir import claim_run_folder
+from memevo.environments.store import write_json_atomic
+from memevo.evolve.candidates import Candidate
+from memevo.evolve.config import DataConfig, EvolveConfig, SeedConfig, load_evolve_config, parse_evolve_config
+from memevo.evolve.records import EvolutionResult, GenerationOutcome, GenerationPlan, read_record
+from memevo.evolve.runtime import data_hash
+
+__all__ = ["EvaluationResult", "MLflowIds", "OptimizationResult", "evaluate", "optimize"]
+
+INPUTS_FOLDER = "python-inputs"
+"""Where a run folder keeps the objects a Python caller passed, as files its run and a resume read."""
+T = TypeVar("T")
+PolicyInput = MemoryPolicy | str | Path
+DataInput = Sequence[Item] | str | Path
+ConfigInput = EvolveConfig | Mapping[str, Any] | str | Path
+
+
+class EvaluationResult(LazyModel):
+    """What ``evaluate`` measured: overall and per-user scores, the policy evaluated, the spend and the files."""
+
+    policy: MemoryPolicy
+    scores: Scores
+    user_scores: list[UserScores]
+    usage: RoleUsage
+    out: Path
+    """The output folder (``summary.json``, ``questions.csv``, ``periods.png``, ``run/``)."""
+
+
+class MLflowIds(LazyModel):
+    """Where an evolution is in MLflow: open it with ``memevo ui --run-dir <run_dir>`` or ``MlflowClient(uri)``."""
+
+    tracking_uri: str
+    experiment: str
+    parent_run_id: str
+    candidate_run_ids: dict[str, str]
+    """Candidate label (``g1c0-1a2b3c4d``) to its MLflow run id."""
+
+
+class OptimizationResult(LazyModel):
+    """What ``optimize`` found: the best policy and the seed, their held-out scores, every candidate proposed
+    with its fate per generation, the spend, the run folder and the MLflow ids."""
+
+    best_policy: MemoryPolicy
+    seed: Candidate
+    best: Candidate
+    seed_test_scores: Scores
+    best_test_scores: Scores
+    candidates: list[Candidate]
+    generations: list[GenerationOutcome]
+    stop_reason: str
+    objective: str
+    usage: UsageReport
+    run_dir: Path
+    mlflow: MLflowIds | None
+    """None when the config switches tracking off."""
+
+
+def evaluate(
+    policy: PolicyInput | None,
+    data: DataInput,
+    *,
+    out: str | Path,
+    agent_class: type[MemoryAgent] | None = None,
+    simulator: Literal["template", "llm"] = "template",
+    simulator_model: str | None = None,
+    upper_bound: bool = False,
+    no_memory_baseline: bool = False,
+    diagnose: bool = False,
+    users: int | None = None,
+    concurrency: int | None = None,
+    use_cache: bool = True,
+    resume: bool = False,
+    rounds_init: int = 1,
+    rounds_update: int = 2,
+    seed: int = 0,
+) -> EvaluationResult:
+    """Score ``policy`` (default: ``agent_class``'s kind with its default prompts) on the users of ``data``,
+    as ``memevo eval`` does, into ``out``; bad input raises ``UserInputError`` naming the field.
+
+    ``agent_class`` is registered under its ``spec.kind`` first, so a policy of that kind runs it."""
+    chosen = _policy(policy, agent_class)
+    folder = Path(out)
+    given = _Inputs(folder)
+    items = None if isinstance(data, str | Path) else given.checked(data)
+    flags = {"--simulator": simulator, "--simulator-model": simulator_model, "--users": users,
+             "--concurrency": concurrency, "--rounds-init": rounds_init, "--rounds-update": rounds_update,
+             "--seed": seed}
+    switches = {"--upper-bound": upper_bound, "--no-memory-baseline": no_memory_baseline, "--diagnose": diagnose,
+                "--no-cache": not use_cache, "--resume": resume}
+
+    def run() -> None:
+        with given.taken_back_if_refused():
+            policy_file = Path(policy) if isinstance(policy, str | Path) else given.save_policy(chosen)
+            data_source = str(data) if items is None else str(given.save_items(items))
+            arguments = ["--agent", str(policy_file), "--env", data_source, "--out", str(folder)]
+            arguments += [word for flag, value in flags.items() if value is not None for word in (flag, str(value))]
+            arguments += [flag for flag, on in switches.items() if on]
+            _run_command("eval", arguments)
+
+    _blocking(run)
+    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    return EvaluationResult(policy=chosen, scores=Scores.model_validate(summary["scores"]),
+                            user_scores=[UserScores.model_validate(u) for u in summary["user_scores"]],
+                            usage=RoleUsage.model_validate(summary["usage"]["total"]), out=folder)
+
+
+def optimize(
+    seed_candidate: PolicyInput | None,
+    data: DataInput | None,
+    *,
+    run_dir: str | Path,
+    config: ConfigInput | None = None,
+    agent_class: type[MemoryAgent] | None = None,
+    concurrency: int | None = None,
+    use_cache: bool = True,
+    resume: bool = False,
+) -> OptimizationResult:
+    """Evolve ``seed_candidate`` on the users of ``data`` as ``memevo evolve`` does, in ``run_dir``.
+
+    ``config`` sets everything else (budget, split, components, strategy, models); the seed and the data given here
+    replace its ``seed`` and ``data`` (None keeps the config's). ``agent_class`` is registered under its
+    ``spec.kind`` first; without a seed, the seed is that kind with its default prompts."""
+    from memevo.agents.llm.hub import LLMHub
+    from memevo.evolve.loop import run_evolution
+
+    folder = Path(run_dir)
+    given = _Inputs(folder)
+    items = None if data is None or isinstance(data, str | Path) else given.checked(data)
+    data_file = given.items_path(items) if items is not None else _located(data) if isinstance(data, str | Path) else None
+    settings = _settings(config, seed_candidate, data_file, agent_class)
+
+    def run() -> EvolutionResult:
+        with (claim_run_folder(folder, flag="run_dir", kind="evolution"), given.taken_back_if_refused(),
+              LLMHub(use_cache=use_cache, concurrency=concurrency) as hub):
+            if items is not None:
+                given.save_items(items)
+            return run_evolution(settings, run_dir=folder, hub=hub, resume=resume)
+
+    result = _blocking(run)
+    generations = [outcome for outcome in (read_record(path, GenerationOutcome)
+                                           for path in sorted(folder.glob("generations/gen_*/outcome.json")))
+                   if outcome is not None]
+    return OptimizationResult(
+        best_policy=result.best.policy, seed=result.seed, best=result.best, seed_test_scores=result.seed_scores,
+        best_test_scores=result.best_scores, candidates=_candidates(folder, result.seed), generations=generations,
+        stop_reason=result.stop_reason, objective=result.objective, usage=result.usage, run_dir=folder,
+        mlflow=_mlflow_ids(settings, folder))
+
+
+def _policy(policy: PolicyInput | None, agent_class: type[MemoryAgent] | None) -> MemoryPolicy:
+    """The policy asked for, after registering ``agent_class``; a file is read as the command line reads it."""
+    if agent_class is not None:
+        register_agent(agent_class.spec.kind)(agent_class)
+    if policy is None:
+        if agent_class is None:
+            raise UserInputError("give a policy or an agent_class", field="policy")
+        return MemoryPolicy(kind=agent_class.spec.kind)
+    if isinstance(policy, str | Path):
+        from memevo.agents.config_file import load_policy
+
+        policy = load_policy(policy)
+    else:
+        validate_policy(policy)
+    if agent_class is not None and policy.kind != agent_class.spec.kind:
+        raise UserInputError(f"is '{policy.kind}', but agent_class {agent_class.__name__} is kind "
+                             f"'{agent_class.spec.kind}'", field="policy.kind")
+    return policy
+
+
+def _located(data: str | Path) -> str:
+    """A data file or folder as an absolute path (the config's own paths are relative to its file, not to the
+    caller's working folder); anything else (a hub id) as given."""
+    path = Path(data).expanduser()
+    return str(path.resolve()) if path.exists() else str(data)
+
+
+def _settings(config: ConfigInput | None, seed_candidate: PolicyInput | None, data: str | Path | None,
+              agent_class: type[MemoryAgent] | None) -> EvolveConfig:
+    """The evolution config with the seed and data given from Python in place, validated as a file would be."""
+    if isinstance(config, str | Path):
+        base = load_evolve_config(config)
+        payload, source = base.hash_payload(), base.source
+    elif isinstance(config, EvolveConfig):
+        payload, source = config.hash_payload(), config.source
+    else:
+        payload, source = dict(config or {}), None
+    if seed_candidate is not None or agent_class is not None:
+        policy = _policy(seed_candidate, agent_class)
+        payload["seed"] = SeedConfig(policy=policy).model_dump(mode="json", exclude_none=True)
+    if data is not None:
+        limit = (payload.get("data") or {}).get("limit")
+        payload["data"] = DataConfig(path=str(data), limit=limit).model_dump(mode="json", exclude_none=True)
+    for needed in ("seed", "data"):
+        if needed not in payload:
+            raise UserInputError(f"give {'a seed_candidate' if needed == 'seed' else 'data'} or a config with "
+                                 f"'{needed}'", field=needed)
+    return parse_evolve_config(payload, source=source)
+
+
+class _Inputs:
+    """The objects a caller passed, saved as files in ``<run folder>/python-inputs`` (named by content, so a resume
+    with other data names another file). A start refused for bad input takes back the files and folders it made,
+    as the command line's refused starts leave nothing behind."""
+
+    def __init__(self, run_folder: Path) -> None:
+        self.folder = run_folder / INPUTS_FOLDER
+        self.written: list[Path] = []
+        self.created: list[Path] = []
+
+    @staticmethod
+    def checked(items: Sequence[Item]) -> list[Item]:
+        """``items`` if a run can use them, before anything is written."""
+        if not all(isinstance(item, Item) for item in items):
+            raise UserInputError("give a list of memevo.environments.data.models.Item, or a data file", field="data")
+        check_runnable(list(items), source="data")
+        return list(items)
+
+    def items_path(self, items: Sequence[Item]) -> Path:
+        return (self.folder / f"items-{data_hash(items)}.json").resolve()
+
+    def save_items(self, items: Sequence[Item]) -> Path:
+        return self._save(self.items_path(items), lambda path: save_items(items, path))
+
+    def save_policy(self, policy: MemoryPolicy) -> Path:
+        return self._save(self.folder / f"policy-{policy.policy_id}.json",
+                          lambda path: write_json_atomic(path, json.loads(policy.canonical_json())))
+
+    def _save(self, path: Path, write: Callable[[Path], None]) -> Path:
+        if not path.exists():
+            self.created += [folder for folder in (self.folder, *self.folder.parents) if not folder.exists()]
+            self.folder.mkdir(parents=True, exist_ok=True)
+            write(path)
+            self.written.append(path)
+        return path
+
+    @contextmanager
+    def taken_back_if_refused(self) -> Iterator[None]:
+        try:
+            yield
+        except UserInputError:
+            for path in self.written:
+                path.unlink(missing_ok=True)
+            for folder in self.created:  # deepest first; one that holds something else stays
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
+            raise
+
+
+def _run_command(name: str, arguments: list[str]) -> None:
+    """Run a ``memevo`` command in this process; its errors reach the caller as exceptions."""
+    from memevo.evolve.cli import load_command
+
+    load_command(name).main(arguments, prog_name=f"memevo {name}", standalone_mode=False)
+
+
+def _blocking(work: Callable[[], T]) -> T:
+    """``work`` (which runs its own event loop) now, or in a worker thread when this thread already runs a loop
+    (a notebook's), where ``asyncio.run`` is not allowed."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return work()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memevo-api") as worker:
+        return worker.submit(work).result()
+
+
+def _candidates(folder: Path, seed: Candidate) -> list[Candidate]:
+    """The seed, then every candidate the generations planned, in order."""
+    plans = [read_record(path, GenerationPlan) for path in sorted(folder.glob("generations/gen_*/plan.json"))]
+    return [seed, *(candidate for plan in plans if plan is not None for candidate in plan.candidates)]
+
+
+def _mlflow_ids(settings: EvolveConfig, folder: Path) -> MLflowIds | None:
+    if not settings.tracking.enabled:
+        return None
+    from memevo.evolve.tracking.store import MLFLOW_IDS_FILE, default_tracking_uri  # mlflow: the run imported it
+
+    path = folder / MLFLOW_IDS_FILE
+    if not path.exists():
+        return None
+    ids = json.loads(path.read_text(encoding="utf-8"))
+    runs = {key.split("/", 1)[1]: entry["id"] for key, entry in ids.items()
+            if key.startswith("gen") and "/" in key and isinstance(entry, dict)}
+    return MLflowIds(tracking_uri=settings.tracking.uri or default_tracking_uri(folder),
+                     experiment=settings.tracking.experiment or settings.name,
+                     parent_run_id=ids["parent"]["id"], candidate_run_ids=runs)

@@ -1,0 +1,114 @@
+"""The Python API: the example with its own agent class and dataset runs against the fake endpoint and returns typed
+results that point at real files and MLflow runs; objects and files give the same run; bad input names its field."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from experiments import api_example
+from memevo.agents import registry
+from memevo.agents.errors import UserInputError
+from memevo.agents.policy import MemoryPolicy
+from memevo.environments.data.io import save_items
+from memevo.evolve.api import evaluate, optimize
+from tests.doubles.fault_server import FaultServer
+
+FIELD = re.compile(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## |\Z)", re.DOTALL)
+ADDED_RULE = "When two notes disagree, trust the newer one."
+
+
+def reply(body: dict[str, Any]) -> str:
+    """An endpoint that answers each question with its first option, proposes the current prompt plus one rule
+    (DSPy's chat format), and otherwise says it noted the message."""
+    messages = body["messages"]
+    if any("[[ ## " in message["content"] for message in messages):
+        fields = dict(FIELD.findall(messages[-1]["content"]))
+        new_text = f"{fields.get('current_text', '').strip()}\n{ADDED_RULE}"
+        return f"[[ ## new_text ## ]]\n{new_text}\n\n[[ ## changes ## ]]\n[\"added a rule\"]\n\n[[ ## completed ## ]]"
+    form = body.get("response_format") or {}
+    schema = form.get("schema") or (form.get("json_schema") or {}).get("schema") or {}
+    answer = (schema.get("properties") or {}).get("answer")
+    if answer is not None:
+        return json.dumps({"answer": answer["enum"][0]})
+    return "Noted."
+
+
+@pytest.fixture
+def endpoint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
+    registry.available_kinds()  # the built-in kinds registered for good before the copy the test may add to
+    monkeypatch.setattr(registry, "_registry", dict(registry._registry))  # the example's kind leaves with the test
+    monkeypatch.setenv("MEMEVO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("MEMEVO_MODEL", "fake-model")
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    with FaultServer(reply) as server:
+        yield server
+
+
+def test_the_example_evaluates_and_evolves_its_own_agent_on_its_own_data(endpoint: Any, tmp_path: Path) -> None:
+    scored, found = api_example.main(endpoint.url, tmp_path)
+
+    assert scored.policy.kind == "notes" and scored.out == tmp_path / "eval"
+    assert scored.scores.n_questions == 4 * 2 * 2  # users x periods x questions
+    assert len(scored.user_scores) == 4 and scored.usage.calls > 0
+    assert (scored.out / "summary.json").is_file() and (scored.out / "questions.csv").is_file()
+    systems = [r["messages"][0]["content"] for r in endpoint.requests if r["messages"][0]["role"] == "system"]
+    assert any(text.startswith("You are a helpful assistant. What the user told you") and "my commute is now" in text
+               for text in systems)  # the example's own agent ran, with the notes it kept
+
+    assert found.seed.policy.kind == "notes" and found.candidates[0] == found.seed
+    proposed = found.candidates[1:]
+    assert len(proposed) == 1 and proposed[0].policy.prompts["system_prompt"].endswith(ADDED_RULE)
+    assert [outcome.generation for outcome in found.generations] == [0, 1]
+    assert found.best_policy == found.best.policy and found.best_test_scores.n_questions == 2 * 2 * 2
+    saved = list((found.run_dir / "python-inputs").glob("items-*.json"))
+    assert len(saved) == 1 and len(json.loads(saved[0].read_text())) == 4  # the run folder keeps its data
+
+    assert found.mlflow is not None
+    with sqlite3.connect(found.mlflow.tracking_uri.removeprefix("sqlite:///")) as db:
+        run_ids = {row[0] for row in db.execute("SELECT run_uuid FROM runs")}
+    assert found.mlflow.parent_run_id in run_ids
+    assert set(found.mlflow.candidate_run_ids.values()) <= run_ids
+    assert any(label.startswith("g1c0-") for label in found.mlflow.candidate_run_ids)
+
+
+def test_an_evaluation_from_files_resumes_the_one_from_objects(endpoint: Any, tmp_path: Path) -> None:
+    users = api_example.make_users(2)
+    policy = MemoryPolicy(kind="notes", llm={"base_url": endpoint.url})
+    first = evaluate(policy, users, out=tmp_path / "eval", agent_class=api_example.NotesAgent)
+    calls = len(endpoint.requests)
+    policy_file = next((tmp_path / "eval" / "python-inputs").glob("policy-*.json"))
+    save_items(users, tmp_path / "users.json")
+    again = evaluate(policy_file, tmp_path / "users.json", out=tmp_path / "eval", resume=True)
+    assert len(endpoint.requests) == calls  # everything was finished: nothing asked again
+    assert again.scores == first.scores and again.policy == policy
+
+
+def test_bad_input_names_its_field(endpoint: Any, tmp_path: Path) -> None:
+    with pytest.raises(UserInputError, match="policy"):
+        evaluate(None, api_example.make_users(2), out=tmp_path / "a")
+    with pytest.raises(UserInputError, match="policy.kind"):
+        evaluate(MemoryPolicy(kind="native"), api_example.make_users(2), out=tmp_path / "b",
+                 agent_class=api_example.NotesAgent)
+    with pytest.raises(UserInputError, match="data"):
+        optimize(MemoryPolicy(kind="native"), [], run_dir=tmp_path / "c")
+    with pytest.raises(UserInputError, match="budget.generations"):
+        optimize(MemoryPolicy(kind="native"), api_example.make_users(4), run_dir=tmp_path / "d",
+                 config={"budget": {"generations": -1}})
+    assert not (tmp_path / "d").exists()
+    with pytest.raises(UserInputError, match="split"):  # refused once the data is read: what was saved goes again
+        optimize(MemoryPolicy(kind="native"), api_example.make_users(4), run_dir=tmp_path / "e",
+                 config={"split": {"train": 3, "val": 3, "test": 3}})
+    assert not (tmp_path / "e").exists()
+
+
+async def test_a_notebook_with_its_event_loop_running_can_evaluate(endpoint: Any, tmp_path: Path) -> None:
+    """Jupyter runs cells inside an event loop, where ``asyncio.run`` is refused: the work goes to a thread."""
+    result = evaluate(MemoryPolicy(kind="notes", llm={"base_url": endpoint.url}), api_example.make_users(1),
+                      out=tmp_path / "eval", agent_class=api_example.NotesAgent)
+    assert result.scores.n_questions == 2 * 2
