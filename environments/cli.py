@@ -1,4 +1,4 @@
-"""``memevo env``: validate, inspect and synthesise AMemGym-compatible data.
+"""``memevo env``: validate, inspect and synthesise AMemGym-compatible data; validate and inspect the benchmarks' files.
 
 Errors in files or flags raise ``UserInputError``; the ``memevo`` entry point turns them into exit code 2.
 """
@@ -7,7 +7,7 @@ Errors in files or flags raise ``UserInputError``; the ``memevo`` entry point tu
 # them at every start, and evaluating a command's string annotations (twice, in typer) cost ~20 ms for eval.
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -19,6 +19,10 @@ from memevo.environments.generation.command import generate_command
 from memevo.environments.stats import DatasetStats, compute_stats
 from memevo.environments.synth import SynthConfig, synthesize
 
+if TYPE_CHECKING:
+    from memevo.environments.benchmarks.stats import BenchmarkStats
+    from memevo.environments.protocol import Environment
+
 app = typer.Typer(help="Validate, inspect and generate environments.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
 
@@ -26,6 +30,10 @@ Source = Annotated[str, typer.Argument(help="data.json, a dataset dir/parquet/ar
 Split = Annotated[str, typer.Option(help="Dataset split (hub ids and saved DatasetDicts).")]
 RoundsInit = Annotated[int, typer.Option(min=1, help="Rounds per session in period 0.")]
 RoundsUpdate = Annotated[int, typer.Option(min=1, help="Rounds per session in later periods.")]
+EnvironmentName = Annotated[str, typer.Option(
+    "--environment", "-e",
+    help="amemgym, or a benchmark whose downloaded files PATH names: locomo, longmemeval, memoryagentbench, "
+         "memorybench.")]
 
 
 @app.command()
@@ -33,9 +41,13 @@ def validate(
     path: Source,
     split: Split = DEFAULT_SPLIT,
     min_state_variants: Annotated[int, typer.Option(min=1, help="Fewer choices than this is a warning.")] = 4,
+    environment: EnvironmentName = "amemgym",
 ) -> None:
-    """Check every item against AMemGym's invariants and that every id can name a run folder; exit 0 when valid,
-    2 when any error is found."""
+    """Check every item against its format's rules (AMemGym's invariants and that every id can name a run folder;
+    a benchmark's records and fields); exit 0 when valid, 2 when any error is found."""
+    if environment != "amemgym":
+        _validate_benchmark(environment, path)
+        return
     items = load_items(path, split=split)
     violations = validate_items(items, min_state_variants=min_state_variants)
     for violation in violations:
@@ -53,8 +65,16 @@ def stats(
     rounds_init: RoundsInit = 1,
     rounds_update: RoundsUpdate = 2,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    environment: EnvironmentName = "amemgym",
 ) -> None:
-    """Users, periods, sessions, rounds, questions, choices, random baseline and transcript size."""
+    """Users, periods, sessions, rounds, questions, choices, random baseline and transcript size (AMemGym); items,
+    sessions, exchanges, questions per category and transcript size (benchmarks)."""
+    if environment != "amemgym":
+        from memevo.environments.benchmarks.stats import benchmark_stats
+
+        figures_of = benchmark_stats(environment, Path(path), _benchmark(environment).load_items(path))
+        typer.echo(figures_of.model_dump_json(indent=2) if as_json else _benchmark_table(figures_of))
+        return
     figures = compute_stats(load_items(path, split=split), rounds_init=rounds_init, rounds_update=rounds_update)
     typer.echo(figures.model_dump_json(indent=2) if as_json else _table(figures))
 
@@ -99,6 +119,34 @@ def synth(
     save_items(items, out)
     typer.echo(f"wrote {len(items)} users to {out}")
     typer.echo(_table(compute_stats(items, rounds_init=rounds_init, rounds_update=rounds_update)))
+
+
+def _benchmark(name: str) -> "Environment[Any]":
+    from memevo.environments.registry import make_environment
+    from memevo.environments.runner import EpisodeConfig
+
+    return make_environment(name, EpisodeConfig(), field="--environment")
+
+
+def _validate_benchmark(name: str, path: str) -> None:
+    """A benchmark's files read in full: the first bad record stops it with its file and field (exit 2)."""
+    environment = _benchmark(name)
+    items = environment.load_items(path)
+    warnings: list[str] = getattr(environment, "load_warnings", [])
+    for warning in warnings:
+        typer.echo(f"warning: {warning}")
+    questions = sum(len(item.questions) for item in items)
+    typer.echo(f"{path}: {len(items)} {name} items, {questions} questions: 0 errors, {len(warnings)} warnings")
+
+
+def _benchmark_table(figures: "BenchmarkStats") -> str:
+    rows: dict[str, Any] = figures.model_dump()
+    nested = {key: rows.pop(key) for key in ("items_per_split", "questions_per_category", "questions_per_scoring")}
+    lines = [f"{key.ljust(20)}  {value if isinstance(value, str) else _number(value)}" for key, value in rows.items()]
+    for key, counts in nested.items():
+        lines.append(f"{key}:")
+        lines += [f"  {name.ljust(18)}  {_number(count)}" for name, count in counts.items()]
+    return "\n".join(lines)
 
 
 def _table(figures: DatasetStats) -> str:

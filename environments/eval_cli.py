@@ -51,6 +51,7 @@ from memevo.environments.metrics.upper_bound import needed_states
 from memevo.environments.plot_process import PlotProcess
 from memevo.environments.progress import configure_terminal, phase
 from memevo.environments.records import EpisodeResult
+from memevo.environments.registry import DEFAULT_ENVIRONMENT, make_environment
 from memevo.environments.resume import resumable
 from memevo.environments.rundir import (
     INPUTS_FILE,
@@ -60,7 +61,7 @@ from memevo.environments.rundir import (
     claim_run_folder,
     item_fingerprints,
 )
-from memevo.environments.runner import EpisodeConfig, run_episodes
+from memevo.environments.runner import EpisodeConfig, run_episodes, run_items
 from memevo.environments.score_text import score_lines
 from memevo.environments.simulators.base import UserSimulator
 from memevo.environments.simulators.factory import make_simulator
@@ -265,8 +266,28 @@ def eval_command(
     max_concurrent_users: Annotated[int | None, typer.Option(
         min=1, help="Users run at the same time (default: as many as the concurrency).")] = None,
     seed: Annotated[int, typer.Option(help="Seed for the simulator and the compat fallback.")] = 0,
+    environment: Annotated[str, typer.Option(
+        "--environment", help="Which benchmark --env holds: amemgym (simulated users, live) or locomo, longmemeval, "
+        "memoryagentbench, memorybench (their sessions replayed, then their questions).")] = DEFAULT_ENVIRONMENT,
+    judge_model: Annotated[str | None, typer.Option(
+        "--judge-model", help="Model (the agent's endpoint) grading free-text answers where the benchmark uses an "
+        "LLM judge; default: the agent's model.")] = None,
 ) -> None:
-    """Evaluate an agent on-policy (AMemGym protocol) and write records, summary and a per-period plot."""
+    """Evaluate an agent on a benchmark (AMemGym on-policy by default) and write records and a summary (AMemGym:
+    also a per-period plot)."""
+    if environment != DEFAULT_ENVIRONMENT:
+        set_flags = {"--upper-bound": upper_bound, "--no-memory-baseline": no_memory_baseline, "--diagnose": diagnose,
+                     "--amemgym-compat": amemgym_compat, "--amemgym-source": amemgym_source is not None,
+                     "--off-policy": off_policy is not None}
+        for flag, given in set_flags.items():
+            if given:
+                raise UserInputError("applies to --environment amemgym only", field=flag)
+        benchmark = BenchmarkRun(agent=agent, data=env, out=out, environment=environment, resume=resume,
+                                 users=users, no_cache=no_cache, concurrency=concurrency, seed=seed,
+                                 max_concurrent_users=max_concurrent_users, judge_model=judge_model,
+                                 constrained_answers=constrained_answers)
+        typer.echo(evaluate_benchmark(ctx, benchmark))
+        return
     policy = load_policy(agent)
     compat = amemgym_compat or policy.amemgym_compat
     policy = policy.model_copy(update={"amemgym_compat": compat})
@@ -323,6 +344,75 @@ def eval_command(
             headline = asyncio.run(main(plot))
             plot.wait()  # drawn while the other files were written and the LLM hub closed
     typer.echo(headline)
+
+
+class BenchmarkRun(LazyModel):
+    """The ``memevo eval`` options a replayed benchmark uses."""
+
+    agent: Path
+    data: str
+    out: Path
+    environment: str
+    resume: bool
+    users: int | None
+    no_cache: bool
+    concurrency: int | None
+    seed: int
+    max_concurrent_users: int | None
+    judge_model: str | None
+    constrained_answers: bool | None
+
+
+def evaluate_benchmark(ctx: typer.Context, run: BenchmarkRun) -> str:
+    """Replay a benchmark's items through an agent (resumable per item in ``out/run``), score them and write
+    ``summary.json`` and ``questions.jsonl``; returns the headline."""
+    policy = load_policy(run.agent)
+    config = EpisodeConfig(constrained_answers=run.constrained_answers, seed=run.seed,
+                           max_concurrent_users=run.max_concurrent_users or 1)
+    reader = make_environment(run.environment, config, field="--environment")
+    items = reader.load_items(run.data, limit=run.users)
+    policy.llm.concurrency(embedded=False, override=run.concurrency)
+    judge_llm = policy.llm if run.judge_model is None else policy.llm.model_copy(update={"model": run.judge_model})
+    inputs = {"environment": run.environment, "data": item_fingerprints(items),
+              "policy": json.loads(policy.canonical_json()), "episode": config.protocol(),
+              "judge_llm": judge_llm.model_dump(mode="json")}
+    configure_terminal()
+
+    async def main() -> str:
+        from memevo.agents.llm.hub import LLMHub
+
+        async with LLMHub(use_cache=not run.no_cache, concurrency=run.concurrency,
+                          accounting=UsageLedger(run.out / LEDGER_FILE)) as hub:
+            llm = hub.client(policy.llm)
+            width = run.max_concurrent_users or llm.limit.limit
+            run_config = config.model_copy(update={"max_concurrent_users": width})
+            environment = make_environment(run.environment, run_config, judge=hub.client(judge_llm))
+            with phase("items", len(items), "item") as bar:
+                episodes = await run_items(environment, lambda: build_agent(policy, llm), items, None,
+                                           RunStore(run.out / "run"), on_period=lambda _: bar.advance(),
+                                           traces=False)
+            scores = score_episodes(episodes, items)
+            usage = hub.accounting.report()
+            with (run.out / "questions.jsonl").open("w", encoding="utf-8") as file:
+                for episode in episodes:
+                    for period in episode.periods:
+                        for record in period.qa:
+                            file.write(record.model_dump_json() + "\n")
+            write_json_atomic(run.out / "summary.json", {
+                "environment": run.environment, "agent": policy.kind, "policy_id": policy.policy_id,
+                "model": policy.llm.model, "env": run.data, "n_items": len(items),
+                "scores": scores.model_dump(mode="json"),
+                "user_scores": [u.model_dump(mode="json") for u in user_scores(episodes, items)],
+                "usage": {"by_role": {k: v.model_dump() for k, v in usage.by_role.items()},
+                          "total": usage.total().model_dump()},
+            })
+            return "\n".join([f"{run.environment}: {len(items)} items", *score_lines(scores), f"results: {run.out}"])
+
+    with claim_run_folder(run.out, flag="--out", kind="eval"):
+        _prepare_out(run.out, run.resume)
+        check_inputs(run.out, inputs)
+        with resumable(ctx):
+            return asyncio.run(main())
 
 
 def _check_replay(folder: Path, items: Sequence[Item]) -> None:

@@ -92,7 +92,7 @@ def _record(record: QARecord, item: Item, config: FeedbackConfig, memory_ref: in
         question_index=record.question_index,
         choices=[f"({letter(i)}) {choice.answer}" for i, choice in enumerate(question.answer_choices)],
         agent_choice=_chosen_letter(record, config.amemgym_letter_bug),
-        ground_truth=letter(record.gold - 1) if config.with_ground_truth else None,
+        ground_truth=letter(record.gold - 1) if config.with_ground_truth and record.gold is not None else None,
         correct=record.correct if config.with_ground_truth else None,
         memory_ref=memory_ref,
     )

@@ -36,8 +36,14 @@ def remember(memories: dict[str, str], text: str) -> str:
 
 
 
+ScoringMethod = Literal["choice", "exact_match", "token_f1", "llm_judge"]
+"""How an answer is scored: the chosen option against the gold one (multiple choice), or a free-text reply
+against the gold text by exact match, token F1, or an LLM judge (through the gateway, role ``judge``)."""
+
+
 class QARecord(LazyModel):
-    """One multiple-choice question put to the agent at the end of one period."""
+    """One question put to the agent at the end of one period: multiple choice (``choice``/``gold`` are option
+    numbers) or free text (``answer``/``gold_answer`` are texts and ``score`` the [0, 1] credit)."""
 
     user_id: str
     period: int
@@ -46,16 +52,27 @@ class QARecord(LazyModel):
     raw_reply: str
     retry_reply: str | None = None
     choice: int | None = Field(description="1-based chosen option; None when the reply never parsed.")
-    gold: int = Field(description="1-based gold option.")
-    n_choices: int
-    correct: bool
+    gold: int | None = Field(description="1-based gold option; None for a free-text question.")
+    n_choices: int = Field(description="Options offered; 0 for a free-text question.")
+    correct: bool = Field(description="Full credit (``value`` 1).")
     format_error: bool = False
-    random_fallback: bool = Field(False, description="amemgym_compat: choice drawn at random after a parse failure.")
-    memory_id: str = Field("", description="Key of the consulted memory in the period's ``memories``; '' for none.")
+    random_fallback: bool = Field(default=False, description="amemgym_compat: choice drawn at random after a parse failure.")
+    memory_id: str = Field(default="", description="Key of the consulted memory in the period's ``memories``; '' for none.")
     answer_mode: Literal["generated", "likelihood"] = Field(
-        "generated", description="How the answer was given (see environments/answering.py).")
+        default="generated", description="How the answer was given (see environments/answering.py).")
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    scoring: ScoringMethod = Field(default="choice", description="How the answer was scored.")
+    score: float | None = Field(default=None, ge=0.0, le=1.0, description="Free text: the [0, 1] credit; None for multiple "
+                                "choice, whose credit is ``correct``.")
+    answer: str | None = Field(default=None, description="Free text: the agent's answer as scored.")
+    gold_answer: str | None = Field(default=None, description="Free text: the gold answer.")
+    category: str | None = Field(default=None, description="The benchmark's question category (None: not categorised).")
+
+    @property
+    def value(self) -> float:
+        """The credit in [0, 1] that accuracy averages: ``score`` where given, else 1 for a correct choice."""
+        return float(self.correct) if self.score is None else self.score
 
 
 class ProbeRecord(LazyModel):
@@ -68,9 +85,9 @@ class ProbeRecord(LazyModel):
     truth: dict[str, str]
     correct: dict[str, bool]
     format_error: bool = False
-    memory_id: str = Field("", description="Key of the consulted memory in the period's ``memories``; '' for none.")
+    memory_id: str = Field(default="", description="Key of the consulted memory in the period's ``memories``; '' for none.")
     unread: list[str] | None = Field(
-        None, description="Keys whose value could not be read (no JSON object, or the key missing); a key "
+        default=None, description="Keys whose value could not be read (no JSON object, or the key missing); a key "
         "present with a non-string value was read, and is wrong. None in records made before this field: "
         "then every None in ``predicted`` counts as unread.")
 
@@ -90,9 +107,9 @@ class PeriodResult(LazyModel):
     qa: list[QARecord] = []
     probes: list[ProbeRecord] = []
     memory_writes: WriteCounters | None = Field(
-        None, description="The agent's memory-write requests, retries and failures during this period "
+        default=None, description="The agent's memory-write requests, retries and failures during this period "
         "(None for agents without a write path).")
-    memories: dict[str, str] = Field({}, description="Consulted memories by key (see ``remember``).")
+    memories: dict[str, str] = Field(default={}, description="Consulted memories by key (see ``remember``).")
 
     @model_validator(mode="before")
     @classmethod

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, time
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ConfigDict, Field, model_validator
 
@@ -30,15 +30,15 @@ from memevo.environments.answering import AgentResponder, AnswerModeSetting, ans
 from memevo.environments.data.models import Item, Session
 from memevo.environments.data.times import parse_time
 from memevo.environments.diagnosis import run_probe
+from memevo.environments.protocol import AfterPeriod, OnPeriod
 from memevo.environments.qa import QuestionPrompts
 from memevo.environments.records import EpisodeResult, PeriodResult, QARecord, remember
 from memevo.environments.simulators.base import UserSimulator, opening_message
 from memevo.environments.store import RunStore
 
-AfterPeriod = Callable[[MemoryAgent, PeriodResult], Awaitable[None]]
-"""Called after a period's questions, before its state is saved (in-episode evolution hooks here)."""
-OnPeriod = Callable[[PeriodResult], None]
-"""Progress callback: called once per finished (or resumed) period."""
+if TYPE_CHECKING:
+    from memevo.environments.protocol import Environment
+
 Transcript = list[Message]
 SessionSource = UserSimulator | EpisodeResult | RunStore
 """Where a period's sessions come from: a simulator plays them live (on-policy); a recorded episode, or
@@ -199,11 +199,11 @@ async def replay_recorded(agent: MemoryAgent, item: Item, period: int, transcrip
     return transcripts
 
 
-def _restore(agent: MemoryAgent, item: Item, config: EpisodeConfig, store: RunStore,
+def _restore(agent: MemoryAgent, item_id: str, n_periods: int, protocol: dict[str, object], store: RunStore,
              user_id: str) -> list[PeriodResult]:
     """The finished periods in the store; the agent gets the state saved after the last of them."""
-    store.bind(user_id, policy_id=agent.policy.policy_id, item_id=item.id, protocol=config.protocol())
-    done = min(store.finished_periods(user_id), len(item.periods))
+    store.bind(user_id, policy_id=agent.policy.policy_id, item_id=item_id, protocol=protocol)
+    done = min(store.finished_periods(user_id), n_periods)
     if done:
         agent.load_state(store.load_state(user_id, done - 1))
     return [store.load_period(user_id, period) for period in range(done)]
@@ -244,11 +244,29 @@ async def _examine(agent: MemoryAgent, item: Item, period: int, config: EpisodeC
                         memories=memories)
 
 
-async def _run_periods(
+Play = Callable[[int], Awaitable[list[Transcript]]]
+"""Plays one period's sessions (live or replayed) and returns their transcripts."""
+Examine = Callable[[int, list[Transcript]], Awaitable[PeriodResult]]
+"""Asks one period's questions against the frozen state and returns the period's result."""
+
+
+class PeriodPlan(LazyModel):
+    """What ``run_periods`` needs to know of an item, whatever the environment: its id and periods, the settings a
+    resumed run must share (``protocol``), and the calls each period makes in order (for the urgency chain)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    item_id: str
+    n_periods: int
+    protocol: dict[str, object]
+    calls_per_period: list[int]
+
+
+async def run_periods(
     agent: MemoryAgent,
-    item: Item,
-    play: Callable[[int], Awaitable[list[Transcript]]],
-    config: EpisodeConfig,
+    plan: PeriodPlan,
+    play: Play,
+    examine: Examine,
     *,
     store: RunStore | None,
     user_id: str,
@@ -256,20 +274,22 @@ async def _run_periods(
     on_period: OnPeriod | None,
     traces: bool,
 ) -> EpisodeResult:
+    """The periods of one item in order, each played, examined, handed to ``after_period`` and saved; with a store,
+    finished periods are restored and skipped (any environment's episode goes through here)."""
     policy_id = agent.policy.policy_id
-    periods = _restore(agent, item, config, store, user_id) if store is not None else []
+    periods = _restore(agent, plan.item_id, plan.n_periods, plan.protocol, store, user_id) if store is not None else []
     for result in periods:
         if on_period:
             on_period(result)
     if not traces:
         periods = [result.without_traces() for result in periods]
     saving: asyncio.Future[None] | None = None  # the last finished period's save, still being written
-    with chain_remaining(Chain(_chain_length(item, config, first_period=len(periods)))) as chain:
+    with chain_remaining(Chain(sum(plan.calls_per_period[len(periods):]))) as chain:
         try:
-            for period in range(len(periods), len(item.periods)):
+            for period in range(len(periods), plan.n_periods):
                 writes_before = _write_counters(agent)
                 transcripts = await play(period)
-                result = await _examine(agent, item, period, config, user_id, transcripts)
+                result = await examine(period, transcripts)
                 chain.advance()
                 result.memory_writes = _writes_since(writes_before, _write_counters(agent))
                 if after_period:
@@ -286,6 +306,13 @@ async def _run_periods(
             if saving is not None:  # the episode ends (or fails) only once its finished periods are on disk
                 await asyncio.shield(saving)
     return EpisodeResult(user_id=user_id, policy_id=policy_id, periods=periods)
+
+
+def period_plan(item: Item, config: EpisodeConfig) -> PeriodPlan:
+    """An AMemGym item's plan: one call per conversation round, one for each period's questions (asked at once)."""
+    return PeriodPlan(item_id=item.id, n_periods=len(item.periods), protocol=config.protocol(),
+                      calls_per_period=[len(item.periods[period].sessions) * config.rounds(period) + 1
+                                        for period in range(len(item.periods))])
 
 
 def _recorded(source: EpisodeResult | RunStore, item: Item, user_id: str) -> EpisodeResult:
@@ -329,16 +356,18 @@ async def run_episode(
         async def play(period: int) -> list[Transcript]:
             return await replay_recorded(agent, item, period, recorded.periods[period].transcripts, config)
 
-    return await _run_periods(agent, item, play, config, store=store, user_id=user_id, after_period=after_period,
-                              on_period=on_period, traces=traces)
+    async def examine(period: int, transcripts: list[Transcript]) -> PeriodResult:
+        return await _examine(agent, item, period, config, user_id, transcripts)
+
+    return await run_periods(agent, period_plan(item, config), play, examine, store=store, user_id=user_id,
+                             after_period=after_period, on_period=on_period, traces=traces)
 
 
-def _chain_length(item: Item, config: EpisodeConfig, *, first_period: int) -> int:
-    """The calls a user makes in order from ``first_period`` on, as far as the data tells: one per conversation
-    round and one per period's questions (asked at once). An agent's own extra calls (memory writes) are not
-    known here; the estimate only orders users."""
-    return sum(len(item.periods[period].sessions) * config.rounds(period) + 1
-               for period in range(first_period, len(item.periods)))
+def _chain_length(item: Item, config: EpisodeConfig) -> int:
+    """The calls a user makes in order, as far as the data tells: one per conversation round and one per period's
+    questions (asked at once). An agent's own extra calls (memory writes) are not known here; the estimate only
+    orders users."""
+    return sum(period_plan(item, config).calls_per_period)
 
 
 async def bounded_gather(values: Sequence[T], work: Callable[[T], Awaitable[R]], limit: int) -> list[R]:
@@ -361,7 +390,7 @@ def launch_order(items: Sequence[Item], config: EpisodeConfig) -> list[int]:
     """The indexes of ``items`` in the order their users start: longest chain first, ties in item order (list
     scheduling's rule: with more users than the width, a long user started last would end the run alone; with all
     users at once, the longest chain's first request leaves first)."""
-    return sorted(range(len(items)), key=lambda index: -_chain_length(items[index], config, first_period=0))
+    return sorted(range(len(items)), key=lambda index: -_chain_length(items[index], config))
 
 
 async def run_episodes(
@@ -390,3 +419,27 @@ async def run_episodes(
     ), config.max_concurrent_users)
     by_index = dict(zip(order, episodes, strict=True))
     return [by_index[index] for index in range(len(items))]
+
+
+async def run_items(
+    environment: Environment[Any],
+    make_agent: Callable[[], MemoryAgent],
+    items: Sequence[Any],
+    sessions: SessionSource | None,
+    store: RunStore | None = None,
+    *,
+    on_period: OnPeriod | None = None,
+    traces: bool = True,
+) -> list[EpisodeResult]:
+    """``run_episodes`` for any environment: a fresh agent per item, longest chain first, at most
+    ``max_concurrent_users`` at once, resumable through ``store``; results in ``items`` order."""
+    ids = [environment.item_id(item) for item in items]
+    if len(set(ids)) != len(ids):
+        raise UserInputError("duplicate item ids", field="id")
+    order = sorted(range(len(items)), key=lambda index: -environment.chain_length(items[index]))
+    episodes = await bounded_gather([items[index] for index in order], lambda item: environment.run_item(
+        make_agent(), item, sessions, store=store, on_period=on_period, traces=traces,
+    ), environment.episode.max_concurrent_users)
+    by_index = dict(zip(order, episodes, strict=True))
+    return [by_index[index] for index in range(len(items))]
+

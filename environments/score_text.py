@@ -63,7 +63,8 @@ def failure_text(scores: Scores) -> str | None:
 
 def score_lines(scores: Scores, width: int = 100) -> list[str]:
     """Every headline figure of a set of scores, a few short lines (wrapped at ``width``, never cut)."""
-    first = f"accuracy {scores.accuracy:.3f} (random {scores.random_baseline:.3f}"
+    random = "n/a (free-text answers)" if scores.random_baseline is None else f"{scores.random_baseline:.3f}"
+    first = f"accuracy {scores.accuracy:.3f} (random {random}"
     if scores.upper_bound is not None:
         first += f", upper bound {scores.upper_bound:.3f}"
     if scores.no_memory_accuracy is not None and scores.memory_gain is not None:
@@ -82,6 +83,9 @@ def score_lines(scores: Scores, width: int = 100) -> list[str]:
     lines.append(", ".join(errors))
     if scores.answer_mode is not None:
         lines.append(f"answers: {ANSWER_MODE_TEXT.get(scores.answer_mode, scores.answer_mode)}")
+    if scores.per_category:
+        lines.append("per category: " + ", ".join(f"{c.category} {c.accuracy:.3f} ({c.n_questions} q)"
+                                                   for c in scores.per_category))
     return [part for line in lines
             for part in textwrap.wrap(line, width, subsequent_indent="    ", break_on_hyphens=False)]
 

@@ -34,10 +34,12 @@ from memevo.evolve.ablation_records import (
     load_arm_record,
     save_arm_record,
 )
-from memevo.evolve.ablation_render import write_ablation_outputs
+from memevo.evolve.ablation_render import arm_table, write_ablation_outputs
 from memevo.evolve.ablation_summary import REPLICATE_NAMES, AblationSummary, summarize
 from memevo.evolve.config import EvolveConfig, without_widths
+from memevo.evolve.explain import priced_dollars
 from memevo.evolve.loop import EvolutionResult, run_evolution
+from memevo.evolve.tracking.ablation_pages import ablation_note
 from memevo.evolve.tracking.store import (
     MLFLOW_IDS_FILE,
     PARENT_TAG,
@@ -235,7 +237,7 @@ def summary_metrics(summary: AblationSummary) -> dict[str, float]:
         key = f"{arm.arm}.{summary.metric}"
         metrics |= {key: arm.mean.mean, f"{key}_ci_low": arm.mean.low, f"{key}_ci_high": arm.mean.high,
                     f"{arm.arm}.memory_score": arm.memory, f"{arm.arm}.calls": arm.spend.calls,
-                    f"{arm.arm}.dollars": arm.spend.dollars}
+                    f"{arm.arm}.dollars": priced_dollars(arm.spend), f"{arm.arm}.unpriced_calls": arm.spend.unpriced_calls}
     for c in summary.comparisons:
         key = f"{c.arm}.{c.metric}"
         name = REPLICATE_NAMES[c.level]
@@ -256,6 +258,9 @@ def _log_summary(client: MlflowClient, run_id: str, manifest: AblationManifest, 
         _save_manifest(manifest, run_dir)
     rows = [Metric(name, float(value), manifest.summary_stamp, 0) for name, value in summary_metrics(summary).items()]
     client.log_batch(run_id, metrics=rows)
+    client.set_tag(run_id, "memevo.environment", summary.environment)  # a tag: the summary is logged again on resume
+    for name, value in ablation_note(summary, arm_table(summary)).items():
+        client.set_tag(run_id, name, value)
     for path in outputs.values():
         client.log_artifact(run_id, str(path))
 

@@ -39,13 +39,14 @@ def plot_period_curves(curves: Mapping[str, Sequence[Interval]], folder: Path, f
         if not points:
             continue
         color = f"C{index}"
-        axis.plot([p for p, _ in points], [ci.mean for _, ci in points], marker="o", color=color, label=label)
-        banded = [(p, ci) for p, ci in points if ci.low is not None and ci.high is not None]
+        means = [ci.mean for _, ci in points if ci.mean is not None]
+        axis.plot([p for p, _ in points], means, marker="o", color=color, label=label)
+        banded = [(p, ci.low, ci.high) for p, ci in points if ci.low is not None and ci.high is not None]
         if banded:
-            lows, highs = [ci.low for _, ci in banded], [ci.high for _, ci in banded]
-            axis.fill_between([p for p, _ in banded], lows, highs, color=color, alpha=BAND_ALPHA, linewidth=0)
+            lows, highs = [low for _, low, _ in banded], [high for _, _, high in banded]
+            axis.fill_between([p for p, _, _ in banded], lows, highs, color=color, alpha=BAND_ALPHA, linewidth=0)
             shown += lows + highs
-        shown += [ci.mean for _, ci in points]
+        shown += means
     if memory_score:
         reference_line(axis, 0.0, "random")
         reference_line(axis, 1.0, "upper bound")

@@ -95,6 +95,8 @@ class Comparison(LazyModel):
 
 class AblationSummary(LazyModel):
     name: str
+    environment: str = Field("amemgym", description="The environment the runs evolved on (summaries written "
+                             "before environments were configurable: AMemGym, the only one then).")
     metric: str = Field(description="The runs' objective, which every figure but the memory score is of.")
     level: Level
     ci_method: CIMethod = Field(description="Interval method of the secondary figures over units.")
@@ -113,6 +115,11 @@ def _metric(records: Sequence[ArmSeedRecord]) -> tuple[str, list[str]]:
         return objectives[0], []
     return "accuracy", [f"The arms decided on different objectives ({', '.join(objectives)}); all are compared "
                         "on accuracy."]
+
+
+def _environment(records: Sequence[ArmSeedRecord]) -> str:
+    """The environment of the runs ('+'-joined when arms differ)."""
+    return "+".join(sorted({str(record.config.get("environment", "amemgym")) for record in records}))
 
 
 def _level(records: Sequence[ArmSeedRecord]) -> Level:
@@ -142,14 +149,14 @@ def _distinct(records: Sequence[ArmSeedRecord]) -> list[ArmSeedRecord]:
 
 def pooled_failure(records: Sequence[ArmSeedRecord]) -> FailureRates | None:
     """Failure shares pooled over runs, weighted by questions asked (the split is per run, not per user)."""
-    splits = [record.failure for record in records]
-    if not splits or any(split is None for split in splits):
+    splits = [record.failure for record in records if record.failure is not None]
+    if not splits or len(splits) < len(records):
         return None
-    n = sum(split.n_questions for split in splits)  # type: ignore[union-attr]
+    n = sum(split.n_questions for split in splits)
     if n == 0:
         return None
     pooled = {
-        name: sum(getattr(split, name) * split.n_questions for split in splits) / n  # type: ignore[union-attr]
+        name: sum(getattr(split, name) * split.n_questions for split in splits) / n
         for name in ("write", "read", "util")
     }
     return FailureRates(**pooled, n_questions=n)
@@ -336,6 +343,7 @@ def summarize(
     ]
     return AblationSummary(
         name=name,
+        environment=_environment(records),
         metric=metric,
         level=level,
         ci_method=ci_method,

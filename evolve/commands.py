@@ -35,6 +35,7 @@ def evolve_command(
 ) -> None:
     """Evolve a memory agent's prompts and settings; prints seed vs best on the test users."""
     from memevo.agents.llm.hub import LLMHub
+    from memevo.evolve.cross_test import cross_test_lines, read_cross_test
     from memevo.evolve.headline import held_out_lines, objective_label
     from memevo.evolve.loop import run_evolution
 
@@ -44,7 +45,7 @@ def evolve_command(
     with (claim_run_folder(folder, flag="--run-dir", kind="evolution"), resumable(ctx),
           LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub):
         result = run_evolution(settings, run_dir=folder, hub=hub, resume=resume)
-    typer.echo(f"run folder: {folder}")
+    typer.echo(f"run folder: {folder} (environment {settings.environment})")
     typer.echo(f"stopped: {result.stop_reason}")
     typer.echo(f"objective: {objective_label(result.objective)} (selection, acceptance, tuning and pruning used it); "
                f"seed {result.seed.id[:8]}, best {result.best.id[:8]}")
@@ -53,6 +54,9 @@ def evolve_command(
                    "below compare it with itself")
     for line in held_out_lines(result.objective, result.seed_scores, result.best_scores, result.seed_user_scores,
                                result.best_user_scores, best_label=_best_label(result.protocol)):
+        typer.echo(line)
+    cross = read_cross_test(folder)
+    for line in [] if cross is None else cross_test_lines(cross):
         typer.echo(line)
     typer.echo(f"spend: {spend_line(result.usage.total())}")
     typer.echo(f"report (hyperparameters, prompt, diff): memevo report {shlex.quote(str(folder))}")

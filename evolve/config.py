@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
 from memevo.agents.config_io import read_mapping
 from memevo.agents.errors import UserInputError
@@ -19,6 +20,7 @@ from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.policy import MemoryPolicy
 from memevo.environments.feedback import FeedbackConfig
+from memevo.environments.registry import DEFAULT_ENVIRONMENT, EnvironmentName
 
 HYPERPARAMETER_NAMES = ("update_every", "short_term", "top_k")
 AMEMGYM_DEFAULTS = {"update_every": 2, "short_term": 4, "top_k": 30}
@@ -135,6 +137,14 @@ class DataConfig(_EitherOr):
     limit: int | None = Field(None, ge=1, description="Use only the first N items.")
 
 
+class TestEnvironmentConfig(_Strict):
+    """A second environment the seed and the best candidate are also tested on: evolve on one benchmark, report
+    held-out scores on another. Every item of its data is a test user (none of them is seen during evolution)."""
+
+    environment: EnvironmentName = Field(description="The environment the test data is read by.")
+    data: DataConfig = Field(description="Its items (path; synth for amemgym only).")
+
+
 class BudgetConfig(_Strict):
     """When the evolution stops: generations, patience, and limits on calls, tokens and dollars."""
 
@@ -152,8 +162,10 @@ class LLMSettings(_Strict):
     """The models of each role besides the agent's own."""
 
     agent: LLMConfig | None = Field(None, description="Overrides the seed policy's llm when given.")
-    proposer: LLMConfig = Field(default_factory=LLMConfig, description="The model that writes new prompts.")
+    proposer: LLMConfig = Field(default_factory=lambda: LLMConfig.model_validate({}), description="The model that writes new prompts.")
     simulator: LLMConfig | None = Field(None, description="Needed only when episode.simulator is 'llm'.")
+    judge: LLMConfig | None = Field(None, description="Grades free-text answers of environments that score with an "
+                                    "LLM judge (calls counted under the judge role).")
 
 
 class EpisodeSettings(_Strict):
@@ -230,8 +242,9 @@ _SAID: set[str] = set()
 def _say_objective(data: dict[str, Any], label: str) -> None:
     """Warn once per process what a legacy or risky objective means for this run (an ablation parses its
     base config once per arm and seed)."""
-    note = {LEGACY_OBJECTIVE: LEGACY_OBJECTIVE_NOTE, "amemgym_memory_score": AMEMGYM_OBJECTIVE_NOTE}.get(
-        data.get("objective"))
+    objective = data.get("objective")
+    notes = {LEGACY_OBJECTIVE: LEGACY_OBJECTIVE_NOTE, "amemgym_memory_score": AMEMGYM_OBJECTIVE_NOTE}
+    note = notes.get(objective) if isinstance(objective, str) else None
     if note is not None and note not in _SAID:
         _SAID.add(note)
         logging.getLogger("memevo.evolve").warning("%s: %s", label, note)
@@ -329,8 +342,15 @@ class EvolveConfig(_Strict):
         "with its noise) amemgym_memory_score. The legacy memory_score reads as accuracy.",
     )
     strategy: StrategyConfig = Field(default_factory=StrategyConfig)
-    upper_bound: bool = Field(True, description="Compute the perfect-information upper bound (memory score).")
+    upper_bound: bool = Field(True, description="Compute the perfect-information upper bound (memory score; "
+                              "amemgym only, n/a on other environments).")
+    environment: EnvironmentName = Field(
+        DEFAULT_ENVIRONMENT, description="Which benchmark the data is: amemgym (simulated users, multiple choice, "
+        "on-policy), or locomo, longmemeval, memoryagentbench, memorybench (fixed sessions replayed, then questions).")
     data: DataConfig
+    test_environment: TestEnvironmentConfig | None = Field(
+        None, description="Cross-benchmark evaluation: also test the seed and the best candidate on this "
+        "environment's items.")
     split: SplitConfig = Field(default_factory=SplitConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     protocol: Literal["outer_loop", "amemgym_period"] = Field(
@@ -382,8 +402,16 @@ class EvolveConfig(_Strict):
 
     def identity_payload(self) -> dict[str, Any]:
         """The config a resume must match: without the widths (requests, users and candidates at once), which
-        change the speed of a run but not its result."""
-        return without_widths(self.hash_payload())
+        change the speed of a run but not its result, nor the environment fields at their defaults (runs started
+        before environments were configurable resume)."""
+        payload = without_widths(self.hash_payload())
+        if payload.get("environment") == DEFAULT_ENVIRONMENT:
+            del payload["environment"]
+        if payload.get("test_environment") is None:
+            payload.pop("test_environment", None)
+        if isinstance(payload.get("llm"), dict) and payload["llm"].get("judge") is None:
+            payload["llm"].pop("judge", None)
+        return payload
 
 
 def without_widths(payload: dict[str, Any]) -> dict[str, Any]:
@@ -401,7 +429,7 @@ def without_widths(payload: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
-def _field_path(error: dict[str, Any]) -> str:
+def _field_path(error: ErrorDetails) -> str:
     return ".".join(str(part) for part in error["loc"] if part != "[key]") or "(root)"
 
 
@@ -424,6 +452,7 @@ def parse_evolve_config(data: Any, *, source: Path | None = None) -> EvolveConfi
                 f"the {config.protocol} protocol needs at least 1 {SPLIT_ROLES[name]} user", source=label,
                 field=f"split.{name}",
             )
+    check_environment(config, source=label)
     if config.objective == "amemgym_memory_score" and not config.upper_bound:
         raise UserInputError("objective amemgym_memory_score needs the upper bound (upper_bound: true), or use "
                              "objective: accuracy", source=label, field="objective")
@@ -433,6 +462,28 @@ def parse_evolve_config(data: Any, *, source: Path | None = None) -> EvolveConfi
     if config.split.val >= 1:
         check_validation_users(config, int(config.split.val), source=label)
     return config
+
+
+def check_environment(config: EvolveConfig, *, source: str | None) -> None:
+    """What only AMemGym has (procedural worlds, in-episode evolution, its memory ratio) asked of another
+    environment is an error naming the field."""
+    if config.environment != "amemgym":
+        for wanted, field, what in (
+            (config.data.synth is not None, "data.synth", "a procedural world is AMemGym data; give data.path"),
+            (config.protocol == "amemgym_period", "protocol", "the amemgym_period protocol evolves within AMemGym "
+             "episodes; use outer_loop"),
+            (config.objective == "amemgym_memory_score", "objective", "AMemGym's memory ratio needs its upper bound; "
+             "use objective: accuracy"),
+        ):
+            if wanted:
+                raise UserInputError(f"environment '{config.environment}': {what}", source=source, field=field)
+    test = config.test_environment
+    if test is not None and test.environment != "amemgym" and test.data.synth is not None:
+        raise UserInputError(f"environment '{test.environment}': a procedural world is AMemGym data; give a path",
+                             source=source, field="test_environment.data.synth")
+    if config.protocol == "amemgym_period" and test is not None:
+        raise UserInputError("a test environment is reported by protocol outer_loop", source=source,
+                             field="test_environment")
 
 
 def check_strategy(strategy: StrategyConfig, *, source: str | None) -> None:

@@ -9,7 +9,9 @@ A minibatch on some train users shares the train store: the full train evaluatio
 Users run concurrently, but intermediate values go to the pruner in user order (prefix by prefix), so whether a
 candidate is pruned does not depend on which user finished first.
 
-Every summary keeps, per user and period, both accuracy and AMemGym's memory ratio; ``objective`` picks the
+Episodes are played by the run's environment (``environments.protocol``): live with the simulator for AMemGym,
+from the items' own sessions for the replayed benchmarks. Every summary keeps, per user and period, both accuracy
+and AMemGym's memory ratio (None elsewhere); ``objective`` picks the
 one the loop compares (accuracy unless a config asks for ``amemgym_memory_score`` explicitly). Scores, and episodes without their transcripts and consulted memories, are kept in
 memory once loaded.
 """
@@ -22,22 +24,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
-from typing import Annotated, Protocol
+from typing import Annotated, Any, Protocol
 
 from pydantic import BeforeValidator
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.lazy_model import LazyModel
 from memevo.agents.policy import MemoryPolicy
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym import AMemGymEnvironment
 from memevo.environments.metrics import Scores, UpperBoundTable, UserScores, score_episodes, user_scores
+from memevo.environments.protocol import AfterPeriod, Environment
 from memevo.environments.records import EpisodeResult
-from memevo.environments.runner import AfterPeriod, EpisodeConfig, run_episode
+from memevo.environments.run_files import read_model
+from memevo.environments.runner import EpisodeConfig
 from memevo.environments.simulators.base import UserSimulator
 from memevo.environments.store import RunStore, write_json_atomic
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import Objective, stored_objective
-from memevo.evolve.records import Instance
+from memevo.evolve.records import SUMMARY_REMEDY, Instance
 
 
 class UserOutcome(LazyModel):
@@ -56,7 +60,7 @@ class UserOutcome(LazyModel):
         return list(self.period_memory) if objective == "amemgym_memory_score" else list(self.period_accuracy)
 
 
-def user_outcome(episode: EpisodeResult, item: Item, table: UpperBoundTable | None) -> UserOutcome:
+def user_outcome(episode: EpisodeResult, item: Any, table: UpperBoundTable | None) -> UserOutcome:
     (scored,) = user_scores([episode], [item], table)
     return UserOutcome(
         user_id=episode.user_id, accuracy=scored.accuracy, period_accuracy=scored.per_period_accuracy,
@@ -134,22 +138,26 @@ class PruneHook:
 
 
 class Evaluator:
-    """Runs candidates' episodes for the loop; all file locations live here."""
+    """Runs candidates' episodes for the loop; all file locations live here. ``environment`` plays and scores the
+    items (default: AMemGym's, with ``episode_config``); ``simulator`` is its user simulator, None for an environment
+    that replays its own sessions."""
 
     def __init__(
         self,
         *,
         root: Path,
-        items: Sequence[Item],
+        items: Sequence[Any],
         make_agent: Callable[[MemoryPolicy], MemoryAgent],
-        simulator: UserSimulator,
+        simulator: UserSimulator | None,
         episode_config: EpisodeConfig,
         objective: Objective = "accuracy",
+        environment: Environment[Any] | None = None,
     ) -> None:
         self.root = root
-        self.items = {item.id: item for item in items}
+        self.environment = environment or AMemGymEnvironment(episode_config)
+        self.items = {self.environment.item_id(item): item for item in items}
         self.make_agent = make_agent
-        self.simulator = simulator
+        self.simulator = simulator if self.environment.sessions == "on_policy" else None
         self.episode_config = episode_config
         self.objective = objective
         self.upper_bound: UpperBoundTable | None = None
@@ -160,8 +168,12 @@ class Evaluator:
         self._user_slots = asyncio.Semaphore(episode_config.max_concurrent_users)
         self._scores: dict[tuple[str, str, tuple[str, ...]], tuple[Scores, list[UserScores]]] = {}
 
+    def n_periods(self, user_id: str) -> int:
+        """The periods of a user's episode (its question points)."""
+        return self.environment.n_periods(self.items[user_id])
+
     def store(self, candidate_id: str, split: str) -> RunStore:
-        return RunStore(self.root / "evals" / candidate_id / split)
+        return RunStore(self.root / "evals" / candidate_id / split, owner=self.root / "evals" / candidate_id)
 
     def _summary_path(self, candidate_id: str, label: str) -> Path:
         return self.root / "evals" / candidate_id / f"{label}.json"
@@ -174,7 +186,7 @@ class Evaluator:
         path = self._summary_path(candidate_id, label)
         if not path.exists():
             return None
-        return CandidateEval.model_validate_json(path.read_text(encoding="utf-8"))
+        return read_model(path, CandidateEval, remedy=SUMMARY_REMEDY)
 
     def episodes(self, candidate_id: str, split: str, user_ids: Sequence[str], *,
                  traces: bool = False) -> list[EpisodeResult]:
@@ -186,7 +198,7 @@ class Evaluator:
             key = (candidate_id, split, user_id)
             if traces or key not in self._episodes:
                 episode = self.store(candidate_id, split).load_episode(user_id)
-                if episode is None or len(episode.periods) < len(self.items[user_id].periods):
+                if episode is None or len(episode.periods) < self.n_periods(user_id):
                     continue
                 if traces:
                     out.append(episode)
@@ -215,11 +227,10 @@ class Evaluator:
             if on_period:
                 on_period()
 
-        return await run_episode(
+        return await self.environment.run_item(
             self.make_agent(policy),
             self.items[user_id],
             self.simulator,
-            self.episode_config,
             store=store,
             user_id=user_id,
             after_period=after_period,

@@ -1,8 +1,10 @@
 """The proposer's evidence: a structured reflective dataset from a candidate's episodes, rendered to a budget.
 
-The dataset holds, per (user, period, question), what the feedback mode allows (``environments.feedback``):
-the question, and in complete mode the choices, the chosen letter, with ground truth the gold letter and
-the outcome, and the memory the agent consulted; with ``with_exposed_states`` the period's state updates.
+The dataset holds, per (user, period, question), what the feedback mode allows, as the run's environment builds
+it (``Environment.feedback``; AMemGym's is ``environments.feedback``): the question, and in complete mode the
+choices and the chosen letter (a free-text question: the agent's answer), with ground truth the gold answer and
+the outcome, and the memory the agent consulted; AMemGym with ``with_exposed_states`` adds the period's state
+updates.
 Every prompt component reads the same dataset: in a memory agent every answer depends on what each
 component wrote or retrieved, so there is no per-component slice of the traces to take.
 
@@ -28,13 +30,16 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import tiktoken
 
 from memevo.agents.lazy_model import LazyModel
-from memevo.environments.data.models import Item
-from memevo.environments.feedback import FeedbackConfig, FeedbackRecord, PeriodFeedback, build_feedback, render_feedback
+from memevo.environments.amemgym import AMemGymEnvironment
+from memevo.environments.feedback import FeedbackConfig, FeedbackRecord, PeriodFeedback, render_feedback
+from memevo.environments.protocol import Environment
 from memevo.environments.records import EpisodeResult, PeriodResult
+from memevo.environments.runner import EpisodeConfig
 
 CHARS_PER_TOKEN = 4
 MIN_MEMORY_TOKENS = 40
@@ -95,14 +100,18 @@ class Evidence(LazyModel):
 
 
 def evidence_from_episodes(
-    episodes: Sequence[EpisodeResult], items: dict[str, Item], config: FeedbackConfig
+    episodes: Sequence[EpisodeResult], items: dict[str, Any], config: FeedbackConfig,
+    environment: Environment[Any] | None = None,
 ) -> Evidence:
-    """Every period of every episode, in the configured feedback mode."""
-    return evidence_from_periods([p for episode in episodes for p in episode.periods], items, config)
+    """Every period of every episode, in the configured feedback mode, as ``environment`` (default AMemGym) builds
+    it."""
+    return evidence_from_periods([p for episode in episodes for p in episode.periods], items, config, environment)
 
 
-def evidence_from_periods(periods: Sequence[PeriodResult], items: dict[str, Item], config: FeedbackConfig) -> Evidence:
-    built = [build_feedback(period, items[period.user_id], config) for period in periods]
+def evidence_from_periods(periods: Sequence[PeriodResult], items: dict[str, Any], config: FeedbackConfig,
+                          environment: Environment[Any] | None = None) -> Evidence:
+    source = environment or AMemGymEnvironment(EpisodeConfig())
+    built = [source.feedback(period, items[period.user_id], config) for period in periods]
     return Evidence(periods=[feedback for feedback in built if feedback.records])
 
 

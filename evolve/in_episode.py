@@ -21,7 +21,7 @@ from memevo.agents.lazy_model import LazyModel
 from memevo.environments.data.ids import folder_name
 from memevo.environments.metrics import score_episodes, user_scores
 from memevo.environments.records import PeriodResult
-from memevo.environments.runner import bounded_gather, run_episode
+from memevo.environments.runner import bounded_gather
 from memevo.environments.store import RunStore, write_json_atomic
 from memevo.evolve import runtime
 from memevo.evolve.candidates import Candidate
@@ -85,8 +85,8 @@ class InEpisodeEvolution(runtime.RunBase):
 
     async def _evolving_user(self, user_id: str, store: RunStore) -> None:
         agent = self.evaluator.make_agent(self.seed.policy)
-        await run_episode(
-            agent, self.items[user_id], self.evaluator.simulator, self.evaluator.episode_config,
+        await self.evaluator.environment.run_item(
+            agent, self.items[user_id], self.evaluator.simulator,
             store=store, user_id=user_id, after_period=self._evolve_after,
             on_period=lambda result: self._period_saved(agent, result),
         )

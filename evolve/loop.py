@@ -47,6 +47,7 @@ from memevo.environments.store import write_json_atomic
 from memevo.evolve import runtime
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
+from memevo.evolve.cross_test import CrossTestResult, cross_test, cross_test_lines, cross_test_metrics
 from memevo.evolve.evaluation import CandidateEval, PruneHook, UserOutcome
 from memevo.evolve.evidence import evidence_from_episodes, render_evidence
 from memevo.evolve.explain import generation_line, proposals_line
@@ -132,7 +133,7 @@ class OuterLoop(runtime.RunBase):
         self.spec = agent_spec(self.seed.policy.kind)
         self.tuner = Tuner(
             config.optuna,
-            dict(config.hyperparameters),
+            {str(name): space for name, space in config.hyperparameters.items()},
             storage=config.optuna.storage or f"sqlite:///{(run_dir / 'optuna.db').resolve()}",
             study_name=config.name,
             first_trial={name: getattr(self.seed.policy, name) for name in config.hyperparameters},
@@ -177,7 +178,7 @@ class OuterLoop(runtime.RunBase):
             log.info("gen %d %s %s user %s: accuracy %.3f", candidate.generation, candidate.label, name,
                      outcome.user_id, outcome.accuracy)
 
-        periods = sum(len(self.items[user].periods) for user in user_ids)
+        periods = sum(self.evaluator.n_periods(user) for user in user_ids)
         with evaluation_phase(candidate.label, name, periods) as bar:
             result = await self.evaluator.evaluate(candidate, split, user_ids, label=label, prune=prune,
                                                    on_user=progress, on_period=bar.advance)
@@ -395,7 +396,7 @@ class OuterLoop(runtime.RunBase):
         elif self.config.strategy.complete_parent_train:
             await self._complete_parent_train(parent)
         episodes = self.evaluator.episodes(parent.id, "train", self.split.train, traces=True)
-        evidence = render_evidence(evidence_from_episodes(episodes, self.items, self.config.feedback),
+        evidence = render_evidence(evidence_from_episodes(episodes, self.items, self.config.feedback, self.environment),
                                    self.config.evidence_max_tokens)
         context = ProposalContext(
             generation=generation, parent=parent, evidence=evidence, task=self.config.task, bounds=self.bounds,
@@ -685,10 +686,21 @@ class OuterLoop(runtime.RunBase):
         await self.evaluator.evaluate(candidate, "test", self.split.test, on_period=bar.advance)
         return self.scores(candidate.id, "test", self.split.test)
 
+    async def _cross_test(self, best: Candidate) -> CrossTestResult | None:
+        """Seed and best on the test environment's items (``test_environment``), None without one."""
+        test = self.config.test_environment
+        if self.cross_evaluator is None or test is None:
+            return None
+        data = test.data.path or "synth"
+        with test_phase(2 * sum(self.cross_evaluator.n_periods(user) for user in self.cross_evaluator.items)):
+            return await cross_test(self.cross_evaluator, self.seed, best, environment=test.environment, data=data,
+                                    run_dir=self.run_dir)
+
     async def _finish(self, best: Candidate, history: list[GenerationOutcome], stop: str) -> EvolutionResult:
-        with test_phase(2 * sum(len(self.items[user].periods) for user in self.split.test)) as bar:
+        with test_phase(2 * sum(self.evaluator.n_periods(user) for user in self.split.test)) as bar:
             seed_scores, seed_users = await self._test_scores(self.seed, bar)
             best_scores, best_users = await self._test_scores(best, bar)
+        cross = await self._cross_test(best)
         result = EvolutionResult(
             protocol="outer_loop", objective=self.config.objective, seed=self.seed, best=best,
             seed_scores=seed_scores, best_scores=best_scores, seed_user_scores=seed_users,
@@ -696,6 +708,8 @@ class OuterLoop(runtime.RunBase):
         )
         write_record(self.run_dir / "result.json", result)
         log.info("stopped: %s. %s", stop, held_out_line(self.config.objective, seed_scores, best_scores))
+        for line in [] if cross is None else cross_test_lines(cross):
+            log.info("%s", line)
         points = generation_points(history)
         plot = plot_score_per_generation(
             points, self.run_dir, title=f"{self.config.name}: score per generation (training and validation users)",
@@ -703,7 +717,8 @@ class OuterLoop(runtime.RunBase):
             reference_users="test users")
         if self.tracker is not None:
             self.start_tracking()
-            self.tracker.finish(final_metrics(result) | objective_summary(points),
+            extra = {} if cross is None else cross_test_metrics(cross)
+            self.tracker.finish(final_metrics(result) | objective_summary(points) | extra,
                                 {"result.json": result.model_dump_json(indent=2),
                                  "best_policy.json": best.policy.model_dump_json(indent=2)},
                                 step=len(history),

@@ -7,21 +7,23 @@ It never builds an LLM client, so it is free and works offline.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.registry import agent_spec
 from memevo.environments.metrics import Scores, UserScores
+from memevo.environments.run_files import read_json
 from memevo.environments.rundir import LEDGER_FILE, read_ledger
 from memevo.environments.score_text import MEMORY_SCORE_SCALE, failure_cell
 from memevo.evolve.ablation import MANIFEST_FILE, load_manifest, render_ablation
 from memevo.evolve.ablation_plots import plot_failure_split, plot_period_curves
+from memevo.evolve.cross_test import cross_test_lines, read_cross_test
 from memevo.evolve.explain import dollars_text
 from memevo.evolve.generation_plot import plot_score_per_generation
 from memevo.evolve.headline import objective_label
 from memevo.evolve.loop import EvolutionResult, GenerationOutcome
+from memevo.evolve.records import read_written, rewritten_by_resume
 from memevo.evolve.stats import Interval, fmt, fmt_p, na, paired_test
 from memevo.evolve.tracking.payloads import HYPERPARAMETERS, candidate_diff, generation_points, resolved_prompts
 
@@ -63,7 +65,7 @@ def _ablation_report(run_dir: Path) -> str:
 
 def _history(run_dir: Path) -> list[GenerationOutcome]:
     paths = sorted((run_dir / "generations").glob("gen_*/outcome.json"))
-    return [GenerationOutcome.model_validate_json(path.read_text(encoding="utf-8")) for path in paths]
+    return [read_written(path, GenerationOutcome, run_dir) for path in paths]
 
 
 def _history_table(history: list[GenerationOutcome], objective: str) -> list[str]:
@@ -104,7 +106,8 @@ def _memory_cell(value: float | None, scores: Scores, cells: str = "") -> str:
 def _scores_line(label: str, scores: Scores) -> str:
     cells = f" ({scores.n_memory_points}/{scores.n_memory_points + scores.n_excluded})"
     return (
-        f"| {label} | {scores.n_users} | {fmt(scores.accuracy)} | {fmt(scores.random_baseline)} "
+        f"| {label} | {scores.n_users} | {fmt(scores.accuracy)} "
+        f"| {fmt(scores.random_baseline, reason='free-text answers')} "
         f"| {_memory_cell(scores.pooled_memory_score, scores)} | {_memory_cell(scores.memory_score, scores, cells)} "
         f"| {fmt(scores.format_error_rate)} | {failure_cell(scores)} "
         f"| {' '.join(fmt(p.accuracy, 2) for p in scores.per_period)} |"
@@ -123,6 +126,21 @@ def _score_notes(result: EvolutionResult) -> list[str]:
                  "reached memory, was in memory but not retrieved, or was retrieved but not used (AMemGym's "
                  "diagnosis; n/a without `episode.diagnose: true`).")
     return notes
+
+
+def _category_lines(result: EvolutionResult) -> list[str]:
+    """Seed and best per benchmark category (none when the environment has no categories)."""
+    seed = {c.category: c for c in result.seed_scores.per_category}
+    best = {c.category: c for c in result.best_scores.per_category}
+    if not seed and not best:
+        return []
+    lines = ["| category | questions | seed | best |", "| --- | --- | --- | --- |"]
+    for name in [*seed, *(name for name in best if name not in seed)]:
+        mine, theirs = seed.get(name), best.get(name)
+        n = seed[name].n_questions if name in seed else best[name].n_questions
+        lines.append(f"| {name} | {n} | {fmt(mine.accuracy if mine else None, reason='not asked')} "
+                     f"| {fmt(theirs.accuracy if theirs else None, reason='not asked')} |")
+    return [*lines, ""]
 
 
 def _paired_lines(seed: list[UserScores], best: list[UserScores]) -> list[str]:
@@ -200,12 +218,19 @@ def _evolution_plots(result: EvolutionResult, history: list[GenerationOutcome], 
     return plots
 
 
+def _cross_lines(run_dir: Path) -> list[str]:
+    cross = read_cross_test(run_dir)
+    return [] if cross is None else [*cross_test_lines(cross), ""]
+
+
 def evolution_report(run_dir: Path) -> str:
     """History, seed vs best on the test users (with a paired test), the best candidate, spend; writes plots
     to ``report/``."""
-    config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+    config = read_json(run_dir / "config.json", remedy=rewritten_by_resume(run_dir))
     history = _history(run_dir)
-    lines = [f"# Evolution: {config.get('name', run_dir.name)} ({config.get('protocol', 'outer_loop')})", ""]
+    environment = config.get("environment", "amemgym")
+    lines = [f"# Evolution: {config.get('name', run_dir.name)} ({config.get('protocol', 'outer_loop')}, "
+             f"environment {environment})", ""]
     if history:
         lines += _history_table(history, config.get("objective", "accuracy")) + [""]
     result_path = run_dir / "result.json"
@@ -215,7 +240,7 @@ def evolution_report(run_dir: Path) -> str:
         if ledger.exists():
             lines += ["", *_spend_lines(read_ledger(ledger))]
         return "\n".join(lines) + "\n"
-    result = EvolutionResult.model_validate_json(result_path.read_text(encoding="utf-8"))
+    result = read_written(result_path, EvolutionResult, run_dir)
     best_label = "evolving (per user)" if result.protocol == "amemgym_period" else f"best {result.best.id[:8]}"
     lines += [
         f"Stopped: {result.stop_reason}",
@@ -224,6 +249,8 @@ def evolution_report(run_dir: Path) -> str:
         _scores_line(f"seed {result.seed.id[:8]}", result.seed_scores),
         _scores_line(best_label, result.best_scores),
         "",
+        *_category_lines(result),
+        *_cross_lines(run_dir),
         *_score_notes(result),
         "",
         *_paired_lines(result.seed_user_scores, result.best_user_scores),

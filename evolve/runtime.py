@@ -1,4 +1,4 @@
-"""What an evolution run is made of before any generation: users, split, seed policy, simulator.
+"""What an evolution run is made of before any generation: environment, users, split, seed policy, simulator.
 
 Also the run-folder bookkeeping every protocol shares: claiming the folder (only once everything that
 can be checked without an LLM call has been checked, so a bad config leaves no trace), the recorded
@@ -23,6 +23,7 @@ from memevo.agents.llm.limiter import ConcurrencyLimit
 from memevo.agents.llm.protocol import ChatClient, Role
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import agent_spec, build_agent, validate_policy
+from memevo.environments.amemgym import AMemGymEnvironment
 from memevo.environments.data.models import Item
 from memevo.environments.data.validate import check_runnable
 from memevo.environments.metrics import (
@@ -31,13 +32,16 @@ from memevo.environments.metrics import (
     UpperBoundTable,
     UserScores,
 )
+from memevo.environments.protocol import Environment
+from memevo.environments.registry import make_environment
+from memevo.environments.run_files import read_or_recompute
 from memevo.environments.rundir import LEDGER_FILE, UsageLedger, check_inputs, item_fingerprints
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.simulators.factory import make_simulator
 from memevo.environments.store import write_json_atomic
 from memevo.environments.table_cache import cached_table
 from memevo.evolve.candidates import Candidate
-from memevo.evolve.config import EvolveConfig, check_validation_users
+from memevo.evolve.config import DataConfig, EvolveConfig, check_validation_users
 from memevo.evolve.evaluation import Evaluator
 from memevo.evolve.proposers import ProposerSettings, make_proposer
 from memevo.evolve.run_data import keep_data
@@ -71,27 +75,30 @@ class Split(LazyModel):
     seed: int
 
 
-def load_users(config: EvolveConfig) -> list[Item]:
-    """The configured items, truncated to ``max_periods``/``max_questions`` when asked."""
-    source = f"{config.source or 'config'} (data.synth)"
-    if config.data.path is not None:
-        from memevo.environments.data.io import load_items
-
-        path = config.resolve_path(config.data.path)
-        source = str(path) if path.exists() else config.data.path  # else a hub id
-        items = load_items(source)
+def load_users(config: EvolveConfig, environment: Environment[Any] | None = None, data: DataConfig | None = None,
+               field: str = "data") -> list[Any]:
+    """The items of ``data`` (default: the config's) read by ``environment`` (default: AMemGym's); AMemGym items
+    are truncated to ``max_periods``/``max_questions`` when asked and checked runnable."""
+    data = data or config.data
+    environment = environment or AMemGymEnvironment(EpisodeConfig())
+    source = f"{config.source or 'config'} ({field}.synth)"
+    if data.path is not None:
+        path = config.resolve_path(data.path)
+        source = str(path) if path.exists() else data.path  # else a hub id
+        items: list[Any] = environment.load_items(source)
     else:
         from memevo.environments.synth import SynthConfig, synthesize
 
         try:
-            synth = SynthConfig.model_validate(config.data.synth)
+            synth = SynthConfig.model_validate(data.synth)
         except ValueError as error:
-            raise UserInputError(str(error), source=str(config.source or ""), field="data.synth") from None
+            raise UserInputError(str(error), source=str(config.source or ""), field=f"{field}.synth") from None
         items = synthesize(synth)
-    if config.data.limit:
-        items = items[: config.data.limit]
-    items = [truncate(item, config.episode.max_periods, config.episode.max_questions) for item in items]
-    check_runnable(items, source=source)
+    if data.limit:
+        items = items[: data.limit]
+    if environment.name == "amemgym":
+        items = [truncate(item, config.episode.max_periods, config.episode.max_questions) for item in items]
+        check_runnable(items, source=source)
     return items
 
 
@@ -104,16 +111,17 @@ def truncate(item: Item, max_periods: int | None, max_questions: int | None) -> 
     return item.model_copy(update=update) if update else item
 
 
-def data_hash(items: Sequence[Item]) -> str:
+def data_hash(items: Sequence[Any]) -> str:
     digest = hashlib.sha256()
     for item in items:
         digest.update(item.model_dump_json().encode())
     return digest.hexdigest()[:16]
 
 
-def make_split(items: Sequence[Item], config: EvolveConfig) -> Split:
-    """A seeded shuffle cut into train/val/test; each split the protocol uses gets at least one user."""
-    ids = [item.id for item in items]
+def make_split(items: Sequence[Any], config: EvolveConfig, environment: Environment[Any] | None = None) -> Split:
+    """A seeded shuffle of the items' ids (any environment's, AMemGym's by default) cut into train/val/test; each
+    split the protocol uses gets at least one user."""
+    ids = [item.id if environment is None else environment.item_id(item) for item in items]
     if len(set(ids)) != len(ids):
         raise UserInputError("item ids must be unique", source=str(config.data.path or config.source), field="data")
     source = str(config.source) if config.source else None
@@ -163,8 +171,8 @@ def claim_run_dir(run_dir: Path, config: EvolveConfig, resume: bool, inputs: dic
 def recorded_split(run_dir: Path, fresh: Split) -> Split:
     """The split saved in the run folder (a resume must use the same users), else ``fresh`` saved now."""
     path = run_dir / "split.json"
-    if path.exists():
-        stored = Split.model_validate_json(path.read_text(encoding="utf-8"))
+    stored = read_or_recompute(path, Split)  # a damaged one is the fresh one again: the inputs are checked the same
+    if stored is not None:
         if stored != fresh:
             raise UserInputError("the data or split changed since this run started", source=str(path), field="split")
         return stored
@@ -215,6 +223,12 @@ def endpoint_width(client: ChatClient, config: LLMConfig) -> int:
     return limit.limit if isinstance(limit, ConcurrencyLimit) else config.concurrency(embedded=False)
 
 
+def make_run_environment(config: EvolveConfig, episode: EpisodeConfig, judge: ChatClient | None,
+                         name: str | None = None, field: str = "environment") -> Environment[Any]:
+    """The environment ``name`` (default: the config's) with the run's episode settings and judge."""
+    return make_environment(name or config.environment, episode, judge=judge, field=field)
+
+
 def episode_config(config: EvolveConfig, policy: MemoryPolicy, width: int | None = None) -> EpisodeConfig:
     """The episode protocol of ``config``; ``width`` (the endpoint's) sets the users at once unless
     ``episode.user_concurrency`` does."""
@@ -242,12 +256,21 @@ class RunBase:
         self.run_dir = run_dir
         self.hub = hub
         check_stores(config, run_dir)
-        self.users = load_users(config)
-        self.items = {item.id: item for item in self.users}
-        fresh_split = make_split(self.users, config)
         self.seed = Candidate(policy=seed_policy(config), origin="seed")
         self.clients: dict[LLMConfig, ChatClient] = {}
         self.client(self.seed.policy.llm)
+        judge = self.client(config.llm.judge) if config.llm.judge is not None else None
+        episode = episode_config(config, self.seed.policy,
+                                 endpoint_width(self.client(self.seed.policy.llm), self.seed.policy.llm))
+        self.environment = make_run_environment(config, episode, judge)
+        self.users = load_users(config, self.environment)
+        self.items = {self.environment.item_id(item): item for item in self.users}
+        fresh_split = make_split(self.users, config, self.environment)
+        test = config.test_environment
+        self.test_environment = None if test is None else make_run_environment(
+            config, episode, judge, test.environment, field="test_environment.environment")
+        test_users = [] if test is None or self.test_environment is None else load_users(
+            config, self.test_environment, test.data, field="test_environment.data")
         simulator_llm = self.client(config.llm.simulator) if config.llm.simulator and config.episode.simulator == "llm" else None
         simulator = make_simulator(config.episode.simulator, config.split.seed, simulator_llm,
                                    amemgym_compat=self.seed.policy.amemgym_compat)
@@ -261,6 +284,8 @@ class RunBase:
 
         inputs = {"config": config.identity_payload(), "data": item_fingerprints(self.users),
                   "seed_policy": self.seed.policy.model_dump(mode="json")}
+        if test_users:
+            inputs["test_environment_data"] = item_fingerprints(test_users)
         claim_run_dir(run_dir, config, resume, inputs)
         keep_data(run_dir, config, self.users, data_hash=data_hash(self.users))
         self.split = recorded_split(run_dir, fresh_split)
@@ -271,10 +296,13 @@ class RunBase:
             items=self.users,
             make_agent=agent_factory(self.client),
             simulator=simulator,
-            episode_config=episode_config(config, self.seed.policy,
-                                          endpoint_width(self.client(self.seed.policy.llm), self.seed.policy.llm)),
+            episode_config=episode,
             objective=config.objective,
+            environment=self.environment,
         )
+        self.cross_evaluator = None if self.test_environment is None else Evaluator(
+            root=run_dir, items=test_users, make_agent=agent_factory(self.client), simulator=simulator,
+            episode_config=episode, objective=config.objective, environment=self.test_environment)
         self.tracker = (
             Tracker(run_dir=run_dir, uri=config.tracking.uri, experiment=config.tracking.experiment or config.name,
                     experiment_tags=experiment_tags(name=config.name, protocol=config.protocol,
@@ -287,7 +315,7 @@ class RunBase:
     async def upper_bound_table(self, items: Sequence[Item]) -> UpperBoundTable | None:
         """The upper-bound table on ``items`` (computed once per run folder), None when the config switches
         it off. The evaluator scores memory against it from now on."""
-        if not self.config.upper_bound:
+        if not self.config.upper_bound or self.environment.name != "amemgym":
             return None
         policy = self.seed.policy
         table = await cached_table(
@@ -330,7 +358,8 @@ class RunBase:
     def tracking_params(self) -> dict[str, Any]:
         """The parent run's params: what defines this evolution."""
         return {
-            "name": self.config.name, "protocol": self.config.protocol, "seed_policy_id": self.seed.id,
+            "name": self.config.name, "environment": self.config.environment, "protocol": self.config.protocol,
+            "seed_policy_id": self.seed.id,
             "agent_kind": self.seed.policy.kind, "agent_model": self.seed.policy.llm.model,
             "proposer_model": self.config.llm.proposer.model, "feedback_mode": self.config.feedback.mode.value,
             "objective": self.config.objective, "proposers": ",".join(self.config.strategy.proposers),

@@ -19,12 +19,18 @@ unreadable (``upper_bound_format_errors``) and their share (``upper_bound_format
 Both memory scores of an aggregate are None, with ``memory_na_reason`` saying why, whenever its upper bound
 is not measurably above random or too often unreadable (``measurable.memory_not_measurable``): a ratio over a
 denominator that is noise is no score.
+
+Any environment's episodes score here: accuracy is the mean of each record's ``value`` (1 or 0 for a choice, the
+[0, 1] credit of a free-text answer), the random baseline is AMemGym's for its items, 1/n for another multiple-choice
+question, and None (n/a) as soon as a free-text answer is among the questions; ``per_category`` groups the
+questions by the benchmark's category.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from statistics import fmean
+from typing import Any
 
 from memevo.agents.lazy_model import LazyModel
 from memevo.environments.data.models import Item
@@ -40,7 +46,7 @@ from memevo.environments.metrics.failure import (
 from memevo.environments.metrics.measurable import memory_not_measurable, position_collapse
 from memevo.environments.metrics.no_memory import NoMemoryTable
 from memevo.environments.metrics.upper_bound import UpperBoundEntry, UpperBoundTable
-from memevo.environments.records import EpisodeResult, PeriodResult
+from memevo.environments.records import EpisodeResult, PeriodResult, QARecord
 
 
 class Cell(LazyModel):
@@ -50,7 +56,8 @@ class Cell(LazyModel):
     period: int
     n_questions: int
     accuracy: float
-    random_baseline: float
+    random_baseline: float | None
+    """None when a question here is free text (no option to guess)."""
     upper_bound: float | None
     format_errors: int
     random_fallbacks: int
@@ -71,12 +78,12 @@ class Cell(LazyModel):
     @property
     def inverted(self) -> bool:
         """Upper bound below random: the ratio is kept, with its sign flipped, as in the reference."""
-        return self.upper_bound is not None and self.upper_bound < self.random_baseline
+        return self.upper_bound is not None and self.random_baseline is not None and self.upper_bound < self.random_baseline
 
     @property
     def memory_score(self) -> float | None:
         """AMemGym's per-cell ratio (negative below random, sign-flipped when ub < rand)."""
-        if self.upper_bound is None or self.excluded:
+        if self.upper_bound is None or self.random_baseline is None or self.excluded:
             return None
         return (self.accuracy - self.random_baseline) / (self.upper_bound - self.random_baseline)
 
@@ -86,7 +93,8 @@ class ScoreSummary(LazyModel):
 
     n_questions: int
     accuracy: float
-    random_baseline: float
+    random_baseline: float | None
+    """None (n/a) when free-text questions are among them."""
     upper_bound: float | None
     memory_score: float | None
     n_memory_points: int
@@ -116,6 +124,15 @@ class ScoreSummary(LazyModel):
     """Their share of the distinct upper-bound replies behind these scores."""
 
 
+class CategoryScores(LazyModel):
+    """The questions of one benchmark category."""
+
+    category: str
+    n_questions: int
+    accuracy: float
+    """Mean credit (``QARecord.value``) over the category's questions."""
+
+
 class PeriodScores(ScoreSummary):
     period: int
     n_users: int
@@ -141,6 +158,8 @@ class Scores(ScoreSummary):
     """Names an answer-position collapse of the agent's answers (one option for nearly every question)."""
     answer_mode: str | None = None
     """How the agent's answers were given ('generated' or 'likelihood', both joined by '+' when mixed)."""
+    per_category: list[CategoryScores] = []
+    """Per benchmark category, in first-seen order (empty when no question has a category)."""
 
 
 def _write_counts(result: PeriodResult) -> dict[str, int | None]:
@@ -149,9 +168,23 @@ def _write_counts(result: PeriodResult) -> dict[str, int | None]:
             "write_failures": None if writes is None else writes.failures}
 
 
-def cells(episodes: Sequence[EpisodeResult], items: Sequence[Item], upper_bound: UpperBoundTable | None,
+def record_baseline(item: object, record: QARecord) -> float | None:
+    """What guessing scores on one question: AMemGym's random baseline for its items, 1/n for another
+    multiple-choice question, None for free text."""
+    if isinstance(item, Item):
+        return random_baseline(item, record.period, record.question_index)
+    return 1 / record.n_choices if record.n_choices else None
+
+
+def _mean_baseline(item: object, records: Sequence[QARecord]) -> float | None:
+    values = [record_baseline(item, record) for record in records]
+    return None if any(value is None for value in values) else fmean(value or 0.0 for value in values)
+
+
+def cells(episodes: Sequence[EpisodeResult], items: Sequence[Any], upper_bound: UpperBoundTable | None,
           no_memory: NoMemoryTable | None = None) -> list[Cell]:
-    """One cell per (episode, period) that asked at least one question."""
+    """One cell per (episode, period) that asked at least one question; ``items`` are any environment's (named by
+    ``id``); the upper bound and no-memory tables are AMemGym's."""
     by_id = item_lookup(items)
     out = []
     for episode in episodes:
@@ -167,8 +200,8 @@ def cells(episodes: Sequence[EpisodeResult], items: Sequence[Item], upper_bound:
                 user_id=episode.user_id,
                 period=result.period,
                 n_questions=len(records),
-                accuracy=fmean(r.correct for r in records),
-                random_baseline=fmean(random_baseline(item, r.period, r.question_index) for r in records),
+                accuracy=fmean(r.value for r in records),
+                random_baseline=_mean_baseline(item, records),
                 upper_bound=fmean(e.correct for e in replies) if replies else None,
                 format_errors=sum(r.format_error for r in records),
                 random_fallbacks=sum(r.random_fallback for r in records),
@@ -198,14 +231,14 @@ def mean_of_ratios(group: Sequence[Cell]) -> float | None:
 
 def pooled_ratio(group: Sequence[Cell]) -> float | None:
     """(sum acc - sum rand) / (sum ub - sum rand) over the questions, as the formula reads (None at 0/0)."""
-    if not group or any(cell.upper_bound is None for cell in group):
+    if not group or any(cell.upper_bound is None or cell.random_baseline is None for cell in group):
         return None
-    gain = sum((cell.accuracy - cell.random_baseline) * cell.n_questions for cell in group)
-    room = sum(((cell.upper_bound or 0.0) - cell.random_baseline) * cell.n_questions for cell in group)
+    gain = sum((cell.accuracy - (cell.random_baseline or 0.0)) * cell.n_questions for cell in group)
+    room = sum(((cell.upper_bound or 0.0) - (cell.random_baseline or 0.0)) * cell.n_questions for cell in group)
     return None if room == 0 else gain / room
 
 
-def summarize(group: Sequence[Cell]) -> dict[str, float | int | None]:
+def summarize(group: Sequence[Cell]) -> dict[str, float | int | str | None]:
     """Question-weighted means and both memory scores, which are None with a reason when the group's upper
     bound does not measurably beat random."""
     n = sum(cell.n_questions for cell in group)
@@ -219,12 +252,13 @@ def summarize(group: Sequence[Cell]) -> dict[str, float | int | None]:
         return sum((v or 0.0) * cell.n_questions for v, cell in zip(values, group, strict=True)) / n
 
     accuracy = weighted([c.accuracy for c in group])
-    rand = weighted([c.random_baseline for c in group])
+    rand = weighted([c.random_baseline for c in group]) if all(c.random_baseline is not None for c in group) else None
     upper = weighted([c.upper_bound for c in group]) if has_ub else None
     no_memory = weighted([c.no_memory for c in group]) if has_no_memory else None
     ub_error_rate = ub_errors / len(replies) if has_ub and replies else None
-    reason = memory_not_measurable(n_questions=n, upper_bound=upper, random_baseline=rand,
-                                   upper_bound_unreadable=ub_error_rate)
+    reason = (memory_not_measurable(n_questions=n, upper_bound=upper, random_baseline=rand,
+                                    upper_bound_unreadable=ub_error_rate)
+              if rand is not None else "no random baseline (free-text answers)")
     measurable = reason is None
     return {
         "n_questions": n,
@@ -249,7 +283,7 @@ def summarize(group: Sequence[Cell]) -> dict[str, float | int | None]:
 
 def score_episodes(
     episodes: Sequence[EpisodeResult],
-    items: Sequence[Item],
+    items: Sequence[Any],
     upper_bound: UpperBoundTable | None = None,
     *,
     no_memory: NoMemoryTable | None = None,
@@ -260,6 +294,7 @@ def score_episodes(
     all_cells = cells(episodes, items, upper_bound, no_memory)
     if not all_cells:
         raise ValueError("no answered questions to score")
+    records = [qa for episode in episodes for period in episode.periods for qa in period.qa]
 
     def diagnosis(period: int | None) -> dict[str, object]:
         return {"failure": failure_split(episodes, items, period, min_probe_coverage),
@@ -274,17 +309,26 @@ def score_episodes(
     return Scores(
         n_users=len({cell.user_id for cell in all_cells}),
         per_period=per_period,
-        answer_collapse=position_collapse(qa.choice for episode in episodes for period in episode.periods
-                                          for qa in period.qa),
-        answer_mode="+".join(sorted({qa.answer_mode for episode in episodes for period in episode.periods
-                                     for qa in period.qa})) or None,
+        answer_collapse=position_collapse(qa.choice for qa in records if qa.scoring == "choice"),
+        answer_mode="+".join(sorted({qa.answer_mode for qa in records})) or None,
+        per_category=category_scores(records),
         **diagnosis(None),
         **summarize(all_cells),
     )
 
 
+def category_scores(records: Sequence[QARecord]) -> list[CategoryScores]:
+    """Mean credit per category, in first-seen order; questions without a category are left out."""
+    groups: dict[str, list[float]] = {}
+    for record in records:
+        if record.category is not None:
+            groups.setdefault(record.category, []).append(record.value)
+    return [CategoryScores(category=name, n_questions=len(values), accuracy=fmean(values))
+            for name, values in groups.items()]
+
+
 def user_scores(
-    episodes: Sequence[EpisodeResult], items: Sequence[Item], upper_bound: UpperBoundTable | None = None,
+    episodes: Sequence[EpisodeResult], items: Sequence[Any], upper_bound: UpperBoundTable | None = None,
     *, no_memory: NoMemoryTable | None = None,
 ) -> list[UserScores]:
     """Per-user scores in episode order."""

@@ -47,6 +47,7 @@ def _make_item(rng: random.Random, vocabulary: Vocabulary, config: SynthConfig) 
 def _make_period(rng: random.Random, vocabulary: Vocabulary, config: SynthConfig, world: World, index: int,
                  bounds: tuple[dt.date | None, dt.date], totals: dict[str, int], name: str) -> Period:
     state = world.states[index]
+    plans: list[tuple[str | None, list[str], list[str]]]  # (event text, variables, mentions) per session
     if index == 0:
         groups = initial_groups(rng, list(world.schema), config.sessions_init)
         plans = [(None, group, []) for group in groups]
@@ -55,11 +56,11 @@ def _make_period(rng: random.Random, vocabulary: Vocabulary, config: SynthConfig
     else:
         before = world.states[index - 1]
         events = world.events[index]
-        plans = [(" ".join(t.event.format(name=name) for t in event.texts), event.variables,
-                  [t.mention for t in event.texts]) for event in events]
+        texts = [" ".join(t.event.format(name=name) for t in event.texts) for event in events]
+        plans = [(text, event.variables, [t.mention for t in event.texts]) for text, event in zip(texts, events, strict=True)]
         updates = {key: StateUpdate(old=before[key], new=state[key])
                    for key in world.schema if before[key] != state[key]}
-        summary = " ".join(plan[0] for plan in plans)
+        summary = " ".join(texts)
     times = session_times(rng, len(plans), bounds[1])
     sessions = []
     for (event, variables, mentions), time in zip(plans, times, strict=True):

@@ -279,12 +279,12 @@ def split_dataset_input(split: Mapping[str, Sequence[str]], *, name: str, source
 
     ``digest`` is memevo's data hash, which identifies the users' content, not just their ids.
     """
-    import mlflow.data
+    from mlflow.data.pandas_dataset import from_pandas
     from mlflow.entities import DatasetInput, InputTag
     from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
     with warnings.catch_warnings():  # a local path matches two equivalent source types; MLflow picks one
         warnings.filterwarnings("ignore", message=".*can be interpreted in multiple ways")
-        dataset = mlflow.data.from_pandas(split_table(split), source=source, name=name, digest=digest)
+        dataset = from_pandas(split_table(split), source=source, name=name, digest=digest)
     # the conversion MLflow's own mlflow.log_input performs; the client API takes the entity
     return DatasetInput(dataset=dataset._to_mlflow_entity(), tags=[InputTag(MLFLOW_DATASET_CONTEXT, "split")])

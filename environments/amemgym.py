@@ -1,0 +1,78 @@
+"""AMemGym as an ``Environment``: simulated users whose state changes period by period, multiple-choice questions
+after every period, played live with a user simulator or replayed from a recorded run.
+
+Everything here delegates to the modules that ran AMemGym before the protocol existed (``data.io``, ``runner``,
+``feedback``), so results are the same whether a caller goes through the protocol or not.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from memevo.agents.base import MemoryAgent
+from memevo.agents.errors import UserInputError
+from memevo.environments.data.models import Item
+from memevo.environments.feedback import FeedbackConfig, PeriodFeedback, build_feedback
+from memevo.environments.protocol import AfterPeriod, AnswerScore, Environment, OnPeriod, QuestionView, Session
+from memevo.environments.records import EpisodeResult, PeriodResult
+from memevo.environments.runner import SessionSource, period_plan, run_episode
+from memevo.environments.store import RunStore
+
+
+class AMemGymEnvironment(Environment[Item]):
+    """AMemGym-format items (``data.json``, a dataset folder, a synth world)."""
+
+    name: ClassVar[str] = "amemgym"
+    sessions: ClassVar[Session] = "on_policy"
+
+    def load_items(self, source: str | Path, *, limit: int | None = None) -> list[Item]:
+        from memevo.environments.data.io import load_items
+
+        items = load_items(source)
+        return items[:limit] if limit else items
+
+    def item_id(self, item: Item) -> str:
+        return item.id
+
+    def n_periods(self, item: Item) -> int:
+        return len(item.periods)
+
+    def questions(self, item: Item, period: int) -> list[QuestionView]:
+        state = item.periods[period].state
+        views = []
+        for index, question in enumerate(item.qas):
+            gold = question.gold_index(state)
+            views.append(QuestionView(index=index, query=question.query,
+                                      choices=[choice.answer for choice in question.answer_choices],
+                                      gold=question.answer_choices[gold].answer, gold_choice=gold + 1))
+        return views
+
+    async def run_item(
+        self,
+        agent: MemoryAgent,
+        item: Item,
+        sessions: SessionSource | None,
+        *,
+        store: RunStore | None = None,
+        user_id: str | None = None,
+        after_period: AfterPeriod | None = None,
+        on_period: OnPeriod | None = None,
+        traces: bool = True,
+    ) -> EpisodeResult:
+        if sessions is None:
+            raise UserInputError("AMemGym items are played with a user simulator or replayed from a recorded run",
+                                 field="sessions")
+        return await run_episode(agent, item, sessions, self.episode, store=store, user_id=user_id,
+                                 after_period=after_period, on_period=on_period, traces=traces)
+
+    def chain_length(self, item: Item) -> int:
+        return sum(period_plan(item, self.episode).calls_per_period)
+
+    async def score_answer(self, item: Item, period: int, question: QuestionView, reply: str) -> AnswerScore:
+        correct = reply.strip() == str(question.gold_choice)
+        return AnswerScore(score=float(correct), method="choice", correct=correct)
+
+    def feedback(self, result: PeriodResult, item: Item, config: FeedbackConfig) -> PeriodFeedback:
+        """AMemGym's feedback (``environments.feedback``): its answer-letter option and the revealed state updates."""
+        return build_feedback(result, item, config)

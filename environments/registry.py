@@ -1,0 +1,58 @@
+"""Environment name -> class, imported only when chosen (``environment:`` in a config).
+
+Each entry names the module and class of one implementation of ``environments.protocol.Environment``; a
+benchmark's reader is imported only by the runs that use it. Adding an environment is its module plus one line
+here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Literal
+
+from memevo.agents.errors import UserInputError
+
+if TYPE_CHECKING:
+    from memevo.agents.llm.protocol import ChatClient
+    from memevo.environments.protocol import Environment
+    from memevo.environments.runner import EpisodeConfig
+
+EnvironmentName = Literal["amemgym", "memorybench", "locomo", "longmemeval", "memoryagentbench"]
+DEFAULT_ENVIRONMENT: EnvironmentName = "amemgym"
+
+ENVIRONMENTS: dict[str, str] = {
+    "amemgym": "memevo.environments.amemgym:AMemGymEnvironment",
+    "memorybench": "memevo.environments.benchmarks.memorybench:MemoryBenchEnvironment",
+    "locomo": "memevo.environments.benchmarks.locomo:LoCoMoEnvironment",
+    "longmemeval": "memevo.environments.benchmarks.longmemeval:LongMemEvalEnvironment",
+    "memoryagentbench": "memevo.environments.benchmarks.memoryagentbench:MemoryAgentBenchEnvironment",
+}
+"""name -> "module:class"."""
+
+
+def environment_names() -> tuple[str, ...]:
+    return tuple(ENVIRONMENTS)
+
+
+def environment_class(name: str, *, field: str = "environment") -> type[Environment[Any]]:
+    """The class registered under ``name``; an unknown name, or one whose module is not in this build, is a
+    ``UserInputError`` naming ``field``."""
+    if name not in ENVIRONMENTS:
+        raise UserInputError(f"unknown environment '{name}' (known: {', '.join(ENVIRONMENTS)})", field=field)
+    module_name, class_name = ENVIRONMENTS[name].split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name is None or not module_name.startswith(error.name):
+            raise
+        raise UserInputError(f"environment '{name}' is not available in this build ({module_name} is missing)",
+                             field=field) from None
+    cls: type[Environment[Any]] = getattr(module, class_name)
+    return cls
+
+
+def make_environment(name: str, episode: EpisodeConfig, *, judge: ChatClient | None = None,
+                     field: str = "environment") -> Environment[Any]:
+    """An instance of the environment registered under ``name``."""
+    return environment_class(name, field=field)(episode, judge=judge)
+

@@ -1,0 +1,131 @@
+"""Evolution on any environment: a split drawn from a replayed benchmark's items, and a cross-benchmark test
+(evolve on AMemGym users, report held-out scores on another environment's items)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memevo.agents.errors import UserInputError
+from memevo.environments.data.io import save_items
+from memevo.environments.data.models import Item
+from memevo.environments.registry import ENVIRONMENTS
+from memevo.environments.replay import ReplayItem, ReplayQuestion, ReplaySession
+from memevo.evolve.config import parse_evolve_config
+from memevo.evolve.cross_test import read_cross_test
+from memevo.evolve.loop import run_evolution
+from memevo.evolve.report import report_run
+from tests.doubles.category_backend import CategoryBackend, CategoryHub, category_world
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
+
+SEED_TYPES = "- commute (how the user gets to work)"
+
+
+def replayed(items: list[Item]) -> list[ReplayItem]:
+    """The category world as a replayed benchmark: each user's announcements as recorded sessions, then the
+    questions about the final state as multiple choice (categorised by the variable they ask about)."""
+    out = []
+    for item in items:
+        sessions = [
+            ReplaySession(id=f"p{p}s{s}", time=f"{session.session_time}", messages=[
+                {"role": "user", "content": session.query}, {"role": "assistant", "content": "Noted."}])
+            for p, period in enumerate(item.periods) for s, session in enumerate(period.sessions)
+        ]
+        final = item.periods[-1].state
+        questions = [
+            ReplayQuestion(query=q.query, choices=[c.answer for c in q.answer_choices], scoring="choice",
+                           gold=q.answer_choices[q.gold_index(final)].answer, category=q.required_info[0])
+            for q in item.qas
+        ]
+        out.append(ReplayItem(id=f"conv-{item.id}", sessions=sessions, questions=questions))
+    return out
+
+
+@pytest.fixture
+def tiny_benchmark(monkeypatch: pytest.MonkeyPatch) -> str:
+    """'locomo' read by the test double's reader (the real reader is another module's)."""
+    monkeypatch.setitem(ENVIRONMENTS, "locomo", "tests.doubles.replay_environment:TinyReplayEnvironment")
+    return "locomo"
+
+
+def write_replay(path: Path, items: list[ReplayItem]) -> Path:
+    path.write_text(json.dumps([item.model_dump(mode="json") for item in items]), encoding="utf-8")
+    return path
+
+
+def config(tmp_path: Path, **overrides: Any) -> Any:
+    data_path = tmp_path / "data.json"
+    if not data_path.exists():
+        save_items(category_world(6, 2), data_path)
+    data: dict[str, Any] = {
+        "name": "env-evolution",
+        "seed": {"policy": {"kind": "awi", "update_every": 1, "short_term": 0, "prompts": {"memory_types": SEED_TYPES}}},
+        "components": ["memory_types"],
+        "data": {"path": str(data_path)},
+        "split": {"train": 2, "val": 2, "test": 2},
+        "budget": {"generations": 1, "candidates": 1},
+        "episode": {"rounds_init": 1, "rounds_update": 1},
+        "strategy": {"acceptance": "mean", "first_accepted": True},
+        "feedback": {"mode": "complete"},
+        "tracking": {"enabled": False},
+        "optuna": {"n_startup_trials": 1},
+        **overrides,
+    }
+    return parse_evolve_config(data)
+
+
+def test_evolve_on_amemgym_then_test_on_another_environment(tmp_path: Path, tiny_benchmark: str) -> None:
+    other = write_replay(tmp_path / "other.json", replayed(category_world(3, 2, seed=7)))
+    settings = config(tmp_path, test_environment={"environment": tiny_benchmark, "data": {"path": str(other)}})
+    backend = CategoryBackend(category_world(6, 2))
+    result = run_evolution(settings, run_dir=tmp_path / "run", hub=CategoryHub(backend), resume=False)
+    assert result.best.id != result.seed.id
+    cross = read_cross_test(tmp_path / "run")
+    assert cross is not None and cross.environment == "locomo" and cross.seed_scores.n_users == 3
+    assert cross.best_scores.accuracy > cross.seed_scores.accuracy
+    assert cross.seed_scores.random_baseline == pytest.approx(1 / 3)  # multiple choice of three
+    assert {c.category for c in cross.best_scores.per_category} == {"commute", "instrument", "beverage", "genre"}
+    assert (tmp_path / "run" / "evals" / result.best.id / "cross-locomo").is_dir()
+    report = report_run(tmp_path / "run")
+    assert "environment amemgym" in report and "Cross-benchmark test on locomo" in report
+    again = run_evolution(settings, run_dir=tmp_path / "run", hub=CategoryHub(backend), resume=True)
+    assert again.best.id == result.best.id and read_cross_test(tmp_path / "run") == cross
+
+
+def test_evolve_on_a_split_of_a_replayed_benchmark(tmp_path: Path, tiny_benchmark: str) -> None:
+    data = write_replay(tmp_path / "bench.json", replayed(category_world(6, 2)))
+    settings = config(tmp_path, environment=tiny_benchmark, data={"path": str(data)})
+    backend = CategoryBackend(category_world(6, 2))
+    result = run_evolution(settings, run_dir=tmp_path / "run", hub=CategoryHub(backend), resume=False)
+    split = json.loads((tmp_path / "run" / "split.json").read_text())
+    assert sorted(split["train"] + split["val"] + split["test"]) == sorted(f"conv-user-{n}" for n in range(6))
+    assert result.best.id != result.seed.id and result.best_scores.accuracy > result.seed_scores.accuracy
+    assert result.seed_scores.upper_bound is None and result.seed_scores.per_category
+    proposer_feedback = [call["messages"][-1]["content"] for call in backend.calls_for("proposer")]
+    assert proposer_feedback and all("Which option should I pick" in text for text in proposer_feedback)
+    assert "environment locomo" in report_run(tmp_path / "run")
+
+
+@pytest.mark.parametrize(("overrides", "field"), [
+    ({"protocol": "amemgym_period"}, "protocol"),
+    ({"objective": "amemgym_memory_score"}, "objective"),
+    ({"data": {"synth": {"n_users": 3}}}, "data.synth"),
+])
+def test_amemgym_only_settings_on_another_environment_name_their_field(tmp_path: Path, overrides: dict[str, Any],
+                                                                       field: str) -> None:
+    with pytest.raises(UserInputError) as caught:
+        config(tmp_path, environment="longmemeval", **overrides)
+    assert caught.value.field == field
+
+
+def test_an_environment_missing_from_this_build_is_a_user_error(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(ENVIRONMENTS, "memoryagentbench", "memevo.environments.not_there:Missing")
+    settings = config(tmp_path, environment="memoryagentbench", data={"path": str(tmp_path / "x.json")})
+    with pytest.raises(UserInputError, match="not available in this build"):
+        run_evolution(settings, run_dir=tmp_path / "run", hub=CategoryHub(CategoryBackend([])), resume=False)
+    assert not (tmp_path / "run").exists()
