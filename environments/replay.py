@@ -78,8 +78,9 @@ class ReplayItem(LazyModel):
     split: str | None = Field(default=None, description="The benchmark's own split of this item, if it has one.")
 
 
-ANSWER_INSTRUCTION = ("Answer from what you remember of our conversations. Reply with a short phrase only: "
-                      "a name, a date, a number or a few words, not a sentence.")
+SHORT_ANSWER_REQUEST = "From our conversations, answer this question with a short phrase (a few words):"
+"""Put before the question: a small model asked the question first and the format after answers in the voice of the
+transcript instead (the embedded model did on LoCoMo)."""
 CHOICE_INSTRUCTION = 'Reply with nothing except a JSON object of the form {"answer": <option number>}.'
 CLOZE_INSTRUCTION = "Answer from what you remember of our conversations."
 
@@ -114,8 +115,8 @@ class ReplayEnvironment(Environment[ReplayItem]):
         return sum(len(session.exchanges()) for session in item.sessions) + 1
 
     def answer_prompt(self, question: QuestionView) -> str:
-        """The prompt a free-text question is asked with: the question and a request for a short phrase."""
-        return f"{question.query}\n\n{ANSWER_INSTRUCTION}"
+        """The prompt a free-text question is asked with: a request for a short phrase, then the question."""
+        return short_answer_prompt(question.query)
 
     def choice_prompt(self, question: QuestionView, mode: AnswerMode) -> str:
         """The prompt a multiple-choice question is asked with: the options numbered when the model names one
@@ -221,6 +222,10 @@ class ReplayEnvironment(Environment[ReplayItem]):
             memory_id=remember(memories, outcome.consulted_memory), category=view.category,
             abstention=item.questions[view.index].abstention, **outcome.model_dump(exclude={"consulted_memory"}),
         )
+
+
+def short_answer_prompt(query: str) -> str:
+    return f"{SHORT_ANSWER_REQUEST} {query}"
 
 
 def option_number(reply: str, n_choices: int) -> int | None:

@@ -70,7 +70,7 @@ def free_text(scores: Scores) -> bool:
 def headline_figure(scores: Scores) -> str:
     """The headline figure named as what it is: accuracy (share right), or a score with its per-question credit."""
     if free_text(scores):
-        return f"score {scores.accuracy:.3f} ({scores.score_meaning};"
+        return f"score {scores.accuracy:.3f} ({scores.score_meaning}; "
     return f"accuracy {scores.accuracy:.3f} ("
 
 
