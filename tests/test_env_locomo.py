@@ -13,9 +13,9 @@ from memevo.agents.errors import UserInputError
 from memevo.environments.benchmarks.locomo import NOT_MENTIONED, UNSTEMMED, LoCoMoEnvironment
 from memevo.environments.cli import app
 from memevo.environments.metrics import score_episodes
-from memevo.environments.runner import EpisodeConfig
 from memevo.environments.qa import answer_schema
 from memevo.environments.replay import SHORT_ANSWER_REQUEST
+from memevo.environments.runner import EpisodeConfig
 from memevo.environments.score_text import score_lines
 from tests.doubles.replay_agents import ReplayRecordingAgent, ReplayScoringAgent
 

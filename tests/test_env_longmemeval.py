@@ -15,8 +15,8 @@ from memevo.agents.llm.protocol import Message, Role
 from memevo.environments.benchmarks.longmemeval import LongMemEvalEnvironment
 from memevo.environments.cli import app
 from memevo.environments.metrics import score_episodes
-from memevo.environments.score_text import score_lines
 from memevo.environments.runner import EpisodeConfig
+from memevo.environments.score_text import score_lines
 from tests.doubles.replay_agents import ReplayRecordingAgent
 from tests.doubles.scripted_llm import ScriptedLLM
 
