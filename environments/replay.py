@@ -2,8 +2,9 @@
 agent ingests an item's fixed sessions in order, then answers its questions, each scored by the question's method.
 
 A benchmark module only reads its files into ``ReplayItem``s (``load_items``) and, where its official scorer
-differs, overrides ``score_answer``, ``answer_prompt`` or ``choice_prompt``. An item is one period (its questions come after its last
-session), played through ``runner.run_periods``, so it is saved when done and a killed run resumes per item.
+differs, overrides ``score_answer``, ``answer_prompt`` or ``choice_prompt``. An item is one period (its questions
+come after its last session), played through ``runner.run_periods``, so it is saved when done and a killed run
+resumes per item.
 A session's messages reach the agent as (user, assistant) exchanges through ``ingest``; a message without its
 partner is paired with an empty one, so monologues and two-person chats both fit.
 
