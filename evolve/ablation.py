@@ -22,6 +22,7 @@ from mlflow.tracking import MlflowClient
 from memevo.agents.errors import UserInputError
 from memevo.agents.lazy_model import LazyModel
 from memevo.environments.metrics.scores import Scores, UserScores
+from memevo.environments.run_files import delete_and_resume, read_json, read_model
 from memevo.environments.store import write_json_atomic
 from memevo.evolve import runtime
 from memevo.evolve.ablation_config import DEFAULT_MIN_EFFECT, REPORT_ONLY_FIELDS, AblationConfig, resolve_all
@@ -84,10 +85,9 @@ class AblationOutcome(LazyModel):
 
 
 def load_manifest(run_dir: Path) -> AblationManifest | None:
-    path = run_dir / MANIFEST_FILE
-    if not path.exists():
-        return None
-    return AblationManifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    remedy = delete_and_resume("it", "it is written again from the config; the summary's MLflow metrics are then "
+                               "logged once more, at a new time")
+    return read_model(run_dir / MANIFEST_FILE, AblationManifest, remedy=remedy)
 
 
 def _save_manifest(manifest: AblationManifest, run_dir: Path) -> None:
@@ -207,7 +207,10 @@ def _evolution_run_id(folder: Path) -> str | None:
     ids_path = folder / MLFLOW_IDS_FILE
     if not ids_path.exists():
         return None
-    return json.loads(ids_path.read_text(encoding="utf-8")).get("parent", {}).get("id")
+    ids = read_json(ids_path, remedy=delete_and_resume("it", "this arm's evolution is then not nested under the "
+                                                                  "ablation's run"))
+    parent = ids.get("parent") if isinstance(ids, dict) else None
+    return parent.get("id") if isinstance(parent, dict) else None
 
 
 def record_from_result(

@@ -16,6 +16,7 @@ from memevo.agents.errors import DamagedFileError
 from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.accounting import UsageReport
 from memevo.environments.metrics import Scores, UserScores
+from memevo.environments.registry import DEFAULT_ENVIRONMENT, EnvironmentName
 from memevo.environments.run_files import RESTORE, delete_and_resume, read_model, read_or_recompute
 from memevo.environments.store import write_json_atomic
 from memevo.evolve.candidates import Candidate
@@ -92,6 +93,8 @@ class EvolutionResult(LazyModel):
     """The outcome of a run: seed and best candidates with their test scores, history and spend."""
 
     protocol: Literal["outer_loop", "amemgym_period"]
+    environment: EnvironmentName = Field(DEFAULT_ENVIRONMENT, description="The environment the run evolved and "
+                                         "tested on (results written before it was recorded were all AMemGym's).")
     objective: Annotated[Objective, BeforeValidator(stored_objective)] = "accuracy"
     seed: Candidate
     best: Candidate

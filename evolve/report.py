@@ -15,7 +15,13 @@ from memevo.agents.registry import agent_spec
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.run_files import read_json
 from memevo.environments.rundir import LEDGER_FILE, read_ledger
-from memevo.environments.score_text import MEMORY_SCORE_SCALE, failure_cell
+from memevo.environments.score_text import (
+    MEMORY_SCORE_SCALE,
+    answers_text,
+    benchmark_averages_text,
+    failure_cell,
+    free_text,
+)
 from memevo.evolve.ablation import MANIFEST_FILE, load_manifest, render_ablation
 from memevo.evolve.ablation_plots import plot_failure_split, plot_period_curves
 from memevo.evolve.cross_test import cross_test_lines, read_cross_test
@@ -90,11 +96,12 @@ def _history_table(history: list[GenerationOutcome], objective: str) -> list[str
     return lines
 
 
-SCORE_HEADER = [
-    "| candidate | test users | accuracy | random | memory score (pooled) | AMemGym memory score (cells used/all) "
-    "| format errors | write / read / utilization failures | accuracy per period |",
-    "|---|---|---|---|---|---|---|---|---|",
-]
+def score_header(scores: Scores) -> list[str]:
+    """The seed-vs-best table's header: accuracy, or the mean credit once free text is scored."""
+    figure = "score (mean credit)" if free_text(scores) else "accuracy"
+    return [f"| candidate | test users | {figure} | random | memory score (pooled) | AMemGym memory score (cells "
+            f"used/all) | format errors | write / read / utilization failures | {figure} per period |",
+            "|---|---|---|---|---|---|---|---|---|"]
 
 
 def _memory_cell(value: float | None, scores: Scores, cells: str = "") -> str:
@@ -122,6 +129,12 @@ def _score_notes(result: EvolutionResult) -> list[str]:
              "the upper bound's 95% lower bound (Wilson) is not above random or over 20% of its replies are unreadable."]
     notes += [f"Note ({label}): {scores.answer_collapse}." for label, scores in
               (("seed", result.seed_scores), ("best", result.best_scores)) if scores.answer_collapse]
+    if free_text(result.seed_scores):
+        notes.append(f"Score: the {result.seed_scores.score_meaning} (each question's credit in [0, 1]), not a "
+                     f"share of questions answered right. {(answers_text(result.seed_scores) or '').capitalize()}.")
+    notes += [f"{label.capitalize()}: {text}." for label, scores in (("seed", result.seed_scores),
+                                                                     ("best", result.best_scores))
+              for text in [benchmark_averages_text(scores)] if text]
     notes.append("Write / read / utilization failures are shares of all questions that failed because the fact never "
                  "reached memory, was in memory but not retrieved, or was retrieved but not used (AMemGym's "
                  "diagnosis; n/a without `episode.diagnose: true`).")
@@ -202,7 +215,9 @@ def _evolution_plots(result: EvolutionResult, history: list[GenerationOutcome], 
         label: (s.failure.write, s.failure.read, s.failure.utilization) if s.failure else (None,) * 3
         for label, s in (("seed", result.seed_scores), ("best", result.best_scores))
     }
-    ylabel = "memory score, pooled (0 = random, 1 = upper bound)" if has_memory else "accuracy (share of questions right)"
+    ylabel = ("memory score, pooled (0 = random, 1 = upper bound)" if has_memory
+              else "score (mean per-question credit)" if free_text(result.seed_scores)
+              else "accuracy (share of questions right)")
     plots = [
         plot_period_curves(curves, out_dir, "test_periods.png", ylabel=ylabel, memory_score=has_memory,
                            title=f"Seed vs best on {result.best_scores.n_users} test user(s), per period"),
@@ -245,7 +260,7 @@ def evolution_report(run_dir: Path) -> str:
     lines += [
         f"Stopped: {result.stop_reason}",
         "",
-        *SCORE_HEADER,
+        *score_header(result.seed_scores),
         _scores_line(f"seed {result.seed.id[:8]}", result.seed_scores),
         _scores_line(best_label, result.best_scores),
         "",
