@@ -6,7 +6,8 @@ double (tests/doubles/category_backend.py served by tests/doubles/fault_server.p
 worker's gateway takes from one bucket of ``--rpm`` requests per minute, so more workers may not mean more
 requests per minute than the key allows. For each worker count: wall time, (arm, seed) units per minute,
 requests per second, the peak requests per minute the endpoint saw, and whether the scores equal the 1-worker
-run. Then a worker is killed (SIGKILL) mid-unit: how many times each unit was claimed and whether the result
+run. The response cache is off, so every run sends the same requests (with it, one worker would reuse the replies
+of identical seeds that concurrent workers both ask for). Then a worker is killed (SIGKILL) mid-unit: how many times each unit was claimed and whether the result
 still equals the 1-worker run, with each evolution logged to MLflow once.
 
 Run: ``python benchmarks/workers.py [--rpm 600] [--latency 0.02] [--seeds 4]`` from the repository root (needs
@@ -82,7 +83,7 @@ def run_workers(work: Path, count: int, args: argparse.Namespace, cluster: Postg
         with_seeds(write_ablation(folder, fake.url, server.url, f"bench-{count}"), args.seeds)
         started = time.monotonic()
         done = subprocess.run([sys.executable, "-m", "memevo.evolve.cli", "ablate", "ablation.yaml", "--run-dir",
-                               "run", "--workers", str(count), "--store", cluster.url()], cwd=folder,
+                               "run", "--workers", str(count), "--store", cluster.url(), "--no-cache"], cwd=folder,
                               env=environment(folder, cluster.url(), args.rpm), capture_output=True, text=True)
         wall = time.monotonic() - started
     if done.returncode != 0:
@@ -142,13 +143,13 @@ def main() -> None:
         work = Path(temporary)
         results = {count: run_workers(work, count, args, cluster, server) for count in args.workers}
         reference = results[args.workers[0]]["scores"]
-        print(f"{'workers':>7} {'wall s':>7} {'units/min':>9} {'req/s':>6} {'peak/min (10 s)':>15} "
+        print(f"{'workers':>7} {'wall s':>7} {'units/min':>9} {'requests':>8} {'req/s':>6} {'peak/min (10 s)':>15} "
               f"{'peak/min (60 s)':>15} {'MLflow runs':>11} {'= 1 worker':>10}")
         for count, result in results.items():
             peak60 = (f"{result['peak60']:.0f}" if result["peak60"] is not None
                       else f"n/a (ran {result['span']:.0f} s)")
             status, names = result["runs"]
-            print(f"{count:>7} {result['wall']:>7.1f} {units / result['wall'] * 60:>9.2f} "
+            print(f"{count:>7} {result['wall']:>7.1f} {units / result['wall'] * 60:>9.2f} {result['requests']:>8} "
                   f"{result['requests'] / result['wall']:>6.1f} {result['peak10']:>15.0f} {peak60:>15} "
                   f"{len(names):>4} ({len(set(names))} distinct) {str(result['scores'] == reference):>5}")
         killed = kill_one(work, args, cluster, server)
