@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from memevo.evolve.workers.services import MlflowServer, PostgresCluster, postgres_bin  # noqa: E402
 from tests.doubles.category_backend import CategoryBackend  # noqa: E402
 from tests.doubles.fault_server import FaultServer  # noqa: E402
-from tests.test_workers_postgres import evolution_runs, scores, world, write_ablation  # noqa: E402
+from tests.doubles.worker_ablation import evolution_runs, scores, world, write_ablation  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
