@@ -73,6 +73,7 @@ from memevo.evolve.spend import budget_exceeded
 from memevo.evolve.tracking.entries import (
     candidate_entry,
     completed_train_entry,
+    decision_of,
     final_metrics,
     generation_counts,
     memory_tags,
@@ -432,7 +433,7 @@ class OuterLoop(runtime.RunBase):
                 number, params = self.tuner.ask()
                 policy = parent.policy.with_prompts(**variant.prompts).with_hyperparameters(**params)
                 if policy.policy_id in seen:
-                    self.tuner.tell(number, None, pruned=True)
+                    self.tuner.tell(number, None, reason="not run: the proposal repeated a known policy")
                     repeated += 1
                     continue
                 seen.add(policy.policy_id)
@@ -575,24 +576,22 @@ class OuterLoop(runtime.RunBase):
 
     def _tell(self, never_run: list[Candidate], ran: list[tuple[Candidate, CandidateRun]],
               outcome: GenerationOutcome) -> None:
-        """Close the generation's trials: the objective on the train users the candidate was run on, or pruned
-        (gate, pruner, budget, not needed, or validation first rejected on validation).
+        """Close the generation's trials: the objective on the train users the candidate was run on, or none (gate,
+        pruner, budget, not needed, or validation first rejected on validation) with the reason its MLflow run shows.
         Each trial first gets its attributes (Optuna refuses to change a finished trial)."""
-        for candidate in never_run:
-            assert candidate.trial_number is not None
-            self.tuner.tell(candidate.trial_number, None, pruned=True)
-        for candidate, result in ran:
+        runs = [(candidate, CandidateRun(train=None)) for candidate in never_run] + ran
+        for candidate, result in runs:
             assert candidate.trial_number is not None
             run_id = self.tracker.candidate_run_id(candidate.generation, candidate.label) if self.tracker else None
+            decision = decision_of(self.evaluator, candidate, self.candidates.get(candidate.parent_id or "", candidate),
+                                   result.evals(), outcome)
             self.tuner.annotate(candidate.trial_number, **trial_attributes(
                 candidate_id=candidate.id, label=candidate.label, generation=candidate.generation,
                 objective=self.config.objective, val_score=result.val.score if result.val is not None else None,
-                run_id=run_id, kept=candidate.id == outcome.kept_id))
+                run_id=run_id, kept=candidate.id == outcome.kept_id, decision=decision))
             check = result.train_check
-            if check is None or check.pruned:
-                self.tuner.tell(candidate.trial_number, None, pruned=True)
-            else:
-                self.tuner.tell(candidate.trial_number, check.score)
+            self.tuner.tell(candidate.trial_number, None if check is None or check.pruned else check.score,
+                            reason=decision)
 
     def _decide(self, val: CandidateEval, parent: Candidate) -> Decision:
         return self.acceptance.decide(val.instances(), self.val_instances[parent.id])
@@ -626,11 +625,12 @@ class OuterLoop(runtime.RunBase):
         if self.tracker is None:
             return
         self.start_tracking()
+        never_run = [self.candidates[cid] for cid in outcome.not_started + outcome.not_needed]
         entries = [
             candidate_entry(self.evaluator, self._users, self.spec, candidate,
-                            self.candidates.get(candidate.parent_id or "", candidate), runs[candidate.id].evals(),
-                            feedback, kept_id=outcome.kept_id)
-            for candidate in candidates
+                            self.candidates.get(candidate.parent_id or "", candidate),
+                            runs[candidate.id].evals() if candidate.id in runs else {}, feedback, outcome=outcome)
+            for candidate in candidates + never_run
         ]
         kept = self.candidates[outcome.kept_id]
         improved = self._improved(outcome)

@@ -192,19 +192,18 @@ def prompt_version_tags(*, candidate_id: str, generation: int, scores: Mapping[s
 
 
 def trial_attributes(*, candidate_id: str, label: str, generation: int, objective: str, val_score: float | None,
-                     run_id: str | None, kept: bool) -> dict[str, Any]:
+                     run_id: str | None, kept: bool, decision: str) -> dict[str, Any]:
     """Optuna user attributes of a candidate's trial.
 
     The trial's value is the ``objective`` on the *training* users (the study's metric is named after
     it; every trial has one, pruned ones too, and the pruner needs it); memevo selects on *validation*.
     So Optuna's "best trial" can differ from memevo's best: ``kept``, ``decision`` and ``val_<objective>`` say
-    which trial memevo kept (a trial without a value gets its ``decision`` when it is told, ``Tuner.tell``).
+    which trial memevo kept; ``decision`` is the one its MLflow run shows (``entries.candidate_decision``).
     """
     attrs: dict[str, Any] = {"candidate_id": candidate_id, "candidate": label, "generation": generation,
-                             "kept": kept, "decision": "kept" if kept else "not kept"}
+                             "kept": kept, "decision": decision}
     if val_score is not None:
         attrs[f"val_{objective}"] = val_score
-        attrs["decision"] += f" (validation {val_score:.3f})"
     if run_id:
         attrs["mlflow_run_id"] = run_id
     return attrs
