@@ -289,13 +289,14 @@ class OuterLoop(runtime.RunBase):
         return self.candidates[history[-1].kept_id]
 
     async def _play(self, candidate: Candidate, users: list[str]) -> dict[Instance, float]:
-        """The candidate's values on these search users, each split's users evaluated under its own label (the
-        episodes stay in the split's store, so a longer list later plays only the new users)."""
+        """The candidate's values on these search users, each split's users evaluated under its own label and all
+        splits at once (the episodes stay in the split's store, so a longer list later plays only the new users)."""
+        chosen = {split: [user for user in users if user in members] for split, members in self._users.items()}
+        played = await asyncio.gather(*(self._evaluate(candidate, split, members)
+                                        for split, members in chosen.items() if members))
         values: dict[Instance, float] = {}
-        for split, members in self._users.items():
-            chosen = [user for user in users if user in members]
-            if chosen:
-                values |= (await self._evaluate(candidate, split, chosen)).instances()
+        for result in played:  # in the splits' order, as one after the other would give
+            values |= result.instances()
         return values
 
     def _race_path(self, generation: int) -> Path:
@@ -478,12 +479,16 @@ class OuterLoop(runtime.RunBase):
             return stored
         number = self.tuner.seed_trial()
         seed = self.seed.model_copy(update={"trial_number": number})
-        run = await self._run_candidate(seed, None)
-        assert run.train is not None and run.val is not None  # the seed is never pruned: no trial is complete yet
+        # Train and validation users at once: the seed is never pruned (no trial is complete yet), so nothing
+        # waits on its train score.
+        train, val = await asyncio.gather(self._evaluate(seed, "train", self.split.train, trial=number),
+                                          self._evaluate(seed, "val", self.split.val))
+        assert not train.pruned, "the seed was pruned"
+        run = CandidateRun(train=train, val=val)
         outcome = GenerationOutcome(
             generation=0, parent_id=seed.id, kept_id=seed.id, accepted=True, accepted_ids=[seed.id],
-            train={seed.id: run.train.score}, val={seed.id: run.val.score}, pruned=[],
-            parent_val=run.val.score, stats=ProposalStats(),
+            train={seed.id: train.score}, val={seed.id: val.score}, pruned=[], parent_val=val.score,
+            stats=ProposalStats(),
         )
         self._log_generation(outcome, [seed], {seed.id: run}, feedback="", usage=self._record_usage(0))
         self._tell([], [(seed, run)], outcome)  # after logging: the trial names the candidate's MLflow run
@@ -651,8 +656,14 @@ class OuterLoop(runtime.RunBase):
     # ----- the run ------------------------------------------------------------------------------
 
     async def run(self) -> EvolutionResult:
-        await self.upper_bound_table(self.users)
-        history = [await self._generation_zero()]
+        table = asyncio.ensure_future(self.upper_bound_table(self.users))
+        self.evaluator.upper_bound_pending = table  # the seed's episodes play meanwhile; their scores wait for it
+        try:
+            history = [await self._generation_zero()]
+            await table
+        finally:
+            table.cancel()
+            self.evaluator.upper_bound_pending = None
         self._admit(history[0].accepted_ids)
         stale, stop = 0, "max generations"
         for generation in range(1, self.config.budget.generations + 1):
