@@ -6,7 +6,7 @@ would take the GIL from the run's event loop). Told the likely layout at the sta
 builds the figure meanwhile, so after the last reply only the values are set and savefig writes the PNG, while
 the parent writes its other outputs. The child reads one JSON request per line on stdin: an optional ``prepare``, then the ``draw``; when
 the parent ends without sending the draw (an error, a kill), stdin closes and the child exits without drawing
-anything. A figure already drawn from the same scores and title (its key beside it, ``DRAWN_KEY``) is not drawn
+anything. A figure already drawn from the same scores and title (its key beside it, ``key_path``) is not drawn
 again, and a rerun in a folder that has a figure starts no child until it is needed: rerunning finished work does
 not wait on matplotlib.
 """
@@ -30,8 +30,6 @@ from memevo.environments.store import write_json_atomic
 OUTPUT_TAIL_CHARS = 2000
 PLOT_FILE = "periods.png"
 """``plots.PERIODS_PLOT`` (not imported: that module imports matplotlib, which only the child does)."""
-DRAWN_KEY = ".periods.png.key"
-"""Beside the plot: the hash of the request it was drawn from."""
 CHILD_NICENESS = 10
 """Below the run's priority: on an idle machine the child has a core of its own, on a busy one it must not slow the
 run's start. Measured under load 3.4 with the child niced from its own code: wall 5.00 -> 4.75 s native, 7.07 -> 6.76 s
@@ -43,6 +41,25 @@ def drawn_key(request: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
 
 
+def key_path(figure: Path) -> Path:
+    """Where the key of ``figure``'s request is kept: beside it, hidden."""
+    return figure.with_name(f".{figure.name}.key")
+
+
+def already_drawn(figure: Path, request: dict[str, Any]) -> bool:
+    """``figure`` exists and was drawn from ``request`` (``mark_drawn``)."""
+    keyed = key_path(figure)
+    if not figure.exists() or not keyed.exists():
+        return False
+    with contextlib.suppress(ValueError):
+        return bool(json.loads(keyed.read_text(encoding="utf-8")).get("key") == drawn_key(request))
+    return False
+
+
+def mark_drawn(figure: Path, request: dict[str, Any]) -> None:
+    write_json_atomic(key_path(figure), {"key": drawn_key(request)})
+
+
 class PlotProcess:
     """A child ready to draw one per-period plot: ``draw`` hands it the scores, ``wait`` returns the plot's
     path once it is written (or raises ``RunFailedError`` with the child's error). With ``start`` off the child is
@@ -52,7 +69,7 @@ class PlotProcess:
         self._child: subprocess.Popen[bytes] | None = None
         self._pending: list[dict[str, Any]] = []
         self._drawn: Path | None = None
-        self._key: tuple[Path, str] | None = None
+        self._identity: tuple[Path, dict[str, Any]] | None = None
         self._asked = False
         if start:
             self._start()
@@ -84,13 +101,11 @@ class PlotProcess:
         was drawn from the same request."""
         self._asked = True
         request = {"draw": {"scores": scores.model_dump(mode="json"), "folder": str(folder), "title": title}}
-        key = drawn_key({**request["draw"], "folder": None})
-        key_path = folder / DRAWN_KEY
-        if (folder / PLOT_FILE).exists() and key_path.exists() and \
-                json.loads(key_path.read_text(encoding="utf-8")).get("key") == key:
+        identity = {**request["draw"], "folder": None}  # a moved folder keeps its figure
+        if already_drawn(folder / PLOT_FILE, identity):
             self._drawn = folder / PLOT_FILE
             return
-        self._key = (key_path, key)
+        self._identity = (folder / PLOT_FILE, identity)
         if self._child is None:
             self._start()
             for pending in self._pending:
@@ -109,8 +124,8 @@ class PlotProcess:
             raise RunFailedError(f"the per-period plot could not be drawn (plot process exit code "
                                  f"{self._child.returncode}):\n{output[-OUTPUT_TAIL_CHARS:]}")
         self._drawn = Path(output.splitlines()[-1])
-        if self._key is not None:
-            write_json_atomic(self._key[0], {"key": self._key[1]})
+        if self._identity is not None:
+            mark_drawn(*self._identity)
         return self._drawn
 
     def _send(self, request: dict[str, Any] | None, *, last: bool = False) -> None:

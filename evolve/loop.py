@@ -38,10 +38,12 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.registry import agent_spec
 from memevo.environments.metrics import Scores, UserScores
+from memevo.environments.plot_process import already_drawn, mark_drawn
 from memevo.environments.progress import Phase
 from memevo.environments.store import write_json_atomic
 from memevo.evolve import runtime
@@ -51,8 +53,6 @@ from memevo.evolve.cross_test import CrossTestResult, cross_test, cross_test_lin
 from memevo.evolve.evaluation import CandidateEval, PruneHook, UserOutcome
 from memevo.evolve.evidence import evidence_from_episodes, render_evidence
 from memevo.evolve.explain import generation_line, proposals_line
-from memevo.evolve.generation_plot import plot_score_per_generation
-from memevo.evolve.headline import held_out_line
 from memevo.evolve.progress import candidates_phase, evaluation_phase, test_phase
 from memevo.evolve.proposers import ProposalContext, propose_all
 from memevo.evolve.records import (
@@ -79,6 +79,8 @@ from memevo.evolve.tracking.entries import (
     memory_tags,
 )
 from memevo.evolve.tracking.payloads import (
+    SCORE_PLOT_FILE,
+    GenerationPoint,
     generation_metrics,
     generation_points,
     generation_run_name,
@@ -718,14 +720,13 @@ class OuterLoop(runtime.RunBase):
             best_user_scores=best_users, history=history, stop_reason=stop, usage=self.usage.report(),
         )
         write_record(self.run_dir / "result.json", result)
+        from memevo.evolve.headline import held_out_line  # scipy.stats: not on the way to the first request
+
         log.info("stopped: %s. %s", stop, held_out_line(self.config.objective, seed_scores, best_scores))
         for line in [] if cross is None else cross_test_lines(cross):
             log.info("%s", line)
         points = generation_points(history)
-        plot = plot_score_per_generation(
-            points, self.run_dir, title=f"{self.config.name}: score per generation (training and validation users)",
-            objective=self.config.objective, random_baseline=seed_scores.random_baseline, upper_bound=seed_scores.upper_bound,
-            reference_users="test users")
+        plot = self._score_plot(points, seed_scores)
         if self.tracker is not None:
             self.start_tracking()
             extra = {} if cross is None else cross_test_metrics(cross)
@@ -737,6 +738,22 @@ class OuterLoop(runtime.RunBase):
                                 best_run_id=self.tracker.candidate_run_id(best.generation, best.label),
                                 figures=(plot,))
         return result
+
+    def _score_plot(self, points: list[GenerationPoint], seed_scores: Scores) -> Path:
+        """The score-per-generation plot, drawn unless a resume finds it drawn from the same values (matplotlib is
+        imported only to draw: a resumed finished run does not wait on it)."""
+        options: dict[str, Any] = {
+            "title": f"{self.config.name}: score per generation (training and validation users)",
+            "objective": self.config.objective, "random_baseline": seed_scores.random_baseline,
+            "upper_bound": seed_scores.upper_bound, "reference_users": "test users"}
+        figure = self.run_dir / SCORE_PLOT_FILE
+        identity = {"points": [point.model_dump(mode="json") for point in points], **options}
+        if not already_drawn(figure, identity):
+            from memevo.evolve.generation_plot import plot_score_per_generation
+
+            plot_score_per_generation(points, self.run_dir, filename=SCORE_PLOT_FILE, **options)
+            mark_drawn(figure, identity)
+        return figure
 
 
 async def evolve(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resume: bool) -> EvolutionResult:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from memevo.environments.plot_process import DRAWN_KEY, PLOT_FILE, PlotProcess
+from memevo.environments.plot_process import PLOT_FILE, PlotProcess, key_path
 from memevo.environments.plots import PERIODS_PLOT
 from tests.test_startup import _scores
 
@@ -21,7 +21,7 @@ async def test_a_figure_drawn_from_the_same_scores_is_not_drawn_again(tmp_path: 
         plot.draw(scores, tmp_path, "keyword")
         path = plot.wait()
     drawn = path.stat().st_mtime_ns
-    assert (tmp_path / DRAWN_KEY).exists()
+    assert key_path(path).exists()
     started = time.perf_counter()
     with PlotProcess(start=False) as again:
         again.draw(scores, tmp_path, "keyword")

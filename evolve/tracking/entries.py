@@ -7,6 +7,8 @@ loop compared; ``val_accuracy`` and ``val_memory_score`` are always both logged 
 
 from __future__ import annotations
 
+import csv
+import io
 from typing import Any
 
 from memevo.agents.base import AgentSpec
@@ -24,7 +26,6 @@ from memevo.evolve.tracking.payloads import (
     candidate_tags,
     cost_metrics,
 )
-from memevo.evolve.tracking.store import table_csv
 
 RESULTS_ARTIFACT = "results.csv"
 """A candidate's answers, one row per question of each train and validation user it finished."""
@@ -131,6 +132,17 @@ def completed_train_entry(evaluator: Evaluator, users: dict[str, list[str]], can
     metrics = ({"train_users_evaluated": len(train.users), "train_objective": train.score}
                | split_metrics(evaluator, users, candidate.id, "train"))
     return metrics, {RESULTS_ARTIFACT: qa_table(evaluator, users, candidate.id)}
+
+
+def table_csv(rows: list[dict[str, Any]]) -> str:
+    """Rows of dicts as CSV text (header from the first row)."""
+    if not rows:
+        return ""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
 
 
 def qa_table(evaluator: Evaluator, users: dict[str, list[str]], candidate_id: str) -> str:

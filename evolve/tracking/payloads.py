@@ -18,14 +18,15 @@ import difflib
 import json
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memevo.agents.base import ComponentSpec
 from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.policy import MemoryPolicy
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 KEPT_TAG = "memevo.kept"
 """On a candidate run: "true" when its generation kept it (it beat the parent on validation)."""
@@ -58,6 +59,10 @@ class GenerationOutcomeLike(Protocol):
     train: dict[str, float]
     val: dict[str, float]
     parent_val: float
+
+
+SCORE_PLOT_FILE = "score_per_generation.png"
+"""The evolution's score-per-generation plot in the run folder, and its MLflow artifact."""
 
 
 class GenerationPoint(LazyModel):
@@ -269,6 +274,8 @@ def runs_views() -> dict[str, str]:
 
 def split_table(split: Mapping[str, Sequence[str]]) -> pd.DataFrame:
     """One row per user: which split it belongs to (the data a run was selected and tested on)."""
+    import pandas as pd  # loaded with the tracking store, off the run's start
+
     rows = [{"user_id": user, "split": name} for name, users in split.items() for user in users]
     return pd.DataFrame(rows, columns=["user_id", "split"])
 

@@ -26,6 +26,7 @@ import logging
 import os
 import re
 import sqlite3
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -48,6 +49,20 @@ DRIVER_PACKAGES = {"psycopg": "psycopg[binary]", "psycopg2": "psycopg2-binary", 
                    "mariadb": "mariadb", "asyncpg": "asyncpg", "aiosqlite": "aiosqlite"}
 """The pip package that provides a database driver module, where its name differs."""
 SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def default_tracking_uri(run_dir: Path) -> str:
+    return f"sqlite:///{(run_dir / 'mlflow.db').resolve()}"
+
+
+def git_commit(cwd: Path) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=False
+        )
+    except OSError:
+        return None
+    return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
 def check_name(name: str, *, source: str | None, field: str = "name") -> None:
