@@ -12,6 +12,8 @@ first sample helps while its other samples hurt (``mixed`` mode).
    and the longest chain of dependent calls x latency, where the chain is counted from the data as a lower bound
    ((generations + 2) x the longest user's rounds and question waves, plus one proposal wait per generation;
    an agent's own memory writes are not counted); and wall / floor.
+   ``--part startup``: ``memevo evolve`` as a child process (tracking on, a fresh run folder): seconds from its
+   launch to its first request at the endpoint, then a ``--resume`` of the finished run: its wall time.
 1. Pruning: the same evolution with the median pruner and without; agent calls (requests that reached
    the endpoint for the agent role) and the best validation score of each.
 2. Concurrency: the same evolution (K candidates, tuned hyperparameters) with candidates evaluated one
@@ -148,6 +150,36 @@ def speed_table(data: Path, workdir: Path, latencies: list[float], small_from: f
                   f"{row.floor:.1f} | {row.wall / row.floor:.2f} | {row.first_request:.2f} |", flush=True)
 
 
+def startup(data: Path, workdir: Path, repeats: int) -> None:
+    """``memevo evolve`` launched as a command: its first request, and a resume of the finished run."""
+    import subprocess
+
+    import yaml
+
+    memevo = str(Path(sys.executable).with_name("memevo"))
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1"}
+    print(f"startup: memevo evolve as a command, tracking on; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print("| try | first request s | wall s | resume of the finished run s |")
+    print("|---|---|---|---|")
+    for attempt in range(repeats):
+        backend = CategoryBackend(category_world(8, 3), proposer_mode="mixed")
+        with TimedServer(backend.http_reply, latency_s=0.02) as server:
+            settings = config(data, server.url, **{**SMALL_RUN, "tracking": {"enabled": True}}).model_dump(
+                mode="json", exclude_none=True)
+            path = workdir / f"startup-{attempt}.yaml"
+            path.write_text(yaml.safe_dump(settings), encoding="utf-8")
+            run_dir = workdir / f"startup-{attempt}"
+            started = time.perf_counter()
+            subprocess.run([memevo, "evolve", str(path), "--run-dir", str(run_dir)], check=True, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wall = time.perf_counter() - started
+            first = min(start for start, _ in server.spans) - started
+            started = time.perf_counter()
+            subprocess.run([memevo, "evolve", str(path), "--run-dir", str(run_dir), "--resume"], check=True, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            print(f"| {attempt} | {first:.2f} | {wall:.1f} | {time.perf_counter() - started:.1f} |", flush=True)
+
+
 def config(data: Path, url: str, **overrides: Any) -> Any:
     llm = {"model": "category-double", "base_url": url, "max_concurrency": WIDTH, "max_retries": 0}
     base: dict[str, Any] = {
@@ -183,7 +215,8 @@ def run(data: Path, latency: float, workdir: Path, name: str, **overrides: Any) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("speed", "pruning", "concurrency"), default="speed")
+    parser.add_argument("--part", choices=("speed", "startup", "pruning", "concurrency"), default="speed")
+    parser.add_argument("--repeats", type=int, default=3, help="Launches of the command (startup part).")
     parser.add_argument("--latencies", type=float, nargs="+", default=[0.02, 0.2, 1.0],
                         help="Injected seconds per request (speed part).")
     parser.add_argument("--small-from", type=float, default=1.0,
@@ -199,6 +232,8 @@ def main() -> None:
         save_items(category_world(8, 3), data)
         if args.part == "speed":
             speed_table(data, workdir, args.latencies, args.small_from)
+        elif args.part == "startup":
+            startup(data, workdir, args.repeats)
         elif args.part == "pruning":
             pruning(data, workdir, args.latency)
         else:
