@@ -301,6 +301,28 @@ class OuterLoop(runtime.RunBase):
             values |= result.instances()
         return values
 
+    def _round_player(self, group: list[Candidate],
+                      record: RaceRecord) -> Callable[[Candidate, list[str]], Awaitable[dict[Instance, float]]]:
+        """``play`` for a race that asks for the candidates still in it one after the other on the same users: the
+        first ask of a round starts them all at once, and each ask takes its own result. The same plays as one at a
+        time, so the same values and calls; a round's plays not asked for (an error ended the race) are cancelled."""
+        started: dict[tuple[str, tuple[str, ...]], asyncio.Future[dict[Instance, float]]] = {}
+
+        async def play(candidate: Candidate, users: list[str]) -> dict[Instance, float]:
+            staying = record.rounds[-1].staying if record.rounds else [c.id for c in group]
+            for other in group:
+                key = (other.id, tuple(users))
+                if other.id in staying and key not in started:
+                    started[key] = asyncio.ensure_future(self._play(other, users))
+            try:
+                return await started[(candidate.id, tuple(users))]
+            except BaseException:
+                for future in started.values():
+                    future.cancel()
+                raise
+
+        return play
+
     def _race_path(self, generation: int) -> Path:
         return self._gen_dir(generation) / "race.json"
 
@@ -354,8 +376,8 @@ class OuterLoop(runtime.RunBase):
             for group in groups:
                 record = RaceRecord(parent_id=parent.id, candidate_ids=[c.id for c in group], users=users)
                 records.append(record)
-                await race(group, parent_values, users, chunk=strategy.race_users, test=test, play=self._play,
-                           may_start=may_start, record=record, on_round=save)
+                await race(group, parent_values, users, chunk=strategy.race_users, test=test,
+                           play=self._round_player(group, record), may_start=may_start, record=record, on_round=save)
                 bar.advance(len(group))
                 if record.winner_id is not None or record.stop_reason is not None:
                     break
