@@ -733,8 +733,10 @@ class OuterLoop(runtime.RunBase):
 
     async def _finish(self, best: Candidate, history: list[GenerationOutcome], stop: str) -> EvolutionResult:
         with test_phase(2 * sum(self.evaluator.n_periods(user) for user in self.split.test)) as bar:
-            seed_scores, seed_users = await self._test_scores(self.seed, bar)
-            best_scores, best_users = await self._test_scores(best, bar)
+            # both at once; the seed once when it is the best (one candidate's store is written by one evaluation)
+            both = [self.seed] if best.id == self.seed.id else [self.seed, best]
+            scored = await asyncio.gather(*(self._test_scores(candidate, bar) for candidate in both))
+            (seed_scores, seed_users), (best_scores, best_users) = scored[0], scored[-1]
         cross = await self._cross_test(best)
         result = EvolutionResult(
             protocol="outer_loop", objective=self.config.objective, seed=self.seed, best=best,
