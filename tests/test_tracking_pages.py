@@ -214,3 +214,12 @@ def test_the_run_folder_keeps_the_data_it_ran_on(tmp_path: Path) -> None:
     assert [item.id for item in load_items(str(record.parent / kept["file"]))] == [item.id for item in items]
     keep_data(tmp_path / "run", config, [], data_hash="other")  # a resume keeps the first copy
     assert json.loads(record.read_text())["data_hash"] == "abc"
+
+
+def test_a_store_left_half_made_by_a_killed_process_is_made_again(tmp_path: Path) -> None:
+    """The store opens beside a run's first requests: a kill while MLflow creates its tables leaves only the file
+    beside it, which the next open makes again."""
+    (tmp_path / "mlflow.db.creating").write_bytes(b"SQLite format 3\x00 half-made")
+    client = open_tracking_store(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert [e.name for e in client.search_experiments()] == ["Default"]
+    assert not (tmp_path / "mlflow.db.creating").exists() and (tmp_path / "mlflow.db").exists()

@@ -211,13 +211,19 @@ def _locked_folder(folder: Path) -> Iterator[None]:
 
 def open_tracking_store(uri: str) -> MlflowClient:
     """An ``MlflowClient`` on ``uri`` whose store exists: a new local SQLite store is created under a lock on its
-    folder, so concurrent first opens create its tables once."""
+    folder, so concurrent first opens create its tables once, and beside it then moved into place, so a process
+    killed while creating it (the store opens beside a run's first requests) leaves no half-made store."""
     from mlflow import MlflowClient
 
     database = sqlite_file(uri)
     if database is None:
         return MlflowClient(tracking_uri=uri)
     with _locked_folder(database.parent), damaged_database(database, RESTORE_MLFLOW):
+        if not database.exists():
+            creating = database.with_name(f"{database.name}.creating")
+            creating.unlink(missing_ok=True)
+            MlflowClient(tracking_uri=f"sqlite:///{creating}").search_experiments(max_results=1)
+            os.replace(creating, database)
         client = MlflowClient(tracking_uri=uri)
         client.search_experiments(max_results=1)  # creates (or upgrades) the tables, once
     return client
