@@ -38,6 +38,17 @@ def nested_in(prefix: str, *, source: str | None) -> Iterator[None]:
         raise UserInputError(error.message, source=error.source or source, field=field) from None
 
 
+class DamagedFileError(UserInputError):
+    """A file a run wrote for itself (a record, a summary, the folder's kind) that cannot be read back: truncated,
+    overwritten or edited by hand. ``remedy`` says what to do about it (resume, delete and resume, or restore);
+    exit code 2, as the fix is the user's."""
+
+    def __init__(self, reason: str, *, source: str, remedy: str) -> None:
+        super().__init__(f"{reason}; {remedy}", source=source)
+        self.reason = reason
+        self.remedy = remedy
+
+
 class RunFailedError(MemevoError):
     """A run that started properly but could not finish (exit code 1)."""
 

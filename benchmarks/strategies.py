@@ -45,7 +45,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import fmean, pstdev
 from typing import Any
@@ -326,6 +326,7 @@ def main() -> None:
     parser.add_argument("--worlds", default=",".join(WORLDS))
     parser.add_argument("--jobs", type=int, default=1, help="Runs in parallel (processes).")
     parser.add_argument("--arms", default=",".join(ARMS), help="Comma-separated arm names (default: %(default)s).")
+    parser.add_argument("--per-seed", type=Path, help="Also write every run's figures here (JSON: world, arm, seed).")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     arms, worlds = args.arms.split(","), args.worlds.split(",")
@@ -341,6 +342,9 @@ def main() -> None:
                    for world in worlds for seed in seeds for arm in arms}
         runs = {world: {arm: [futures[world, arm, seed].result() for seed in seeds] for arm in arms}
                 for world in worlds}
+    if args.per_seed:
+        args.per_seed.write_text(json.dumps({world: {arm: {seed: asdict(futures[world, arm, seed].result()) for seed in seeds}
+                                                     for arm in arms} for world in worlds}, indent=1))
     print(f"{args.seeds} seeds ({seeds.start}-{seeds.stop - 1}), answer noise {args.noise}, budget "
           f"{args.budget_episodes} seed episodes of calls, train/val/test users {SPLIT['train']}/{SPLIT['val']}/"
           f"{SPLIT['test']}; means over seeds ± sd\n")

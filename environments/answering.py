@@ -116,10 +116,17 @@ class AnswerChooser(ABC):
     def upper_bound_prompt(self, question: Question, state: dict[str, str], prompts: QuestionPrompts | None) -> str:
         """The question with the relevant true state spelled out."""
 
-    @abstractmethod
     async def choose(self, responder: Responder, prompt: str, question: Question, *, amemgym_compat: bool,
                      rng_key: Sequence[object]) -> ChoiceOutcome:
         """The option ``responder`` picks for ``prompt``."""
+        options = [choice.answer for choice in question.answer_choices]
+        return await self.choose_among(responder, prompt, options, amemgym_compat=amemgym_compat, rng_key=rng_key)
+
+    @abstractmethod
+    async def choose_among(self, responder: Responder, prompt: str, options: list[str], *, amemgym_compat: bool,
+                           rng_key: Sequence[object]) -> ChoiceOutcome:
+        """The option among ``options`` (their texts, in order) that ``responder`` picks for ``prompt``: any
+        environment's multiple-choice question goes through here."""
 
 
 class GeneratedAnswers(AnswerChooser):
@@ -137,9 +144,9 @@ class GeneratedAnswers(AnswerChooser):
     def upper_bound_prompt(self, question: Question, state: dict[str, str], prompts: QuestionPrompts | None) -> str:
         return build_upper_bound_prompt(question, state, prompts)
 
-    async def choose(self, responder: Responder, prompt: str, question: Question, *, amemgym_compat: bool,
-                     rng_key: Sequence[object]) -> ChoiceOutcome:
-        n_choices = len(question.answer_choices)
+    async def choose_among(self, responder: Responder, prompt: str, options: list[str], *, amemgym_compat: bool,
+                           rng_key: Sequence[object]) -> ChoiceOutcome:
+        n_choices = len(options)
         schema = answer_schema(n_choices) if self.constrained else None
         return await ask_choice(lambda text: responder.reply(text, schema), prompt, n_choices,
                                 amemgym_compat=amemgym_compat, rng_key=rng_key)
@@ -158,9 +165,8 @@ class LikelihoodAnswers(AnswerChooser):
         _own_wording(prompts)
         return build_cloze_upper_bound_prompt(question, state)
 
-    async def choose(self, responder: Responder, prompt: str, question: Question, *, amemgym_compat: bool,
-                     rng_key: Sequence[object]) -> ChoiceOutcome:
-        options = [choice.answer for choice in question.answer_choices]
+    async def choose_among(self, responder: Responder, prompt: str, options: list[str], *, amemgym_compat: bool,
+                           rng_key: Sequence[object]) -> ChoiceOutcome:
         scored = await responder.score(prompt, options)
         per_byte = [per_byte_score(score, option) for score, option in zip(scored.scores, options, strict=True)]
         choice = max(range(len(options)), key=per_byte.__getitem__) + 1

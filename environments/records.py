@@ -36,9 +36,16 @@ def remember(memories: dict[str, str], text: str) -> str:
 
 
 
-ScoringMethod = Literal["choice", "exact_match", "token_f1", "llm_judge"]
+ScoringMethod = Literal["choice", "exact_match", "substring_match", "recall", "token_f1", "llm_judge"]
 """How an answer is scored: the chosen option against the gold one (multiple choice), or a free-text reply
-against the gold text by exact match, token F1, or an LLM judge (through the gateway, role ``judge``)."""
+against the gold text by exact match, by the gold text appearing in it (substring match), by the share of gold
+elements it names (recall), by token F1, or by an LLM judge (through the gateway, role ``judge``)."""
+
+SCORING_NAMES: dict[str, str] = {
+    "choice": "choice", "exact_match": "exact match", "substring_match": "substring match", "recall": "recall",
+    "token_f1": "token F1", "llm_judge": "LLM judge",
+}
+"""How a summary names each scoring method."""
 
 
 class QARecord(LazyModel):
@@ -68,6 +75,8 @@ class QARecord(LazyModel):
     answer: str | None = Field(default=None, description="Free text: the agent's answer as scored.")
     gold_answer: str | None = Field(default=None, description="Free text: the gold answer.")
     category: str | None = Field(default=None, description="The benchmark's question category (None: not categorised).")
+    abstention: bool = Field(default=False, description="The question cannot be answered from the sessions; the "
+                             "credit is for saying so (LongMemEval's ``_abs`` questions).")
 
     @property
     def value(self) -> float:

@@ -2,10 +2,15 @@
 agent ingests an item's fixed sessions in order, then answers its questions, each scored by the question's method.
 
 A benchmark module only reads its files into ``ReplayItem``s (``load_items``) and, where its official scorer
-differs, overrides ``score_answer`` or ``answer_prompt``. An item is one period (its questions come after its last
-session), played through ``runner.run_periods``, so it is saved when done and a killed run resumes per item.
+differs, overrides ``score_answer``, ``answer_prompt`` or ``choice_prompt``. An item is one period (its questions
+come after its last session), played through ``runner.run_periods``, so it is saved when done and a killed run
+resumes per item.
 A session's messages reach the agent as (user, assistant) exchanges through ``ingest``; a message without its
 partner is paired with an empty one, so monologues and two-person chats both fit.
+
+Free-text questions ask for a short phrase, as the benchmarks' own QA prompts do. Multiple-choice questions are
+answered in the run's answer mode (``environments.answering``): likelihood on the embedded model, where the
+options are scored as replies and never listed in the prompt, else the model names an option number.
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import Message
 from memevo.environments.answer_scores import exact_match, judge_answer, token_f1
+from memevo.environments.answering import AgentResponder, answer_chooser, resolve_answer_mode
 from memevo.environments.protocol import AfterPeriod, AnswerScore, Environment, OnPeriod, QuestionView, Session
-from memevo.environments.qa import parse_choice
+from memevo.environments.qa import AnswerMode, ChoiceOutcome, parse_choice
 from memevo.environments.records import EpisodeResult, PeriodResult, QARecord, ScoringMethod, remember
 from memevo.environments.runner import PeriodPlan, SessionSource, Transcript, run_periods
 from memevo.environments.store import RunStore
@@ -61,6 +67,7 @@ class ReplayQuestion(LazyModel):
     choices: list[str] | None = Field(default=None, description="Option texts of a multiple-choice question; None: free text.")
     scoring: ScoringMethod = Field(default="token_f1", description="How the answer is scored ('choice' for options).")
     asked_at: datetime | None = Field(default=None, description="The agent's ``now`` when asked; default: the last session's.")
+    abstention: bool = Field(default=False, description="Unanswerable from the sessions: the credit is for saying so.")
 
 
 class ReplayItem(LazyModel):
@@ -72,7 +79,11 @@ class ReplayItem(LazyModel):
     split: str | None = Field(default=None, description="The benchmark's own split of this item, if it has one.")
 
 
-ANSWER_INSTRUCTION = "Answer from what you remember of our conversations. Reply with the answer only, in a few words."
+SHORT_ANSWER_REQUEST = "From our conversations, answer this question with a short phrase (a few words):"
+"""Put before the question: a small model asked the question first and the format after answers in the voice of the
+transcript instead (the embedded model did on LoCoMo)."""
+CHOICE_INSTRUCTION = 'Reply with nothing except a JSON object of the form {"answer": <option number>}.'
+CLOZE_INSTRUCTION = "Answer from what you remember of our conversations."
 
 
 class ReplayEnvironment(Environment[ReplayItem]):
@@ -105,18 +116,23 @@ class ReplayEnvironment(Environment[ReplayItem]):
         return sum(len(session.exchanges()) for session in item.sessions) + 1
 
     def answer_prompt(self, question: QuestionView) -> str:
-        """The prompt a question is asked with: options numbered for multiple choice, else a short answer."""
-        if question.choices is None:
-            return f"{question.query}\n\n{ANSWER_INSTRUCTION}"
-        options = "\n".join(f"{number}: {text}" for number, text in enumerate(question.choices, start=1))
-        return (f"{question.query}\n\nOptions:\n{options}\n\n"
-                'Reply with nothing except a JSON object of the form {"answer": <option number>}.')
+        """The prompt a free-text question is asked with: a request for a short phrase, then the question."""
+        return short_answer_prompt(question.query)
+
+    def choice_prompt(self, question: QuestionView, mode: AnswerMode) -> str:
+        """The prompt a multiple-choice question is asked with: the options numbered when the model names one
+        (generated), none when each option's text is scored as the reply (likelihood)."""
+        if mode == "likelihood":
+            return f"{question.query}\n\n{CLOZE_INSTRUCTION}"
+        options = "\n".join(f"{number}: {text}" for number, text in enumerate(question.choices or [], start=1))
+        return f"{question.query}\n\nOptions:\n{options}\n\n{CHOICE_INSTRUCTION}"
 
     async def score_answer(self, item: ReplayItem, period: int, question: QuestionView, reply: str) -> AnswerScore:
-        """By the question's ``scoring``: the option number in the reply, or the reply text against the gold."""
+        """By the question's ``scoring``: the option number the reply names (a bare number or ``{"answer": N}``),
+        or the reply text against the gold."""
         method = item.questions[question.index].scoring
         if method == "choice":
-            chosen = parse_choice(reply, len(question.choices or []))
+            chosen = option_number(reply, len(question.choices or []))
             correct = chosen is not None and chosen == question.gold_choice
             return AnswerScore(score=float(correct), method=method, correct=correct,
                                detail=None if chosen is not None else "unreadable choice")
@@ -171,19 +187,18 @@ class ReplayEnvironment(Environment[ReplayItem]):
         memories: dict[str, str] = {}
 
         async def one(view: QuestionView) -> QARecord:
-            question = item.questions[view.index]
+            now = item.questions[view.index].asked_at or last
+            if view.choices is not None:
+                return await self._choice_record(agent, item, user_id, view, now, memories)
             prompt = self.answer_prompt(view)
-            reply = await agent.answer(prompt, query=view.query, now=question.asked_at or last)
+            reply = await agent.answer(prompt, query=view.query, now=now)
             scored = await self.score_answer(item, 0, view, reply.text)
-            multiple = view.choices is not None
-            chosen = parse_choice(reply.text, len(view.choices or [])) if multiple else None
             return QARecord(
                 user_id=user_id, period=0, question_index=view.index, prompt=prompt, raw_reply=reply.text,
-                choice=chosen, gold=view.gold_choice, n_choices=len(view.choices or []), correct=scored.correct,
-                format_error=multiple and chosen is None, memory_id=remember(memories, reply.consulted_memory),
-                scoring=scored.method, score=None if multiple else scored.score,
-                answer=None if multiple else reply.text.strip(), gold_answer=None if multiple else view.gold,
-                category=view.category,
+                choice=None, gold=None, n_choices=0, correct=scored.correct,
+                memory_id=remember(memories, reply.consulted_memory), scoring=scored.method, score=scored.score,
+                answer=reply.text.strip(), gold_answer=view.gold, category=view.category,
+                abstention=item.questions[view.index].abstention,
             )
 
         qa = list(await asyncio.gather(*(one(view) for view in self.questions(item, 0))))
@@ -191,3 +206,32 @@ class ReplayEnvironment(Environment[ReplayItem]):
             raise RunFailedError(f"agent kind '{agent.policy.kind}' changed its state while answering questions "
                                  f"(user {user_id}); answer() must not change state")
         return PeriodResult(user_id=user_id, period=0, transcripts=transcripts, qa=qa, memories=memories)
+
+    async def _choice_record(self, agent: MemoryAgent, item: ReplayItem, user_id: str, view: QuestionView,
+                             now: datetime, memories: dict[str, str]) -> QARecord:
+        """A multiple-choice question answered in the run's answer mode, then scored from the chosen number."""
+        episode = self.episode
+        mode = resolve_answer_mode(episode.answer_mode, agent.llm, amemgym_compat=episode.amemgym_compat)
+        prompt = self.choice_prompt(view, mode)
+        outcome: ChoiceOutcome = await answer_chooser(mode, constrained=episode.constrained_answers).choose_among(
+            AgentResponder(agent, query=view.query, now=now), prompt, list(view.choices or []),
+            amemgym_compat=episode.amemgym_compat, rng_key=(episode.seed, user_id, 0, view.index))
+        scored = await self.score_answer(item, 0, view, "" if outcome.choice is None else str(outcome.choice))
+        return QARecord(
+            user_id=user_id, period=0, question_index=view.index, prompt=prompt, gold=view.gold_choice,
+            n_choices=len(view.choices or []), correct=scored.correct, scoring=scored.method,
+            memory_id=remember(memories, outcome.consulted_memory), category=view.category,
+            abstention=item.questions[view.index].abstention, **outcome.model_dump(exclude={"consulted_memory"}),
+        )
+
+
+def short_answer_prompt(query: str) -> str:
+    return f"{SHORT_ANSWER_REQUEST} {query}"
+
+
+def option_number(reply: str, n_choices: int) -> int | None:
+    """The 1-based option a reply names: a bare number, or a ``{"answer": N}`` object; None when it names none."""
+    text = reply.strip()
+    if text.isdigit():
+        return int(text) if 1 <= int(text) <= n_choices else None
+    return parse_choice(text, n_choices)

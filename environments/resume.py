@@ -7,7 +7,8 @@
   (exit 130 or 143). SIGTERM is turned into the same exception as SIGINT while the work runs; a second
   SIGTERM ends the process at once.
 - A failure a resume fixes (an endpoint still failing after its retries, a run that stopped part-way, a full
-  disk) gets the same command appended; bad input (``UserInputError``) does not, since a resume repeats it.
+  disk, however deep in a library it surfaced: ``full_disk``) gets the same command appended, and so does a damaged
+  run file (after its remedy); other bad input (``UserInputError``) does not, since a resume repeats it.
 
 The command is rebuilt from the parsed options of the running command (its ``typer.Context``): its arguments,
 every option given a value other than its default, and ``--resume``.
@@ -26,7 +27,8 @@ from typing import Any
 
 import typer
 
-from memevo.agents.errors import Interrupted, MemevoError, RunFailedError, UserInputError
+from memevo.agents.errors import DamagedFileError, Interrupted, MemevoError, RunFailedError, UserInputError
+from memevo.environments.full_disk import full_disk
 
 RESUME_FLAG = "--resume"
 
@@ -67,6 +69,19 @@ def _option_words(param: Any, value: Any) -> list[str]:
     return [param.opts[0], _text(value)]
 
 
+def _failed(error: Exception, command: str) -> RunFailedError | None:
+    """What a failure during the run becomes: one line with the resume command when a resume fixes it; None for
+    anything else (a bug, shown with its traceback)."""
+    full = full_disk(error)
+    if full is not None:
+        return RunFailedError(f"{full}; finished work is saved: free space, then resume with: {command}")
+    if isinstance(error, MemevoError):
+        return RunFailedError(f"{error}; finished work is saved, resume with: {command}")
+    if isinstance(error, OSError):  # a folder made read-only meanwhile: nothing finished is lost
+        return RunFailedError(f"{error}; finished work is saved: fix that, then resume with: {command}")
+    return None
+
+
 def _raise_terminated(signal_number: int, frame: FrameType | None) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
     raise Terminated()
@@ -84,12 +99,16 @@ def resumable(context: typer.Context) -> Iterator[str]:
         name, number = ("SIGTERM", signal.SIGTERM) if isinstance(stop, Terminated) else ("SIGINT", signal.SIGINT)
         raise Interrupted(f"interrupted by {name}; finished work is saved, resume with: {command}",
                           signal_number=number) from None
+    except DamagedFileError as error:
+        raise DamagedFileError(error.reason, source=error.source or "", remedy=f"{error.remedy}; resume with: {command}"
+                               ) from None
     except UserInputError:
         raise
-    except MemevoError as error:
-        raise RunFailedError(f"{error}; finished work is saved, resume with: {command}") from error
-    except OSError as error:  # a full disk, a folder made read-only meanwhile: nothing finished is lost
-        raise RunFailedError(f"{error}; finished work is saved: fix that, then resume with: {command}") from error
+    except Exception as error:
+        failed = _failed(error, command)
+        if failed is None:
+            raise
+        raise failed from error
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)

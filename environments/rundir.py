@@ -25,7 +25,9 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import logging
 import os
+import sys
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -34,15 +36,22 @@ from typing import Any, Literal
 
 import orjson
 
-from memevo.agents.errors import UserInputError
+from memevo.agents.errors import DamagedFileError, RunFailedError, UserInputError
 from memevo.agents.llm.accounting import Accounting, Counts, RoleUsage, UsageReport
 from memevo.environments.data.models import Item
+from memevo.environments.full_disk import FULL_ERRNOS, allocate_past_end, full_disk
+from memevo.environments.run_files import damage, delete_and_resume, read_json
 from memevo.environments.store import write_json_atomic
+
+log = logging.getLogger("memevo.environments")
 
 LOCK_FILE = ".lock"
 INPUTS_FILE = "inputs.json"
 LEDGER_FILE = "usage.jsonl"
 KIND_FILE = "run_kind.json"
+LEDGER_RESERVE_BYTES = 64 * 1024
+"""Disk space kept allocated past the ledger's end: room for some 300 counts of calls still answered once the disk
+is full."""
 
 RunKind = Literal["evolution", "ablation", "eval"]
 KIND_COMMANDS: dict[str, str] = {"evolution": "memevo evolve", "ablation": "memevo ablate", "eval": "memevo eval"}
@@ -114,20 +123,38 @@ class RunFolderLock:
 
 
 def recorded_kind(folder: Path) -> RunKind | None:
-    """The kind of run ``folder`` holds (``run_kind.json``, else its files), None for a folder without a run."""
+    """The kind of run ``folder`` holds (``run_kind.json``, else its files), None for a folder without a run. A
+    damaged ``run_kind.json`` in a folder whose files show its kind counts as that kind (``claim_run_folder``
+    writes it again)."""
     path = Path(folder) / KIND_FILE
-    if path.exists():
-        try:
-            kind = json.loads(path.read_text(encoding="utf-8"))["kind"]
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise UserInputError(f"cannot read the folder's kind ({error}); write {{\"kind\": \"evolution\"}}, "
-                                 "\"ablation\" or \"eval\" into it, whichever command made the folder",
-                                 source=str(path)) from None
-        if kind not in KIND_COMMANDS:
-            raise UserInputError(f"unknown kind {kind!r} (known: {', '.join(KIND_COMMANDS)})", source=str(path),
-                                 field="kind")
-        return kind  # type: ignore[no-any-return]
-    return next((kind for name, kind in KIND_MARKERS if (Path(folder) / name).exists()), None)
+    by_files = next((kind for name, kind in KIND_MARKERS if (Path(folder) / name).exists()), None)
+    if not path.exists():
+        return by_files
+    try:
+        kind = json.loads(path.read_text(encoding="utf-8"))["kind"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        if by_files is not None:
+            return by_files
+        raise DamagedFileError(damage(error), source=str(path), remedy="write {\"kind\": \"evolution\"}, \"ablation\" or "
+                               "\"eval\" into it, whichever command made the folder") from None
+    if kind not in KIND_COMMANDS:
+        raise UserInputError(f"unknown kind {kind!r} (known: {', '.join(KIND_COMMANDS)})", source=str(path),
+                             field="kind")
+    return kind  # type: ignore[no-any-return]
+
+
+def _record_kind(path: Path, kind: RunKind) -> bool:
+    """Write ``run_kind.json`` when it is missing, or damaged (``check_kind`` found ``kind`` by the folder's files
+    then, and it is written again, saying so); True if it was missing."""
+    if not path.exists():
+        write_json_atomic(path, {"kind": kind})
+        return True
+    try:
+        json.loads(path.read_text(encoding="utf-8"))["kind"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        log.warning("%s: %s; written again as %r, the kind its folder's files show", path, damage(error), kind)
+        write_json_atomic(path, {"kind": kind})
+    return False
 
 
 def check_kind(folder: Path, kind: RunKind, *, flag: str) -> None:
@@ -148,8 +175,21 @@ def _a(kind: str) -> str:
 def claim_run_folder(folder: Path, *, flag: str, kind: RunKind) -> Iterator[Path]:
     """Check ``folder`` is writable and holds no other kind of run, lock it for the body's work and record its
     kind; on bad input (``UserInputError``) remove what the claim itself created, so a refused start leaves
-    the disk as it found it."""
-    folder = Path(folder)
+    the disk as it found it. A full disk met before the run's own work reports it (the lock, the kind, the
+    inputs) is one line too."""
+    try:
+        with _claimed(Path(folder), flag=flag, kind=kind) as claimed:
+            yield claimed
+    except OSError as error:
+        full = full_disk(error)
+        if full is None:
+            raise
+        again = " with --resume" if (Path(folder) / INPUTS_FILE).exists() else ""  # the run had begun
+        raise RunFailedError(f"{full}; free space, then run the command again{again}") from error
+
+
+@contextmanager
+def _claimed(folder: Path, *, flag: str, kind: RunKind) -> Iterator[Path]:
     check_writable(folder, flag=flag)
     check_kind(folder, kind, flag=flag)
     created = [parent for parent in (folder, *folder.parents) if not parent.exists()]
@@ -160,9 +200,7 @@ def claim_run_folder(folder: Path, *, flag: str, kind: RunKind) -> Iterator[Path
     wrote_kind = False
     try:
         check_kind(folder, kind, flag=flag)  # again, now that no other process can be writing it
-        if not kind_path.exists():
-            write_json_atomic(kind_path, {"kind": kind})
-            wrote_kind = True
+        wrote_kind = _record_kind(kind_path, kind)
         yield folder
     except UserInputError:
         if wrote_kind and {path.name for path in folder.iterdir()} <= {LOCK_FILE, KIND_FILE}:
@@ -205,10 +243,8 @@ def check_inputs(folder: Path, inputs: dict[str, Any]) -> None:
     if not path.exists():
         write_json_atomic(path, current)
         return
-    try:
-        stored = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise UserInputError(f"cannot read the run's recorded inputs: {error}", source=str(path)) from None
+    stored = read_json(path, remedy=delete_and_resume("it", "the inputs given then are recorded again, unchecked: "
+                                                      "give the same data, config and policy as before"))
     changed = changed_fields(stored, current)
     if changed:
         shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
@@ -253,7 +289,8 @@ class UsageLedger(Accounting):
 
     It starts from the ledger's earlier lines, so ``report()`` is the usage of the whole run over all its
     processes. One ``write`` per count in append mode: a ``kill -9`` can lose at most the
-    count in progress at that instant, never a finished result's calls. A torn last line is skipped.
+    count in progress at that instant, never a finished result's calls. A torn last line is skipped. Space for the
+    next counts is kept allocated (``_reserve``), so a disk filling up ends the run without losing a count.
     """
 
     def __init__(self, path: Path) -> None:
@@ -268,11 +305,29 @@ class UsageLedger(Accounting):
         # Opened once (a count is on the hot path of every call); closed by ``close`` or when collected.
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._closer = weakref.finalize(self, os.close, self._fd)
+        self._end = os.fstat(self._fd).st_size
+        self._reserved_to = 0
+        self._reserve()
 
     def _add(self, role: str, counts: Counts) -> None:
         super()._add(role, counts)
         # orjson: json.dumps cost ~9 us of this per-call line, orjson ~1 us (the same JSON, without spaces).
-        os.write(self._fd, orjson.dumps({"role": role, **counts}, option=orjson.OPT_APPEND_NEWLINE))
+        self._end += os.write(self._fd, orjson.dumps({"role": role, **counts}, option=orjson.OPT_APPEND_NEWLINE))
+        if self._reserved_to - self._end < LEDGER_RESERVE_BYTES // 2:
+            self._reserve()
+
+    def _reserve(self) -> None:
+        """Keep ``LEDGER_RESERVE_BYTES`` allocated past the ledger's end. When the disk is too full for that, the
+        count just made is on disk already and the run ends on the full disk here, while the calls still answered
+        meanwhile have the rest of the reserve for their counts."""
+        try:
+            allocate_past_end(self._fd, self._end, LEDGER_RESERVE_BYTES)
+        except OSError as error:
+            if error.errno in FULL_ERRNOS:
+                raise
+            self._reserved_to = sys.maxsize  # a file system without fallocate: counts are written unreserved
+            return
+        self._reserved_to = self._end + LEDGER_RESERVE_BYTES
 
     def close(self) -> None:
         """Close the ledger file; later counts would fail, so a run closes it when it stops counting."""

@@ -10,6 +10,7 @@ import textwrap
 
 from memevo.environments.answering import ANSWER_MODE_TEXT
 from memevo.environments.metrics import PeriodScores, Scores, ScoreSummary
+from memevo.environments.records import SCORING_NAMES
 
 
 def _num(value: float | None) -> str:
@@ -61,10 +62,47 @@ def failure_text(scores: Scores) -> str | None:
             f"(unattributed {split.unattributed:.3f}, probe coverage {probes.coverage:.0%}; {unread})")
 
 
+def free_text(scores: Scores) -> bool:
+    """Whether any question was scored on its text, so the headline figure is a mean credit, not a share right."""
+    return any(method != "choice" for method in scores.scoring)
+
+
+def headline_figure(scores: Scores) -> str:
+    """The headline figure named as what it is: accuracy (share right), or a score with its per-question credit."""
+    if free_text(scores):
+        return f"score {scores.accuracy:.3f} ({scores.score_meaning}; "
+    return f"accuracy {scores.accuracy:.3f} ("
+
+
+def answers_text(scores: Scores) -> str | None:
+    """How the answers were given and scored; None when a summary has nothing to say (older records)."""
+    mode = None if scores.answer_mode is None else ANSWER_MODE_TEXT.get(scores.answer_mode, scores.answer_mode)
+    if not free_text(scores):
+        return None if mode is None else f"answers: {mode}"
+    methods = ", ".join(f"{SCORING_NAMES.get(method, method)} ({n} q)" for method, n in scores.scoring.items()
+                        if method != "choice")
+    text = f"answers: free text, scored by {methods}"
+    choices = scores.scoring.get("choice")
+    if choices:
+        text += f"; multiple-choice questions ({choices} q) answered by {mode or 'n/a (not recorded)'}"
+    return text
+
+
+def benchmark_averages_text(scores: Scores) -> str | None:
+    """The mean over categories and the abstention questions' score, where the benchmark reports them."""
+    parts = []
+    if scores.category_mean is not None:
+        parts.append(f"task-averaged {scores.category_mean:.3f} (mean of {len(scores.per_category)} categories' "
+                     "scores)")
+    if scores.abstention is not None:
+        parts.append(f"abstention {scores.abstention.accuracy:.3f} ({scores.abstention.n_questions} q)")
+    return ", ".join(parts) or None
+
+
 def score_lines(scores: Scores, width: int = 100) -> list[str]:
     """Every headline figure of a set of scores, a few short lines (wrapped at ``width``, never cut)."""
     random = "n/a (free-text answers)" if scores.random_baseline is None else f"{scores.random_baseline:.3f}"
-    first = f"accuracy {scores.accuracy:.3f} (random {random}"
+    first = f"{headline_figure(scores)}random {random}"
     if scores.upper_bound is not None:
         first += f", upper bound {scores.upper_bound:.3f}"
     if scores.no_memory_accuracy is not None and scores.memory_gain is not None:
@@ -81,11 +119,15 @@ def score_lines(scores: Scores, width: int = 100) -> list[str]:
     if scores.write_requests is not None:
         errors.append(f"memory-write failures {scores.write_failures}/{scores.write_requests}")
     lines.append(", ".join(errors))
-    if scores.answer_mode is not None:
-        lines.append(f"answers: {ANSWER_MODE_TEXT.get(scores.answer_mode, scores.answer_mode)}")
+    answers = answers_text(scores)
+    if answers is not None:
+        lines.append(answers)
     if scores.per_category:
         lines.append("per category: " + ", ".join(f"{c.category} {c.accuracy:.3f} ({c.n_questions} q)"
                                                    for c in scores.per_category))
+    averages = benchmark_averages_text(scores)
+    if averages is not None:
+        lines.append(averages)
     return [part for line in lines
             for part in textwrap.wrap(line, width, subsequent_indent="    ", break_on_hyphens=False)]
 

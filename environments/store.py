@@ -25,9 +25,13 @@ from typing import Any
 
 import orjson
 
-from memevo.agents.errors import UserInputError
+from memevo.agents.errors import DamagedFileError, UserInputError
 from memevo.environments.data.ids import folder_name, id_problem
 from memevo.environments.records import EpisodeResult, PeriodResult
+from memevo.environments.run_files import CONTENT_ERRORS, damage, delete_and_resume, load_json, read_json, set_aside
+
+DAMAGED_USERS = "users.damaged"
+"""Where ``bind`` moves a user's folder holding a damaged file, beside ``users``."""
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -61,19 +65,14 @@ def _gzipped(data: bytes) -> bytes:
     return gzip.compress(data, compresslevel=1, mtime=0)
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        raw = path.read_bytes()
-        return json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
-    except (OSError, EOFError, gzip.BadGzipFile, json.JSONDecodeError) as error:
-        raise UserInputError(f"cannot read run record: {error}", source=str(path)) from error
-
-
 class RunStore:
     """Per user/period records of one run under ``root``."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, owner: Path | None = None) -> None:
         self.root = Path(root)
+        self.owner = owner
+        """The folder to delete so that a resume plays a user of this store again, when the user's own folder is
+        not enough (an evolution's candidate: its summaries say it was evaluated)."""
 
     def user_dir(self, user_id: str) -> Path:
         """``users/<folder>`` (``data.ids``); an id that names no folder of its own never reaches the disk
@@ -93,8 +92,9 @@ class RunStore:
         """Record which policy, item and protocol a user's folder belongs to; refuse to resume another."""
         path = self.user_dir(user_id) / "meta.json"
         meta = {"user_id": user_id, "policy_id": policy_id, "item_id": item_id, "protocol": protocol}
+        self._set_aside_if_damaged(user_id)
         if path.exists():
-            stored = _read_json(path)
+            stored = self._read(user_id, path)
             for key, value in meta.items():
                 if stored.get(key) != value:
                     raise UserInputError(
@@ -104,6 +104,34 @@ class RunStore:
                     )
             return
         write_json_atomic(path, meta)
+
+    def _set_aside_if_damaged(self, user_id: str) -> None:
+        """Before a user's run continues: when a file it would read back (meta, a finished period, the last state)
+        is damaged, move the user's folder to ``users.damaged/`` and say so; the user is played again from its
+        first period, as on a first start (its answers come from the response cache where it still has them)."""
+        folder = self.user_dir(user_id)
+        if not folder.is_dir():
+            return
+        done = self.finished_periods(user_id)
+        paths = [folder / "meta.json", *(_existing(self._result_path(user_id, p)) for p in range(done))]
+        if done:
+            paths.append(_existing(self._state_path(user_id, done - 1)))
+        for path in paths:
+            if path is None or not path.exists():
+                continue
+            try:
+                load_json(path)
+            except CONTENT_ERRORS as error:
+                set_aside(folder, f"{path.name} is {damage(error)}", "its user is played again from the first period",
+                          into=self.root / DAMAGED_USERS)
+                return
+
+    def _remedy(self, user_id: str) -> str:
+        return delete_and_resume(f"the folder {self.owner or self.user_dir(user_id)}",
+                                 "what it holds is played again")
+
+    def _read(self, user_id: str, path: Path) -> Any:
+        return read_json(path, remedy=self._remedy(user_id))
 
     def save_period(self, result: PeriodResult, state: dict[str, Any]) -> None:
         """Persist one finished period: state first, result next (the result marks completion), then drop
@@ -134,20 +162,21 @@ class RunStore:
 
     def load_period(self, user_id: str, period: int) -> PeriodResult:
         path = _existing(self._result_path(user_id, period)) or self._result_path(user_id, period)
+        data = self._read(user_id, path)
         try:
-            return PeriodResult.model_validate(_read_json(path))
+            return PeriodResult.model_validate(data)
         except ValueError as error:
-            raise UserInputError(f"invalid period record: {error}", source=str(path)) from error
+            raise DamagedFileError(damage(error), source=str(path), remedy=self._remedy(user_id)) from None
 
     def load_state(self, user_id: str, period: int) -> dict[str, Any]:
-        return _read_json(_existing(self._state_path(user_id, period)) or self._state_path(user_id, period))
+        return self._read(user_id, _existing(self._state_path(user_id, period)) or self._state_path(user_id, period))
 
     def load_episode(self, user_id: str) -> EpisodeResult | None:
         """The finished periods of one user, or None if the user has no folder yet."""
         meta_path = self.user_dir(user_id) / "meta.json"
         if not meta_path.exists():
             return None
-        meta = _read_json(meta_path)
+        meta = self._read(user_id, meta_path)
         periods = [self.load_period(user_id, p) for p in range(self.finished_periods(user_id))]
         return EpisodeResult(user_id=user_id, policy_id=meta["policy_id"], periods=periods)
 

@@ -16,6 +16,7 @@ from memevo.environments.answering import resolve_answer_mode
 from memevo.environments.data.models import Item
 from memevo.environments.metrics import NoMemoryTable, UpperBoundTable, compute_no_memory, compute_upper_bound
 from memevo.environments.qa import AnswerMode, prompts_digest
+from memevo.environments.run_files import read_or_recompute
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.store import write_json_atomic
 
@@ -45,12 +46,12 @@ async def cached_table(
     model: str = "",
     on_entry: Callable[[Any], None] | None = None,
 ) -> Table:
-    """The ``kind`` table stored at ``path`` when it covers ``items`` asked alike, else a fresh one (saved)."""
+    """The ``kind`` table stored at ``path`` when it covers ``items`` asked alike, else a fresh one (saved; a damaged
+    one is set aside first)."""
     answer_mode = resolve_answer_mode(config.answer_mode, llm, amemgym_compat=config.amemgym_compat)
-    if path.exists():
-        table = kind.model_validate_json(path.read_text(encoding="utf-8"))
-        if table.covers(items) and asked_alike(table, config, answer_mode):
-            return table
+    table = read_or_recompute(path, kind)
+    if table is not None and table.covers(items) and asked_alike(table, config, answer_mode):
+        return table
     log.info("asking the bare model for the %s (%s answers) on %d users", TABLE_NAMES[kind], answer_mode, len(items))
     table = await COMPUTE[kind](llm, items, model=model, amemgym_compat=config.amemgym_compat,
                                 constrained=config.constrained_answers, seed=config.seed,

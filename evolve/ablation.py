@@ -22,6 +22,7 @@ from mlflow.tracking import MlflowClient
 from memevo.agents.errors import UserInputError
 from memevo.agents.lazy_model import LazyModel
 from memevo.environments.metrics.scores import Scores, UserScores
+from memevo.environments.run_files import delete_and_resume, read_json, read_model
 from memevo.environments.store import write_json_atomic
 from memevo.evolve import runtime
 from memevo.evolve.ablation_config import DEFAULT_MIN_EFFECT, REPORT_ONLY_FIELDS, AblationConfig, resolve_all
@@ -34,10 +35,12 @@ from memevo.evolve.ablation_records import (
     load_arm_record,
     save_arm_record,
 )
-from memevo.evolve.ablation_render import write_ablation_outputs
+from memevo.evolve.ablation_render import arm_table, write_ablation_outputs
 from memevo.evolve.ablation_summary import REPLICATE_NAMES, AblationSummary, summarize
 from memevo.evolve.config import EvolveConfig, without_widths
+from memevo.evolve.explain import priced_dollars
 from memevo.evolve.loop import EvolutionResult, run_evolution
+from memevo.evolve.tracking.ablation_pages import ablation_note
 from memevo.evolve.tracking.store import (
     MLFLOW_IDS_FILE,
     PARENT_TAG,
@@ -82,10 +85,9 @@ class AblationOutcome(LazyModel):
 
 
 def load_manifest(run_dir: Path) -> AblationManifest | None:
-    path = run_dir / MANIFEST_FILE
-    if not path.exists():
-        return None
-    return AblationManifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    remedy = delete_and_resume("it", "it is written again from the config; the summary's MLflow metrics are then "
+                               "logged once more, at a new time")
+    return read_model(run_dir / MANIFEST_FILE, AblationManifest, remedy=remedy)
 
 
 def _save_manifest(manifest: AblationManifest, run_dir: Path) -> None:
@@ -205,7 +207,10 @@ def _evolution_run_id(folder: Path) -> str | None:
     ids_path = folder / MLFLOW_IDS_FILE
     if not ids_path.exists():
         return None
-    return json.loads(ids_path.read_text(encoding="utf-8")).get("parent", {}).get("id")
+    ids = read_json(ids_path, remedy=delete_and_resume("it", "this arm's evolution is then not nested under the "
+                                                                  "ablation's run"))
+    parent = ids.get("parent") if isinstance(ids, dict) else None
+    return parent.get("id") if isinstance(parent, dict) else None
 
 
 def record_from_result(
@@ -235,7 +240,7 @@ def summary_metrics(summary: AblationSummary) -> dict[str, float]:
         key = f"{arm.arm}.{summary.metric}"
         metrics |= {key: arm.mean.mean, f"{key}_ci_low": arm.mean.low, f"{key}_ci_high": arm.mean.high,
                     f"{arm.arm}.memory_score": arm.memory, f"{arm.arm}.calls": arm.spend.calls,
-                    f"{arm.arm}.dollars": arm.spend.dollars}
+                    f"{arm.arm}.dollars": priced_dollars(arm.spend), f"{arm.arm}.unpriced_calls": arm.spend.unpriced_calls}
     for c in summary.comparisons:
         key = f"{c.arm}.{c.metric}"
         name = REPLICATE_NAMES[c.level]
@@ -257,6 +262,8 @@ def _log_summary(client: MlflowClient, run_id: str, manifest: AblationManifest, 
     rows = [Metric(name, float(value), manifest.summary_stamp, 0) for name, value in summary_metrics(summary).items()]
     client.log_batch(run_id, metrics=rows)
     client.set_tag(run_id, "memevo.environment", summary.environment)  # a tag: the summary is logged again on resume
+    for name, value in ablation_note(summary, arm_table(summary)).items():
+        client.set_tag(run_id, name, value)
     for path in outputs.values():
         client.log_artifact(run_id, str(path))
 

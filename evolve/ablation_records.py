@@ -6,7 +6,6 @@ re-rendered without the engine, the data or any LLM.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pydantic import Field
@@ -14,6 +13,7 @@ from pydantic import Field
 from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.accounting import UsageReport
 from memevo.environments.metrics.scores import Scores
+from memevo.environments.run_files import read_model, read_or_recompute
 from memevo.environments.store import write_json_atomic
 
 ARM_RECORD_FILE = "arm_result.json"
@@ -69,16 +69,13 @@ def save_arm_record(record: ArmSeedRecord, run_dir: Path) -> Path:
 
 
 def load_arm_record(run_dir: Path, arm: str, seed: int) -> ArmSeedRecord | None:
-    path = arm_seed_dir(run_dir, arm, seed) / ARM_RECORD_FILE
-    if not path.exists():
-        return None
-    return ArmSeedRecord.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    """The (arm, seed)'s record; None when it is not finished, or damaged: then it is set aside and its evolution,
+    finished in its own folder, resumes to write it again."""
+    return read_or_recompute(arm_seed_dir(run_dir, arm, seed) / ARM_RECORD_FILE, ArmSeedRecord)
 
 
 def find_arm_records(run_dir: Path) -> list[ArmSeedRecord]:
     """Every finished (arm, seed) under an ablation directory, in a stable order."""
-    records = [
-        ArmSeedRecord.model_validate(json.loads(path.read_text(encoding="utf-8")))
-        for path in sorted(run_dir.glob(f"*/seed-*/{ARM_RECORD_FILE}"))
-    ]
-    return sorted(records, key=lambda record: (record.arm, record.seed))
+    remedy = "resume the ablation to write it again (its evolution resumes from its own folder)"
+    records = [read_model(path, ArmSeedRecord, remedy=remedy) for path in sorted(run_dir.glob(f"*/seed-*/{ARM_RECORD_FILE}"))]
+    return sorted((record for record in records if record is not None), key=lambda record: (record.arm, record.seed))

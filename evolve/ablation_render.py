@@ -13,6 +13,7 @@ from pathlib import Path
 from memevo.evolve.ablation_plots import plot_failure_split, plot_period_curves
 from memevo.evolve.ablation_records import ArmSeedRecord
 from memevo.evolve.ablation_summary import REPLICATE_NAMES, AblationSummary, ArmSummary, Comparison, SeedResult
+from memevo.evolve.explain import dollars_cell, priced_dollars
 from memevo.evolve.headline import objective_label
 from memevo.evolve.stats import BOOTSTRAP_RESAMPLES, PairedTest, SampleSize, fmt, fmt_interval, fmt_p, na
 
@@ -65,6 +66,11 @@ def _design(summary: AblationSummary, level: str, metric: str) -> list[str]:
             "with its t interval, is the check."]
 
 
+def arm_table(summary: AblationSummary) -> list[str]:
+    """The arm table as markdown rows, as the report shows it (the ablation's MLflow run shows it too)."""
+    return _arm_rows(summary, f"{summary.confidence:.0%}", objective_label(summary.metric))
+
+
 def _arm_rows(summary: AblationSummary, level: str, metric: str) -> list[str]:
     lines = [
         f"| arm | seeds | (user, seed) units | {metric}, mean over seeds [{level} bootstrap CI] "
@@ -75,7 +81,7 @@ def _arm_rows(summary: AblationSummary, level: str, metric: str) -> list[str]:
         lines.append(
             f"| {arm.arm} | {','.join(map(str, arm.seeds))} | {arm.n_units} | {fmt_interval(arm.mean)} "
             f"| {_memory_cell(arm.memory, arm.memory_na_reason)} | {arm.failure_cell} | {arm.spend.calls} "
-            f"| {arm.spend.prompt_tokens + arm.spend.completion_tokens} | {arm.spend.dollars:.4f} |"
+            f"| {arm.spend.prompt_tokens + arm.spend.completion_tokens} | {dollars_cell(arm.spend)} |"
         )
     return lines
 
@@ -222,13 +228,14 @@ def write_ablation_outputs(summary: AblationSummary, records: list[ArmSeedRecord
         paths["arms_csv"],
         ["arm", "metric", "seeds", "replicates", "n_units", "mean", "low", "high", "conditional_low",
          "conditional_high", "memory", "memory_na_reason", "write", "read", "util", "failures", "calls", "cache_hits",
-         "prompt_tokens", "completion_tokens", "dollars"],
+         "prompt_tokens", "completion_tokens", "dollars", "unpriced_calls", "unknown_calls"],
         [
             [arm.arm, summary.metric, " ".join(map(str, arm.seeds)), arm.replicates, arm.n_units, arm.mean.mean,
              arm.mean.low, arm.mean.high, arm.conditional.low, arm.conditional.high, arm.memory, arm.memory_na_reason]
             + ([arm.failure.write, arm.failure.read, arm.failure.util] if arm.failure else [None] * 3)
             + [arm.failure_cell, arm.spend.calls, arm.spend.cache_hits, arm.spend.prompt_tokens,
-               arm.spend.completion_tokens, arm.spend.dollars]
+               arm.spend.completion_tokens, priced_dollars(arm.spend), arm.spend.unpriced_calls,
+               arm.spend.unknown_calls]
             for arm in summary.arms
         ],
     )

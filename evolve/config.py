@@ -265,8 +265,9 @@ class StrategyConfig(_Strict):
                          "acceptance the last candidate kept) or pareto (mean or paired acceptance).")
     acceptance: str = Field(
         "mean", description="mean (beats the parent's validation mean), paired (a t-test) or sequential (a race on "
-        "users fresh for the parent, paired Wilcoxon test at each round, see memevo.evolve.selection.race; not yet "
-        "the default: on benchmarks/strategies.py it was not ahead of mean by a margin a paired test supports).")
+        "users fresh for the parent, paired Wilcoxon test at each round, see memevo.evolve.selection.race; ahead of "
+        "mean on benchmarks/strategies.py, not yet the default: not ahead of GEPA there by a margin a paired test "
+        "supports).")
     confidence: float | None = Field(
         None, description="paired, sequential: one-sided confidence that the candidate is better (sequential: over every "
         "look of its race); default 0.9 (paired), 0.3 (sequential: its bar is fresh, so a neutral candidate kept costs "

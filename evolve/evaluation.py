@@ -35,12 +35,13 @@ from memevo.environments.amemgym import AMemGymEnvironment
 from memevo.environments.metrics import Scores, UpperBoundTable, UserScores, score_episodes, user_scores
 from memevo.environments.protocol import AfterPeriod, Environment
 from memevo.environments.records import EpisodeResult
+from memevo.environments.run_files import read_model
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.simulators.base import UserSimulator
 from memevo.environments.store import RunStore, write_json_atomic
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import Objective, stored_objective
-from memevo.evolve.records import Instance
+from memevo.evolve.records import SUMMARY_REMEDY, Instance
 
 
 class UserOutcome(LazyModel):
@@ -174,7 +175,7 @@ class Evaluator:
         return self.environment.n_periods(self.items[user_id])
 
     def store(self, candidate_id: str, split: str) -> RunStore:
-        return RunStore(self.root / "evals" / candidate_id / split)
+        return RunStore(self.root / "evals" / candidate_id / split, owner=self.root / "evals" / candidate_id)
 
     def _summary_path(self, candidate_id: str, label: str) -> Path:
         return self.root / "evals" / candidate_id / f"{label}.json"
@@ -187,7 +188,7 @@ class Evaluator:
         path = self._summary_path(candidate_id, label)
         if not path.exists():
             return None
-        return CandidateEval.model_validate_json(path.read_text(encoding="utf-8"))
+        return read_model(path, CandidateEval, remedy=SUMMARY_REMEDY)
 
     def episodes(self, candidate_id: str, split: str, user_ids: Sequence[str], *,
                  traces: bool = False) -> list[EpisodeResult]:

@@ -23,13 +23,19 @@ def dollars_text(usage: RoleUsage) -> str:
     return f"${usage.dollars:.4f}{unknown}"
 
 
+def priced_dollars(usage: RoleUsage) -> float | None:
+    """The dollars of the priced calls; None when every billed call is unpriced (a 0 would read as free)."""
+    billed = usage.calls - usage.cache_hits
+    return None if billed and usage.unpriced_calls >= billed else usage.dollars
+
+
 def dollars_cell(usage: RoleUsage) -> str:
     """The spend for a table cell: ``$0.0123``, ``unpriced``, or ``$0.0123 + unpriced`` when some calls had no
     price (a 0.0000 would read as free)."""
-    billed = usage.calls - usage.cache_hits
-    if billed and usage.unpriced_calls >= billed:
+    dollars = priced_dollars(usage)
+    if dollars is None:
         return "unpriced"
-    return f"${usage.dollars:.4f}" + (" + unpriced" if usage.unpriced_calls else "")
+    return f"${dollars:.4f}" + (" + unpriced" if usage.unpriced_calls else "")
 
 
 def spend_line(usage: RoleUsage) -> str:

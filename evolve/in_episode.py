@@ -103,7 +103,7 @@ class InEpisodeEvolution(runtime.RunBase):
         evolved = [e for e in episodes if e is not None]
         evolved_scores, evolved_users = (score_episodes(evolved, items, table), user_scores(evolved, items, table))
         result = EvolutionResult(
-            protocol="amemgym_period", objective=self.config.objective, seed=self.seed, best=self.seed, seed_scores=seed_scores,
+            protocol="amemgym_period", environment=self.config.environment, objective=self.config.objective, seed=self.seed, best=self.seed, seed_scores=seed_scores,
             best_scores=evolved_scores, seed_user_scores=seed_users, best_user_scores=evolved_users,
             stop_reason="all periods evolved", usage=self.usage.report(),
         )

@@ -739,7 +739,8 @@ class OuterLoop(runtime.RunBase):
             (seed_scores, seed_users), (best_scores, best_users) = scored[0], scored[-1]
         cross = await self._cross_test(best)
         result = EvolutionResult(
-            protocol="outer_loop", objective=self.config.objective, seed=self.seed, best=best,
+            protocol="outer_loop", environment=self.config.environment, objective=self.config.objective,
+            seed=self.seed, best=best,
             seed_scores=seed_scores, best_scores=best_scores, seed_user_scores=seed_users,
             best_user_scores=best_users, history=history, stop_reason=stop, usage=self.usage.report(),
         )

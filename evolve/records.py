@@ -12,9 +12,12 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, Field
 
+from memevo.agents.errors import DamagedFileError
 from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.accounting import UsageReport
 from memevo.environments.metrics import Scores, UserScores
+from memevo.environments.registry import DEFAULT_ENVIRONMENT, EnvironmentName
+from memevo.environments.run_files import RESTORE, delete_and_resume, read_model, read_or_recompute
 from memevo.environments.store import write_json_atomic
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import Objective, stored_objective
@@ -90,6 +93,8 @@ class EvolutionResult(LazyModel):
     """The outcome of a run: seed and best candidates with their test scores, history and spend."""
 
     protocol: Literal["outer_loop", "amemgym_period"]
+    environment: EnvironmentName = Field(DEFAULT_ENVIRONMENT, description="The environment the run evolved and "
+                                         "tested on (results written before it was recorded were all AMemGym's).")
     objective: Annotated[Objective, BeforeValidator(stored_objective)] = "accuracy"
     seed: Candidate
     best: Candidate
@@ -102,9 +107,40 @@ class EvolutionResult(LazyModel):
     usage: UsageReport
 
 
+RECOMPUTED: tuple[type[BaseModel], ...] = (GenerationOutcome, EvolutionResult)
+"""Records a resume computes again, the same, from what is stored before them (evaluations, race records), as it
+does after a kill just before one was written: a damaged one is set aside and computed again."""
+REMEDIES: dict[type[BaseModel], str] = {
+    GenerationPlan: delete_and_resume("it", "its generation's candidates are proposed again, the same ones while the "
+                                      "response cache holds the proposals"),
+}
+"""What to do about a damaged record that is not recomputed (``run_files``)."""
+SUMMARY_REMEDY = delete_and_resume("it", "its candidate is evaluated again; once its generation has an outcome.json "
+                                   "nothing evaluates it again, so restore it then")
+"""A candidate's summary (``evals/<candidate>/<label>.json``): a resume recomputes it only while its generation runs."""
+
+
+def rewritten_by_resume(run_dir: Path) -> str:
+    """What to do about a damaged record that a resume writes again (the config, an outcome, the result), for readers
+    outside a run such as ``memevo report``."""
+    return f"resume the run to write it again: memevo evolve CONFIG --run-dir {run_dir} --resume"
+
+
+def read_written(path: Path, model: type[Record], run_dir: Path) -> Record:
+    """A record of ``run_dir`` read outside its run (``memevo report``): a damaged or vanished one ends the command
+    naming it and the resume that writes it again."""
+    record = read_model(path, model, remedy=rewritten_by_resume(run_dir))
+    if record is None:
+        raise DamagedFileError("missing", source=str(path), remedy=rewritten_by_resume(run_dir))
+    return record
+
+
 def read_record(path: Path, model: type[Record]) -> Record | None:
-    """The record saved at ``path``, or None when it was never written."""
-    return model.model_validate_json(path.read_text(encoding="utf-8")) if path.exists() else None
+    """The record saved at ``path``, or None when it was never written (or is damaged and ``RECOMPUTED``); any other
+    damaged record ends the run naming it and the remedy."""
+    if model in RECOMPUTED:
+        return read_or_recompute(path, model)
+    return read_model(path, model, remedy=REMEDIES.get(model, RESTORE))
 
 
 def write_record(path: Path, record: BaseModel) -> None:

@@ -7,15 +7,21 @@ It never builds an LLM client, so it is free and works offline.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.registry import agent_spec
 from memevo.environments.metrics import Scores, UserScores
+from memevo.environments.run_files import read_json
 from memevo.environments.rundir import LEDGER_FILE, read_ledger
-from memevo.environments.score_text import MEMORY_SCORE_SCALE, failure_cell
+from memevo.environments.score_text import (
+    MEMORY_SCORE_SCALE,
+    answers_text,
+    benchmark_averages_text,
+    failure_cell,
+    free_text,
+)
 from memevo.evolve.ablation import MANIFEST_FILE, load_manifest, render_ablation
 from memevo.evolve.ablation_plots import plot_failure_split, plot_period_curves
 from memevo.evolve.cross_test import cross_test_lines, read_cross_test
@@ -23,6 +29,7 @@ from memevo.evolve.explain import dollars_text
 from memevo.evolve.generation_plot import plot_score_per_generation
 from memevo.evolve.headline import objective_label
 from memevo.evolve.loop import EvolutionResult, GenerationOutcome
+from memevo.evolve.records import read_written, rewritten_by_resume
 from memevo.evolve.stats import Interval, fmt, fmt_p, na, paired_test
 from memevo.evolve.tracking.payloads import HYPERPARAMETERS, candidate_diff, generation_points, resolved_prompts
 
@@ -64,7 +71,7 @@ def _ablation_report(run_dir: Path) -> str:
 
 def _history(run_dir: Path) -> list[GenerationOutcome]:
     paths = sorted((run_dir / "generations").glob("gen_*/outcome.json"))
-    return [GenerationOutcome.model_validate_json(path.read_text(encoding="utf-8")) for path in paths]
+    return [read_written(path, GenerationOutcome, run_dir) for path in paths]
 
 
 def _history_table(history: list[GenerationOutcome], objective: str) -> list[str]:
@@ -89,11 +96,12 @@ def _history_table(history: list[GenerationOutcome], objective: str) -> list[str
     return lines
 
 
-SCORE_HEADER = [
-    "| candidate | test users | accuracy | random | memory score (pooled) | AMemGym memory score (cells used/all) "
-    "| format errors | write / read / utilization failures | accuracy per period |",
-    "|---|---|---|---|---|---|---|---|---|",
-]
+def score_header(scores: Scores) -> list[str]:
+    """The seed-vs-best table's header: accuracy, or the mean credit once free text is scored."""
+    figure = "score (mean credit)" if free_text(scores) else "accuracy"
+    return [f"| candidate | test users | {figure} | random | memory score (pooled) | AMemGym memory score (cells "
+            f"used/all) | format errors | write / read / utilization failures | {figure} per period |",
+            "|---|---|---|---|---|---|---|---|---|"]
 
 
 def _memory_cell(value: float | None, scores: Scores, cells: str = "") -> str:
@@ -121,6 +129,12 @@ def _score_notes(result: EvolutionResult) -> list[str]:
              "the upper bound's 95% lower bound (Wilson) is not above random or over 20% of its replies are unreadable."]
     notes += [f"Note ({label}): {scores.answer_collapse}." for label, scores in
               (("seed", result.seed_scores), ("best", result.best_scores)) if scores.answer_collapse]
+    if free_text(result.seed_scores):
+        notes.append(f"Score: the {result.seed_scores.score_meaning} (each question's credit in [0, 1]), not a "
+                     f"share of questions answered right. {(answers_text(result.seed_scores) or '').capitalize()}.")
+    notes += [f"{label.capitalize()}: {text}." for label, scores in (("seed", result.seed_scores),
+                                                                     ("best", result.best_scores))
+              for text in [benchmark_averages_text(scores)] if text]
     notes.append("Write / read / utilization failures are shares of all questions that failed because the fact never "
                  "reached memory, was in memory but not retrieved, or was retrieved but not used (AMemGym's "
                  "diagnosis; n/a without `episode.diagnose: true`).")
@@ -201,7 +215,9 @@ def _evolution_plots(result: EvolutionResult, history: list[GenerationOutcome], 
         label: (s.failure.write, s.failure.read, s.failure.utilization) if s.failure else (None,) * 3
         for label, s in (("seed", result.seed_scores), ("best", result.best_scores))
     }
-    ylabel = "memory score, pooled (0 = random, 1 = upper bound)" if has_memory else "accuracy (share of questions right)"
+    ylabel = ("memory score, pooled (0 = random, 1 = upper bound)" if has_memory
+              else "score (mean per-question credit)" if free_text(result.seed_scores)
+              else "accuracy (share of questions right)")
     plots = [
         plot_period_curves(curves, out_dir, "test_periods.png", ylabel=ylabel, memory_score=has_memory,
                            title=f"Seed vs best on {result.best_scores.n_users} test user(s), per period"),
@@ -225,7 +241,7 @@ def _cross_lines(run_dir: Path) -> list[str]:
 def evolution_report(run_dir: Path) -> str:
     """History, seed vs best on the test users (with a paired test), the best candidate, spend; writes plots
     to ``report/``."""
-    config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+    config = read_json(run_dir / "config.json", remedy=rewritten_by_resume(run_dir))
     history = _history(run_dir)
     environment = config.get("environment", "amemgym")
     lines = [f"# Evolution: {config.get('name', run_dir.name)} ({config.get('protocol', 'outer_loop')}, "
@@ -239,12 +255,12 @@ def evolution_report(run_dir: Path) -> str:
         if ledger.exists():
             lines += ["", *_spend_lines(read_ledger(ledger))]
         return "\n".join(lines) + "\n"
-    result = EvolutionResult.model_validate_json(result_path.read_text(encoding="utf-8"))
+    result = read_written(result_path, EvolutionResult, run_dir)
     best_label = "evolving (per user)" if result.protocol == "amemgym_period" else f"best {result.best.id[:8]}"
     lines += [
         f"Stopped: {result.stop_reason}",
         "",
-        *SCORE_HEADER,
+        *score_header(result.seed_scores),
         _scores_line(f"seed {result.seed.id[:8]}", result.seed_scores),
         _scores_line(best_label, result.best_scores),
         "",

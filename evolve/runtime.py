@@ -35,6 +35,7 @@ from memevo.environments.metrics import (
 )
 from memevo.environments.protocol import Environment
 from memevo.environments.registry import make_environment
+from memevo.environments.run_files import read_or_recompute
 from memevo.environments.rundir import LEDGER_FILE, UsageLedger, check_inputs, item_fingerprints
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.simulators.factory import make_simulator
@@ -175,8 +176,8 @@ def claim_run_dir(run_dir: Path, config: EvolveConfig, resume: bool, inputs: dic
 def recorded_split(run_dir: Path, fresh: Split) -> Split:
     """The split saved in the run folder (a resume must use the same users), else ``fresh`` saved now."""
     path = run_dir / "split.json"
-    if path.exists():
-        stored = Split.model_validate_json(path.read_text(encoding="utf-8"))
+    stored = read_or_recompute(path, Split)  # a damaged one is the fresh one again: the inputs are checked the same
+    if stored is not None:
         if stored != fresh:
             raise UserInputError("the data or split changed since this run started", source=str(path), field="split")
         return stored

@@ -16,12 +16,12 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from memevo.agents.errors import UserInputError
+from memevo.agents.errors import DamagedFileError, UserInputError
 from memevo.environments.data.io import save_items
 from memevo.evolve import ablation as ablation_module
 from memevo.evolve.ablation import load_manifest, run_ablation
 from memevo.evolve.ablation_config import load_ablation_config
-from memevo.evolve.ablation_records import find_arm_records
+from memevo.evolve.ablation_records import ARM_RECORD_FILE, find_arm_records
 from tests.doubles.category_backend import CategoryBackend, CategoryHub, category_world
 
 
@@ -194,3 +194,25 @@ def test_an_ablation_started_before_min_effect_resumes_and_takes_the_new_value(
     resumed = ablation_module._prepare(config.model_copy(update={"min_effect": 0.1}), run_dir, resume=True)
     assert resumed.min_effect == 0.1 and load_manifest(run_dir).min_effect == 0.1
     assert resumed.digest() == old_digest  # the MLflow parent is still found by its tag
+
+
+def test_damaged_ablation_files_are_recomputed_or_named_in_one_line(tmp_path: Path, ablation_file: Path) -> None:
+    config = load_ablation_config(ablation_file)
+    run_dir = tmp_path / "run"
+    first = run_ablation(config, run_dir=run_dir, hub=make_hub(), progress=lambda _: None)
+    record = run_dir / "complete" / "seed-1" / ARM_RECORD_FILE
+    assert record.is_file()
+    record.write_text(record.read_text(encoding="utf-8")[:40], encoding="utf-8")
+
+    with pytest.raises(DamagedFileError, match="resume the ablation") as error:
+        find_arm_records(run_dir)  # what `memevo report` reads: one line naming the file
+    assert error.value.source == str(record)
+    again = run_ablation(config, run_dir=run_dir, hub=make_hub(), resume=True, progress=lambda _: None)
+    assert record.with_name(ARM_RECORD_FILE + ".damaged").is_file()  # set aside, then written again
+    assert again.summary.model_dump() == first.summary.model_dump()
+
+    manifest = run_dir / ablation_module.MANIFEST_FILE
+    manifest.write_text("{", encoding="utf-8")
+    with pytest.raises(DamagedFileError, match="delete it and resume") as error:
+        run_ablation(config, run_dir=run_dir, hub=make_hub(), resume=True, progress=lambda _: None)
+    assert error.value.source == str(manifest)

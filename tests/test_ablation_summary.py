@@ -11,9 +11,11 @@ import pytest
 from memevo.agents.llm.accounting import RoleUsage, UsageReport
 from memevo.environments.metrics.failure import FailureSplit
 from memevo.environments.metrics.scores import Scores
+from memevo.evolve.ablation import summary_metrics
 from memevo.evolve.ablation_records import ArmSeedRecord, FailureRates, UnitScore, find_arm_records, save_arm_record
-from memevo.evolve.ablation_render import write_ablation_outputs
+from memevo.evolve.ablation_render import arm_table, write_ablation_outputs
 from memevo.evolve.ablation_summary import summarize
+from memevo.evolve.tracking.ablation_pages import ablation_note
 
 OUTER_LOOP = {"objective": "accuracy", "protocol": "outer_loop"}
 IN_EPISODE = {"objective": "accuracy", "protocol": "amemgym_period"}
@@ -207,3 +209,25 @@ def test_outputs_have_interval_and_test_columns_and_plots(tmp_path: Path) -> Non
 def test_no_records_is_an_error() -> None:
     with pytest.raises(ValueError, match="no finished"):
         summarize("empty", [], ["a"])
+
+
+def test_unpriced_spend_is_never_a_dollar_figure(tmp_path: Path) -> None:
+    records = _shared_prompt_ablation()
+    unpriced = UsageReport(by_role={"agent": RoleUsage(calls=10, prompt_tokens=100, unpriced_calls=10)})
+    records = [record.model_copy(update={"usage": unpriced}) for record in records]
+    summary = summarize("local", records, ["base", "evolved"])
+    paths = write_ablation_outputs(summary, records, tmp_path)
+    arm_row = next(line for line in paths["markdown"].read_text().splitlines() if line.startswith("| base |"))
+    assert arm_row.endswith("| unpriced |") and "0.0000" not in arm_row
+    with paths["arms_csv"].open() as handle:
+        arms = list(csv.DictReader(handle))
+    assert arms[0]["dollars"] == "" and int(arms[0]["unpriced_calls"]) > 0
+    metrics = summary_metrics(summary)
+    assert "base.dollars" not in metrics and metrics["base.unpriced_calls"] > 0
+
+
+def test_the_ablation_run_description_names_arms_seeds_and_the_arm_table() -> None:
+    summary = summarize("demo", _shared_prompt_ablation(), ["base", "evolved"])
+    note = next(iter(ablation_note(summary, arm_table(summary)).values()))
+    assert "**demo**" in note and "**evolved**" in note and "3 seed(s)" in note
+    assert "| arm | seeds |" in note and "| evolved | 0,1,2 |" in note

@@ -47,6 +47,7 @@ def endpoint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
     monkeypatch.setenv("MEMEVO_MODEL", "fake-model")
     monkeypatch.setenv("OPENAI_API_KEY", "test")
     with FaultServer(reply) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)  # every role without a base_url of its own
         yield server
 
 
@@ -103,7 +104,7 @@ def test_bad_input_names_its_field(endpoint: Any, tmp_path: Path) -> None:
     assert not (tmp_path / "d").exists()
     with pytest.raises(UserInputError, match="split"):  # refused once the data is read: what was saved goes again
         optimize(MemoryPolicy(kind="native"), api_example.make_users(4), run_dir=tmp_path / "e",
-                 config={"split": {"train": 3, "val": 3, "test": 3}})
+                 config={"components": ["system_prompt"], "split": {"train": 3, "val": 3, "test": 3}})
     assert not (tmp_path / "e").exists()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -480,3 +481,73 @@ def test_an_experiment_whose_artifact_folder_is_gone_under_a_file_exits_2_before
     assert err.startswith(f"memevo: error: {config.resolve()}, field 'name': experiment 'shared' in "), err
     assert f"keeps its artifacts in {tmp_path / 'old' / 'art'}, and {tmp_path / 'old' / 'art'} lies under" in err, err
     assert endpoint.requests == [] and not (tmp_path / "run").exists()
+
+
+def _half(text: str) -> str:
+    return text[: len(text) // 2]
+
+
+def _run_folder(files: dict[str, str]) -> Callable[[Path], Path]:
+    """An earlier run's folder holding ``files`` (name -> text), some of them damaged."""
+
+    def make(tmp: Path) -> Path:
+        folder = tmp / "earlier"
+        folder.mkdir()
+        for name, text in files.items():
+            (folder / name).write_text(text, encoding="utf-8")
+        return folder
+
+    return make
+
+
+INPUTS = json.dumps({"data": {"u1": "0123456789abcdef"}, "config": {"seed": 0}})
+DAMAGED_CASES = [
+    # (case, command, the folder (None: a fresh one), data file text (None: valid), what the one line must say)
+    ("inputs.json cut short", "eval", _run_folder({"run_kind.json": '{"kind": "eval"}', "inputs.json": _half(INPUTS)}),
+     None, ["earlier/inputs.json: damaged: invalid JSON (", "restore it from a backup, or delete it "
+            "and resume (the inputs given then are recorded again, unchecked"]),
+    ("evolution inputs.json overwritten", "evolve", _run_folder({"run_kind.json": '{"kind": "evolution"}',
+                                                                 "config.json": "{}", "inputs.json": "\x00\x01"}),
+     None, ["earlier/inputs.json: damaged: ", "restore it from a backup, or delete it and resume"]),
+    ("run_kind.json cut short in a folder without other files", "eval", _run_folder({"run_kind.json": '{"ki'}), None,
+     ["earlier/run_kind.json: damaged: invalid JSON (Unterminated string starting at line 1 column 2)", "write {\"kind\": \"evolution\"}, "
+      "\"ablation\" or \"eval\" into it, whichever command made the folder"]),
+    ("data file cut short", "eval", None, "CUT", ["data.json: invalid JSON at line ", "Unterminated string"]),
+    ("data file with text after the array", "eval", None, "[]\n[]", ["data.json: invalid JSON at line 2 column 1: "
+                                                                      "Extra data"]),
+    ("data file that is no JSON", "eval", None, "garbage", ["data.json: invalid JSON at line 1 column 1: Expecting "
+                                                             "value"]),
+    ("evolution data file cut short", "evolve", None, "CUT", ["data.json: invalid JSON at line "]),
+]
+
+
+@pytest.mark.parametrize(("name", "command", "folder", "data", "expected"), DAMAGED_CASES,
+                         ids=[case[0] for case in DAMAGED_CASES])
+def test_a_damaged_file_exits_2_in_one_line_naming_it_and_what_to_do(
+    name: str, command: str, folder: Callable[[Path], Path] | None, data: str | None, expected: list[str],
+    tmp_path: Path, endpoint: FaultServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    out = folder(tmp_path) if folder else tmp_path / "out"
+    if command == "eval":
+        (tmp_path / "agent.yaml").write_text("kind: native\n", encoding="utf-8")
+        valid = FIXTURE.read_text(encoding="utf-8")
+        (tmp_path / "data.json").write_text(_half(valid) if data == "CUT" else data or valid, encoding="utf-8")
+        args = ["eval", "--agent", str(tmp_path / "agent.yaml"), "--env", str(tmp_path / "data.json"), "--out",
+                str(out), "--simulator", "template", *(["--resume"] if folder else [])]
+    else:
+        config = _evolve_config(tmp_path)
+        if data is not None:
+            valid = (tmp_path / "data.json").read_text(encoding="utf-8")
+            (tmp_path / "data.json").write_text(_half(valid) if data == "CUT" else data, encoding="utf-8")
+        args = ["evolve", str(config), "--run-dir", str(out), *(["--resume"] if folder else [])]
+    before = {path: path.read_bytes() for path in out.rglob("*") if path.is_file()}
+    code, err = _run_memevo(args, monkeypatch, capsys)
+    *progress, line = err.strip().splitlines()
+    assert code == 2 and "Traceback" not in err, err
+    assert line.startswith("memevo: error: ") and all(re.match(r"\d\d:\d\d:\d\d ", other) for other in progress), err
+    for part in expected:
+        assert part in line, f"{part!r} not in {line!r}"
+    assert endpoint.requests == []
+    assert {path: path.read_bytes() for path in out.rglob("*") if path.is_file() and path.name != ".lock"} == \
+        {path: data for path, data in before.items() if path.name != ".lock"}  # nothing repaired that was not safe

@@ -13,8 +13,11 @@ from memevo.agents.errors import UserInputError
 from memevo.environments.benchmarks.locomo import NOT_MENTIONED, UNSTEMMED, LoCoMoEnvironment
 from memevo.environments.cli import app
 from memevo.environments.metrics import score_episodes
+from memevo.environments.qa import answer_schema
+from memevo.environments.replay import SHORT_ANSWER_REQUEST
 from memevo.environments.runner import EpisodeConfig
-from tests.doubles.replay_agents import ReplayRecordingAgent
+from memevo.environments.score_text import score_lines
+from tests.doubles.replay_agents import ReplayRecordingAgent, ReplayScoringAgent
 
 runner = CliRunner()
 ENV = LoCoMoEnvironment(EpisodeConfig())
@@ -165,3 +168,51 @@ def test_validate_warns_of_evidence_that_names_no_turn(tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert "warning: conv-1 question 0: evidence 'D1:1 D1:3' names no turn" in result.output
     assert "0 errors, 1 warnings" in result.output
+
+
+async def test_an_adversarial_question_on_a_likelihood_model_scores_its_options_unlisted(tmp_path: Path) -> None:
+    environment = LoCoMoEnvironment(EpisodeConfig(answer_mode="likelihood"))
+    (item,) = environment.load_items(write(tmp_path, [sample()]))
+    agent = ReplayScoringAgent(lambda prompt, memory: "Rex",
+                               lambda option, memory: -1.0 if option == NOT_MENTIONED else -40.0)
+    episode = await environment.run_item(agent, item, None)
+    adversarial = episode.periods[0].qa[4]
+    assert adversarial.answer_mode == "likelihood" and not adversarial.format_error and adversarial.correct
+    assert [options for _, options in agent.scored] == [environment.questions(item, 0)[4].choices]
+    prompt = agent.scored[0][0]
+    assert prompt == adversarial.prompt and "Options" not in prompt and NOT_MENTIONED not in prompt
+    assert "Rex" not in prompt  # the adversarial answer is an option: it never reaches the prompt
+    assert all(not record.format_error for record in episode.periods[0].qa)
+
+
+async def test_generated_choice_answers_are_constrained_and_free_text_asks_a_short_phrase(tmp_path: Path) -> None:
+    environment = LoCoMoEnvironment(EpisodeConfig(answer_mode="generated"))
+    (item,) = environment.load_items(write(tmp_path, [sample()]))
+    agent = ReplayScoringAgent(lambda prompt, memory: '{"answer": 2}' if "Options" in prompt else "Rex",
+                               lambda option, memory: 0.0)
+    records = (await environment.run_item(agent, item, None)).periods[0].qa
+    schemas = dict(zip([prompt for prompt, _, _ in agent.asked], agent.schemas, strict=True))
+    assert schemas[records[4].prompt] == answer_schema(2) and records[4].answer_mode == "generated"
+    assert records[4].choice == 2 and not agent.scored
+    free = records[:4]
+    assert all(schemas[record.prompt] is None for record in free)
+    assert all(record.prompt.startswith(SHORT_ANSWER_REQUEST) for record in free)
+    assert free[0].prompt.endswith("What is Ana's dog called?")
+    assert "approximate date" in free[2].prompt
+
+
+async def test_free_text_scores_are_labelled_mean_credit_and_answers_said_truthfully(tmp_path: Path) -> None:
+    items = ENV.load_items(write(tmp_path, [sample()]))
+    agent = ReplayRecordingAgent(lambda prompt, memory: '{"answer": 1}' if "Options" in prompt else "Rex")
+    scores = score_episodes([await ENV.run_item(agent, items[0], None)], items)
+    lines = score_lines(scores, width=1000)
+    assert lines[0].startswith(f"score {scores.accuracy:.3f} (mean per-question credit: token F1 on 4, choice on 1;")
+    assert scores.scoring == {"token_f1": 4, "choice": 1}
+    answers = next(line for line in lines if line.startswith("answers:"))
+    assert answers.startswith("answers: free text, scored by token F1 (4 q); multiple-choice questions (1 q) "
+                              "answered by generated")
+    free_only = score_episodes([await ENV.run_item(agent, items[0].model_copy(
+        update={"questions": items[0].questions[:4]}), None)], items)
+    assert free_only.answer_mode is None
+    text = " ".join(score_lines(free_only, width=1000))
+    assert "answers: free text, scored by token F1 (4 q)" in text and "option" not in text

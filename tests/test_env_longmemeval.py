@@ -16,6 +16,7 @@ from memevo.environments.benchmarks.longmemeval import LongMemEvalEnvironment
 from memevo.environments.cli import app
 from memevo.environments.metrics import score_episodes
 from memevo.environments.runner import EpisodeConfig
+from memevo.environments.score_text import score_lines
 from tests.doubles.replay_agents import ReplayRecordingAgent
 from tests.doubles.scripted_llm import ScriptedLLM
 
@@ -72,8 +73,13 @@ async def test_judge_scores_with_the_rules_of_each_question_type(tmp_path: Path)
                 for item in items]
     values = {episode.user_id: episode.periods[0].qa[0].value for episode in episodes}
     assert values == {"q1": 1.0, "q2": 0.0, "q3_abs": 1.0}
-    assert {c.category: c.accuracy for c in score_episodes(episodes, items).per_category} == {
+    scores = score_episodes(episodes, items)
+    assert {c.category: c.accuracy for c in scores.per_category} == {
         "single-session-user": 1.0, "temporal-reasoning": 0.0, "multi-session": 1.0}
+    assert scores.category_mean == pytest.approx(2 / 3)  # LongMemEval's task-averaged accuracy
+    assert scores.abstention is not None and (scores.abstention.n_questions, scores.abstention.accuracy) == (1, 1.0)
+    assert "task-averaged 0.667 (mean of 3 categories' scores), abstention 1.000 (1 q)" in " ".join(score_lines(scores))
+    assert scores.score_meaning == "mean per-question credit: LLM judge on 3"
     prompts = [call["messages"][-1]["content"] for call in llm.calls_for("judge")]
     assert len(prompts) == 3 and "off-by-one" in prompts[1] and "cannot be answered" in prompts[2]
     assert "Correct answer: Lisbon" in prompts[0] and "Explanation: You never said" in prompts[2]

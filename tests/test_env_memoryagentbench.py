@@ -75,7 +75,7 @@ async def test_each_task_is_scored_with_its_metric_and_unscorable_ones_are_left_
     episodes = [await environment.run_item(ReplayRecordingAgent(lambda p, m: replies[p.split("\n\n")[0]]), item,
                                            None) for item in items]
     facts, moved = (episode.periods[0].qa for episode in episodes)
-    assert [r.value for r in facts] == [1.0, 0.0] and facts[0].scoring == "exact_match"
+    assert [r.value for r in facts] == [1.0, 0.0] and facts[0].scoring == "substring_match"
     assert moved[0].value == 1.0 and moved[0].scoring == "llm_judge"
     assert len(llm.calls_for("judge")) == 1
     per_category = {c.category: c.accuracy for c in score_episodes(episodes, items).per_category}
@@ -117,7 +117,7 @@ def test_env_stats_and_validate_read_a_shard_folder(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     figures = json.loads(result.output)
     assert figures["questions_per_category"] == {"factconsolidation_sh_6k": 2, "longmemeval_s_-1_500": 1}
-    assert figures["questions_per_scoring"] == {"exact_match": 2, "llm_judge": 1}
+    assert figures["questions_per_scoring"] == {"substring_match": 2, "llm_judge": 1}
     assert figures["items_per_split"] == {"Conflict_Resolution": 2}
     assert figures["data_bytes"] == path.stat().st_size
     valid = runner.invoke(app, ["validate", "-e", "memoryagentbench", str(path)])

@@ -105,6 +105,8 @@ def test_evolve_on_a_split_of_a_replayed_benchmark(tmp_path: Path, tiny_benchmar
     assert sorted(split["train"] + split["val"] + split["test"]) == sorted(f"conv-user-{n}" for n in range(6))
     assert result.best.id != result.seed.id and result.best_scores.accuracy > result.seed_scores.accuracy
     assert result.seed_scores.upper_bound is None and result.seed_scores.per_category
+    assert result.environment == "locomo"
+    assert json.loads((tmp_path / "run" / "result.json").read_text())["environment"] == "locomo"
     proposer_feedback = [call["messages"][-1]["content"] for call in backend.calls_for("proposer")]
     assert proposer_feedback and all("Which option should I pick" in text for text in proposer_feedback)
     assert "environment locomo" in report_run(tmp_path / "run")

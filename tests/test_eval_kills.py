@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +183,123 @@ def test_a_signalled_eval_says_how_to_resume_and_resumes_to_the_same_results(
         f"--agent {out.parent / 'agent.yaml'} --env {FIXTURE} --out {out} --upper-bound --simulator template "
         "--max-concurrent-users 1 --resume")
     resumed = endpoint.run_eval(out, cache, "--upper-bound", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert _results(out) == _results(reference[0])
+    assert _served_calls(out) == endpoint.answered - before
+
+
+def _truncate(pattern: str) -> Callable[[Path], Path]:
+    """Cut the first run file matching ``pattern`` to half its size, as a failed copy or another tool's write
+    leaves it."""
+
+    def damage(out: Path) -> Path:
+        path = sorted(out.glob(pattern))[0]
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+        return path
+
+    return damage
+
+
+def _garbage(relative: str) -> Callable[[Path], Path]:
+    def damage(out: Path) -> Path:
+        (out / relative).write_bytes(b"\x00garbage\xff")
+        return out / relative
+
+    return damage
+
+
+REPAIRED: dict[str, tuple[list[Trigger], Callable[[Path], Path], str]] = {
+    # (kills before the damage (none: a finished run), the damage, what the warning line says after the file)
+    "a period record cut short mid-run": ([after_file(f"run/users/{FIRST_USER}/period_01.json.gz")],
+                                          _truncate(f"run/users/{FIRST_USER}/period_00.json.gz"), "period_00.json.gz is "
+                                          "damaged"),
+    "the last state cut short mid-run": ([after_file(f"run/users/{FIRST_USER}/period_01.json.gz")],
+                                         _truncate("run/users/*/period_*.state.json.gz"), "state.json.gz is damaged"),
+    "a user's meta.json overwritten": ([], _garbage(f"run/users/{FIRST_USER}/meta.json"), "meta.json is damaged"),
+    "the upper-bound table cut short": ([], _truncate("upper_bound.json"), "damaged: invalid JSON"),
+    "run_kind.json overwritten": ([], _garbage("run_kind.json"), "written again as 'eval'"),
+}
+"""Damaged files a resume recomputes: it sets them aside, says so in one warning line, and ends as the uninterrupted
+run did, without a request the cache could answer."""
+
+
+@pytest.mark.parametrize("case", list(REPAIRED), ids=list(REPAIRED))
+def test_a_damaged_file_that_resume_recomputes_is_set_aside_and_recomputed(
+    case: str, endpoint: EvalEndpoint, reference: tuple[Path, int], tmp_path: Path
+) -> None:
+    kills, damage, warning = REPAIRED[case]
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    before = endpoint.answered
+    first = endpoint.run_eval(out, cache, "--upper-bound", triggers=kills)
+    assert first.returncode == (-signal.SIGKILL if kills else 0), first.stderr
+    damaged = damage(out)
+    resumed = endpoint.run_eval(out, cache, "--upper-bound", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    lines = [line for line in resumed.stderr.splitlines() if damaged.name in line]
+    assert len(lines) == 1 and str(damaged.parent) in lines[0] and warning in lines[0], resumed.stderr
+    assert _results(out) == _results(reference[0])
+    assert _served_calls(out) == endpoint.answered - before
+
+
+def test_a_damaged_record_of_inputs_exits_2_naming_it_and_what_to_do(endpoint: EvalEndpoint, tmp_path: Path) -> None:
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    assert endpoint.run_eval(out, cache, triggers=[at_request(4)]).returncode == -signal.SIGKILL
+    damaged = _truncate("inputs.json")(out)
+    requests_before = len(endpoint.server.requests)
+    resumed = endpoint.run_eval(out, cache, "--resume")
+    assert resumed.returncode == 2 and "Traceback" not in resumed.stderr, resumed.stderr
+    assert resumed.stderr.strip().splitlines()[-1].startswith(
+        f"memevo: error: {damaged}: damaged: invalid JSON ("), resumed.stderr
+    assert "restore it from a backup, or delete it and resume (the inputs given then are recorded again" in \
+        resumed.stderr
+    assert len(endpoint.server.requests) == requests_before
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A real 1 MiB file system (tmpfs), so a run meets a real full disk; skipped where it cannot be mounted."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)], capture_output=True,
+                             check=False) if os.geteuid() == 0 else None
+    if mounted is None or mounted.returncode != 0:
+        pytest.skip("mounting a small tmpfs needs root and the right to mount")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def _fill(disk: Path, leave: int) -> Path:
+    """A file taking all but ``leave`` bytes of ``disk``."""
+    filler = disk / "filler"
+    free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+    filler.write_bytes(b"\0" * max(free - leave, 0))
+    return filler
+
+
+@pytest.mark.parametrize("space", [8, 84, 108, 180], ids=lambda kib: f"{kib} KiB left")
+def test_a_full_disk_is_one_line_with_the_resume_command_and_the_resume_ends_as_the_uninterrupted_run(
+    space: int, small_disk: Path, endpoint: EvalEndpoint, reference: tuple[Path, int], tmp_path: Path
+) -> None:
+    out, cache = small_disk / "out", tmp_path / "cache"  # the response cache is on another disk
+    # The run writes about 200 KiB and keeps 64 KiB allocated for its usage ledger: with 8 KiB left it stops while
+    # claiming the folder, with more during the upper bound, the first user, the second.
+    filler = _fill(small_disk, leave=space * 1024)
+    before = endpoint.answered
+    failed = endpoint.run_eval(out, cache, "--upper-bound")
+    assert failed.returncode == 1 and "Traceback" not in failed.stderr, failed.stderr
+    line = failed.stderr.strip().splitlines()[-1]
+    full = r"memevo: run failed: the disk is full( \(writing [^)]+\))?: No space left on device; "
+    during_run = re.fullmatch(
+        f"{full}finished work is saved: free space, then resume with: memevo eval --agent "
+        f"{re.escape(str(small_disk / 'agent.yaml'))} --env {re.escape(str(FIXTURE))} --out {re.escape(str(out))} "
+        "--upper-bound --simulator template --max-concurrent-users 1 --resume", line)
+    at_claim = re.fullmatch(f"{full}free space, then run the command again( with --resume)?", line)  # before the run
+    assert during_run or at_claim, failed.stderr
+    filler.unlink()  # space freed
+    resume = ("--resume",) if during_run or (at_claim and at_claim.group(2)) else ()
+    resumed = endpoint.run_eval(out, cache, "--upper-bound", *resume)
     assert resumed.returncode == 0, resumed.stderr
     assert _results(out) == _results(reference[0])
     assert _served_calls(out) == endpoint.answered - before

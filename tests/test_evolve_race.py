@@ -75,13 +75,15 @@ def test_a_lucky_first_candidate_does_not_end_the_race_before_a_helpful_one_is_m
     assert record.selected_on == record.rounds[-1].users
 
 
-def test_worse_candidates_leave_at_once_and_ones_without_gain_after_two_rounds() -> None:
-    record, played = _race({"a": {"*": 0.0}, "b": {"*": 0.0}, "worse": {"*": -0.3}})
+def test_worse_candidates_and_ones_without_gain_leave_after_the_round_that_shows_it() -> None:
+    record, played = _race({"a": {"*": 0.0}, "b": {"*": 0.0}, "worse": {"*": -0.3},
+                            "late": {"u0": 0.1, "u1": 0.0, "u2": -0.3, "u3": -0.3, "*": 0.1}})
     assert record.winner_id is None
     assert record.rounds[0].verdicts[_candidate("worse").id].state == "worse" and played["worse"] == 2
     assert record.rounds[0].verdicts[_candidate("a").id].state == "open"  # all ties: no evidence either way
-    assert len(record.rounds) == 2 and record.rounds[-1].staying == []  # no gain after two rounds: futile
-    assert played == {"a": 4, "b": 2, "worse": 2}
+    assert record.rounds[0].staying == [_candidate("late").id]  # no gain on the first round's users: futile
+    assert len(record.rounds) == 2 and record.rounds[-1].staying == []  # its gain gone after the second round
+    assert played == {"a": 2, "b": 2, "worse": 2, "late": 4}
 
 
 @pytest.mark.parametrize("stop_at", [0, 1])

@@ -129,6 +129,7 @@ def test_a_stored_result_that_decided_on_memory_score_reads_as_amemgyms_ratio() 
         "seed_scores": scores, "best_scores": scores, "seed_user_scores": [], "best_user_scores": [],
         "stop_reason": "x", "usage": {"by_role": {}}})
     assert result.objective == "amemgym_memory_score"
+    assert result.environment == "amemgym"  # written before the environment was recorded: AMemGym's
     from memevo.evolve.evaluation import CandidateEval
 
     stored = CandidateEval.model_validate({"candidate_id": "c", "split": "val", "objective": "memory_score",

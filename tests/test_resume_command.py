@@ -1,5 +1,6 @@
 """The resume command is the running command as typed, with ``--resume`` (``environments/resume.py``), and
-``resumable`` turns a signal, an endpoint failure or a full disk into one line that holds it."""
+``resumable`` turns a signal, an endpoint failure, a full disk (however wrapped) or a damaged run file into one line
+that holds it."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from memevo.agents.errors import Interrupted, RunFailedError, UserInputError
+from memevo.agents.errors import DamagedFileError, Interrupted, RunFailedError, UserInputError
 from memevo.agents.llm.protocol import LLMError
 from memevo.environments.resume import resumable
 
@@ -65,8 +66,17 @@ def test_the_resume_command_is_the_command_as_given_with_resume(args: list[str],
     (LLMError("m failed after 6 attempt(s): HTTP 429: slow down"), RunFailedError,
      "m failed after 6 attempt(s): HTTP 429: slow down; finished work is saved, resume with: memevo run c --resume"),
     (OSError(errno.ENOSPC, "No space left on device", "/runs/x/a.json"), RunFailedError,
-     "[Errno 28] No space left on device: '/runs/x/a.json'; finished work is saved: fix that, then resume with: "
-     "memevo run c --resume"),
+     "the disk is full (writing /runs/x/a.json): No space left on device; finished work is saved: free space, then "
+     "resume with: memevo run c --resume"),
+    (ExceptionGroup("users", [RuntimeError("(sqlite3.OperationalError) database or disk is full\n[SQL: INSERT]")]),
+     RunFailedError, "the disk is full: database or disk is full; finished work is saved: free space, then resume "
+     "with: memevo run c --resume"),
+    (OSError(errno.EACCES, "Permission denied", "/runs/x"), RunFailedError,
+     "[Errno 13] Permission denied: '/runs/x'; finished work is saved: fix that, then resume with: memevo run c "
+     "--resume"),
+    (DamagedFileError("damaged: cut short", source="/runs/x/plan.json", remedy="restore it from a backup"),
+     DamagedFileError, "/runs/x/plan.json: damaged: cut short; restore it from a backup; resume with: memevo run c "
+     "--resume"),
     (KeyboardInterrupt(), Interrupted, "interrupted by SIGINT; finished work is saved, resume with: memevo run c --resume"),
     (UserInputError("bad", field="x"), UserInputError, "field 'x': bad"),  # a resume would repeat it: no hint
 ])

@@ -1,8 +1,10 @@
 """Run-folder guards: one process per folder (a second one exits 2 naming the first's pid, a killed holder's
-lock is taken over), inputs checked on resume, and the per-call usage ledger."""
+lock is taken over), its kind and inputs checked on resume (a damaged record of either named, or repaired where the
+folder shows what it held), a full disk at the claim in one line, and the per-call usage ledger."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -13,17 +15,20 @@ from pathlib import Path
 
 import pytest
 
-from memevo.agents.errors import UserInputError
+from memevo.agents.errors import DamagedFileError, RunFailedError, UserInputError
 from memevo.agents.llm.accounting import RoleUsage
+from memevo.environments import rundir
 from memevo.environments.rundir import (
     INPUTS_FILE,
     KIND_FILE,
     LEDGER_FILE,
     LOCK_FILE,
+    RunKind,
     UsageLedger,
     changed_fields,
     check_inputs,
     claim_run_folder,
+    read_ledger,
 )
 from tests.doubles.fault_server import FaultServer
 
@@ -138,13 +143,55 @@ def test_a_claim_records_the_folder_kind_and_a_refused_first_start_removes_it(tm
     assert not (tmp_path / "new").exists()
 
 
-def test_a_damaged_kind_record_is_one_line_naming_it(tmp_path: Path) -> None:
+def test_a_damaged_kind_record_without_other_files_is_one_line_naming_it_and_the_fix(tmp_path: Path) -> None:
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / KIND_FILE).write_text('{"kind": ')
-    with pytest.raises(UserInputError, match="cannot read the folder's kind") as refused:
+    with pytest.raises(DamagedFileError, match="write .* into it, whichever command made the folder") as refused:
         with claim_run_folder(tmp_path / "run", flag="--run-dir", kind="evolution"):
             pass
     assert refused.value.source == str(tmp_path / "run" / KIND_FILE)
+    assert (tmp_path / "run" / KIND_FILE).read_text() == '{"kind": '
+
+
+@pytest.mark.parametrize(("marker", "kind", "other"), [("config.json", "evolution", "ablation"),
+                                                       ("ablation.json", "ablation", "eval")])
+def test_a_damaged_kind_record_is_written_again_from_the_folders_files_saying_so(
+    marker: str, kind: RunKind, other: RunKind, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / marker).write_text("{}")
+    (tmp_path / "run" / KIND_FILE).write_bytes(b"\x00\xff")
+    with pytest.raises(UserInputError, match=f"holds an? {kind} run"):  # the files still tell the kind apart
+        with claim_run_folder(tmp_path / "run", flag="--run-dir", kind=other):
+            pass
+    with claim_run_folder(tmp_path / "run", flag="--run-dir", kind=kind):
+        pass
+    assert json.loads((tmp_path / "run" / KIND_FILE).read_text()) == {"kind": kind}
+    assert f"{tmp_path / 'run' / KIND_FILE}: damaged: " in caplog.text
+    assert f"written again as {kind!r}, the kind its folder's files show" in caplog.text
+
+
+def test_a_full_disk_while_claiming_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(path: Path, data: object) -> None:  # TEST DOUBLE: a disk with no space left
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(rundir, "write_json_atomic", full)
+    with pytest.raises(RunFailedError) as failed:
+        with claim_run_folder(tmp_path / "run", flag="--run-dir", kind="evolution"):
+            pass
+    assert str(failed.value) == (f"the disk is full (writing {tmp_path / 'run' / KIND_FILE}): No space left on device; "
+                                 "free space, then run the command again")
+
+
+def test_a_damaged_record_of_inputs_names_it_and_the_remedy(tmp_path: Path) -> None:
+    (tmp_path / INPUTS_FILE).write_text('{"data": {"u1"')
+    with pytest.raises(DamagedFileError) as damaged:
+        check_inputs(tmp_path, {"data": {"u1": "aa"}})
+    assert damaged.value.source == str(tmp_path / INPUTS_FILE)
+    assert str(damaged.value).startswith(f"{tmp_path / INPUTS_FILE}: damaged: invalid JSON (")
+    assert damaged.value.remedy.startswith("restore it from a backup, or delete it and resume")
 
 
 def test_changed_fields_name_every_difference() -> None:
@@ -176,3 +223,20 @@ def test_usage_ledger_carries_every_count_across_processes(tmp_path: Path) -> No
     assert usage.dollars == pytest.approx(first.report().by_role["agent"].dollars)
     assert UsageLedger(tmp_path / LEDGER_FILE).report().by_role["agent"] == usage.model_copy()
     assert isinstance(usage, RoleUsage)
+
+
+def test_a_ledger_meeting_a_full_disk_keeps_the_count_it_made_and_then_stops_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(fd: int, offset: int, length: int) -> None:  # TEST DOUBLE: no space left to reserve
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    ledger = UsageLedger(tmp_path / LEDGER_FILE)
+    assert os.stat(tmp_path / LEDGER_FILE).st_blocks * 512 >= rundir.LEDGER_RESERVE_BYTES  # reserved, size still 0
+    assert os.stat(tmp_path / LEDGER_FILE).st_size == 0
+    monkeypatch.setattr(rundir, "allocate_past_end", full)
+    monkeypatch.setattr(rundir, "LEDGER_RESERVE_BYTES", 1 << 40)  # the next count reserves again
+    with pytest.raises(OSError) as failed:
+        ledger.record_call("agent", model="m", prompt_tokens=3, completion_tokens=1, wall_s=0.1, cached=False)
+    assert failed.value.errno == errno.ENOSPC
+    assert read_ledger(tmp_path / LEDGER_FILE).by_role["agent"].calls == 1  # the count is on disk

@@ -24,7 +24,7 @@ from memevo.environments.answer_scoring import locomo_f1, multi_part_f1, porter_
 from memevo.environments.benchmarks.base import BenchmarkEnvironment
 from memevo.environments.benchmarks.files import iter_json_records, validated
 from memevo.environments.protocol import AnswerScore, QuestionView
-from memevo.environments.replay import ANSWER_INSTRUCTION, ReplayItem, ReplayQuestion, ReplaySession
+from memevo.environments.replay import ReplayItem, ReplayQuestion, ReplaySession, short_answer_prompt
 
 if TYPE_CHECKING:
     from memevo.agents.llm.protocol import ChatClient
@@ -174,8 +174,8 @@ class LoCoMoEnvironment(BenchmarkEnvironment):
 
     def answer_prompt(self, question: QuestionView) -> str:
         if question.category == "temporal":
-            return f"{question.query} Give an approximate date, using the dates of our conversations.\n\n" \
-                   f"{ANSWER_INSTRUCTION}"
+            return short_answer_prompt(f"{question.query} Give an approximate date, using the dates of our "
+                                       "conversations.")
         return super().answer_prompt(question)
 
     async def score_answer(self, item: ReplayItem, period: int, question: QuestionView, reply: str) -> AnswerScore:

@@ -5,8 +5,8 @@ order (the oracle file does not sort them) with the ``has_answer`` evidence labe
 asked. Scored as LongMemEval scores: an LLM judge says yes or no, with instructions per ``question_type``
 (off-by-one day counts allowed for temporal reasoning, an updated answer enough for knowledge updates, a rubric
 for preferences) and an abstention instruction for ids containing ``_abs``, reported per question type.
-LongMemEval also reports the mean over types and the abstention questions' accuracy; memevo's score tables do
-not show those yet.
+LongMemEval also reports the mean over types (task-averaged accuracy) and the abstention questions' accuracy; the
+score summary shows both (``Scores.category_mean`` and ``Scores.abstention``).
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ class LongMemEvalEnvironment(BenchmarkEnvironment):
                     for date, session_id, turns in dated]
         question = ReplayQuestion(query=record.question, gold=record.answer, category=record.question_type,
                                   scoring="llm_judge" if self.scoring == "judge" else "exact_match",
-                                  asked_at=_time(record.question_date))
+                                  asked_at=_time(record.question_date), abstention=is_abstention(record.question_id))
         return ReplayItem(id=record.question_id, sessions=sessions, questions=[question])
 
     async def score_answer(self, item: ReplayItem, period: int, question: QuestionView, reply: str) -> AnswerScore:

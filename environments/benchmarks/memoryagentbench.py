@@ -32,6 +32,7 @@ from memevo.environments.benchmarks.files import iter_json_records, iter_table_r
 from memevo.environments.benchmarks.longmemeval import is_abstention
 from memevo.environments.benchmarks.longmemeval import judge_prompt as longmemeval_judge_prompt
 from memevo.environments.protocol import AnswerScore, QuestionView
+from memevo.environments.records import ScoringMethod
 from memevo.environments.replay import ReplayItem, ReplayQuestion, ReplaySession
 
 if TYPE_CHECKING:
@@ -72,21 +73,22 @@ class Record(LazyModel):
 
 
 class TaskMetric(LazyModel):
-    """How one task family is scored (``metric`` names MemoryAgentBench's figure); ``needs`` says what memevo lacks
-    when it cannot score the task."""
+    """How one task family is scored (``metric`` names MemoryAgentBench's figure, ``scoring`` the method it is
+    recorded as); ``needs`` says what memevo lacks when it cannot score the task."""
 
     prefix: str
     metric: str
+    scoring: ScoringMethod = "exact_match"
     needs: str | None = None
 
 
 TASK_METRICS = (
-    TaskMetric(prefix="ruler_qa", metric="substring exact match"),
-    TaskMetric(prefix="eventqa", metric="recall (every answer element in the reply)"),
+    TaskMetric(prefix="ruler_qa", metric="substring exact match", scoring="substring_match"),
+    TaskMetric(prefix="eventqa", metric="recall (every answer element in the reply)", scoring="recall"),
     TaskMetric(prefix="icl_", metric="exact match"),
-    TaskMetric(prefix="factconsolidation", metric="substring exact match"),
+    TaskMetric(prefix="factconsolidation", metric="substring exact match", scoring="substring_match"),
     TaskMetric(prefix="detective_qa", metric="exact match"),
-    TaskMetric(prefix="longmemeval", metric="judge accuracy"),
+    TaskMetric(prefix="longmemeval", metric="judge accuracy", scoring="llm_judge"),
     TaskMetric(prefix="infbench_sum", metric="summary F1",
                needs="MemoryAgentBench's three-call summary judge (fluency, key-point recall, precision)"),
     TaskMetric(prefix="recsys", metric="recall@5", needs="the entity2id.json movie table"),
@@ -184,9 +186,9 @@ class MemoryAgentBenchEnvironment(BenchmarkEnvironment):
                                                                          f"\n{piece}"},
                                             {"role": "assistant", "content": "Noted."}])
                     for index, piece in enumerate(chunks(record.context, self.chunk_chars))]
-        judged = record.metadata.source.startswith("longmemeval")
+        scoring = task_metric(record.metadata.source).scoring
         questions = [ReplayQuestion(query=text, gold=" / ".join(golds), category=record.metadata.source,
-                                    scoring="llm_judge" if judged else "exact_match")
+                                    scoring=scoring)
                      for text, golds in zip(record.questions, record.answers, strict=True)]
         return ReplayItem(id=item_id, sessions=sessions, questions=questions, split=competency)
 
@@ -199,7 +201,7 @@ class MemoryAgentBenchEnvironment(BenchmarkEnvironment):
         if task.prefix == "longmemeval":
             return await self._judged(record, question, reply)
         score = reference_score(task.prefix, reply, record.answers[question.index])
-        return AnswerScore(score=score, method="exact_match", correct=score == 1.0, detail=task.metric)
+        return AnswerScore(score=score, method=task.scoring, correct=score == 1.0, detail=task.metric)
 
     async def _judged(self, record: Record, question: QuestionView, reply: str) -> AnswerScore:
         if self.judge is None:
@@ -214,8 +216,8 @@ class MemoryAgentBenchEnvironment(BenchmarkEnvironment):
 
 
 def reference_score(prefix: str, reply: str, golds: list[str]) -> float:
-    """MemoryAgentBench's score of a reply for a task family: the reply and its parsed answer line are both scored
-    and the better kept, against the best of the acceptable answers."""
+    """MemoryAgentBench's score of a reply for a task family: EventQA's recall of the gold elements; else the reply
+    and its parsed answer line are both scored and the better kept, against the best of the acceptable answers."""
     if prefix == "eventqa":
         return contains_all(reply, golds)
     metric: Callable[[str, str], float] = (substring_match if prefix in ("ruler_qa", "factconsolidation")

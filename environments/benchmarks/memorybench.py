@@ -277,7 +277,7 @@ class MemoryBenchEnvironment(BenchmarkEnvironment):
             letter = reply.strip().lower()
             chosen = str(options.get(letter, reply)) if isinstance(options, dict) and len(letter) == 1 else reply
             score = float("not mentioned" in chosen.lower() or "no information available" in chosen.lower())
-            return AnswerScore(score=score, method="exact_match", correct=score == 1.0,
+            return AnswerScore(score=score, method="substring_match", correct=score == 1.0,
                                detail="LoCoMo adversarial: credit for saying it is not mentioned")
         text = str(gold).split(";")[0].strip() if category == 3 else str(gold)
         score = multi_part_f1(reply, text, self.stem) if category == 1 else locomo_f1(reply, text, self.stem)

@@ -2,7 +2,10 @@
 
 Accepted sources for :func:`load_items`:
 
-- a ``data.json`` file (a JSON array of items, as the reference generator writes it), or a JSON-lines file;
+- a ``data.json`` file (a JSON array of items, as the reference generator writes it), or a JSON-lines file; both
+  are read as a stream, one user at a time (``json_stream``), so memory follows the items, not the file's size
+  (a file above ``SYNTAX_FIRST_BYTES`` is checked for JSON syntax in a first streamed pass, so a damaged large file
+  fails holding one user's text);
 - a directory written by ``datasets.Dataset.save_to_disk`` (a ``DatasetDict`` picks ``split``), or a
   directory holding ``data.json`` or ``*.parquet`` / ``*.arrow`` files;
 - a single ``.parquet`` or ``.arrow`` file;
@@ -18,17 +21,20 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from pydantic import ValidationError
 
 from memevo.agents.errors import UserInputError
+from memevo.environments.data.json_stream import CHUNK_CHARS, JSONStreamError, array_elements
 from memevo.environments.data.models import Item
 from memevo.environments.store import write_text_atomic
 
 DEFAULT_SPLIT = "v1.base"
+SYNTAX_FIRST_BYTES = 32 * 2**20
+"""Data files above this size (AMemGym's v1.base is 2.24 MB) are checked for JSON syntax before items are built."""
 _DATASET_SUFFIXES = (".parquet", ".arrow")
 
 
@@ -74,25 +80,77 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
 
 
 def _load_json_file(path: Path) -> list[Item]:
+    """Items from a JSON array, JSON lines or one user's object, read as a stream (``json_stream``): memory for the
+    items and one user's text, not for the whole file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open(encoding="utf-8") as file:
+            first = _first_char(file)
+            if path.suffix == ".jsonl" or (first == "{" and _is_json_lines(file)):
+                _check_syntax_first(file, path, lambda: _json_lines(file, path))
+                return _rows_to_items(_json_lines(file, path), str(path))
+            if first == "[":
+                _check_syntax_first(file, path, lambda: array_elements(file))
+                return _validate_rows(array_elements(file), str(path))
+            if first != "{":  # not data: say what the file starts with, without reading it all
+                raise UserInputError(_not_items(file.read(CHUNK_CHARS)), source=str(path))
+            data = _parse_json(file.read(), path, None)  # one user's object
     except (OSError, UnicodeDecodeError) as error:
         raise UserInputError(f"cannot read: {error}", source=str(path)) from error
-    if path.suffix == ".jsonl" or _is_json_lines(text):
-        rows = [_parse_json(line, path, number) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
-        return _rows_to_items(rows, str(path))
-    data = _parse_json(text, path, None)
+    except JSONStreamError as error:
+        raise UserInputError(str(error), source=str(path)) from error
     if isinstance(data, dict) and "periods" in data:  # a one-user JSON-lines export
         return _rows_to_items([data], str(path))
-    if not isinstance(data, list):
-        raise UserInputError(f"expected a JSON array of items, got {type(data).__name__}", source=str(path))
-    return _validate_rows(data, str(path))
+    raise UserInputError(f"expected a JSON array of items, got {type(data).__name__}", source=str(path))
 
 
-def _is_json_lines(text: str) -> bool:
-    """A ``datasets``-exported ``.json`` file holds one object per line rather than an array."""
-    stripped = text.lstrip()
-    return stripped.startswith("{") and "\n{" in stripped.rstrip()
+def _check_syntax_first(file: TextIO, path: Path, rows: Callable[[], Iterator[Any]]) -> None:
+    """A file larger than ``SYNTAX_FIRST_BYTES`` is read through once for its JSON alone, each row dropped as soon as
+    it is parsed, so a damaged one fails holding one user's text rather than every item before its error; the file
+    is left at its start for the pass that builds the items."""
+    if path.stat().st_size > SYNTAX_FIRST_BYTES:
+        for _ in rows():
+            pass
+        file.seek(0)
+
+
+def _not_items(start: str) -> str:
+    """Why a file that starts with ``start`` (neither ``[`` nor ``{``) holds no items."""
+    try:
+        value, _ = json.JSONDecoder().raw_decode(start, len(start) - len(start.lstrip()))
+    except json.JSONDecodeError as error:
+        return f"invalid JSON at line {error.lineno} column {error.colno}: {error.msg}"
+    return f"expected a JSON array of items, got {type(value).__name__}"
+
+
+def _first_char(file: TextIO) -> str:
+    """The file's first character that is not whitespace; the file is left at its start."""
+    while chunk := file.read(4096):
+        if chunk.strip():
+            file.seek(0)
+            return chunk.strip()[0]
+    file.seek(0)
+    return ""
+
+
+def _is_json_lines(file: TextIO) -> bool:
+    """Whether a file starting with ``{`` is a ``datasets``-exported ``.json`` file, one object per line rather than
+    an array: its first line is a whole object and another follows. The file is left at its start."""
+    lines = (line for line in file if line.strip())
+    first, second = next(lines, ""), next(lines, "")
+    file.seek(0)
+    if not second.lstrip().startswith("{"):
+        return False
+    try:
+        json.loads(first)
+    except json.JSONDecodeError:
+        return False
+    return True
+
+
+def _json_lines(file: TextIO, path: Path) -> Iterator[Any]:
+    for number, line in enumerate(file, 1):
+        if line.strip():
+            yield _parse_json(line, path, number)
 
 
 def _parse_json(text: str, path: Path, line: int | None) -> Any:
@@ -166,11 +224,12 @@ def _looks_like_hub_id(source: str) -> bool:
             and not source.endswith(_LOCAL_SUFFIXES) and not Path(parts[0]).is_dir())
 
 
-def _rows_to_items(rows: list[dict[str, Any]], source: str) -> list[Item]:
-    return _validate_rows([_clean_row(row) for row in rows], source)
+def _rows_to_items(rows: Iterable[dict[str, Any]], source: str) -> list[Item]:
+    return _validate_rows((_clean_row(row) for row in rows), source)
 
 
-def _validate_rows(rows: list[Any], source: str) -> list[Item]:
+def _validate_rows(rows: Iterable[Any], source: str) -> list[Item]:
+    """Each row as an ``Item``, validated as it comes (a stream's rows are not all held at once)."""
     items = []
     for index, row in enumerate(rows):
         try:

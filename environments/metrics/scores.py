@@ -23,11 +23,14 @@ denominator that is noise is no score.
 Any environment's episodes score here: accuracy is the mean of each record's ``value`` (1 or 0 for a choice, the
 [0, 1] credit of a free-text answer), the random baseline is AMemGym's for its items, 1/n for another multiple-choice
 question, and None (n/a) as soon as a free-text answer is among the questions; ``per_category`` groups the
-questions by the benchmark's category.
+questions by the benchmark's category. Once free text is scored, accuracy is a mean of per-question credit, so
+``scoring`` counts the questions per method and ``score_meaning`` says what the figure is; ``category_mean`` and
+``abstention`` are LongMemEval's task-averaged and abstention accuracies (any benchmark's, where it has them).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from statistics import fmean
 from typing import Any
@@ -46,7 +49,7 @@ from memevo.environments.metrics.failure import (
 from memevo.environments.metrics.measurable import memory_not_measurable, position_collapse
 from memevo.environments.metrics.no_memory import NoMemoryTable
 from memevo.environments.metrics.upper_bound import UpperBoundEntry, UpperBoundTable
-from memevo.environments.records import EpisodeResult, PeriodResult, QARecord
+from memevo.environments.records import SCORING_NAMES, EpisodeResult, PeriodResult, QARecord
 
 
 class Cell(LazyModel):
@@ -157,9 +160,19 @@ class Scores(ScoreSummary):
     answer_collapse: str | None = None
     """Names an answer-position collapse of the agent's answers (one option for nearly every question)."""
     answer_mode: str | None = None
-    """How the agent's answers were given ('generated' or 'likelihood', both joined by '+' when mixed)."""
+    """How the agent answered its multiple-choice questions ('generated' or 'likelihood', both joined by '+' when
+    mixed); None when there were none."""
     per_category: list[CategoryScores] = []
     """Per benchmark category, in first-seen order (empty when no question has a category)."""
+    scoring: dict[str, int] = {}
+    """Questions per scoring method ('choice', 'token_f1', ...), in first-seen order."""
+    score_meaning: str = "share of multiple-choice questions answered right"
+    """What ``accuracy`` is: the share answered right, or a mean of per-question credit by the methods in ``scoring``."""
+    category_mean: float | None = None
+    """The unweighted mean of the categories' scores (LongMemEval's task-averaged accuracy); None under two
+    categories."""
+    abstention: CategoryScores | None = None
+    """The questions unanswerable from the sessions (LongMemEval's abstention accuracy); None when there are none."""
 
 
 def _write_counts(result: PeriodResult) -> dict[str, int | None]:
@@ -295,6 +308,8 @@ def score_episodes(
     if not all_cells:
         raise ValueError("no answered questions to score")
     records = [qa for episode in episodes for period in episode.periods for qa in period.qa]
+    per_category = category_scores(records)
+    scoring = dict(Counter(qa.scoring for qa in records))
 
     def diagnosis(period: int | None) -> dict[str, object]:
         return {"failure": failure_split(episodes, items, period, min_probe_coverage),
@@ -310,11 +325,29 @@ def score_episodes(
         n_users=len({cell.user_id for cell in all_cells}),
         per_period=per_period,
         answer_collapse=position_collapse(qa.choice for qa in records if qa.scoring == "choice"),
-        answer_mode="+".join(sorted({qa.answer_mode for qa in records})) or None,
-        per_category=category_scores(records),
+        answer_mode="+".join(sorted({qa.answer_mode for qa in records if qa.n_choices})) or None,
+        per_category=per_category,
+        scoring=scoring,
+        score_meaning=score_meaning(scoring),
+        category_mean=fmean(c.accuracy for c in per_category) if len(per_category) > 1 else None,
+        abstention=abstention_scores(records),
         **diagnosis(None),
         **summarize(all_cells),
     )
+
+
+def score_meaning(scoring: dict[str, int]) -> str:
+    """What accuracy is over questions scored by ``scoring`` (method -> questions)."""
+    if set(scoring) <= {"choice"}:
+        return "share of multiple-choice questions answered right"
+    methods = ", ".join(f"{SCORING_NAMES.get(method, method)} on {n}" for method, n in scoring.items())
+    return f"mean per-question credit: {methods}"
+
+
+def abstention_scores(records: Sequence[QARecord]) -> CategoryScores | None:
+    """Mean credit of the abstention questions; None when there are none."""
+    values = [record.value for record in records if record.abstention]
+    return CategoryScores(category="abstention", n_questions=len(values), accuracy=fmean(values)) if values else None
 
 
 def category_scores(records: Sequence[QARecord]) -> list[CategoryScores]:

@@ -9,9 +9,9 @@ winner leaves at least the other half fresh for its own children.
 The rounds: every candidate still in the race plays the next ``chunk`` users (the parent has played them all), and
 after each round the paired sequential test (``sequential``) looks at each candidate's gains over the parent on all
 the users it has played. A candidate the test finds worse leaves the race, and so does one with no mean gain after
-its second round (futility: the error is spent on acceptance only); of the others the better half by mean gain
-stays (successive halving), so a lucky neutral candidate cannot end a generation before a helpful one has been
-measured. The race ends when one candidate is left and the test has decided about it, or the users run out;
+any round (futility: the error is spent on acceptance only, and a candidate that shows no gain on the users it has
+played is not worth more of them); of the others the better half by mean gain stays (successive halving), so a
+lucky neutral candidate cannot end a generation before a helpful one has been measured. The race ends when one candidate is left and the test has decided about it, or the users run out;
 the winner is the candidate with the highest mean gain among those the test finds better, or none.
 """
 
@@ -68,13 +68,12 @@ def looks(n_users: int, chunk: int) -> int:
     return max(1, math.ceil(n_users / chunk))
 
 
-def _halved(verdicts: Mapping[str, Verdict], order: Sequence[str], round_index: int) -> list[str]:
-    """Candidates not found worse (nor without gain after their second round), the better half by mean gain (ties
-    keep the plan's order)."""
-    standing = [cid for cid in order if verdicts[cid].state != "worse"
-                and (round_index == 0 or verdicts[cid].mean_gain > 0)]
+def _halved(verdicts: Mapping[str, Verdict], order: Sequence[str]) -> list[str]:
+    """Of the candidates in the round, those not found worse and with a mean gain so far, at most half of the round's
+    candidates (rounded up), the best by mean gain (ties keep the plan's order)."""
+    standing = [cid for cid in order if verdicts[cid].state != "worse" and verdicts[cid].mean_gain > 0]
     ranked = sorted(standing, key=lambda cid: -verdicts[cid].mean_gain)
-    kept = set(ranked[:math.ceil(len(ranked) / 2)])
+    kept = set(ranked[:math.ceil(len(order) / 2)])
     return [cid for cid in standing if cid in kept]
 
 
@@ -105,7 +104,7 @@ async def race(
         verdicts = {}
         for cid in staying:
             verdicts[cid] = test.verdict(paired_gains(await play(by_id[cid], played), parent))
-        staying = _halved(verdicts, staying, index)
+        staying = _halved(verdicts, staying)
         record.rounds.append(RaceRound(users=played, verdicts=verdicts, staying=staying))
         on_round(record)
         decided = len(staying) == 1 and verdicts[staying[0]].state == "better"

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from memevo.agents.base import AgentAnswer, AgentSpec, MemoryAgent
-from memevo.agents.llm.protocol import Message
+from memevo.agents.base import AgentAnswer, AgentSpec, MemoryAgent, ScoredOptions
+from memevo.agents.llm.protocol import Message, OptionLogprob
 from memevo.agents.policy import MemoryPolicy
 from tests.doubles.scripted_llm import ScriptedLLM
 
@@ -53,3 +53,28 @@ class ReplayRecordingAgent(MemoryAgent):
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.ingested = [(u, a, datetime.fromisoformat(t)) for u, a, t in state["ingested"]]
+
+
+class ReplayScoringAgent(ReplayRecordingAgent):
+    """A ``ReplayRecordingAgent`` that also scores options by likelihood: ``logprob`` maps (option text, memory) to
+    the option's log-probability; every scored prompt is kept in ``scored``, every schema asked with in
+    ``schemas``."""
+
+    spec = AgentSpec(kind="replay-scoring", description="TEST DOUBLE")
+
+    def __init__(self, reply: Callable[[str, str], str], logprob: Callable[[str, str], float]) -> None:
+        super().__init__(reply)
+        self.logprob = logprob
+        self.scored: list[tuple[str, list[str]]] = []
+        self.schemas: list[dict[str, Any] | None] = []
+
+    async def answer(self, prompt: str, *, query: str, now: datetime, json_schema: dict[str, Any] | None = None,
+                     role: str = "agent") -> AgentAnswer:
+        self.schemas.append(json_schema)
+        return await super().answer(prompt, query=query, now=now, json_schema=json_schema, role=role)
+
+    async def score_options(self, prompt: str, options: list[str], *, query: str, now: datetime,
+                            role: str = "agent") -> ScoredOptions:
+        self.scored.append((prompt, options))
+        return ScoredOptions(scores=[OptionLogprob(logprob=self.logprob(option, self.memory), tokens=1)
+                                     for option in options], consulted_memory=self.memory)
