@@ -23,6 +23,9 @@ Run: ``nice python benchmarks/evolve.py [--part speed|pruning|concurrency] [--la
 repository root.
 Measured 2026-11-26 on the shared 2-core box (load ~10): pruning saved 24% of agent calls (612 -> 468)
 at equal best validation score (1.000); concurrency x1.76 (candidates) and x2.32 (candidates + users).
+Speed, 2026-11-27 (same box, niced, load 4.2-6.3, before = main at e50069d, run alternately with after): wall/floor
+at 0.2 s 3.54 -> 2.66 (default) and 3.41 -> 2.54 (first_accepted off); at 1 s (smaller run) 3.65 -> 2.49 and
+3.70 -> 2.47; sequential waits 201 -> 145 and 110 -> 75; calls unchanged (582, 690; 362, 434).
 """
 
 from __future__ import annotations
