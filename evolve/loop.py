@@ -45,6 +45,7 @@ from memevo.agents.registry import agent_spec
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.plot_process import already_drawn, mark_drawn
 from memevo.environments.progress import Phase
+from memevo.environments.run_files import RESTORE, delete_and_resume, read_json, read_model
 from memevo.environments.store import write_json_atomic
 from memevo.evolve import runtime
 from memevo.evolve.candidates import Candidate
@@ -330,7 +331,9 @@ class OuterLoop(runtime.RunBase):
         """The users that decided to keep the generation's winner (from its race record, also when resuming)."""
         if not self.sequential or not outcome.accepted_ids:
             return
-        records = [RaceRecord.model_validate(r) for r in json.loads(self._race_path(outcome.generation).read_text())]
+        stored = read_json(self._race_path(outcome.generation),
+                           remedy=f"{RESTORE}: the users that decided the kept candidate are only recorded there")
+        records = [RaceRecord.model_validate(r) for r in stored]
         (winner,) = [r for r in records if r.winner_id is not None]
         self.selected_on[winner.winner_id or ""] = winner.selected_on
 
@@ -351,7 +354,8 @@ class OuterLoop(runtime.RunBase):
                         "anything at confidence %g (give more train or validation users, or strategy.acceptance: mean)",
                         generation, len(parent_values), strategy.test_confidence)
         started_path = self._gen_dir(generation) / "race_started.json"
-        started = json.loads(started_path.read_text())["rounds"] if started_path.exists() else 0
+        started = int(read_json(started_path, remedy=delete_and_resume(
+            "it", "the race's rounds are checked against the budget again"))["rounds"]) if started_path.exists() else 0
         rounds_begun = [0]
         budget_stop: list[str] = []
 
@@ -409,7 +413,8 @@ class OuterLoop(runtime.RunBase):
         path = self._started_path(generation)
         if not path.exists():
             write_json_atomic(path, {"first_trial": self.tuner.next_number()})
-        return int(json.loads(path.read_text(encoding="utf-8"))["first_trial"])
+        remedy = delete_and_resume("it", "the generation's trials are then numbered from the study's next one")
+        return int(read_json(path, remedy=remedy)["first_trial"])
 
     async def _plan(self, generation: int, parent: Candidate) -> GenerationPlan:
         path = self._gen_dir(generation) / "plan.json"
@@ -593,7 +598,10 @@ class OuterLoop(runtime.RunBase):
         path = self._gen_dir(generation) / "spend.json"
         if not path.exists():
             write_json_atomic(path, json.loads(self.usage.report().model_dump_json()))
-        return UsageReport.model_validate_json(path.read_text(encoding="utf-8"))
+        stored = read_model(path, UsageReport, remedy=delete_and_resume("it", "it is written again with the run's "
+                                                                                    "usage at that time"))
+        assert stored is not None  # written above
+        return stored
 
     def _budget_spent(self) -> str | None:
         return budget_exceeded(self.config.budget, self.usage.report())
