@@ -1,42 +1,190 @@
-"""Evolution benchmark: LLM calls saved by pruning, and the speed-up of concurrent candidate evaluation.
+"""Evolution benchmark: how close an evolution runs to its endpoint's floor; calls saved by pruning; concurrency.
 
 Everything runs through the real ``LLMHub``/gateway over HTTP against an in-process OpenAI-compatible
 endpoint with injected latency (tests/doubles/fault_server.py) that answers like the category double
 (tests/doubles/category_backend.py), so the agent's memory depends on its prompt and the proposer's
 first sample helps while its other samples hurt (``mixed`` mode).
 
+0. Speed (``--part speed``, the default): the default strategy at each ``--latencies`` value (the last one on a
+   smaller run, ``--small-from``), and the strategy with ``first_accepted`` off beside it (the time/calls trade).
+   Per run: LLM calls; sequential waits (seconds with at least one request in flight at the endpoint, over the
+   latency); mean requests in flight while any is; wall time; the floor, the larger of calls x latency / width
+   and the longest chain of dependent calls x latency, where the chain is counted from the data as a lower bound
+   ((generations + 2) x the longest user's rounds and question waves, plus one proposal wait per generation;
+   an agent's own memory writes are not counted); and wall / floor.
+   ``--part startup``: ``memevo evolve`` as a child process (tracking on, a fresh run folder): seconds from its
+   launch to its first request at the endpoint, then a ``--resume`` of the finished run: its wall time.
 1. Pruning: the same evolution with the median pruner and without; agent calls (requests that reached
    the endpoint for the agent role) and the best validation score of each.
 2. Concurrency: the same evolution (K candidates, tuned hyperparameters) with candidates evaluated one
    at a time and all at once; wall time of each.
 
-Run: ``python benchmarks/evolve.py [--latency 0.02] [--concurrency-latency 0.1]`` from the repository root.
+Run: ``nice python benchmarks/evolve.py [--part speed|pruning|concurrency] [--latencies 0.02 0.2 1]`` from the
+repository root.
 Measured 2026-11-26 on the shared 2-core box (load ~10): pruning saved 24% of agent calls (612 -> 468)
 at equal best validation score (1.000); concurrency x1.76 (candidates) and x2.32 (candidates + users).
+Speed, 2026-11-27 (same box, niced, load 4.2-6.3, before = main at e50069d, run alternately with after): wall/floor
+at 0.2 s 3.54 -> 2.66 (default) and 3.41 -> 2.54 (first_accepted off); at 1 s (smaller run) 3.65 -> 2.49 and
+3.70 -> 2.47; sequential waits 201 -> 145 and 110 -> 75; calls unchanged (582, 690; 362, 434).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memevo.agents.llm.hub import LLMHub  # noqa: E402
-from memevo.environments.data.io import save_items  # noqa: E402
+from memevo.environments.data.io import load_items, save_items  # noqa: E402
+from memevo.environments.runner import EpisodeConfig, period_plan  # noqa: E402
 from memevo.evolve.config import parse_evolve_config  # noqa: E402
 from memevo.evolve.loop import EvolutionResult, run_evolution  # noqa: E402
 from tests.doubles.category_backend import CategoryBackend, category_world  # noqa: E402
 from tests.doubles.fault_server import FaultServer  # noqa: E402
 
+WIDTH = 16
+"""Requests in flight the endpoint allows (``llm.max_concurrency``)."""
+
+
+class TimedServer(FaultServer):
+    """The fault server, also noting when each request was in flight (seconds since ``mark``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.spans: list[tuple[float, float]] = []
+        self._starts: dict[int, float] = {}
+        self._span_lock = threading.Lock()
+
+    def _begin(self, body: dict[str, Any], headers: dict[str, str], path: str = "") -> Any:
+        with self._span_lock:
+            self._starts[threading.get_ident()] = time.perf_counter()
+        return super()._begin(body, headers, path)
+
+    def _end(self) -> None:
+        super()._end()
+        with self._span_lock:
+            self.spans.append((self._starts.pop(threading.get_ident()), time.perf_counter()))
+
+
+@dataclass
+class SpeedRow:
+    """One run of the speed table."""
+
+    label: str
+    latency: float
+    calls: int
+    waits: float
+    in_flight: float
+    wall: float
+    floor: float
+    first_request: float
+
+
+def busy_seconds(spans: list[tuple[float, float]]) -> float:
+    """Seconds with at least one request in flight (the union of the spans)."""
+    busy, reach = 0.0, float("-inf")
+    for start, end in sorted(spans):
+        if end > reach:
+            busy += end - max(start, reach)
+            reach = end
+    return busy
+
+
+def chain_waits(data: Path, overrides: dict[str, Any]) -> int:
+    """A lower bound of the run's longest chain of dependent calls, in waits (see the module docstring)."""
+    episode = overrides.get("episode", {})
+    config = EpisodeConfig(rounds_init=episode.get("rounds_init", 1), rounds_update=episode.get("rounds_update", 1))
+    periods = episode.get("max_periods")
+    longest = max(sum(period_plan(item, config).calls_per_period[:periods]) for item in load_items(data))
+    generations = overrides.get("budget", {}).get("generations", 2)
+    return (generations + 2) * longest + generations
+
+
+def speed_run(data: Path, latency: float, workdir: Path, name: str, **overrides: Any) -> SpeedRow:
+    backend = CategoryBackend(category_world(8, 3), proposer_mode="mixed")
+    with TimedServer(backend.http_reply, latency_s=latency) as server, \
+            LLMHub(cache_dir=workdir / f"cache-{name}", use_cache=False) as hub:
+        started = time.perf_counter()
+        run_evolution(config(data, server.url, **overrides), run_dir=workdir / name, hub=hub, resume=False)
+        wall = time.perf_counter() - started
+        calls = hub.accounting.report().total().calls
+    busy = busy_seconds(server.spans)
+    floor = max(calls * latency / WIDTH, chain_waits(data, overrides) * latency)
+    return SpeedRow(label=name, latency=latency, calls=calls, waits=busy / latency,
+                    in_flight=sum(end - start for start, end in server.spans) / busy, wall=wall, floor=floor,
+                    first_request=min(start for start, _ in server.spans) - started)
+
+
+SPEED_RUN: dict[str, Any] = {
+    "split": {"train": 3, "val": 3, "test": 2}, "budget": {"generations": 2, "candidates": 2},
+    "episode": {"rounds_init": 1, "rounds_update": 1}, "optuna": {"pruner": "median", "n_startup_trials": 1},
+}
+"""8 users, 2 generations x 2 candidates, the default strategy, users and candidates as wide as the endpoint."""
+SMALL_RUN: dict[str, Any] = {**SPEED_RUN, "budget": {"generations": 1, "candidates": 2},
+                             "episode": {"rounds_init": 1, "rounds_update": 1, "max_periods": 2}}
+"""The run at high latency: 1 generation, 2 periods per user."""
+
+
+def speed_table(data: Path, workdir: Path, latencies: list[float], small_from: float) -> None:
+    print(f"speed: the default strategy, then first_accepted off; width {WIDTH}; load "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start")
+    print("| run | latency s | calls | sequential waits | mean in flight | wall s | floor s | wall/floor "
+          "| first request s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for latency in latencies:
+        base = SMALL_RUN if latency >= small_from else SPEED_RUN
+        for strategy in ("default", "all at once"):
+            overrides = {**base, "episode": {**base["episode"], "user_concurrency": None,
+                                             "candidate_concurrency": None}}
+            if strategy != "default":
+                overrides["strategy"] = {"first_accepted": False}
+            name = f"{strategy.replace(' ', '-')}-{latency:g}" + ("-small" if base is SMALL_RUN else "")
+            row = speed_run(data, latency, workdir, name, **overrides)
+            print(f"| {name} | {latency:g} | {row.calls} | {row.waits:.0f} | {row.in_flight:.1f} | {row.wall:.1f} | "
+                  f"{row.floor:.1f} | {row.wall / row.floor:.2f} | {row.first_request:.2f} |", flush=True)
+
+
+def startup(data: Path, workdir: Path, repeats: int) -> None:
+    """``memevo evolve`` launched as a command: its first request, and a resume of the finished run."""
+    import subprocess
+
+    import yaml
+
+    memevo = str(Path(sys.executable).with_name("memevo"))
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1"}
+    print(f"startup: memevo evolve as a command, tracking on; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print("| try | first request s | wall s | resume of the finished run s |")
+    print("|---|---|---|---|")
+    for attempt in range(repeats):
+        backend = CategoryBackend(category_world(8, 3), proposer_mode="mixed")
+        with TimedServer(backend.http_reply, latency_s=0.02) as server:
+            settings = config(data, server.url, **{**SMALL_RUN, "tracking": {"enabled": True}}).model_dump(
+                mode="json", exclude_none=True)
+            path = workdir / f"startup-{attempt}.yaml"
+            path.write_text(yaml.safe_dump(settings), encoding="utf-8")
+            run_dir = workdir / f"startup-{attempt}"
+            started = time.perf_counter()
+            subprocess.run([memevo, "evolve", str(path), "--run-dir", str(run_dir)], check=True, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wall = time.perf_counter() - started
+            first = min(start for start, _ in server.spans) - started
+            started = time.perf_counter()
+            subprocess.run([memevo, "evolve", str(path), "--run-dir", str(run_dir), "--resume"], check=True, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            print(f"| {attempt} | {first:.2f} | {wall:.1f} | {time.perf_counter() - started:.1f} |", flush=True)
+
 
 def config(data: Path, url: str, **overrides: Any) -> Any:
-    llm = {"model": "category-double", "base_url": url, "max_concurrency": 32, "max_retries": 0}
+    llm = {"model": "category-double", "base_url": url, "max_concurrency": WIDTH, "max_retries": 0}
     base: dict[str, Any] = {
         "name": "bench",
         "seed": {"policy": {"kind": "awi", "update_every": 2, "short_term": 0, "llm": llm,
@@ -70,6 +218,12 @@ def run(data: Path, latency: float, workdir: Path, name: str, **overrides: Any) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=("speed", "startup", "pruning", "concurrency"), default="speed")
+    parser.add_argument("--repeats", type=int, default=3, help="Launches of the command (startup part).")
+    parser.add_argument("--latencies", type=float, nargs="+", default=[0.02, 0.2, 1.0],
+                        help="Injected seconds per request (speed part).")
+    parser.add_argument("--small-from", type=float, default=1.0,
+                        help="Latencies from this one on run the smaller evolution (speed part).")
     parser.add_argument("--latency", type=float, default=0.02, help="Injected seconds per request (pruning part).")
     parser.add_argument("--concurrency-latency", type=float, default=0.1,
                         help="Injected seconds per request (concurrency part: latency-bound, like a remote API).")
@@ -79,31 +233,41 @@ def main() -> None:
         workdir = Path(tmp)
         data = workdir / "data.json"
         save_items(category_world(8, 3), data)
+        if args.part == "speed":
+            speed_table(data, workdir, args.latencies, args.small_from)
+        elif args.part == "startup":
+            startup(data, workdir, args.repeats)
+        elif args.part == "pruning":
+            pruning(data, workdir, args.latency)
+        else:
+            concurrency(data, workdir, args.concurrency_latency)
 
-        pruned, pruned_calls, _ = run(data, args.latency, workdir, "median", optuna={"pruner": "median"})
-        full, full_calls, _ = run(data, args.latency, workdir, "none", optuna={"pruner": "none"})
-        best = {label: r.history[-1].parent_val for label, r in (("median", pruned), ("none", full))}
-        n_pruned = sum(len(g.pruned) for g in pruned.history)
-        print(f"pruning: agent calls {full_calls} without -> {pruned_calls} with the median pruner "
-              f"({1 - pruned_calls / full_calls:.0%} saved, {n_pruned} candidate(s) pruned); "
-              f"best validation score {best['none']:.3f} vs {best['median']:.3f}")
 
-        tuned = {"hyperparameters": {"update_every": {"choices": [1, 2]}, "short_term": {"choices": [0, 2]}},
-                 "optuna": {"pruner": "none"}, "budget": {"generations": 1, "candidates": 3},
-                 "split": {"train": 2, "val": 1, "test": 1}, "episode": {"max_periods": 2},
-                 "strategy": {"first_accepted": False}}  # a generation's candidates at once
-        latency = args.concurrency_latency
-        seq, _, sequential = run(data, latency, workdir, "seq", **tuned)
-        _, _, candidates = run(data, latency, workdir, "cand", **{**tuned, "episode": {
-            "max_periods": 2, "candidate_concurrency": 3}})
-        _, _, everything = run(data, latency, workdir, "all", **{**tuned, "episode": {
-            "max_periods": 2, "candidate_concurrency": 3, "user_concurrency": 2}})
-        n_candidates = len(seq.history[1].train)
-        print(f"concurrency ({latency * 1000:.0f} ms per request, 1 generation, {n_candidates} candidates, "
-              f"seed and test evaluations included): sequential {sequential:.1f} s; candidates concurrent "
-              f"{candidates:.1f} s (x{sequential / candidates:.2f}); candidates and users concurrent "
-              f"{everything:.1f} s (x{sequential / everything:.2f})")
+def pruning(data: Path, workdir: Path, latency: float) -> None:
+    pruned, pruned_calls, _ = run(data, latency, workdir, "median", optuna={"pruner": "median"})
+    full, full_calls, _ = run(data, latency, workdir, "none", optuna={"pruner": "none"})
+    best = {label: r.history[-1].parent_val for label, r in (("median", pruned), ("none", full))}
+    n_pruned = sum(len(g.pruned) for g in pruned.history)
+    print(f"pruning: agent calls {full_calls} without -> {pruned_calls} with the median pruner "
+          f"({1 - pruned_calls / full_calls:.0%} saved, {n_pruned} candidate(s) pruned); "
+          f"best validation score {best['none']:.3f} vs {best['median']:.3f}")
 
+
+def concurrency(data: Path, workdir: Path, latency: float) -> None:
+    tuned = {"hyperparameters": {"update_every": {"choices": [1, 2]}, "short_term": {"choices": [0, 2]}},
+             "optuna": {"pruner": "none"}, "budget": {"generations": 1, "candidates": 3},
+             "split": {"train": 2, "val": 1, "test": 1}, "episode": {"max_periods": 2},
+             "strategy": {"first_accepted": False}}  # a generation's candidates at once
+    seq, _, sequential = run(data, latency, workdir, "seq", **tuned)
+    _, _, candidates = run(data, latency, workdir, "cand", **{**tuned, "episode": {
+        "max_periods": 2, "candidate_concurrency": 3}})
+    _, _, everything = run(data, latency, workdir, "all", **{**tuned, "episode": {
+        "max_periods": 2, "candidate_concurrency": 3, "user_concurrency": 2}})
+    n_candidates = len(seq.history[1].train)
+    print(f"concurrency ({latency * 1000:.0f} ms per request, 1 generation, {n_candidates} candidates, "
+          f"seed and test evaluations included): sequential {sequential:.1f} s; candidates concurrent "
+          f"{candidates:.1f} s (x{sequential / candidates:.2f}); candidates and users concurrent "
+          f"{everything:.1f} s (x{sequential / everything:.2f})")
 
 if __name__ == "__main__":
     main()

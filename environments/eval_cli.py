@@ -48,7 +48,7 @@ from memevo.environments.metrics import (
 )
 from memevo.environments.metrics._items import item_lookup, item_of
 from memevo.environments.metrics.upper_bound import needed_states
-from memevo.environments.plot_process import PlotProcess
+from memevo.environments.plot_process import PLOT_FILE, PlotProcess
 from memevo.environments.progress import configure_terminal, phase
 from memevo.environments.records import EpisodeResult
 from memevo.environments.registry import DEFAULT_ENVIRONMENT, make_environment
@@ -178,18 +178,21 @@ async def evaluate(
 ) -> EvalOutcome:
     """Run (or resume) the episodes into ``out/run``, compute the upper bound and the no-memory baseline
     if asked, and score."""
-    upper_bound = no_memory = None
-    if upper_bound_llm is not None:
-        upper_bound = await _upper_bound(upper_bound_llm, items, config, out / UPPER_BOUND_FILE, progress)
-    if no_memory_llm is not None:
-        no_memory = await _no_memory(no_memory_llm, items, config, out / NO_MEMORY_FILE, progress)
+    async def nothing() -> None:
+        return None
+
     total = sum(len(item.periods) for item in items)
     with phase("users x periods", total, "period", enabled=progress) as bar:
         sessions = simulator if replay_from is None else RunStore(replay_from / "run")
         # Transcripts and consulted memories are on disk and not needed for scoring: memory stays bounded by
-        # the users in flight, not by all users.
-        episodes = await run_episodes(make_agent, items, sessions, config, RunStore(out / "run"),
-                                      on_period=lambda _: bar.advance(), traces=False)
+        # the users in flight, not by all users. The tables need no episode: they are computed meanwhile.
+        episodes, upper_bound, no_memory = await asyncio.gather(
+            run_episodes(make_agent, items, sessions, config, RunStore(out / "run"),
+                         on_period=lambda _: bar.advance(), traces=False),
+            nothing() if upper_bound_llm is None else _upper_bound(upper_bound_llm, items, config,
+                                                                   out / UPPER_BOUND_FILE, progress),
+            nothing() if no_memory_llm is None else _no_memory(no_memory_llm, items, config, out / NO_MEMORY_FILE,
+                                                               progress))
     return EvalOutcome(
         episodes=episodes,
         scores=score_episodes(episodes, items, upper_bound, no_memory=no_memory,
@@ -339,7 +342,8 @@ def eval_command(
         check_inputs(out, inputs)
         # from here on a failure or a signal prints the resume command; the plotting stack is imported on another
         # core while the run goes on
-        with resumable(ctx), PlotProcess() as plot:
+        # (a rerun's figure is usually drawn already: its child starts only if the scores changed)
+        with resumable(ctx), PlotProcess(start=not (out / PLOT_FILE).exists()) as plot:
             plot.prepare(max(len(item.periods) for item in items), upper_bound, plot_title(policy.kind, env))
             headline = asyncio.run(main(plot))
             plot.wait()  # drawn while the other files were written and the LLM hub closed

@@ -161,7 +161,9 @@ class Evaluator:
         self.episode_config = episode_config
         self.objective = objective
         self.upper_bound: UpperBoundTable | None = None
-        """Set by the run before any evaluation when the memory score is wanted."""
+        """Set by the run before any evaluation is scored when the memory score is wanted."""
+        self.upper_bound_pending: asyncio.Future[Any] | None = None
+        """The upper bound's computation while it runs beside the first episodes: a user's outcome waits for it."""
         self._episodes: dict[tuple[str, str, str], EpisodeResult] = {}
         # Users at once over every evaluation of the run (the candidates of a generation share them), so the
         # endpoint stays full while the agents in memory stay as many as it serves.
@@ -260,6 +262,8 @@ class Evaluator:
             async with self._user_slots:
                 episode = await self.run_user(candidate.policy, user_id, store, on_period=on_period)
             self._episodes[(candidate.id, split, user_id)] = episode.without_traces()
+            if self.upper_bound_pending is not None:
+                await asyncio.shield(self.upper_bound_pending)  # scored against the table once it is there
             return user_outcome(episode, self.items[user_id], self.upper_bound)
 
         tasks = [asyncio.create_task(one(user_id)) for user_id in user_ids]

@@ -38,11 +38,14 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.registry import agent_spec
 from memevo.environments.metrics import Scores, UserScores
+from memevo.environments.plot_process import already_drawn, mark_drawn
 from memevo.environments.progress import Phase
+from memevo.environments.run_files import RESTORE, delete_and_resume, read_json, read_model
 from memevo.environments.store import write_json_atomic
 from memevo.evolve import runtime
 from memevo.evolve.candidates import Candidate
@@ -51,8 +54,6 @@ from memevo.evolve.cross_test import CrossTestResult, cross_test, cross_test_lin
 from memevo.evolve.evaluation import CandidateEval, PruneHook, UserOutcome
 from memevo.evolve.evidence import evidence_from_episodes, render_evidence
 from memevo.evolve.explain import generation_line, proposals_line
-from memevo.evolve.generation_plot import plot_score_per_generation
-from memevo.evolve.headline import held_out_line
 from memevo.evolve.progress import candidates_phase, evaluation_phase, test_phase
 from memevo.evolve.proposers import ProposalContext, propose_all
 from memevo.evolve.records import (
@@ -73,11 +74,14 @@ from memevo.evolve.spend import budget_exceeded
 from memevo.evolve.tracking.entries import (
     candidate_entry,
     completed_train_entry,
+    decision_of,
     final_metrics,
     generation_counts,
     memory_tags,
 )
 from memevo.evolve.tracking.payloads import (
+    SCORE_PLOT_FILE,
+    GenerationPoint,
     generation_metrics,
     generation_points,
     generation_run_name,
@@ -288,14 +292,37 @@ class OuterLoop(runtime.RunBase):
         return self.candidates[history[-1].kept_id]
 
     async def _play(self, candidate: Candidate, users: list[str]) -> dict[Instance, float]:
-        """The candidate's values on these search users, each split's users evaluated under its own label (the
-        episodes stay in the split's store, so a longer list later plays only the new users)."""
+        """The candidate's values on these search users, each split's users evaluated under its own label and all
+        splits at once (the episodes stay in the split's store, so a longer list later plays only the new users)."""
+        chosen = {split: [user for user in users if user in members] for split, members in self._users.items()}
+        played = await asyncio.gather(*(self._evaluate(candidate, split, members)
+                                        for split, members in chosen.items() if members))
         values: dict[Instance, float] = {}
-        for split, members in self._users.items():
-            chosen = [user for user in users if user in members]
-            if chosen:
-                values |= (await self._evaluate(candidate, split, chosen)).instances()
+        for result in played:  # in the splits' order, as one after the other would give
+            values |= result.instances()
         return values
+
+    def _round_player(self, group: list[Candidate],
+                      record: RaceRecord) -> Callable[[Candidate, list[str]], Awaitable[dict[Instance, float]]]:
+        """``play`` for a race that asks for the candidates still in it one after the other on the same users: the
+        first ask of a round starts them all at once, and each ask takes its own result. The same plays as one at a
+        time, so the same values and calls; a round's plays not asked for (an error ended the race) are cancelled."""
+        started: dict[tuple[str, tuple[str, ...]], asyncio.Future[dict[Instance, float]]] = {}
+
+        async def play(candidate: Candidate, users: list[str]) -> dict[Instance, float]:
+            staying = record.rounds[-1].staying if record.rounds else [c.id for c in group]
+            for other in group:
+                key = (other.id, tuple(users))
+                if other.id in staying and key not in started:
+                    started[key] = asyncio.ensure_future(self._play(other, users))
+            try:
+                return await started[(candidate.id, tuple(users))]
+            except BaseException:
+                for future in started.values():
+                    future.cancel()
+                raise
+
+        return play
 
     def _race_path(self, generation: int) -> Path:
         return self._gen_dir(generation) / "race.json"
@@ -304,7 +331,9 @@ class OuterLoop(runtime.RunBase):
         """The users that decided to keep the generation's winner (from its race record, also when resuming)."""
         if not self.sequential or not outcome.accepted_ids:
             return
-        records = [RaceRecord.model_validate(r) for r in json.loads(self._race_path(outcome.generation).read_text())]
+        stored = read_json(self._race_path(outcome.generation),
+                           remedy=f"{RESTORE}: the users that decided the kept candidate are only recorded there")
+        records = [RaceRecord.model_validate(r) for r in stored]
         (winner,) = [r for r in records if r.winner_id is not None]
         self.selected_on[winner.winner_id or ""] = winner.selected_on
 
@@ -325,7 +354,8 @@ class OuterLoop(runtime.RunBase):
                         "anything at confidence %g (give more train or validation users, or strategy.acceptance: mean)",
                         generation, len(parent_values), strategy.test_confidence)
         started_path = self._gen_dir(generation) / "race_started.json"
-        started = json.loads(started_path.read_text())["rounds"] if started_path.exists() else 0
+        started = int(read_json(started_path, remedy=delete_and_resume(
+            "it", "the race's rounds are checked against the budget again"))["rounds"]) if started_path.exists() else 0
         rounds_begun = [0]
         budget_stop: list[str] = []
 
@@ -350,8 +380,8 @@ class OuterLoop(runtime.RunBase):
             for group in groups:
                 record = RaceRecord(parent_id=parent.id, candidate_ids=[c.id for c in group], users=users)
                 records.append(record)
-                await race(group, parent_values, users, chunk=strategy.race_users, test=test, play=self._play,
-                           may_start=may_start, record=record, on_round=save)
+                await race(group, parent_values, users, chunk=strategy.race_users, test=test,
+                           play=self._round_player(group, record), may_start=may_start, record=record, on_round=save)
                 bar.advance(len(group))
                 if record.winner_id is not None or record.stop_reason is not None:
                     break
@@ -383,7 +413,8 @@ class OuterLoop(runtime.RunBase):
         path = self._started_path(generation)
         if not path.exists():
             write_json_atomic(path, {"first_trial": self.tuner.next_number()})
-        return int(json.loads(path.read_text(encoding="utf-8"))["first_trial"])
+        remedy = delete_and_resume("it", "the generation's trials are then numbered from the study's next one")
+        return int(read_json(path, remedy=remedy)["first_trial"])
 
     async def _plan(self, generation: int, parent: Candidate) -> GenerationPlan:
         path = self._gen_dir(generation) / "plan.json"
@@ -432,7 +463,7 @@ class OuterLoop(runtime.RunBase):
                 number, params = self.tuner.ask()
                 policy = parent.policy.with_prompts(**variant.prompts).with_hyperparameters(**params)
                 if policy.policy_id in seen:
-                    self.tuner.tell(number, None, pruned=True)
+                    self.tuner.tell(number, None, reason="not run: the proposal repeated a known policy")
                     repeated += 1
                     continue
                 seen.add(policy.policy_id)
@@ -477,12 +508,16 @@ class OuterLoop(runtime.RunBase):
             return stored
         number = self.tuner.seed_trial()
         seed = self.seed.model_copy(update={"trial_number": number})
-        run = await self._run_candidate(seed, None)
-        assert run.train is not None and run.val is not None  # the seed is never pruned: no trial is complete yet
+        # Train and validation users at once: the seed is never pruned (no trial is complete yet), so nothing
+        # waits on its train score.
+        train, val = await asyncio.gather(self._evaluate(seed, "train", self.split.train, trial=number),
+                                          self._evaluate(seed, "val", self.split.val))
+        assert not train.pruned, "the seed was pruned"
+        run = CandidateRun(train=train, val=val)
         outcome = GenerationOutcome(
             generation=0, parent_id=seed.id, kept_id=seed.id, accepted=True, accepted_ids=[seed.id],
-            train={seed.id: run.train.score}, val={seed.id: run.val.score}, pruned=[],
-            parent_val=run.val.score, stats=ProposalStats(),
+            train={seed.id: train.score}, val={seed.id: val.score}, pruned=[], parent_val=val.score,
+            stats=ProposalStats(),
         )
         self._log_generation(outcome, [seed], {seed.id: run}, feedback="", usage=self._record_usage(0))
         self._tell([], [(seed, run)], outcome)  # after logging: the trial names the candidate's MLflow run
@@ -563,7 +598,10 @@ class OuterLoop(runtime.RunBase):
         path = self._gen_dir(generation) / "spend.json"
         if not path.exists():
             write_json_atomic(path, json.loads(self.usage.report().model_dump_json()))
-        return UsageReport.model_validate_json(path.read_text(encoding="utf-8"))
+        stored = read_model(path, UsageReport, remedy=delete_and_resume("it", "it is written again with the run's "
+                                                                                    "usage at that time"))
+        assert stored is not None  # written above
+        return stored
 
     def _budget_spent(self) -> str | None:
         return budget_exceeded(self.config.budget, self.usage.report())
@@ -575,24 +613,22 @@ class OuterLoop(runtime.RunBase):
 
     def _tell(self, never_run: list[Candidate], ran: list[tuple[Candidate, CandidateRun]],
               outcome: GenerationOutcome) -> None:
-        """Close the generation's trials: the objective on the train users the candidate was run on, or pruned
-        (gate, pruner, budget, not needed, or validation first rejected on validation).
+        """Close the generation's trials: the objective on the train users the candidate was run on, or none (gate,
+        pruner, budget, not needed, or validation first rejected on validation) with the reason its MLflow run shows.
         Each trial first gets its attributes (Optuna refuses to change a finished trial)."""
-        for candidate in never_run:
-            assert candidate.trial_number is not None
-            self.tuner.tell(candidate.trial_number, None, pruned=True)
-        for candidate, result in ran:
+        runs = [(candidate, CandidateRun(train=None)) for candidate in never_run] + ran
+        for candidate, result in runs:
             assert candidate.trial_number is not None
             run_id = self.tracker.candidate_run_id(candidate.generation, candidate.label) if self.tracker else None
+            decision = decision_of(self.evaluator, candidate, self.candidates.get(candidate.parent_id or "", candidate),
+                                   result.evals(), outcome)
             self.tuner.annotate(candidate.trial_number, **trial_attributes(
                 candidate_id=candidate.id, label=candidate.label, generation=candidate.generation,
                 objective=self.config.objective, val_score=result.val.score if result.val is not None else None,
-                run_id=run_id, kept=candidate.id == outcome.kept_id))
+                run_id=run_id, kept=candidate.id == outcome.kept_id, decision=decision))
             check = result.train_check
-            if check is None or check.pruned:
-                self.tuner.tell(candidate.trial_number, None, pruned=True)
-            else:
-                self.tuner.tell(candidate.trial_number, check.score)
+            self.tuner.tell(candidate.trial_number, None if check is None or check.pruned else check.score,
+                            reason=decision)
 
     def _decide(self, val: CandidateEval, parent: Candidate) -> Decision:
         return self.acceptance.decide(val.instances(), self.val_instances[parent.id])
@@ -626,11 +662,12 @@ class OuterLoop(runtime.RunBase):
         if self.tracker is None:
             return
         self.start_tracking()
+        never_run = [self.candidates[cid] for cid in outcome.not_started + outcome.not_needed]
         entries = [
             candidate_entry(self.evaluator, self._users, self.spec, candidate,
-                            self.candidates.get(candidate.parent_id or "", candidate), runs[candidate.id].evals(),
-                            feedback, kept_id=outcome.kept_id)
-            for candidate in candidates
+                            self.candidates.get(candidate.parent_id or "", candidate),
+                            runs[candidate.id].evals() if candidate.id in runs else {}, feedback, outcome=outcome)
+            for candidate in candidates + never_run
         ]
         kept = self.candidates[outcome.kept_id]
         improved = self._improved(outcome)
@@ -651,8 +688,14 @@ class OuterLoop(runtime.RunBase):
     # ----- the run ------------------------------------------------------------------------------
 
     async def run(self) -> EvolutionResult:
-        await self.upper_bound_table(self.users)
-        history = [await self._generation_zero()]
+        table = asyncio.ensure_future(self.upper_bound_table(self.users))
+        self.evaluator.upper_bound_pending = table  # the seed's episodes play meanwhile; their scores wait for it
+        try:
+            history = [await self._generation_zero()]
+            await table
+        finally:
+            table.cancel()
+            self.evaluator.upper_bound_pending = None
         self._admit(history[0].accepted_ids)
         stale, stop = 0, "max generations"
         for generation in range(1, self.config.budget.generations + 1):
@@ -698,8 +741,10 @@ class OuterLoop(runtime.RunBase):
 
     async def _finish(self, best: Candidate, history: list[GenerationOutcome], stop: str) -> EvolutionResult:
         with test_phase(2 * sum(self.evaluator.n_periods(user) for user in self.split.test)) as bar:
-            seed_scores, seed_users = await self._test_scores(self.seed, bar)
-            best_scores, best_users = await self._test_scores(best, bar)
+            # both at once; the seed once when it is the best (one candidate's store is written by one evaluation)
+            both = [self.seed] if best.id == self.seed.id else [self.seed, best]
+            scored = await asyncio.gather(*(self._test_scores(candidate, bar) for candidate in both))
+            (seed_scores, seed_users), (best_scores, best_users) = scored[0], scored[-1]
         cross = await self._cross_test(best)
         result = EvolutionResult(
             protocol="outer_loop", environment=self.config.environment, objective=self.config.objective,
@@ -708,14 +753,13 @@ class OuterLoop(runtime.RunBase):
             best_user_scores=best_users, history=history, stop_reason=stop, usage=self.usage.report(),
         )
         write_record(self.run_dir / "result.json", result)
+        from memevo.evolve.headline import held_out_line  # scipy.stats: not on the way to the first request
+
         log.info("stopped: %s. %s", stop, held_out_line(self.config.objective, seed_scores, best_scores))
         for line in [] if cross is None else cross_test_lines(cross):
             log.info("%s", line)
         points = generation_points(history)
-        plot = plot_score_per_generation(
-            points, self.run_dir, title=f"{self.config.name}: score per generation (training and validation users)",
-            objective=self.config.objective, random_baseline=seed_scores.random_baseline, upper_bound=seed_scores.upper_bound,
-            reference_users="test users")
+        plot = self._score_plot(points, seed_scores)
         if self.tracker is not None:
             self.start_tracking()
             extra = {} if cross is None else cross_test_metrics(cross)
@@ -727,6 +771,22 @@ class OuterLoop(runtime.RunBase):
                                 best_run_id=self.tracker.candidate_run_id(best.generation, best.label),
                                 figures=(plot,))
         return result
+
+    def _score_plot(self, points: list[GenerationPoint], seed_scores: Scores) -> Path:
+        """The score-per-generation plot, drawn unless a resume finds it drawn from the same values (matplotlib is
+        imported only to draw: a resumed finished run does not wait on it)."""
+        options: dict[str, Any] = {
+            "title": f"{self.config.name}: score per generation (training and validation users)",
+            "objective": self.config.objective, "random_baseline": seed_scores.random_baseline,
+            "upper_bound": seed_scores.upper_bound, "reference_users": "test users"}
+        figure = self.run_dir / SCORE_PLOT_FILE
+        identity = {"points": [point.model_dump(mode="json") for point in points], **options}
+        if not already_drawn(figure, identity):
+            from memevo.evolve.generation_plot import plot_score_per_generation
+
+            plot_score_per_generation(points, self.run_dir, filename=SCORE_PLOT_FILE, **options)
+            mark_drawn(figure, identity)
+        return figure
 
 
 async def evolve(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resume: bool) -> EvolutionResult:

@@ -12,8 +12,9 @@ import hashlib
 import logging
 import random
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.errors import UserInputError, nested_in
@@ -46,14 +47,18 @@ from memevo.evolve.evaluation import Evaluator
 from memevo.evolve.proposers import ProposerSettings, make_proposer
 from memevo.evolve.run_data import keep_data
 from memevo.evolve.tracking.payloads import experiment_tags, minibatch_param, split_dataset_input
-from memevo.evolve.tracking.store import Tracker, default_tracking_uri, git_commit
 from memevo.evolve.tracking.stores import (
     check_artifact_location,
     check_database_url,
     check_name,
     check_tracking_uri,
+    default_tracking_uri,
+    git_commit,
 )
 from memevo.evolve.validation import LengthBounds
+
+if TYPE_CHECKING:
+    from memevo.evolve.tracking.store import Tracker
 
 
 class Hub(Protocol):
@@ -244,6 +249,13 @@ def episode_config(config: EvolveConfig, policy: MemoryPolicy, width: int | None
     )
 
 
+def open_tracker(run_dir: Path, *, uri: str | None, experiment: str, experiment_tags: dict[str, str]) -> Tracker:
+    """The run's ``Tracker``; MLflow (and pandas, for the split's dataset) load here, in the tracking thread."""
+    from memevo.evolve.tracking.store import Tracker
+
+    return Tracker(run_dir=run_dir, uri=uri, experiment=experiment, experiment_tags=experiment_tags)
+
+
 class RunBase:
     """What every protocol builds first: users, recorded split, seed, evaluator, proposer, usage ledger.
 
@@ -303,14 +315,20 @@ class RunBase:
         self.cross_evaluator = None if self.test_environment is None else Evaluator(
             root=run_dir, items=test_users, make_agent=agent_factory(self.client), simulator=simulator,
             episode_config=episode, objective=config.objective, environment=self.test_environment)
-        self.tracker = (
-            Tracker(run_dir=run_dir, uri=config.tracking.uri, experiment=config.tracking.experiment or config.name,
-                    experiment_tags=experiment_tags(name=config.name, protocol=config.protocol,
-                                                    components=config.components,
-                                                    feedback_mode=config.feedback.mode.value))
-            if config.tracking.enabled
-            else None
-        )
+        self._tracker: Future[Tracker] | None = None
+        if config.tracking.enabled:  # opened beside the first episodes: see ``tracker``
+            self._tracker = ThreadPoolExecutor(1, thread_name_prefix="memevo-tracking").submit(
+                open_tracker, run_dir, uri=config.tracking.uri, experiment=config.tracking.experiment or config.name,
+                experiment_tags=experiment_tags(name=config.name, protocol=config.protocol,
+                                                components=config.components, feedback_mode=config.feedback.mode.value))
+
+    @property
+    def tracker(self) -> Tracker | None:
+        """The run's MLflow writer, None when tracking is off. Importing MLflow and setting up its store take
+        seconds, so they run in a thread from the run's start while the first requests go out; the first use waits
+        for them (and raises what they raised). Nothing is logged until then, and everything logged comes from the
+        run folder's records, so a run killed meanwhile loses nothing tracked."""
+        return None if self._tracker is None else self._tracker.result()
 
     async def upper_bound_table(self, items: Sequence[Item]) -> UpperBoundTable | None:
         """The upper-bound table on ``items`` (computed once per run folder), None when the config switches

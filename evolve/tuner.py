@@ -37,22 +37,6 @@ PRUNED_AFTER_ATTR = "pruned_after_users"
 """Set when the pruner stopped the trial: after how many train users."""
 
 
-def pruned_reason(trial: FrozenTrial, pruner: str) -> str:
-    """Why a trial has no value, from the attributes the loop set on it as it went: the pruner stopped it; its
-    candidate ran but not on the train users (``candidate`` set when it ran, ``val_*`` when it reached
-    validation); it was made but never run (``candidate_id`` only); or its draw repeated a known policy (nothing)."""
-    attrs = trial.user_attrs
-    if PRUNED_AFTER_ATTR in attrs:
-        return f"pruned: the {pruner} pruner stopped it after {attrs[PRUNED_AFTER_ATTR]} train user(s)"
-    if "candidate" in attrs:
-        if any(key.startswith("val_") for key in attrs):
-            return "not run on the train users: rejected on validation first"
-        return "not run on the train users: stopped at the minibatch gate"
-    if "candidate_id" in attrs:
-        return "not run: generation ended (budget spent, or an earlier candidate was accepted)"
-    return "not run: the proposal repeated a known policy"
-
-
 def draw_seed(seed: int, number: int, name: str) -> int:
     """The seed of one parameter's draw in one trial (stable across processes)."""
     return int.from_bytes(hashlib.sha256(f"{seed}/{number}/{name}".encode()).digest()[:4], "big")
@@ -178,15 +162,16 @@ class Tuner:
         for key, value in attributes.items():
             trial.set_user_attr(key, value)
 
-    def tell(self, number: int, value: float | None, *, pruned: bool = False, reason: str | None = None) -> None:
+    def tell(self, number: int, value: float | None, *, reason: str | None = None) -> None:
         """Finish a trial (idempotent, so a resumed generation can re-tell safely). A trial without a value is
-        PRUNED in Optuna's terms (the sampler then knows it as a weak point); its ``DECISION_ATTR`` says why:
-        ``reason``, else read from what the loop noted on it (``pruned_reason``)."""
+        PRUNED in Optuna's terms (the sampler then knows it as a weak point); the caller says why (``reason``, the
+        trial's ``DECISION_ATTR``): the loop knows, the trial's attributes do not always."""
         frozen = self._frozen(number)
         if frozen.state != TrialState.RUNNING:
             return
-        if pruned:
-            self._trial(number).set_user_attr(DECISION_ATTR, reason or pruned_reason(frozen, self.config.pruner))
+        if value is None:
+            assert reason, f"trial {number} is told without a value and without a reason"
+            self._trial(number).set_user_attr(DECISION_ATTR, reason)
             self.study.tell(number, state=TrialState.PRUNED)
         else:
             self.study.tell(number, value)

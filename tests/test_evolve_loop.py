@@ -365,18 +365,25 @@ class WidthBackend(CategoryBackend):
             self.in_flight -= 1
 
 
-def test_results_do_not_depend_on_the_width(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """By default users and candidates run as wide as the endpoint's limit allows (here MEMEVO_CONCURRENCY, the
-    double has no gateway), over all candidates of a generation; the result is the one of a sequential run."""
+@pytest.mark.parametrize("strategy", [{}, {"first_accepted": False}], ids=["default", "candidates-at-once"])
+def test_results_do_not_depend_on_the_width(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            strategy: dict[str, Any]) -> None:
+    """By default users, splits and candidates run as wide as the endpoint's limit allows (here MEMEVO_CONCURRENCY,
+    the double has no gateway): the seed's train and validation users with the upper bound, a race round's
+    candidates together. The result, the Optuna trials and the MLflow rows are those of a sequential run."""
+    from tests.test_evolve_kills import _mlflow_rows, _trials
+
     monkeypatch.setenv("MEMEVO_CONCURRENCY", "16")
     narrow_backend, wide_backend = WidthBackend(), WidthBackend()
-    narrow, _ = evolve(tmp_path, "narrow", narrow_backend, **SEQUENTIAL)
-    wide, _ = evolve(tmp_path, "wide", wide_backend, **{**SEQUENTIAL, "episode": {"rounds_init": 1, "rounds_update": 1}})
+    options: dict[str, Any] = {**SEQUENTIAL, "strategy": strategy, "tracking": {"enabled": True}}
+    narrow, _ = evolve(tmp_path, "narrow", narrow_backend, **options)
+    wide, _ = evolve(tmp_path, "wide", wide_backend, **{**options, "episode": {"rounds_init": 1, "rounds_update": 1}})
     # sequential: one user's questions at a time (4 here); wide: several users' calls at once (16 seen)
     assert wide_backend.peak_in_flight > narrow_backend.peak_in_flight
-    narrow_data, wide_data = _comparable(narrow), _comparable(wide)
-    assert wide_data == narrow_data
+    assert _comparable(wide) == _comparable(narrow)
     assert wide.usage.total().calls == narrow.usage.total().calls
+    assert _trials(tmp_path / "wide") == _trials(tmp_path / "narrow")
+    assert _mlflow_rows(tmp_path / "wide") == _mlflow_rows(tmp_path / "narrow")
 
 
 def _calls_before_first_candidate(backend: CategoryBackend) -> int:

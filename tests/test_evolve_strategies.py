@@ -232,7 +232,8 @@ def test_first_accepted_ends_a_generation_at_its_first_accepted_candidate(tmp_pa
         "budget": {"generations": 3, "candidates": 3},
         "split": {"train": 3, "val": 2, "test": 1},
     }
-    first, first_backend = evolve(tmp_path, "first", CategoryBackend(world, proposer_mode="step"), **options)
+    first, first_backend = evolve(tmp_path, "first", CategoryBackend(world, proposer_mode="step"),
+                                  tracking={"enabled": True}, **options)
     every, every_backend = evolve(tmp_path, "every", CategoryBackend(world, proposer_mode="step"),
                                   strategy={"first_accepted": False}, **options)
     plans = {plan.generation: plan for plan in (
@@ -240,6 +241,9 @@ def test_first_accepted_ends_a_generation_at_its_first_accepted_candidate(tmp_pa
         for path in (tmp_path / "first" / "generations").glob("gen_*/plan.json"))}
     study = optuna.load_study(study_name="test-evolution", storage=f"sqlite:///{tmp_path / 'first' / 'optuna.db'}")
     trials = {t.user_attrs.get("candidate_id"): t for t in study.trials}
+    client = MlflowClient(f"sqlite:///{tmp_path / 'first' / 'mlflow.db'}")
+    runs = {run.data.tags.get("memevo.candidate_id"): run
+            for run in client.search_runs([client.get_experiment_by_name("test-evolution").experiment_id])}
     spared = 0
     for outcome in first.history[1:]:
         order = [c.id for c in plans[outcome.generation].candidates]
@@ -251,6 +255,14 @@ def test_first_accepted_ends_a_generation_at_its_first_accepted_candidate(tmp_pa
             spared += 1
             assert not (tmp_path / "first" / "evals" / candidate_id).exists()
             assert trials[candidate_id].state == optuna.trial.TrialState.PRUNED
+            # its own MLflow run (no scores) and its trial say the same: the generation ended before it
+            decision = "not run: generation ended (an earlier candidate was accepted)"
+            assert runs[candidate_id].data.tags["memevo.decision"] == decision
+            assert trials[candidate_id].user_attrs["decision"] == decision
+            assert trials[candidate_id].user_attrs["mlflow_run_id"] == runs[candidate_id].info.run_id
+            assert "val_objective" not in runs[candidate_id].data.metrics
+        for candidate_id in set(outcome.val) - {outcome.kept_id}:
+            assert trials[candidate_id].user_attrs["decision"] == runs[candidate_id].data.tags["memevo.decision"]
     assert spared, "no generation ended early"
     assert not any(outcome.not_needed for outcome in every.history)
     assert len(first_backend.calls_for("agent")) < len(every_backend.calls_for("agent"))

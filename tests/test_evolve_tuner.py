@@ -59,7 +59,7 @@ def test_median_pruner_stops_a_dominated_trial(tmp_path: Path) -> None:
     t.tell(good, 0.8)
     bad, _ = t.ask()
     assert t.report(bad, 0.1, 0)
-    t.tell(bad, None, pruned=True)
+    t.tell(bad, None, reason="pruned by the median pruner")
     assert t.study.trials[bad].state == TrialState.PRUNED
 
 

@@ -20,6 +20,7 @@ from memevo.agents.policy import MemoryPolicy
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import IntRange, OptunaConfig
 from memevo.evolve.evaluation import CandidateEval
+from memevo.evolve.records import GenerationOutcome, ProposalStats
 from memevo.evolve.tracking.entries import candidate_decision
 from memevo.evolve.tracking.payloads import COST_PREFIX, cost_metrics
 from memevo.evolve.tracking.store import MLFLOW_IDS_FILE, Tracker
@@ -37,22 +38,33 @@ def _eval(split: str, score: float, *, users: int = 2, total: int = 2, pruned: b
     return CandidateEval(candidate_id="c", split=split, users=[outcome] * users, n_users_total=total, pruned=pruned)
 
 
+def _outcome(kept_id: str, **lists: list[str]) -> GenerationOutcome:
+    return GenerationOutcome(generation=1, parent_id="p", kept_id=kept_id, accepted=bool(lists.get("accepted_ids")),
+                             train={}, val={}, pruned=[], parent_val=0.45, stats=ProposalStats(), **lists)
+
+
 def test_each_candidate_says_what_its_generation_did_with_it_and_why() -> None:
     seed = Candidate(policy=MemoryPolicy(kind="awi"), origin="seed")
     child = Candidate(policy=MemoryPolicy(kind="awi", top_k=3), parent_id=seed.id, generation=1, origin="tuning")
 
-    def decide(**evals: CandidateEval) -> str:
-        return candidate_decision(child, dict(evals), kept_id=seed.id, parent_val=0.45)
+    def decide(outcome: GenerationOutcome | None = None, **evals: CandidateEval) -> str:
+        return candidate_decision(child, dict(evals), outcome=outcome or _outcome(seed.id), parent_val=0.45)
 
-    assert candidate_decision(seed, {"val": _eval("val", 0.45)}, kept_id=seed.id, parent_val=None) == \
+    assert candidate_decision(seed, {"val": _eval("val", 0.45)}, outcome=_outcome(seed.id), parent_val=None) == \
         "kept: the seed (validation 0.450)"
-    assert candidate_decision(child, {"val": _eval("val", 0.5)}, kept_id=child.id, parent_val=0.45) == \
+    assert candidate_decision(child, {"val": _eval("val", 0.5)}, outcome=_outcome(child.id), parent_val=0.45) == \
         "kept: validation 0.500 vs parent 0.450"
     assert decide(val=_eval("val", 0.41)) == "rejected: validation 0.410 vs parent 0.450"
-    assert decide(val=_eval("val", 0.5)) == "not kept: validation 0.500 vs parent 0.450"
+    assert decide(val=_eval("val", 0.5)) == \
+        "not accepted: validation 0.500 vs parent 0.450 (not enough for the acceptance rule)"
+    assert decide(_outcome("other", accepted_ids=["other", child.id]), val=_eval("val", 0.5)) == \
+        "accepted, not kept: validation 0.500 vs parent 0.450 (a better candidate was kept)"
     assert decide(train=_eval("train", 0.2, users=1, total=4, pruned=True)) == \
         "pruned: stopped by the pruner after 1 of 4 train users (train 0.200)"
     assert decide(minibatch=_eval("minibatch", 0.3)).startswith("rejected at the minibatch gate: 0.300 on 2")
+    assert decide(_outcome("other", accepted_ids=["other"], not_needed=[child.id])) == \
+        "not run: generation ended (an earlier candidate was accepted)"
+    assert decide(_outcome(seed.id, not_started=[child.id])) == "not run: generation ended (budget spent)"
 
 
 def test_spend_is_a_section_of_its_own_and_an_unpriced_model_has_no_dollar_figure() -> None:
@@ -158,28 +170,19 @@ def test_a_moved_or_copied_run_folder_shows_its_own_artifacts(tmp_path: Path) ->
         assert all(str(tmp_path / "copy") in uri for (uri,) in db.execute("SELECT artifact_uri FROM runs"))
 
 
-def test_trials_without_a_value_say_why(tmp_path: Path) -> None:
+def test_a_trial_without_a_value_says_why_and_must_be_told_why(tmp_path: Path) -> None:
     tuner = Tuner(OptunaConfig(pruner="median", n_startup_trials=0, n_warmup_steps=0),
                   {"top_k": IntRange(low=1, high=5)}, storage=f"sqlite:///{tmp_path / 'optuna.db'}", study_name="s",
                   first_trial={})
-    numbers = [tuner.ask()[0] for _ in range(5)]
-    for step in range(2):
-        tuner.report(numbers[0], 1.0, step)
-    tuner.tell(numbers[0], 1.0)
-    assert tuner.report(numbers[1], 0.0, 0)  # worse than the median: stopped
-    tuner.tell(numbers[1], None, pruned=True)
-    tuner.tell(numbers[2], None, pruned=True)  # the proposal repeated a known policy: never annotated
-    tuner.annotate(numbers[3], candidate_id="c3")
-    tuner.tell(numbers[3], None, pruned=True)  # made, never run
-    tuner.annotate(numbers[4], candidate_id="c4", candidate="g1c4", val_accuracy=0.4)
-    tuner.tell(numbers[4], None, pruned=True)  # validation first: rejected before the train users
+    numbers = [tuner.ask()[0] for _ in range(3)]
+    tuner.tell(numbers[0], 1.0, reason="ignored: the trial has a value")
+    tuner.tell(numbers[1], None, reason="not run: generation ended (budget spent)")
+    with pytest.raises(AssertionError, match="without a reason"):
+        tuner.tell(numbers[2], None)
     trials = tuner.study.get_trials(deepcopy=False)
     assert trials[numbers[0]].state == TrialState.COMPLETE and DECISION_ATTR not in trials[numbers[0]].user_attrs
-    reasons = [trials[number].user_attrs[DECISION_ATTR] for number in numbers[1:]]
-    assert reasons == ["pruned: the median pruner stopped it after 1 train user(s)",
-                       "not run: the proposal repeated a known policy",
-                       "not run: generation ended (budget spent, or an earlier candidate was accepted)",
-                       "not run on the train users: rejected on validation first"]
+    assert trials[numbers[1]].state == TrialState.PRUNED
+    assert trials[numbers[1]].user_attrs[DECISION_ATTR] == "not run: generation ended (budget spent)"
 
 
 @pytest.mark.parametrize(("usage", "cell"), [
@@ -211,3 +214,12 @@ def test_the_run_folder_keeps_the_data_it_ran_on(tmp_path: Path) -> None:
     assert [item.id for item in load_items(str(record.parent / kept["file"]))] == [item.id for item in items]
     keep_data(tmp_path / "run", config, [], data_hash="other")  # a resume keeps the first copy
     assert json.loads(record.read_text())["data_hash"] == "abc"
+
+
+def test_a_store_left_half_made_by_a_killed_process_is_made_again(tmp_path: Path) -> None:
+    """The store opens beside a run's first requests: a kill while MLflow creates its tables leaves only the file
+    beside it, which the next open makes again."""
+    (tmp_path / "mlflow.db.creating").write_bytes(b"SQLite format 3\x00 half-made")
+    client = open_tracking_store(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert [e.name for e in client.search_experiments()] == ["Default"]
+    assert not (tmp_path / "mlflow.db.creating").exists() and (tmp_path / "mlflow.db").exists()

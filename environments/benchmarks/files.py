@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -228,3 +229,11 @@ def _arrow_rows(path: Path) -> Iterator[dict[str, Any]]:
     import datasets
 
     yield from datasets.Dataset.from_file(str(path))
+
+
+def parse_date(text: str, date_format: str, example: str, path: Path, field: str) -> datetime:
+    """A benchmark's date in its own format; otherwise a ``UserInputError`` showing what one looks like."""
+    try:
+        return datetime.strptime(text.strip(), date_format)
+    except ValueError as error:
+        raise UserInputError(f"date {text!r} is not like {example!r}", source=str(path), field=field) from error

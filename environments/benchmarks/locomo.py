@@ -22,7 +22,7 @@ from memevo.agents.errors import UserInputError
 from memevo.agents.lazy_model import LazyModel
 from memevo.environments.answer_scoring import locomo_f1, multi_part_f1, porter_stemmer
 from memevo.environments.benchmarks.base import BenchmarkEnvironment
-from memevo.environments.benchmarks.files import iter_json_records, validated
+from memevo.environments.benchmarks.files import iter_json_records, parse_date, validated
 from memevo.environments.protocol import AnswerScore, QuestionView
 from memevo.environments.replay import ReplayItem, ReplayQuestion, ReplaySession, short_answer_prompt
 
@@ -101,7 +101,7 @@ def read_conversation(raw: dict[str, Any], path: Path, prefix: str) -> Conversat
         date = raw.get(f"session_{number}_date_time")
         if not isinstance(date, str):
             raise UserInputError("every session needs its date and time", source=str(path), field=field)
-        dates[number] = _parse_date(date, path, field)
+        dates[number] = parse_date(date, _DATE_FORMAT, "1:56 pm on 8 May, 2023", path, field)
     turns = {number: _turns(sessions[number], path, f"{prefix}.session_{number}") for number in sorted(sessions)}
     speakers = {key: raw.get(key) for key in ("speaker_a", "speaker_b")}
     for key, speaker in speakers.items():
@@ -118,12 +118,6 @@ def _turns(raw: Any, path: Path, prefix: str) -> list[Turn]:
     return [validated(Turn, turn, source=path, prefix=f"{prefix}[{index}]") for index, turn in enumerate(raw)]
 
 
-def _parse_date(text: str, path: Path, field: str) -> datetime:
-    try:
-        return datetime.strptime(text.strip(), _DATE_FORMAT)
-    except ValueError as error:
-        raise UserInputError(f"date {text!r} is not like '1:56 pm on 8 May, 2023'", source=str(path),
-                             field=field) from error
 
 
 def messages(turns: list[Turn], speaker_a: str) -> list[dict[str, str]]:

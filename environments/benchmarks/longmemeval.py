@@ -23,7 +23,7 @@ from memevo.agents.errors import UserInputError
 from memevo.agents.lazy_model import LazyModel
 from memevo.environments.answer_scores import judge_answer
 from memevo.environments.benchmarks.base import BenchmarkEnvironment
-from memevo.environments.benchmarks.files import iter_json_records, validated
+from memevo.environments.benchmarks.files import iter_json_records, parse_date, validated
 from memevo.environments.protocol import AnswerScore, QuestionView
 from memevo.environments.replay import ReplayItem, ReplayQuestion, ReplaySession
 
@@ -73,21 +73,17 @@ def read_records(path: Path, *, limit: int | None = None) -> Iterator[Record]:
     empty = True
     for index, raw in islice(iter_json_records(path), limit):
         record = validated(Record, raw, source=path, prefix=f"[{index}]")
-        parse_date(record.question_date, path, f"[{index}].question_date")
+        _check_date(record.question_date, path, f"[{index}].question_date")
         for position, date in enumerate(record.haystack_dates):
-            parse_date(date, path, f"[{index}].haystack_dates[{position}]")
+            _check_date(date, path, f"[{index}].haystack_dates[{position}]")
         empty = False
         yield record
     if empty:
         raise UserInputError("no records", source=str(path))
 
 
-def parse_date(text: str, path: Path, field: str) -> datetime:
-    try:
-        return datetime.strptime(text.strip(), DATE_FORMAT)
-    except ValueError as error:
-        raise UserInputError(f"date {text!r} is not like '2023/05/20 (Sat) 02:21'", source=str(path),
-                             field=field) from error
+def _check_date(text: str, path: Path, field: str) -> datetime:
+    return parse_date(text, DATE_FORMAT, "2023/05/20 (Sat) 02:21", path, field)
 
 
 _RUBRIC = {

@@ -31,7 +31,7 @@ questions by the benchmark's category. Once free text is scored, accuracy is a m
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from statistics import fmean
 from typing import Any
 
@@ -49,7 +49,7 @@ from memevo.environments.metrics.failure import (
 from memevo.environments.metrics.measurable import memory_not_measurable, position_collapse
 from memevo.environments.metrics.no_memory import NoMemoryTable
 from memevo.environments.metrics.upper_bound import UpperBoundEntry, UpperBoundTable
-from memevo.environments.records import SCORING_NAMES, EpisodeResult, PeriodResult, QARecord
+from memevo.environments.records import SCORING_NAMES, EpisodeResult, PeriodResult, QARecord, ScoringMethod
 
 
 class Cell(LazyModel):
@@ -336,7 +336,7 @@ def score_episodes(
     )
 
 
-def score_meaning(scoring: dict[str, int]) -> str:
+def score_meaning(scoring: Mapping[ScoringMethod, int]) -> str:
     """What accuracy is over questions scored by ``scoring`` (method -> questions)."""
     if set(scoring) <= {"choice"}:
         return "share of multiple-choice questions answered right"

@@ -12,8 +12,6 @@ from collections.abc import Mapping
 from statistics import fmean
 from typing import Protocol
 
-from scipy import stats
-
 from memevo.agents.lazy_model import LazyModel
 from memevo.evolve.records import Instance
 
@@ -50,6 +48,8 @@ class PairedAcceptance:
         if max(gains) == min(gains):
             accepted = mean_gain > self.min_effect
             return Decision(accepted=accepted, reason=f"constant gain {mean_gain:+.3f} on {len(gains)} instances")
+        from scipy import stats  # a heavy import: loaded at the first paired decision, not at start-up
+
         p_value = float(stats.ttest_1samp(gains, popmean=self.min_effect, alternative="greater").pvalue)
         accepted = p_value < 1 - self.confidence
         return Decision(

@@ -16,8 +16,6 @@ from collections.abc import Mapping, Sequence
 from statistics import fmean
 from typing import Literal
 
-from scipy import stats
-
 from memevo.agents.lazy_model import LazyModel
 from memevo.evolve.records import Instance
 from memevo.evolve.selection.acceptance import Decision
@@ -49,6 +47,8 @@ def one_sided_p(differences: Sequence[float], alternative: Literal["greater", "l
     """Wilcoxon signed-rank p-value, ties split; 1 when there is nothing to rank (no instance, or all ties)."""
     if not any(differences):
         return 1.0
+    from scipy import stats  # loaded at the first race round, not at start-up
+
     return float(stats.wilcoxon(differences, zero_method="zsplit", alternative=alternative).pvalue)
 
 

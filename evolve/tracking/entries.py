@@ -7,6 +7,8 @@ loop compared; ``val_accuracy`` and ``val_memory_score`` are always both logged 
 
 from __future__ import annotations
 
+import csv
+import io
 from typing import Any
 
 from memevo.agents.base import AgentSpec
@@ -24,7 +26,6 @@ from memevo.evolve.tracking.payloads import (
     candidate_tags,
     cost_metrics,
 )
-from memevo.evolve.tracking.store import table_csv
 
 RESULTS_ARTIFACT = "results.csv"
 """A candidate's answers, one row per question of each train and validation user it finished."""
@@ -50,17 +51,21 @@ def score_metrics(prefix: str, summary: Scores) -> dict[str, float]:
     return metrics
 
 
-def candidate_decision(candidate: Candidate, evals: dict[str, CandidateEval | None], *, kept_id: str,
+def candidate_decision(candidate: Candidate, evals: dict[str, CandidateEval | None], *, outcome: GenerationOutcome,
                        parent_val: float | None) -> str:
-    """What the generation did with a candidate, in the words a person reads on its run: ``kept``, ``pruned``,
-    ``rejected: validation 0.410 vs parent 0.450``... A candidate better than its parent on validation that was
-    not kept says only that (the acceptance rule or a better sibling decided; the run does not know which)."""
+    """What the generation did with a candidate, in the words a person reads on its run and its Optuna trial:
+    ``kept``, ``accepted, not kept`` (a better one was kept), ``pruned``, ``rejected: validation 0.410 vs parent
+    0.450``, ``not run: generation ended (...)``..."""
     train, val, minibatch = evals.get("train"), evals.get("val"), evals.get("minibatch")
     against = "" if parent_val is None else f" vs parent {parent_val:.3f}"
-    if candidate.id == kept_id:
+    if candidate.id == outcome.kept_id:
         if candidate.origin == "seed":
             return "kept: the seed" + ("" if val is None else f" (validation {val.score:.3f})")
         return "kept" + ("" if val is None else f": validation {val.score:.3f}{against}")
+    if candidate.id in outcome.not_started:
+        return "not run: generation ended (budget spent)"
+    if candidate.id in outcome.not_needed:
+        return "not run: generation ended (an earlier candidate was accepted)"
     if train is not None and train.pruned:
         return (f"pruned: stopped by the pruner after {len(train.users)} of {train.n_users_total} train users "
                 f"(train {train.score:.3f})")
@@ -68,9 +73,19 @@ def candidate_decision(candidate: Candidate, evals: dict[str, CandidateEval | No
         return f"rejected at the minibatch gate: {minibatch.score:.3f} on {len(minibatch.users)} train user(s)"
     if val is None:
         return "not run: generation ended"
+    if candidate.id in outcome.accepted_ids:
+        return f"accepted, not kept: validation {val.score:.3f}{against} (a better candidate was kept)"
     if parent_val is not None and val.score > parent_val:
-        return f"not kept: validation {val.score:.3f}{against}"
+        return f"not accepted: validation {val.score:.3f}{against} (not enough for the acceptance rule)"
     return f"rejected: validation {val.score:.3f}{against}"
+
+
+def decision_of(evaluator: Evaluator, candidate: Candidate, parent: Candidate,
+                evals: dict[str, CandidateEval | None], outcome: GenerationOutcome) -> str:
+    """``candidate_decision`` against the parent's stored validation score."""
+    parent_eval = evaluator.finished(parent.id, "val") if parent.id != candidate.id else None
+    return candidate_decision(candidate, evals, outcome=outcome,
+                              parent_val=parent_eval.score if parent_eval is not None else None)
 
 
 def evaluation_span(evaluator: Evaluator, candidate_id: str) -> tuple[int, int] | None:
@@ -119,6 +134,17 @@ def completed_train_entry(evaluator: Evaluator, users: dict[str, list[str]], can
     return metrics, {RESULTS_ARTIFACT: qa_table(evaluator, users, candidate.id)}
 
 
+def table_csv(rows: list[dict[str, Any]]) -> str:
+    """Rows of dicts as CSV text (header from the first row)."""
+    if not rows:
+        return ""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
 def qa_table(evaluator: Evaluator, users: dict[str, list[str]], candidate_id: str) -> str:
     rows = []
     for split in SPLITS:
@@ -149,8 +175,10 @@ def candidate_entry(
     evals: dict[str, CandidateEval | None],
     feedback: str,
     *,
-    kept_id: str,
+    outcome: GenerationOutcome,
 ) -> dict[str, Any]:
+    """One candidate's MLflow run: its metrics, params, prompts, diff and answers, and the decision (also for a
+    candidate the generation never ran: evals empty)."""
     artifacts = {f"prompts/{c.name}.txt": candidate.policy.prompts.get(c.name, c.default) for c in spec.components}
     artifacts[DIFF_ARTIFACT] = candidate_diff(parent.policy, candidate.policy, spec.components,
                                               before_name=parent.label, after_name=candidate.label)
@@ -158,10 +186,8 @@ def candidate_entry(
     artifacts["changes.txt"] = "\n".join(candidate.changes) or "(none)"
     artifacts[RESULTS_ARTIFACT] = qa_table(evaluator, users, candidate.id)
     artifacts["policy.json"] = candidate.policy.model_dump_json(indent=2)
-    parent_eval = evaluator.finished(parent.id, "val") if parent.id != candidate.id else None
-    decision = candidate_decision(candidate, evals, kept_id=kept_id,
-                                  parent_val=parent_eval.score if parent_eval is not None else None)
-    tags = candidate_tags(candidate.id, kept_id=kept_id, generation=candidate.generation, origin=candidate.origin,
+    decision = decision_of(evaluator, candidate, parent, evals, outcome)
+    tags = candidate_tags(candidate.id, kept_id=outcome.kept_id, generation=candidate.generation, origin=candidate.origin,
                           decision=decision)
     return {
         "label": candidate.label,

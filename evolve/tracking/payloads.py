@@ -18,14 +18,15 @@ import difflib
 import json
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memevo.agents.base import ComponentSpec
 from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.policy import MemoryPolicy
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 KEPT_TAG = "memevo.kept"
 """On a candidate run: "true" when its generation kept it (it beat the parent on validation)."""
@@ -58,6 +59,10 @@ class GenerationOutcomeLike(Protocol):
     train: dict[str, float]
     val: dict[str, float]
     parent_val: float
+
+
+SCORE_PLOT_FILE = "score_per_generation.png"
+"""The evolution's score-per-generation plot in the run folder, and its MLflow artifact."""
 
 
 class GenerationPoint(LazyModel):
@@ -192,19 +197,18 @@ def prompt_version_tags(*, candidate_id: str, generation: int, scores: Mapping[s
 
 
 def trial_attributes(*, candidate_id: str, label: str, generation: int, objective: str, val_score: float | None,
-                     run_id: str | None, kept: bool) -> dict[str, Any]:
+                     run_id: str | None, kept: bool, decision: str) -> dict[str, Any]:
     """Optuna user attributes of a candidate's trial.
 
     The trial's value is the ``objective`` on the *training* users (the study's metric is named after
     it; every trial has one, pruned ones too, and the pruner needs it); memevo selects on *validation*.
     So Optuna's "best trial" can differ from memevo's best: ``kept``, ``decision`` and ``val_<objective>`` say
-    which trial memevo kept (a trial without a value gets its ``decision`` when it is told, ``Tuner.tell``).
+    which trial memevo kept; ``decision`` is the one its MLflow run shows (``entries.candidate_decision``).
     """
     attrs: dict[str, Any] = {"candidate_id": candidate_id, "candidate": label, "generation": generation,
-                             "kept": kept, "decision": "kept" if kept else "not kept"}
+                             "kept": kept, "decision": decision}
     if val_score is not None:
         attrs[f"val_{objective}"] = val_score
-        attrs["decision"] += f" (validation {val_score:.3f})"
     if run_id:
         attrs["mlflow_run_id"] = run_id
     return attrs
@@ -270,6 +274,8 @@ def runs_views() -> dict[str, str]:
 
 def split_table(split: Mapping[str, Sequence[str]]) -> pd.DataFrame:
     """One row per user: which split it belongs to (the data a run was selected and tested on)."""
+    import pandas as pd  # loaded with the tracking store, off the run's start
+
     rows = [{"user_id": user, "split": name} for name, users in split.items() for user in users]
     return pd.DataFrame(rows, columns=["user_id", "split"])
 

@@ -19,11 +19,9 @@ while candidates are evaluated concurrently.
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import re
-import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -38,7 +36,7 @@ from memevo.agents.errors import UserInputError
 from memevo.environments.metrics import UPPER_BOUND_FILE, UpperBoundTable
 from memevo.environments.store import write_json_atomic
 from memevo.evolve.tracking.payloads import BEST_TAG, ROLE_TAG
-from memevo.evolve.tracking.stores import experiment_id, open_tracking_store
+from memevo.evolve.tracking.stores import default_tracking_uri, experiment_id, open_tracking_store
 
 log = logging.getLogger("memevo.evolve")
 
@@ -52,20 +50,6 @@ FOLDER_TAG = "memevo.run_folder"
 """On the parent run: the run folder it was made for (found again when ``mlflow_ids.json`` is lost)."""
 MLFLOW_IDS_FILE = "mlflow_ids.json"
 """Where a run folder keeps its MLflow run ids (read back by the ablation to find each arm's runs)."""
-
-
-def default_tracking_uri(run_dir: Path) -> str:
-    return f"sqlite:///{(run_dir / 'mlflow.db').resolve()}"
-
-
-def git_commit(cwd: Path) -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=False
-        )
-    except OSError:
-        return None
-    return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
 def retire_default_experiment(client: MlflowClient) -> None:
@@ -364,16 +348,3 @@ def _metric_key(name: str) -> str:
 
 def _prompt_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_\-.]", "-", name)
-
-
-def table_csv(rows: list[dict[str, Any]]) -> str:
-    """Rows of dicts as CSV text (header from the first row)."""
-    import csv
-
-    if not rows:
-        return ""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
-    writer.writeheader()
-    writer.writerows(rows)
-    return buffer.getvalue()

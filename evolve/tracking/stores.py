@@ -26,6 +26,7 @@ import logging
 import os
 import re
 import sqlite3
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -48,6 +49,20 @@ DRIVER_PACKAGES = {"psycopg": "psycopg[binary]", "psycopg2": "psycopg2-binary", 
                    "mariadb": "mariadb", "asyncpg": "asyncpg", "aiosqlite": "aiosqlite"}
 """The pip package that provides a database driver module, where its name differs."""
 SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def default_tracking_uri(run_dir: Path) -> str:
+    return f"sqlite:///{(run_dir / 'mlflow.db').resolve()}"
+
+
+def git_commit(cwd: Path) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=False
+        )
+    except OSError:
+        return None
+    return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
 def check_name(name: str, *, source: str | None, field: str = "name") -> None:
@@ -196,13 +211,19 @@ def _locked_folder(folder: Path) -> Iterator[None]:
 
 def open_tracking_store(uri: str) -> MlflowClient:
     """An ``MlflowClient`` on ``uri`` whose store exists: a new local SQLite store is created under a lock on its
-    folder, so concurrent first opens create its tables once."""
+    folder, so concurrent first opens create its tables once, and beside it then moved into place, so a process
+    killed while creating it (the store opens beside a run's first requests) leaves no half-made store."""
     from mlflow import MlflowClient
 
     database = sqlite_file(uri)
     if database is None:
         return MlflowClient(tracking_uri=uri)
     with _locked_folder(database.parent), damaged_database(database, RESTORE_MLFLOW):
+        if not database.exists():
+            creating = database.with_name(f"{database.name}.creating")
+            creating.unlink(missing_ok=True)
+            MlflowClient(tracking_uri=f"sqlite:///{creating}").search_experiments(max_results=1)
+            os.replace(creating, database)
         client = MlflowClient(tracking_uri=uri)
         client.search_experiments(max_results=1)  # creates (or upgrades) the tables, once
     return client
