@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# What the many-worker tests need on a clean machine: Debian's PostgreSQL server binaries (initdb, pg_ctl,
-# postgres; the tests start their own throwaway cluster) and the psycopg driver in the given venv.
-# Usage: bash .ci/services.sh [path/to/venv/bin/python]   (.ci/run calls it before the tests)
+# What the many-worker tests need on a clean machine beyond the test extras (which bring the psycopg driver):
+# Debian's PostgreSQL server binaries (initdb, pg_ctl, postgres; the tests start their own throwaway cluster).
+# Usage: bash .ci/services.sh   (.ci/run calls it before the tests)
 set -euo pipefail
-python="${1:-python3}"
 if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
@@ -11,4 +10,3 @@ if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev
 fi
 # The cluster runs as the package's "postgres" account when the tests run as root.
 id postgres >/dev/null
-"$python" -m pip install -q -c constraints.txt 'psycopg[binary]'
