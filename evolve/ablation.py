@@ -21,6 +21,7 @@ from mlflow.tracking import MlflowClient
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.lazy_model import LazyModel
+from memevo.agents.llm.accounting import priced_dollars
 from memevo.environments.metrics.scores import Scores, UserScores
 from memevo.environments.run_files import delete_and_resume, read_json, read_model
 from memevo.environments.store import write_json_atomic
@@ -38,7 +39,6 @@ from memevo.evolve.ablation_records import (
 from memevo.evolve.ablation_render import arm_table, write_ablation_outputs
 from memevo.evolve.ablation_summary import REPLICATE_NAMES, AblationSummary, summarize
 from memevo.evolve.config import EvolveConfig, without_widths
-from memevo.evolve.explain import priced_dollars
 from memevo.evolve.loop import EvolutionResult, run_evolution
 from memevo.evolve.tracking.ablation_pages import ablation_note
 from memevo.evolve.tracking.store import (

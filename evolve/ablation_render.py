@@ -10,10 +10,10 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from memevo.agents.llm.accounting import dollars_cell, priced_dollars
 from memevo.evolve.ablation_plots import plot_failure_split, plot_period_curves
 from memevo.evolve.ablation_records import ArmSeedRecord
 from memevo.evolve.ablation_summary import REPLICATE_NAMES, AblationSummary, ArmSummary, Comparison, SeedResult
-from memevo.evolve.explain import dollars_cell, priced_dollars
 from memevo.evolve.headline import objective_label
 from memevo.evolve.stats import BOOTSTRAP_RESAMPLES, PairedTest, SampleSize, fmt, fmt_interval, fmt_p, na
 

@@ -7,35 +7,7 @@ spend). Scores themselves are worded by ``memevo.environments.score_text``, shar
 
 from __future__ import annotations
 
-from memevo.agents.llm.accounting import RoleUsage
-
-
-def dollars_text(usage: RoleUsage) -> str:
-    """The spend in dollars, or why there is no dollar figure (cached, or a model without a known price)."""
-    billed = usage.calls - usage.cache_hits
-    if billed == 0:
-        return "$0 (every reply came from the cache)" if usage.calls else "$0 (no calls)"
-    if usage.unpriced_calls >= billed:
-        return "unpriced (the model is not in memevo's price table)"
-    unknown = f" + {usage.unknown_calls} call(s) of unknown cost" if usage.unknown_calls else ""
-    if usage.unpriced_calls:
-        return f"${usage.dollars:.4f} + {usage.unpriced_calls} unpriced call(s){unknown}"
-    return f"${usage.dollars:.4f}{unknown}"
-
-
-def priced_dollars(usage: RoleUsage) -> float | None:
-    """The dollars of the priced calls; None when every billed call is unpriced (a 0 would read as free)."""
-    billed = usage.calls - usage.cache_hits
-    return None if billed and usage.unpriced_calls >= billed else usage.dollars
-
-
-def dollars_cell(usage: RoleUsage) -> str:
-    """The spend for a table cell: ``$0.0123``, ``unpriced``, or ``$0.0123 + unpriced`` when some calls had no
-    price (a 0.0000 would read as free)."""
-    dollars = priced_dollars(usage)
-    if dollars is None:
-        return "unpriced"
-    return f"${dollars:.4f}" + (" + unpriced" if usage.unpriced_calls else "")
+from memevo.agents.llm.accounting import RoleUsage, dollars_text
 
 
 def spend_line(usage: RoleUsage) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memevo.agents.errors import UserInputError
-from memevo.agents.llm.accounting import UsageReport
+from memevo.agents.llm.accounting import UsageReport, dollars_text
 from memevo.agents.registry import agent_spec
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.run_files import read_json
@@ -25,7 +25,6 @@ from memevo.environments.score_text import (
 from memevo.evolve.ablation import MANIFEST_FILE, load_manifest, render_ablation
 from memevo.evolve.ablation_plots import plot_failure_split, plot_period_curves
 from memevo.evolve.cross_test import cross_test_lines, read_cross_test
-from memevo.evolve.explain import dollars_text
 from memevo.evolve.generation_plot import plot_score_per_generation
 from memevo.evolve.headline import objective_label
 from memevo.evolve.loop import EvolutionResult, GenerationOutcome

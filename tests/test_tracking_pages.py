@@ -192,7 +192,7 @@ def test_a_trial_without_a_value_says_why_and_must_be_told_why(tmp_path: Path) -
     (RoleUsage(calls=4, cache_hits=4), "$0.0000"),
 ])
 def test_a_spend_cell_says_unpriced_instead_of_zero(usage: RoleUsage, cell: str) -> None:
-    from memevo.evolve.explain import dollars_cell
+    from memevo.agents.llm.accounting import dollars_cell
 
     assert dollars_cell(usage) == cell
 

@@ -13,6 +13,7 @@ import typer
 from pydantic import ValidationError
 
 from memevo.agents.errors import RunFailedError, UserInputError
+from memevo.agents.llm.accounting import dollars_text
 from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
 from memevo.agents.llm.local_server import DEFAULT_N_CTX, LocalModelServer
 from memevo.agents.llm.protocol import ChatReply, LLMError
@@ -77,7 +78,7 @@ def check(
         except LLMError as error:
             raise RunFailedError(str(error)) from error
         total = hub.accounting.report().total()
-        typer.echo(f"total: {total.calls} calls, {total.prompt_tokens}+{total.completion_tokens} tokens, ${total.dollars:.6f}")
+        typer.echo(f"total: {total.calls} calls, {total.prompt_tokens}+{total.completion_tokens} tokens, {dollars_text(total)}")
 
 
 def _interrupt(signum: int, frame: object) -> None:

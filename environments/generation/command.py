@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from memevo.agents.errors import RunFailedError
+from memevo.agents.llm.accounting import dollars_text
 from memevo.agents.llm.protocol import ChatClient
 from memevo.environments.data.validate import has_errors, validate_items
 from memevo.environments.generation.config import GenerationConfig, load_generation_config, parse_generation_config
@@ -91,4 +92,4 @@ async def _generate_with_hub(settings: GenerationConfig, out: Path, *, reuse: bo
         finally:
             for role, row in hub.accounting.report().by_role.items():
                 typer.echo(f"  {role}: {row.calls} calls ({row.cache_hits} cached), {row.prompt_tokens}+"
-                           f"{row.completion_tokens} tokens, {row.wall_s:.1f}s, ${row.dollars:.4f}, {row.errors} errors")
+                           f"{row.completion_tokens} tokens, {row.wall_s:.1f}s, {dollars_text(row)}, {row.errors} errors")
