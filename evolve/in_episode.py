@@ -21,6 +21,7 @@ from memevo.agents.lazy_model import LazyModel
 from memevo.environments.data.ids import folder_name
 from memevo.environments.metrics import score_episodes, user_scores
 from memevo.environments.records import PeriodResult
+from memevo.environments.run_files import RESTORE, read_model
 from memevo.environments.runner import bounded_gather
 from memevo.environments.store import RunStore, write_json_atomic
 from memevo.evolve import runtime
@@ -78,9 +79,9 @@ class InEpisodeEvolution(runtime.RunBase):
     def _period_saved(self, agent: MemoryAgent, result: PeriodResult) -> None:
         """A period (and the step evolved after it) is on disk. On resume, a restored period brings back
         the prompts evolved after it."""
-        path = self._step_path(result.user_id, result.period)
-        if path.exists():
-            step = EvolutionStep.model_validate_json(path.read_text(encoding="utf-8"))
+        remedy = f"{RESTORE}: the prompts evolved after that period are only recorded there"
+        step = read_model(self._step_path(result.user_id, result.period), EvolutionStep, remedy=remedy)
+        if step is not None:
             agent.policy = agent.policy.model_copy(update={"prompts": step.prompts})
 
     async def _evolving_user(self, user_id: str, store: RunStore) -> None:

@@ -12,7 +12,7 @@ import pytest
 from mlflow import MlflowClient
 from optuna.trial import TrialState
 
-from memevo.agents.errors import UserInputError
+from memevo.agents.errors import DamagedFileError, UserInputError
 from memevo.agents.llm.accounting import RoleUsage
 from memevo.environments.data.io import save_items
 from memevo.evolve.config import EvolveConfig, parse_evolve_config
@@ -440,3 +440,13 @@ def test_resume_on_a_new_folder_starts_the_run(tmp_path: Path) -> None:
     again, again_backend = evolve(tmp_path, "fresh", resume=True, budget={"generations": 0})
     assert _comparable(again) == _comparable(first) and again.usage == first.usage
     assert not again_backend.calls
+
+
+def test_a_damaged_in_episode_step_ends_the_resume_naming_it(tmp_path: Path) -> None:
+    options = {"protocol": "amemgym_period", "split": {"train": 1, "val": 1, "test": 2}}
+    evolve(tmp_path, "period", **options)
+    step = sorted((tmp_path / "period" / "in_episode").glob("user-*/period_00.json"))[0]
+    step.write_text(step.read_text(encoding="utf-8")[:20], encoding="utf-8")
+    with pytest.raises(DamagedFileError, match="the prompts evolved after that period are only recorded there") as error:
+        evolve(tmp_path, "period", resume=True, **options)
+    assert error.value.source == str(step)
