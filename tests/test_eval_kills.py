@@ -302,4 +302,8 @@ def test_a_full_disk_is_one_line_with_the_resume_command_and_the_resume_ends_as_
     resumed = endpoint.run_eval(out, cache, "--upper-bound", *resume)
     assert resumed.returncode == 0, resumed.stderr
     assert _results(out) == _results(reference[0])
-    assert _served_calls(out) == endpoint.answered - before
+    # A request in flight when the disk filled (the tables run beside the episodes) is booked as unknown: the
+    # endpoint may have answered it to a process already ending, and the resume asked again.
+    total = _usage_total(out)
+    counted = total["calls"] - total["cache_hits"]
+    assert counted <= endpoint.answered - before <= counted + total["unknown_calls"]
