@@ -82,6 +82,24 @@ def _failed(error: Exception, command: str) -> RunFailedError | None:
     return None
 
 
+def _interrupted(stop: KeyboardInterrupt, command: str) -> Interrupted:
+    name, number = ("SIGTERM", signal.SIGTERM) if isinstance(stop, Terminated) else ("SIGINT", signal.SIGINT)
+    return Interrupted(f"interrupted by {name}; finished work is saved, resume with: {command}", signal_number=number)
+
+
+def _signal_behind(error: BaseException) -> KeyboardInterrupt | None:
+    """The SIGINT/SIGTERM an error was raised while handling (e.g. an HTTP library's cancel scope that could not
+    exit cleanly when the signal's exception passed through it), if any."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__context__
+    return None
+
+
 def _raise_terminated(signal_number: int, frame: FrameType | None) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
     raise Terminated()
@@ -96,15 +114,16 @@ def resumable(context: typer.Context) -> Iterator[str]:
     try:
         yield command
     except KeyboardInterrupt as stop:
-        name, number = ("SIGTERM", signal.SIGTERM) if isinstance(stop, Terminated) else ("SIGINT", signal.SIGINT)
-        raise Interrupted(f"interrupted by {name}; finished work is saved, resume with: {command}",
-                          signal_number=number) from None
+        raise _interrupted(stop, command) from None
     except DamagedFileError as error:
         raise DamagedFileError(error.reason, source=error.source or "", remedy=f"{error.remedy}; resume with: {command}"
                                ) from None
     except UserInputError:
         raise
     except Exception as error:
+        stop = _signal_behind(error)
+        if stop is not None:  # the signal landed inside a library's clean-up, which then failed on its own
+            raise _interrupted(stop, command) from None
         failed = _failed(error, command)
         if failed is None:
             raise
