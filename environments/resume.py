@@ -121,9 +121,9 @@ def resumable(context: typer.Context) -> Iterator[str]:
     except UserInputError:
         raise
     except Exception as error:
-        stop = _signal_behind(error)
-        if stop is not None:  # the signal landed inside a library's clean-up, which then failed on its own
-            raise _interrupted(stop, command) from None
+        signalled = _signal_behind(error)
+        if signalled is not None:  # the signal landed inside a library's clean-up, which then failed on its own
+            raise _interrupted(signalled, command) from None
         failed = _failed(error, command)
         if failed is None:
             raise
