@@ -190,10 +190,12 @@ def episode_calls(world: World, seed: int, config: EvolveConfig, folder: Path) -
     return len(backend.calls)
 
 
-def noisy_per_user(run_dir: Path, candidate_id: str) -> dict[str, float]:
+def noisy_per_user(run_dir: Path, candidate_id: str, generation: int) -> dict[str, float]:
+    """The candidate's noisy accuracy per user: its own train and validation results, and as the parent of
+    ``generation`` (sequential acceptance plays a parent on a race's users under labels of their own)."""
     out: dict[str, float] = {}
-    for split in ("train", "val"):
-        path = run_dir / "evals" / candidate_id / f"{split}.json"
+    for label in ("train", "val", f"train_parent_of_{generation:03d}", f"val_parent_of_{generation:03d}"):
+        path = run_dir / "evals" / candidate_id / f"{label}.json"
         if path.exists():
             out |= {u.user_id: u.accuracy for u in CandidateEval.model_validate_json(path.read_text()).users}
     return out
@@ -211,7 +213,7 @@ def winners_curse(run_dir: Path, result: EvolutionResult, policies: dict[str, Me
             continue
         race = run_dir / "generations" / f"gen_{outcome.generation:03d}" / "race.json"
         users = RaceRecord.model_validate(json.loads(race.read_text())[0]).users if race.exists() else val_users
-        noisy = noisy_per_user(run_dir, outcome.parent_id)
+        noisy = noisy_per_user(run_dir, outcome.parent_id, outcome.generation)
         users = [u for u in users if u in noisy]
         if users:
             truth = clean.per_user(policies[outcome.parent_id], users)

@@ -291,26 +291,35 @@ class OuterLoop(runtime.RunBase):
         """Sequential acceptance keeps one line: each kept candidate beat the one before it on fresh users."""
         return self.candidates[history[-1].kept_id]
 
-    async def _play(self, candidate: Candidate, users: list[str]) -> dict[Instance, float]:
+    async def _play(self, candidate: Candidate, users: list[str], *,
+                    parent_of: int | None = None) -> dict[Instance, float]:
         """The candidate's values on these search users, each split's users evaluated under its own label and all
-        splits at once (the episodes stay in the split's store, so a longer list later plays only the new users)."""
+        splits at once (the episodes stay in the split's store, so a longer list later plays only the new users).
+        A parent's plays for generation ``parent_of`` have labels of their own (``train_parent_of_003``): the
+        summaries of what kept it (its train and validation results) stay as they were."""
         chosen = {split: [user for user in users if user in members] for split, members in self._users.items()}
-        played = await asyncio.gather(*(self._evaluate(candidate, split, members)
-                                        for split, members in chosen.items() if members))
+        played = await asyncio.gather(*(
+            self._evaluate(candidate, split, members,
+                           label=None if parent_of is None else f"{split}_parent_of_{parent_of:03d}")
+            for split, members in chosen.items() if members))
         values: dict[Instance, float] = {}
         for result in played:  # in the splits' order, as one after the other would give
             values |= result.instances()
         return values
 
-    def _round_player(self, group: list[Candidate],
+    def _round_player(self, generation: int, parent: Candidate, group: list[Candidate],
                       record: RaceRecord) -> Callable[[Candidate, list[str]], Awaitable[dict[Instance, float]]]:
-        """``play`` for a race that asks for the candidates still in it one after the other on the same users: the
-        first ask of a round starts them all at once, and each ask takes its own result. The same plays as one at a
-        time, so the same values and calls; a round's plays not asked for (an error ended the race) are cancelled."""
+        """``play`` for a race that asks for the parent and then the candidates still in it one after the other on
+        the same users: the first ask of a round starts them all at once, and each ask takes its own result. The same
+        plays as one at a time, so the same values and calls; a round's plays not asked for (an error ended the race)
+        are cancelled."""
         started: dict[tuple[str, tuple[str, ...]], asyncio.Future[dict[Instance, float]]] = {}
 
         async def play(candidate: Candidate, users: list[str]) -> dict[Instance, float]:
             staying = record.rounds[-1].staying if record.rounds else [c.id for c in group]
+            if (parent.id, tuple(users)) not in started:
+                started[(parent.id, tuple(users))] = asyncio.ensure_future(
+                    self._play(parent, users, parent_of=generation))
             for other in group:
                 key = (other.id, tuple(users))
                 if other.id in staying and key not in started:
@@ -323,6 +332,18 @@ class OuterLoop(runtime.RunBase):
                 raise
 
         return play
+
+    def _race_users(self, generation: int, parent: Candidate) -> list[str]:
+        return race_users(self._search_users, self.selected_on[parent.id], self.config.split.seed, generation)
+
+    async def _play_evidence(self, generation: int, parent: Candidate) -> None:
+        """Sequential acceptance: the parent's evidence is its episodes on the train users it has played (the race
+        that kept it, or generation 0). A parent with none plays one train user, the first its race will play (a
+        round that reaches that user then costs the parent nothing more)."""
+        if not self.split.train or self.evaluator.episodes(parent.id, "train", self.split.train):
+            return
+        upcoming = [user for user in self._race_users(generation, parent) if user in self.split.train]
+        await self._play(parent, (upcoming or self.split.train)[:1], parent_of=generation)
 
     def _race_path(self, generation: int) -> Path:
         return self._gen_dir(generation) / "race.json"
@@ -345,14 +366,13 @@ class OuterLoop(runtime.RunBase):
         check; the winner then plays the validation users it has not (its validation score, as every kept
         candidate has one)."""
         strategy = self.config.strategy
-        users = race_users(self._search_users, self.selected_on[parent.id], self.config.split.seed, generation)
-        played_by_parent = await self._play(parent, self._search_users)  # all of them (``_plan``): stored
-        parent_values = {key: value for key, value in played_by_parent.items() if key[0] in users}
+        users = self._race_users(generation, parent)
         test = SequentialTest(strategy.test_confidence, strategy.min_effect, looks(len(users), strategy.race_users))
-        if not test.can_accept(len(parent_values)):
+        instances = sum(self.evaluator.n_periods(user) for user in users)
+        if not test.can_accept(instances):
             log.warning("gen %d: its race has %d (user, period) instance(s), too few for the sequential test to accept "
                         "anything at confidence %g (give more train or validation users, or strategy.acceptance: mean)",
-                        generation, len(parent_values), strategy.test_confidence)
+                        generation, instances, strategy.test_confidence)
         started_path = self._gen_dir(generation) / "race_started.json"
         started = int(read_json(started_path, remedy=delete_and_resume(
             "it", "the race's rounds are checked against the budget again"))["rounds"]) if started_path.exists() else 0
@@ -380,8 +400,9 @@ class OuterLoop(runtime.RunBase):
             for group in groups:
                 record = RaceRecord(parent_id=parent.id, candidate_ids=[c.id for c in group], users=users)
                 records.append(record)
-                await race(group, parent_values, users, chunk=strategy.race_users, test=test,
-                           play=self._round_player(group, record), may_start=may_start, record=record, on_round=save)
+                await race(group, parent, users, chunk=strategy.race_users, test=test,
+                           play=self._round_player(generation, parent, group, record), may_start=may_start,
+                           record=record, on_round=save)
                 bar.advance(len(group))
                 if record.winner_id is not None or record.stop_reason is not None:
                     break
@@ -423,7 +444,7 @@ class OuterLoop(runtime.RunBase):
             return stored
         first_trial = self._first_trial(generation)
         if self.sequential:
-            await self._play(parent, self._search_users)
+            await self._play_evidence(generation, parent)
         elif self.config.strategy.complete_parent_train:
             await self._complete_parent_train(parent)
         episodes = self.evaluator.episodes(parent.id, "train", self.split.train, traces=True)

@@ -51,13 +51,13 @@ def test_race_users_leave_out_the_parent_s_selection_users_and_take_at_most_half
 def _race(gains: dict[str, dict[str, float]], first_only: bool = False) -> tuple[RaceRecord, dict[str, int]]:
     """A race of candidates whose per-user gains over a parent at 0.5 are given (``*``: every other user)."""
     candidates = [_candidate(name) for name in gains]
-    parent = _values({"*": 0.5}, USERS)
+    parent = _candidate("parent")
     played: dict[str, int] = {}
 
     async def play(candidate: Candidate, users: list[str]) -> dict[Instance, float]:
         name = candidate.policy.prompts["memory_types"]
         played[name] = len(users)
-        return {key: 0.5 + value for key, value in _values(gains[name], users).items()}
+        return {key: 0.5 + value for key, value in _values({"*": 0.0, **gains.get(name, {})}, users).items()}
 
     group = candidates[:1] if first_only else candidates
     record = RaceRecord(parent_id="p", candidate_ids=[c.id for c in group], users=USERS)
@@ -72,6 +72,7 @@ def test_a_lucky_first_candidate_does_not_end_the_race_before_a_helpful_one_is_m
     record, played = _race({"lucky": lucky, "helpful": {"u0": 0.2, "u1": 0.2, "*": 0.2}, "neutral": {"*": 0.0}})
     assert record.winner_id == _candidate("helpful").id
     assert played["neutral"] == 2  # halved out after the first round
+    assert played["parent"] == len(record.rounds[-1].users)  # the parent plays only the rounds played
     assert record.selected_on == record.rounds[-1].users
 
 
@@ -83,18 +84,24 @@ def test_worse_candidates_and_ones_without_gain_leave_after_the_round_that_shows
     assert record.rounds[0].verdicts[_candidate("a").id].state == "open"  # all ties: no evidence either way
     assert record.rounds[0].staying == [_candidate("late").id]  # no gain on the first round's users: futile
     assert len(record.rounds) == 2 and record.rounds[-1].staying == []  # its gain gone after the second round
-    assert played == {"a": 2, "b": 2, "worse": 2, "late": 4}
+    assert played == {"a": 2, "b": 2, "worse": 2, "late": 4, "parent": 4}
+
+
+def test_a_race_decided_in_its_first_round_never_plays_the_parent_on_later_users() -> None:
+    record, played = _race({"helpful": {"*": 0.4}})
+    assert record.winner_id == _candidate("helpful").id and len(record.rounds) == 1
+    assert played == {"helpful": 2, "parent": 2}
 
 
 @pytest.mark.parametrize("stop_at", [0, 1])
 def test_a_budget_stop_keeps_what_the_rounds_played_support(stop_at: int) -> None:
-    candidates = [_candidate("helpful")]
-    record = RaceRecord(parent_id="p", candidate_ids=[candidates[0].id], users=USERS)
+    candidates, parent = [_candidate("helpful")], _candidate("parent")
+    record = RaceRecord(parent_id=parent.id, candidate_ids=[candidates[0].id], users=USERS)
 
     async def play(candidate: Candidate, users: list[str]) -> dict[Instance, float]:
-        return _values({"*": 0.9}, users)
+        return _values({"*": 0.5 if candidate is parent else 0.9}, users)
 
-    asyncio.run(race(candidates, _values({"*": 0.5}, USERS), USERS, chunk=4, test=SequentialTest(0.9, 0, 2),
+    asyncio.run(race(candidates, parent, USERS, chunk=4, test=SequentialTest(0.9, 0, 2),
                      play=play, may_start=lambda index: "call budget" if index >= stop_at else None, record=record,
                      on_round=lambda _: None))
     assert record.stop_reason == ("call budget" if stop_at == 0 else None)

@@ -6,7 +6,8 @@ users that selected it is inflated by the selection (the winner's curse); its su
 on users where its episodes played no part in keeping it, and because a race takes at most half the users, every
 winner leaves at least the other half fresh for its own children.
 
-The rounds: every candidate still in the race plays the next ``chunk`` users (the parent has played them all), and
+The rounds: every candidate still in the race plays the next ``chunk`` users, and so does the parent (on the users it
+has not played yet: a race that ends after its first round never plays the parent on the second round's users), and
 after each round the paired sequential test (``sequential``) looks at each candidate's gains over the parent on all
 the users it has played. A candidate the test finds worse leaves the race, and so does one with no mean gain after
 any round (futility: the error is spent on acceptance only, and a candidate that shows no gain on the users it has
@@ -31,7 +32,7 @@ Values = Mapping[Instance, float]
 
 class RaceRound(LazyModel):
     users: list[str]
-    """The users every candidate in this round had played by its end."""
+    """The users the parent and every candidate in this round had played by its end."""
     verdicts: dict[str, Verdict]
     """Per candidate id in the round, the test over all its users so far."""
     staying: list[str]
@@ -79,7 +80,7 @@ def _halved(verdicts: Mapping[str, Verdict], order: Sequence[str]) -> list[str]:
 
 async def race(
     candidates: Sequence[Candidate],
-    parent: Values,
+    parent: Candidate,
     users: Sequence[str],
     *,
     chunk: int,
@@ -89,8 +90,8 @@ async def race(
     record: RaceRecord,
     on_round: Callable[[RaceRecord], None],
 ) -> RaceRecord:
-    """Run the race (see the module docstring). ``play`` evaluates a candidate on users (all it has played so far,
-    a stored result costs nothing); ``may_start(round)`` gives a budget reason to stop before a round, or None;
+    """Run the race (see the module docstring). ``play`` evaluates a candidate or the parent on users (all it has
+    played so far, a stored result costs nothing; the parent is asked first in each round); ``may_start(round)`` gives a budget reason to stop before a round, or None;
     ``on_round`` saves the record after each round. Every step depends only on stored results, in a fixed order,
     so a resumed race takes the same path."""
     by_id = {candidate.id: candidate for candidate in candidates}
@@ -101,9 +102,10 @@ async def race(
             record.stop_reason = stop
             break
         played = list(users[:(index + 1) * chunk])
+        parent_values = await play(parent, played)
         verdicts = {}
         for cid in staying:
-            verdicts[cid] = test.verdict(paired_gains(await play(by_id[cid], played), parent))
+            verdicts[cid] = test.verdict(paired_gains(await play(by_id[cid], played), parent_values))
         staying = _halved(verdicts, staying)
         record.rounds.append(RaceRound(users=played, verdicts=verdicts, staying=staying))
         on_round(record)
