@@ -116,3 +116,28 @@ def test_a_generation_without_candidates_keeps_its_parent(tmp_path: Path) -> Non
     result, _ = evolve(tmp_path, "none", CategoryBackend(WORLD, proposer_mode="garbage"), strategy=RACE, **OPTIONS)
     assert [outcome.kept_id for outcome in result.history] == [result.seed.id] * 4
     assert _races(tmp_path / "none", 1) == []
+
+
+def _users_in(summary: Path) -> set[str]:
+    return {user["user_id"] for user in json.loads(summary.read_text())["users"]} if summary.exists() else set()
+
+
+def test_a_parent_plays_only_the_rounds_its_race_reaches(tmp_path: Path) -> None:
+    result, _ = evolve(tmp_path, "lazy", CategoryBackend(WORLD, proposer_mode="step", answer_noise=0.2),
+                       strategy=RACE, **OPTIONS)
+    evals = tmp_path / "lazy" / "evals"
+    seed_train = _users_in(evals / result.seed.id / "train.json")
+    ended_early = 0
+    for outcome in result.history[1:]:
+        (record,) = _races(tmp_path / "lazy", outcome.generation)
+        parent = evals / outcome.parent_id
+        as_parent = set().union(*(_users_in(parent / f"{split}_parent_of_{outcome.generation:03d}.json")
+                                  for split in ("train", "val")))
+        reached = set(record.rounds[-1].users) if record.rounds else set()
+        assert reached <= as_parent
+        extra = as_parent - reached  # at most the one train user played for a parent without train episodes
+        assert len(extra) <= 1 and extra <= seed_train
+        ended_early += len(reached) < len(record.users)
+        # what kept the parent stays as it was: every validation user (its score in the pool)
+        assert len(_users_in(parent / "val.json")) == OPTIONS["split"]["val"]
+    assert ended_early, "no race ended before its last round"
