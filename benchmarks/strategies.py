@@ -15,13 +15,13 @@ request, so reruns and resumes see the same noise). The worlds differ in what a 
 
 Arms, each given the same budget of calls (``--budget-episodes`` times the calls of one seed episode of the world;
 agent and proposer calls together, as ``budget.max_calls`` counts them): ``memevo`` (sequential acceptance with
-its defaults: the candidate for memevo's default, not yet the default),
+its defaults, memevo's default),
 ``none`` (no evolution: the seed), ``best-of-n`` (one generation of as many proposals from the seed as the budget
 plays on the validation users, the best there kept after a check on one train user), ``gepa`` (GEPA 0.1.4 through
 ``gepa.optimize``, see benchmarks/gepa_arm.py), and memevo strategies named by ``+``-joined words: ``mean``,
 ``paired`` or ``sequential`` (acceptance), ``first`` (``first_accepted: true``), ``every`` (false), ``race1`` (1 user
 per race round), ``c0.8`` (confidence), ``e0.02`` (minimum effect), ``gate1`` (minibatch). ``one-at-a-time`` is
-EvolveConfig's default (``mean+first``).
+EvolveConfig's previous default (``mean+first``).
 
 Per world, seed (a new world, split and noise for each) and arm one run goes in-process. Reported per world and arm:
 the noise-free held-out accuracy of the arm's final best (a fresh evaluation of it on the 4 test users without
