@@ -11,7 +11,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
 from memevo.agents.config_io import read_mapping
@@ -236,7 +236,7 @@ def stored_objective(value: object) -> object:
     return "amemgym_memory_score" if value == LEGACY_OBJECTIVE else value
 
 
-_SAID: set[str] = set()
+_SAID: set[object] = set()
 
 
 def _say_objective(data: dict[str, Any], label: str) -> None:
@@ -248,6 +248,10 @@ def _say_objective(data: dict[str, Any], label: str) -> None:
     if note is not None and note not in _SAID:
         _SAID.add(note)
         logging.getLogger("memevo.evolve").warning("%s: %s", label, note)
+
+
+SEQUENTIAL_IGNORES = ("order", "minibatch", "complete_parent_train")
+"""Strategy fields about validation and train users taken in turn, which a race does not have."""
 
 
 class StrategyConfig(_Strict):
@@ -264,16 +268,37 @@ class StrategyConfig(_Strict):
     parents: str = Field("elitist", description="Parent selection: elitist (best on validation; under sequential "
                          "acceptance the last candidate kept) or pareto (mean or paired acceptance).")
     acceptance: str = Field(
-        "mean", description="mean (beats the parent's validation mean), paired (a t-test) or sequential (a race on "
-        "users fresh for the parent, paired Wilcoxon test at each round, see memevo.evolve.selection.race; ahead of "
-        "mean on benchmarks/strategies.py, not yet the default: not ahead of GEPA there by a margin a paired test "
-        "supports).")
+        "sequential", description="sequential (a race on users fresh for the parent, paired Wilcoxon test at each "
+        "round, see memevo.evolve.selection.race; ahead of mean, best-of-N and GEPA on benchmarks/strategies.py), mean "
+        "(beats the parent's validation mean) or paired (a t-test). A config that sets an option of mean or paired "
+        "only (order, minibatch, complete_parent_train, parents: pareto) and no acceptance is read as mean, with a "
+        "warning.")
     confidence: float | None = Field(
         None, description="paired, sequential: one-sided confidence that the candidate is better (sequential: over every "
         "look of its race); default 0.9 (paired), 0.3 (sequential: its bar is fresh, so a neutral candidate kept costs "
         "only episodes and may open a way on; 0.3 did best on the benchmark's tuning seeds, none harmful kept).")
     min_effect: float = Field(0.0, ge=0, description="paired, sequential: smallest mean gain per (user, period).")
     race_users: int = Field(2, ge=1, description="sequential: users each candidate in the race plays per round.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mean_for_its_options(cls, data: Any, info: ValidationInfo) -> Any:
+        """A config written when mean was the default and that sets an option only mean or paired acceptance have
+        keeps the rule it was written for: read as ``acceptance: mean``, said once per file and field."""
+        if not isinstance(data, dict) or "acceptance" in data:
+            return data
+        given = [name for name in SEQUENTIAL_IGNORES if name in data]
+        given += ["parents"] if data.get("parents", "elitist") != "elitist" else []
+        if not given:
+            return data
+        source = (info.context or {}).get("source", "evolve config")
+        if (source, given[0]) not in _SAID:
+            _SAID.add((source, given[0]))
+            logging.getLogger("memevo.evolve").warning(
+                "%s: strategy.%s applies to acceptance mean or paired, and strategy.acceptance is not set: read as "
+                "acceptance: mean (the default is now sequential; set strategy.acceptance to say which)", source,
+                given[0])
+        return {**data, "acceptance": "mean"}
 
     @property
     def test_confidence(self) -> float:
@@ -439,7 +464,7 @@ def parse_evolve_config(data: Any, *, source: Path | None = None) -> EvolveConfi
     if not isinstance(data, dict):
         raise UserInputError("the config must be a mapping", source=label)
     try:
-        config = EvolveConfig.model_validate({**data, "source": source})
+        config = EvolveConfig.model_validate({**data, "source": source}, context={"source": label})
     except ValidationError as error:
         first = error.errors()[0]
         raise UserInputError(first["msg"], source=label, field=_field_path(first)) from None
@@ -505,9 +530,6 @@ def check_strategy(strategy: StrategyConfig, *, source: str | None) -> None:
         raise UserInputError(f"confidence must lie strictly between 0 and 1, not {strategy.confidence:g}",
                              source=source, field="strategy.confidence")
 
-
-SEQUENTIAL_IGNORES = ("order", "minibatch", "complete_parent_train")
-"""Strategy fields about validation and train users taken in turn, which a race does not have."""
 
 OUTER_LOOP_ONLY = ("order", "minibatch", "first_accepted", "complete_parent_train", "resamples")
 """Strategy fields about a generation's candidates and their train users, which the in-episode protocol has not

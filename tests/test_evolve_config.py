@@ -1,5 +1,6 @@
 """The evolve config: valid files load, bad ones name the file and the field path."""
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ def test_minimal_config_takes_defaults(tmp_path: Path) -> None:
     config = load_evolve_config(write(tmp_path, MINIMAL))
     assert config.components == ["memory_types"]
     assert config.objective == "accuracy" and config.strategy.proposers == ["reflection"]
-    assert (config.strategy.parents, config.strategy.acceptance, config.strategy.minibatch) == ("elitist", "mean", 2)
+    assert (config.strategy.parents, config.strategy.acceptance, config.strategy.minibatch) == ("elitist", "sequential", 2)
     assert config.strategy.order == "validation_first" and config.strategy.resamples == 2
     assert load_evolve_config(write(tmp_path, {**MINIMAL, "strategy": {"resamples": 0}})).strategy.resamples == 0
     accuracy = load_evolve_config(write(tmp_path, {**MINIMAL, "upper_bound": False, "objective": "accuracy"}))
@@ -48,6 +49,23 @@ def test_full_config(tmp_path: Path) -> None:
     assert config.hyperparameters["top_k"].choices == [10, 30]
     assert config.llm.proposer.model == "gpt-4.1-mini"
     assert config.protocol == "amemgym_period"
+
+
+@pytest.mark.parametrize(("strategy", "field"), [({"order": "train_first"}, "order"), ({"minibatch": None}, "minibatch"),
+                                                  ({"complete_parent_train": False}, "complete_parent_train"),
+                                                  ({"parents": "pareto", "order": "train_first"}, "order"),
+                                                  ({"parents": "pareto"}, "parents")])
+def test_an_option_of_the_mean_rule_without_acceptance_reads_as_mean_and_says_so(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, strategy: dict, field: str) -> None:
+    caplog.set_level(logging.WARNING, logger="memevo.evolve")
+    path = write(tmp_path, {**MINIMAL, "split": {"val": 2}, "strategy": strategy})
+    assert load_evolve_config(path).strategy.acceptance == "mean"
+    load_evolve_config(path)  # an ablation reads its base config once per arm and seed: said once
+    (said,) = [record.getMessage() for record in caplog.records]
+    assert said.startswith(f"{path.resolve()}: strategy.{field} applies to acceptance mean or paired")
+    chosen = write(tmp_path, {**MINIMAL, "strategy": {**strategy, "acceptance": "paired"}})
+    assert load_evolve_config(chosen).strategy.acceptance == "paired"  # a rule the file names is kept
+    assert len(caplog.records) == 1
 
 
 @pytest.mark.parametrize("field", ["order", "minibatch", "first_accepted", "complete_parent_train", "resamples"])
