@@ -29,8 +29,8 @@ from memevo.agents.llm.hub import LLMHub  # noqa: E402
 from memevo.agents.llm.transport import JSONTransport  # noqa: E402
 from memevo.environments.progress import configure_terminal  # noqa: E402
 from memevo.evolve.config import load_evolve_config  # noqa: E402
-from memevo.evolve.headline import held_out_lines  # noqa: E402
 from memevo.evolve.loop import run_evolution  # noqa: E402
+from memevo.evolve.presentation.headline import held_out_lines  # noqa: E402
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "experiments" / "quickstart.yaml"
 
