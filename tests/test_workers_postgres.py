@@ -1,8 +1,10 @@
 """Ablation workers on a real PostgreSQL and a real MLflow server, against the fault-injecting test endpoint.
 
 The services are started by the project's own ``memevo.evolve.workers.services`` (``.ci/services.sh`` installs
-PostgreSQL and psycopg). Two workers must give the same scores as one process, with each evolution's MLflow run
-logged once under the ablation's run; a worker killed mid-unit must see that unit finished once by the other.
+PostgreSQL's server; the psycopg driver comes with the test extras). Two workers must give the same scores as one
+process, with each evolution's MLflow run logged once under the ablation's run; a worker killed mid-unit must see
+that unit finished once by the other. Two sweep workers on one Optuna study must end with the trials one process
+ends with, also when one of them is killed mid-trial.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ pytestmark = [
                        "installed: run .ci/services.sh"),
     pytest.mark.timeout(900),
 ]
-psycopg = pytest.importorskip("psycopg", reason="the psycopg driver is not installed: run .ci/services.sh")
+psycopg = pytest.importorskip("psycopg", reason="the psycopg driver is not installed: pip install 'psycopg[binary]'")
 
 
 @pytest.fixture(scope="module")
