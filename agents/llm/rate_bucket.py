@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.shared_database import create_table, database_now, shared_engine
+from memevo.core.lazy_model import LazyModel
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine

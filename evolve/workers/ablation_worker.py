@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from memevo.evolve import runtime
-from memevo.evolve.ablation import AblationOutcome, finish_ablation, load_manifest, run_unit, start_ablation
-from memevo.evolve.ablation_config import AblationConfig, resolve_all
+from memevo.evolve.ablation.config import AblationConfig, resolve_all
+from memevo.evolve.ablation.run import AblationOutcome, finish_ablation, load_manifest, run_unit, start_ablation
 from memevo.evolve.workers.claims import DONE, ClaimStore
 from memevo.evolve.workers.worker import WorkerSettings, work_through
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from pydantic import Field
 
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.lazy_model import LazyModel
 from memevo.evolve.workers.claims import DONE, ClaimStore, Heartbeat
 
 
