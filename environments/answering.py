@@ -66,6 +66,10 @@ class Responder(Protocol):
         """Each option's log-probability as the reply to ``prompt``."""
         ...
 
+    async def prior(self, prompt: str, options: list[str]) -> list[OptionLogprob]:
+        """Each option's log-probability as the reply to ``prompt`` alone, by the same LLM without memory."""
+        ...
+
 
 class AgentResponder:
     """An agent answering one question at ``now``, from its memory (``query`` is the bare question)."""
@@ -78,6 +82,9 @@ class AgentResponder:
 
     async def score(self, prompt: str, options: list[str]) -> ScoredOptions:
         return await self.agent.score_options(prompt, options, query=self.query, now=self.now)
+
+    async def prior(self, prompt: str, options: list[str]) -> list[OptionLogprob]:
+        return await self.agent.score_in_context([{"role": "user", "content": prompt}], options, "agent")
 
 
 class BareResponder:
@@ -97,6 +104,9 @@ class BareResponder:
             raise UserInputError("this LLM cannot score options by likelihood: use answer_mode 'generated'",
                                  field="answer_mode")
         return ScoredOptions(scores=await self.llm.option_logprobs(self._messages(prompt), options, role=self.role))
+
+    async def prior(self, prompt: str, options: list[str]) -> list[OptionLogprob]:
+        return (await self.score(prompt, options)).scores
 
     @staticmethod
     def _messages(prompt: str) -> list[Message]:
@@ -153,9 +163,13 @@ class GeneratedAnswers(AnswerChooser):
 
 
 class LikelihoodAnswers(AnswerChooser):
-    """Every option's text is scored as the reply; the highest log-probability per byte is the choice."""
+    """Every option's text is scored as the reply; the highest log-probability per byte is the choice, or, with a
+    ``calibration_prompt``, the highest log-probability less the option's own under that content-free prompt."""
 
     mode = "likelihood"
+
+    def __init__(self, *, calibration_prompt: str | None = None) -> None:
+        self.calibration_prompt = calibration_prompt
 
     def qa_prompt(self, question: Question, prompts: QuestionPrompts | None) -> str:
         _own_wording(prompts)
@@ -168,9 +182,15 @@ class LikelihoodAnswers(AnswerChooser):
     async def choose_among(self, responder: Responder, prompt: str, options: list[str], *, amemgym_compat: bool,
                            rng_key: Sequence[object]) -> ChoiceOutcome:
         scored = await responder.score(prompt, options)
-        per_byte = [per_byte_score(score, option) for score, option in zip(scored.scores, options, strict=True)]
-        choice = max(range(len(options)), key=per_byte.__getitem__) + 1
-        reply = json.dumps({"answer": choice, "logprob_per_byte": [round(value, 4) for value in per_byte]})
+        if self.calibration_prompt is None:
+            key = "logprob_per_byte"
+            values = [per_byte_score(score, option) for score, option in zip(scored.scores, options, strict=True)]
+        else:
+            key = "pointwise_mutual_information"
+            prior = await responder.prior(self.calibration_prompt, options)
+            values = [score.logprob - alone.logprob for score, alone in zip(scored.scores, prior, strict=True)]
+        choice = max(range(len(options)), key=values.__getitem__) + 1
+        reply = json.dumps({"answer": choice, key: [round(value, 4) for value in values]})
         return ChoiceOutcome(choice=choice, raw_reply=reply, consulted_memory=scored.consulted_memory,
                              answer_mode="likelihood")
 
@@ -186,6 +206,9 @@ def _own_wording(prompts: QuestionPrompts | None) -> None:
                              "ask for an option number (use answer_mode 'generated' with them)", field="answer_mode")
 
 
-def answer_chooser(mode: AnswerMode, *, constrained: bool) -> AnswerChooser:
-    """The chooser of ``mode`` (``constrained`` matters to generated answers only)."""
-    return LikelihoodAnswers() if mode == "likelihood" else GeneratedAnswers(constrained=constrained)
+def answer_chooser(mode: AnswerMode, *, constrained: bool, calibration_prompt: str | None = None) -> AnswerChooser:
+    """The chooser of ``mode`` (``constrained`` matters to generated answers only, ``calibration_prompt`` to
+    likelihood ones)."""
+    if mode == "likelihood":
+        return LikelihoodAnswers(calibration_prompt=calibration_prompt)
+    return GeneratedAnswers(constrained=constrained)

@@ -5,6 +5,10 @@ A sample is a conversation between two speakers over numbered sessions (``sessio
 with Porter stemming (category 1, multi-hop, per comma-separated part; category 3 against the gold text
 before its first ';'); category 5 (adversarial) is LoCoMo's choice between "Not mentioned in the conversation"
 (the gold) and the adversarial answer.
+
+The turns reach the agent as ``Name: text`` (the questions name the speakers), and a small model copies that form
+into its reply ("Caroline: Biscuit"); a reply's leading speaker name is dropped before it is scored, since it is
+the transcript's format, not an answer.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pydantic import Field, model_validator
 
 from memevo.agents.errors import UserInputError
 from memevo.agents.lazy_model import LazyModel
-from memevo.environments.answer_scoring import locomo_f1, multi_part_f1, porter_stemmer
+from memevo.environments.benchmarks.answer_scoring import locomo_f1, multi_part_f1, porter_stemmer
 from memevo.environments.benchmarks.base import BenchmarkEnvironment
 from memevo.environments.benchmarks.files import iter_json_records, parse_date, validated
 from memevo.environments.protocol import AnswerScore, QuestionView
@@ -127,6 +131,21 @@ def messages(turns: list[Turn], speaker_a: str) -> list[dict[str, str]]:
             for turn in turns]
 
 
+def speakers(item: ReplayItem) -> set[str]:
+    """The speakers' names, read back from the turns as ``Turn.rendered`` wrote them."""
+    return {message["content"].split(": ", 1)[0] for session in item.sessions for message in session.messages
+            if ": " in message.get("content", "")}
+
+
+def without_speaker(reply: str, names: set[str]) -> str:
+    """``reply`` without a leading ``Name:`` naming one of the speakers."""
+    text = reply.strip()
+    for name in names:
+        if text.startswith(f"{name}:"):
+            return text[len(name) + 1:].strip()
+    return text
+
+
 def adversarial_choices(item_id: str, index: int, adversarial: str) -> list[str]:
     """The two options of an adversarial question: LoCoMo flips a coin per question; here a hash of the item and
     question decides, so every run shows the same order."""
@@ -176,6 +195,7 @@ class LoCoMoEnvironment(BenchmarkEnvironment):
         if question.choices is not None:
             return await super().score_answer(item, period, question, reply)
         gold = question.gold.split(";")[0].strip() if question.category == "open-domain" else question.gold
+        reply = without_speaker(reply, speakers(item))
         score = (multi_part_f1(reply, gold, self.stem) if question.category == "multi-hop"
                  else locomo_f1(reply, gold, self.stem))
         return AnswerScore(score=score, method="token_f1", correct=score == 1.0,
