@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from memevo.agents.llm.hub import LLMHub
+from memevo.agents.llm.protocol import OptionLogprob
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import build_agent
+from memevo.environments.answering import AgentResponder
 from memevo.environments.benchmarks.locomo import LoCoMoEnvironment
 from memevo.environments.metrics import score_episodes
 from memevo.environments.replay import CLOZE_INSTRUCTION, ReplayItem
@@ -112,7 +114,17 @@ CONVERSATIONS: list[dict[str, Any]] = [
           "telescope technician")]},
 ]
 WAYS = {"per_byte": ("likelihood", None), "calibrated": ("likelihood", CLOZE_INSTRUCTION),
-        "generated": ("generated", None)}
+        "calibrated_in_memory": ("likelihood", CLOZE_INSTRUCTION), "generated": ("generated", None)}
+"""How the adversarial choice is made: answer mode and calibration prompt. ``calibrated`` divides by each option's
+likelihood under the content-free prompt alone; ``calibrated_in_memory`` under that prompt after the agent's
+memory (what the question adds to what memory says)."""
+
+
+async def prior_in_memory(responder: AgentResponder, prompt: str, options: list[str]) -> list[OptionLogprob]:
+    return (await responder.score(prompt, options)).scores
+
+
+bare_prior = AgentResponder.prior
 
 
 def write_locomo(path: Path, *, control: bool) -> Path:
@@ -134,13 +146,20 @@ def write_locomo(path: Path, *, control: bool) -> Path:
     return path
 
 
-async def per_category(hub: LLMHub, way: str, memory: bool, items: list[ReplayItem]) -> dict[str, float]:
+async def per_category(hub: LLMHub, way: str, memory: bool, items: list[ReplayItem],
+                       answers: Path | None, *, control: bool = False) -> dict[str, float]:
     mode, calibration = WAYS[way]
     environment = LoCoMoEnvironment(EpisodeConfig(answer_mode=mode))
     environment.calibration_prompt = calibration  # type: ignore[misc] - the benchmark compares both settings
+    AgentResponder.prior = prior_in_memory if way == "calibrated_in_memory" else bare_prior  # type: ignore[method-assign]
     policy = MemoryPolicy(kind="native", context_token_budget=None if memory else 1)
     llm = hub.client(policy.llm)
     episodes = [await environment.run_item(build_agent(policy, llm), item, None) for item in items]
+    if answers is not None:
+        with answers.open("a", encoding="utf-8") as file:
+            for record in (qa for episode in episodes for period in episode.periods for qa in period.qa):
+                file.write(json.dumps({"way": way, "memory": memory, "control": control, **record.model_dump(
+                    mode="json", include={"user_id", "category", "answer", "gold_answer", "score", "raw_reply"})}) + "\n")
     scores = score_episodes(episodes, items)
     return {entry.category: entry.accuracy for entry in scores.per_category}
 
@@ -149,6 +168,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--ways", default=",".join(WAYS), help="per_byte, calibrated, generated")
     parser.add_argument("--out", type=Path, help="keep the two files here (default: a temporary folder)")
+    parser.add_argument("--answers", type=Path, help="append every answer and its score to this JSON-lines file")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         folder = args.out or Path(scratch)
@@ -160,7 +180,7 @@ async def main() -> None:
         async with LLMHub(use_cache=False) as hub:
             for way in args.ways.split(","):
                 for memory in (True, False):
-                    figures = await per_category(hub, way, memory, items)
+                    figures = await per_category(hub, way, memory, items, args.answers)
                     figures["control (not-mentioned said of a told fact)"] = (
                         await per_category(hub, way, memory, control))["adversarial"]
                     print(json.dumps({"way": way, "memory": memory,

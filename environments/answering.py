@@ -6,7 +6,10 @@ A small model asked to name an option number mostly names the first one whatever
 themselves, as the lm-evaluation-harness scores multiple choice for small models, with the options not listed
 in the prompt, so their order cannot matter. The score is the log-probability per byte of the option's text
 (the harness's ``acc_norm``): summed log-probabilities favour the shortest option, per-token ones depend on how
-the tokenizer splits each text, per byte does neither.
+the tokenizer splits each text, per byte does neither. An option a model likes whatever it was told (LoCoMo's
+"Not mentioned in the conversation") wins every such comparison, so an environment can ask for calibrated
+likelihood instead: each option's log-probability less its log-probability after a content-free prompt without
+the question or memory (the pointwise mutual information of lm-evaluation-harness's ``acc_mutual_info``).
 
 The agent's answer step, the upper bound and the no-memory baseline all go through an ``AnswerChooser``; only
 memevo's embedded model can score options, so ``auto`` means likelihood there and generated anywhere else (and
@@ -42,6 +45,8 @@ AnswerModeSetting = Literal["auto", "generated", "likelihood"]
 ANSWER_MODE_TEXT: dict[str, str] = {
     "generated": "generated (the model names an option number)",
     "likelihood": "likelihood (each option's text scored by its log-probability per byte as the reply)",
+    "calibrated_likelihood": "calibrated likelihood (each option's log-probability as the reply less its "
+                             "log-probability after a prompt without the question or memory)",
 }
 """What a summary says about how answers were given."""
 
@@ -192,7 +197,7 @@ class LikelihoodAnswers(AnswerChooser):
         choice = max(range(len(options)), key=values.__getitem__) + 1
         reply = json.dumps({"answer": choice, key: [round(value, 4) for value in values]})
         return ChoiceOutcome(choice=choice, raw_reply=reply, consulted_memory=scored.consulted_memory,
-                             answer_mode="likelihood")
+                             answer_mode="likelihood" if self.calibration_prompt is None else "calibrated_likelihood")
 
 
 def per_byte_score(score: OptionLogprob, option: str) -> float:

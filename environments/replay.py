@@ -216,7 +216,8 @@ class ReplayEnvironment(Environment[ReplayItem]):
         episode = self.episode
         mode = resolve_answer_mode(episode.answer_mode, agent.llm, amemgym_compat=episode.amemgym_compat)
         prompt = self.choice_prompt(view, mode)
-        chooser = answer_chooser(mode, constrained=episode.constrained_answers, calibration_prompt=self.calibration_prompt)
+        chooser = answer_chooser(mode, constrained=episode.constrained_answers,
+                                 calibration_prompt=self.calibration_prompt)
         outcome: ChoiceOutcome = await chooser.choose_among(
             AgentResponder(agent, query=view.query, now=now), prompt, list(view.choices or []),
             amemgym_compat=episode.amemgym_compat, rng_key=(episode.seed, user_id, 0, view.index))

@@ -14,7 +14,7 @@ from memevo.environments.benchmarks.locomo import NOT_MENTIONED, UNSTEMMED, LoCo
 from memevo.environments.cli import app
 from memevo.environments.metrics import score_episodes
 from memevo.environments.qa import answer_schema
-from memevo.environments.replay import SHORT_ANSWER_REQUEST
+from memevo.environments.replay import CLOZE_INSTRUCTION, SHORT_ANSWER_REQUEST
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.score_text import score_lines
 from tests.doubles.replay_agents import ReplayRecordingAgent, ReplayScoringAgent
@@ -173,11 +173,11 @@ def test_validate_warns_of_evidence_that_names_no_turn(tmp_path: Path) -> None:
 async def test_an_adversarial_question_on_a_likelihood_model_scores_its_options_unlisted(tmp_path: Path) -> None:
     environment = LoCoMoEnvironment(EpisodeConfig(answer_mode="likelihood"))
     (item,) = environment.load_items(write(tmp_path, [sample()]))
-    agent = ReplayScoringAgent(lambda prompt, memory: "Rex",
-                               lambda option, memory: -1.0 if option == NOT_MENTIONED else -40.0)
+    agent = ReplayScoringAgent(lambda prompt, memory: "Rex",  # "not mentioned" likelier with memory than without
+                               lambda option, memory: -1.0 if (option == NOT_MENTIONED) == bool(memory) else -40.0)
     episode = await environment.run_item(agent, item, None)
     adversarial = episode.periods[0].qa[4]
-    assert adversarial.answer_mode == "likelihood" and not adversarial.format_error and adversarial.correct
+    assert adversarial.answer_mode == "calibrated_likelihood" and not adversarial.format_error and adversarial.correct
     assert [options for _, options in agent.scored] == [environment.questions(item, 0)[4].choices]
     prompt = agent.scored[0][0]
     assert prompt == adversarial.prompt and "Options" not in prompt and NOT_MENTIONED not in prompt
@@ -216,3 +216,50 @@ async def test_free_text_scores_are_labelled_mean_credit_and_answers_said_truthf
     assert free_only.answer_mode is None
     text = " ".join(score_lines(free_only, width=1000))
     assert "answers: free text, scored by token F1 (4 q)" in text and "option" not in text
+
+
+@pytest.mark.parametrize(("reply", "expected"), [
+    ("Ana: Rex", 1.0),  # the transcript's "Name:" form copied into the reply is not part of the answer
+    ("Ben: Rex", 1.0),
+    ("Rex", 1.0),
+    ("Note: Rex", 2 / 3),  # only a speaker's name is dropped
+    ("Ana Rex", 2 / 3),
+])
+async def test_a_leading_speaker_name_is_dropped_before_scoring(tmp_path: Path, reply: str, expected: float) -> None:
+    (item,) = ENV.load_items(write(tmp_path, [sample()]))
+    score = await ENV.score_answer(item, 0, ENV.questions(item, 0)[0], reply)
+    assert score.score == pytest.approx(expected)
+
+
+async def test_a_speaker_prefix_costs_a_multi_hop_answer_nothing(tmp_path: Path) -> None:
+    (item,) = ENV.load_items(write(tmp_path, [sample()]))
+    view = ENV.questions(item, 0)[1]
+    prefixed = await ENV.score_answer(item, 0, view, "Ana: sunsets, mountains")
+    assert prefixed.score == 1.0
+
+
+def told_or_prior(option: str, memory: str) -> float:
+    """A model that prefers "not mentioned" by a wide margin whatever it was told, and gains 5 nats for an option
+    its memory contains."""
+    prior = -1.0 if option == NOT_MENTIONED else -40.0
+    return prior + (5.0 if memory and option in memory else 0.0)
+
+
+async def test_calibrated_likelihood_follows_memory_not_the_options_prior(tmp_path: Path) -> None:
+    per_byte = LoCoMoEnvironment(EpisodeConfig(answer_mode="likelihood"))
+    per_byte.calibration_prompt = None  # type: ignore[misc]
+    calibrated = LoCoMoEnvironment(EpisodeConfig(answer_mode="likelihood"))
+    (item,) = calibrated.load_items(write(tmp_path, [sample()]))
+    view = calibrated.questions(item, 0)[4]
+    assert view.choices is not None
+    chosen = {}
+    for name, environment in (("per_byte", per_byte), ("calibrated", calibrated)):
+        agent = ReplayScoringAgent(lambda prompt, memory: "Rex", told_or_prior)
+        record = (await environment.run_item(agent, item, None)).periods[0].qa[4]
+        chosen[name] = view.choices[(record.choice or 0) - 1]
+        if name == "calibrated":
+            assert agent.priors == [[{"role": "user", "content": CLOZE_INSTRUCTION}]]  # no question, no memory
+            assert "pointwise_mutual_information" in (record.raw_reply or "")
+        else:
+            assert not agent.priors
+    assert chosen == {"per_byte": NOT_MENTIONED, "calibrated": "Rex"}  # Rex is in memory (Ana's dog)

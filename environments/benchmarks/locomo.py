@@ -4,7 +4,7 @@ A sample is a conversation between two speakers over numbered sessions (``sessio
 ``session_N_date_time``), then questions in five categories. Scored as LoCoMo's evaluation does: token F1
 with Porter stemming (category 1, multi-hop, per comma-separated part; category 3 against the gold text
 before its first ';'); category 5 (adversarial) is LoCoMo's choice between "Not mentioned in the conversation"
-(the gold) and the adversarial answer.
+(the gold) and the adversarial answer, answered by calibrated likelihood on the embedded model.
 
 The turns reach the agent as ``Name: text`` (the questions name the speakers), and a small model copies that form
 into its reply ("Caroline: Biscuit"); a reply's leading speaker name is dropped before it is scored, since it is
@@ -28,7 +28,13 @@ from memevo.environments.benchmarks.answer_scoring import locomo_f1, multi_part_
 from memevo.environments.benchmarks.base import BenchmarkEnvironment
 from memevo.environments.benchmarks.files import iter_json_records, parse_date, validated
 from memevo.environments.protocol import AnswerScore, QuestionView
-from memevo.environments.replay import ReplayItem, ReplayQuestion, ReplaySession, short_answer_prompt
+from memevo.environments.replay import (
+    CLOZE_INSTRUCTION,
+    ReplayItem,
+    ReplayQuestion,
+    ReplaySession,
+    short_answer_prompt,
+)
 
 if TYPE_CHECKING:
     from memevo.agents.llm.protocol import ChatClient
@@ -155,6 +161,9 @@ def adversarial_choices(item_id: str, index: int, adversarial: str) -> list[str]
 
 class LoCoMoEnvironment(BenchmarkEnvironment):
     name: ClassVar[str] = "locomo"
+    calibration_prompt: ClassVar[str | None] = CLOZE_INSTRUCTION
+    """"Not mentioned in the conversation" is likelier than any answer whatever the memory, so likelihood answers
+    are calibrated (``answering.LikelihoodAnswers``)."""
 
     def __init__(self, episode: EpisodeConfig, *, judge: ChatClient | None = None) -> None:
         super().__init__(episode, judge=judge)
