@@ -150,7 +150,7 @@ async def per_category(hub: LLMHub, way: str, memory: bool, items: list[ReplayIt
                        answers: Path | None, *, control: bool = False) -> dict[str, float]:
     mode, calibration = WAYS[way]
     environment = LoCoMoEnvironment(EpisodeConfig(answer_mode=mode))
-    environment.calibration_prompt = calibration  # type: ignore[misc] - the benchmark compares both settings
+    environment.calibration_prompt = calibration  # type: ignore[misc]  # the benchmark compares the settings
     AgentResponder.prior = prior_in_memory if way == "calibrated_in_memory" else bare_prior  # type: ignore[method-assign]
     policy = MemoryPolicy(kind="native", context_token_budget=None if memory else 1)
     llm = hub.client(policy.llm)
@@ -182,7 +182,7 @@ async def main() -> None:
                 for memory in (True, False):
                     figures = await per_category(hub, way, memory, items, args.answers)
                     figures["control (not-mentioned said of a told fact)"] = (
-                        await per_category(hub, way, memory, control))["adversarial"]
+                        await per_category(hub, way, memory, control, args.answers, control=True))["adversarial"]
                     print(json.dumps({"way": way, "memory": memory,
                                       **{key: round(value, 3) for key, value in figures.items()}}), flush=True)
 
