@@ -20,8 +20,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from memevo.agents.base import ScoredOptions
 from memevo.agents.llm.hub import LLMHub
-from memevo.agents.llm.protocol import OptionLogprob
+from memevo.agents.llm.protocol import Message
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import build_agent
 from memevo.environments.answering import AgentResponder
@@ -114,17 +115,20 @@ CONVERSATIONS: list[dict[str, Any]] = [
           "telescope technician")]},
 ]
 WAYS = {"per_byte": ("likelihood", None), "calibrated": ("likelihood", CLOZE_INSTRUCTION),
-        "calibrated_in_memory": ("likelihood", CLOZE_INSTRUCTION), "generated": ("generated", None)}
-"""How the adversarial choice is made: answer mode and calibration prompt. ``calibrated`` divides by each option's
-likelihood under the content-free prompt alone; ``calibrated_in_memory`` under that prompt after the agent's
-memory (what the question adds to what memory says)."""
+        "calibrated_without_memory": ("likelihood", CLOZE_INSTRUCTION), "generated": ("generated", None)}
+"""How the adversarial choice is made: answer mode and calibration prompt. ``calibrated`` (LoCoMo's setting)
+subtracts each option's log-probability as the reply to the content-free prompt in the agent's context;
+``calibrated_without_memory`` as the reply to that prompt alone (the bare model, no memory)."""
+
+agent_score = AgentResponder.score
 
 
-async def prior_in_memory(responder: AgentResponder, prompt: str, options: list[str]) -> list[OptionLogprob]:
-    return (await responder.score(prompt, options)).scores
-
-
-bare_prior = AgentResponder.prior
+async def score_without_memory(responder: AgentResponder, prompt: str, options: list[str]) -> ScoredOptions:
+    """The content-free prompt scored by the bare model; every other prompt as the agent scores it."""
+    if prompt != CLOZE_INSTRUCTION:
+        return await agent_score(responder, prompt, options)
+    messages: list[Message] = [{"role": "user", "content": prompt}]
+    return ScoredOptions(scores=await responder.agent.score_in_context(messages, options, "agent"))
 
 
 def write_locomo(path: Path, *, control: bool) -> Path:
@@ -135,7 +139,7 @@ def write_locomo(path: Path, *, control: bool) -> Path:
         raw: dict[str, Any] = {"speaker_a": speaker_a, "speaker_b": speaker_b}
         for session, (date, texts) in enumerate(conversation["sessions"], start=1):
             raw[f"session_{session}_date_time"] = date
-            raw[f"session_{session}"] = [{"speaker": (speaker_a, speaker_b)[turn % 2], "dia_id": f"D{session}:{turn}",
+            raw[f"session_{session}"] = [{"speaker": (speaker_a, speaker_b)[(turn - 1) % 2], "dia_id": f"D{session}:{turn}",
                                           "text": text} for turn, text in enumerate(texts, start=1)]
         qa = [{"question": question, "answer": answer, "evidence": [], "category": category}
               for question, answer, category in conversation["qa"]]
@@ -151,7 +155,8 @@ async def per_category(hub: LLMHub, way: str, memory: bool, items: list[ReplayIt
     mode, calibration = WAYS[way]
     environment = LoCoMoEnvironment(EpisodeConfig(answer_mode=mode))
     environment.calibration_prompt = calibration  # type: ignore[misc]  # the benchmark compares the settings
-    AgentResponder.prior = prior_in_memory if way == "calibrated_in_memory" else bare_prior  # type: ignore[method-assign]
+    AgentResponder.score = (  # type: ignore[method-assign]
+        score_without_memory if way == "calibrated_without_memory" else agent_score)
     policy = MemoryPolicy(kind="native", context_token_budget=None if memory else 1)
     llm = hub.client(policy.llm)
     episodes = [await environment.run_item(build_agent(policy, llm), item, None) for item in items]

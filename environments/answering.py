@@ -6,10 +6,14 @@ A small model asked to name an option number mostly names the first one whatever
 themselves, as the lm-evaluation-harness scores multiple choice for small models, with the options not listed
 in the prompt, so their order cannot matter. The score is the log-probability per byte of the option's text
 (the harness's ``acc_norm``): summed log-probabilities favour the shortest option, per-token ones depend on how
-the tokenizer splits each text, per byte does neither. An option a model likes whatever it was told (LoCoMo's
-"Not mentioned in the conversation") wins every such comparison, so an environment can ask for calibrated
-likelihood instead: each option's log-probability less its log-probability after a content-free prompt without
-the question or memory (the pointwise mutual information of lm-evaluation-harness's ``acc_mutual_info``).
+the tokenizer splits each text, per byte does neither.
+
+An option a model prefers whatever it is asked (LoCoMo's "Not mentioned in the conversation") wins every such
+comparison, so an environment can ask for calibrated likelihood: each option's log-probability as the reply
+less its log-probability as the reply to a content-free prompt (the question left out) in the same context, the
+pointwise mutual information of option and question that lm-evaluation-harness's ``acc_mutual_info`` scores.
+The context keeps the memory: where the wrong option is itself taken from the conversation (LoCoMo's
+adversarial answers), a prior without memory credits forgetting.
 
 The agent's answer step, the upper bound and the no-memory baseline all go through an ``AnswerChooser``; only
 memevo's embedded model can score options, so ``auto`` means likelihood there and generated anywhere else (and
@@ -46,7 +50,7 @@ ANSWER_MODE_TEXT: dict[str, str] = {
     "generated": "generated (the model names an option number)",
     "likelihood": "likelihood (each option's text scored by its log-probability per byte as the reply)",
     "calibrated_likelihood": "calibrated likelihood (each option's log-probability as the reply less its "
-                             "log-probability after a prompt without the question or memory)",
+                             "log-probability with the question left out of the prompt)",
 }
 """What a summary says about how answers were given."""
 
@@ -71,10 +75,6 @@ class Responder(Protocol):
         """Each option's log-probability as the reply to ``prompt``."""
         ...
 
-    async def prior(self, prompt: str, options: list[str]) -> list[OptionLogprob]:
-        """Each option's log-probability as the reply to ``prompt`` alone, by the same LLM without memory."""
-        ...
-
 
 class AgentResponder:
     """An agent answering one question at ``now``, from its memory (``query`` is the bare question)."""
@@ -87,9 +87,6 @@ class AgentResponder:
 
     async def score(self, prompt: str, options: list[str]) -> ScoredOptions:
         return await self.agent.score_options(prompt, options, query=self.query, now=self.now)
-
-    async def prior(self, prompt: str, options: list[str]) -> list[OptionLogprob]:
-        return await self.agent.score_in_context([{"role": "user", "content": prompt}], options, "agent")
 
 
 class BareResponder:
@@ -109,9 +106,6 @@ class BareResponder:
             raise UserInputError("this LLM cannot score options by likelihood: use answer_mode 'generated'",
                                  field="answer_mode")
         return ScoredOptions(scores=await self.llm.option_logprobs(self._messages(prompt), options, role=self.role))
-
-    async def prior(self, prompt: str, options: list[str]) -> list[OptionLogprob]:
-        return (await self.score(prompt, options)).scores
 
     @staticmethod
     def _messages(prompt: str) -> list[Message]:
@@ -169,7 +163,8 @@ class GeneratedAnswers(AnswerChooser):
 
 class LikelihoodAnswers(AnswerChooser):
     """Every option's text is scored as the reply; the highest log-probability per byte is the choice, or, with a
-    ``calibration_prompt``, the highest log-probability less the option's own under that content-free prompt."""
+    ``calibration_prompt``, the highest log-probability less the option's own as the reply to that content-free
+    prompt, asked of the same responder (so with the same memory)."""
 
     mode = "likelihood"
 
@@ -192,8 +187,8 @@ class LikelihoodAnswers(AnswerChooser):
             values = [per_byte_score(score, option) for score, option in zip(scored.scores, options, strict=True)]
         else:
             key = "pointwise_mutual_information"
-            prior = await responder.prior(self.calibration_prompt, options)
-            values = [score.logprob - alone.logprob for score, alone in zip(scored.scores, prior, strict=True)]
+            prior = await responder.score(self.calibration_prompt, options)
+            values = [score.logprob - alone.logprob for score, alone in zip(scored.scores, prior.scores, strict=True)]
         choice = max(range(len(options)), key=values.__getitem__) + 1
         reply = json.dumps({"answer": choice, key: [round(value, 4) for value in values]})
         return ChoiceOutcome(choice=choice, raw_reply=reply, consulted_memory=scored.consulted_memory,

@@ -91,7 +91,7 @@ class ReplayEnvironment(Environment[ReplayItem]):
 
     sessions: ClassVar[Session] = "off_policy"
     calibration_prompt: ClassVar[str | None] = None
-    """Set: likelihood answers are calibrated by each option's likelihood under this content-free prompt
+    """Set: likelihood answers are calibrated by each option's likelihood as the reply to this content-free prompt
     (``answering.LikelihoodAnswers``)."""
 
     def item_id(self, item: ReplayItem) -> str:
