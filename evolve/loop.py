@@ -42,19 +42,19 @@ from typing import Any
 
 from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.registry import agent_spec
+from memevo.core.atomic_files import write_json_atomic
+from memevo.core.run_files import RESTORE, delete_and_resume, read_json, read_model
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.plot_process import already_drawn, mark_drawn
 from memevo.environments.progress import Phase
-from memevo.environments.run_files import RESTORE, delete_and_resume, read_json, read_model
-from memevo.environments.store import write_json_atomic
 from memevo.evolve import runtime
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
 from memevo.evolve.cross_test import CrossTestResult, cross_test, cross_test_lines, cross_test_metrics
 from memevo.evolve.evaluation import CandidateEval, PruneHook, UserOutcome
 from memevo.evolve.evidence import evidence_from_episodes, render_evidence
-from memevo.evolve.explain import generation_line, proposals_line
-from memevo.evolve.progress import candidates_phase, evaluation_phase, test_phase
+from memevo.evolve.presentation.explain import generation_line, proposals_line
+from memevo.evolve.presentation.progress import candidates_phase, evaluation_phase, test_phase
 from memevo.evolve.proposers import ProposalContext, propose_all
 from memevo.evolve.records import (
     EvolutionResult,
@@ -753,7 +753,9 @@ class OuterLoop(runtime.RunBase):
             best_user_scores=best_users, history=history, stop_reason=stop, usage=self.usage.report(),
         )
         write_record(self.run_dir / "result.json", result)
-        from memevo.evolve.headline import held_out_line  # scipy.stats: not on the way to the first request
+        from memevo.evolve.presentation.headline import (
+            held_out_line,  # scipy.stats: not on the way to the first request
+        )
 
         log.info("stopped: %s. %s", stop, held_out_line(self.config.objective, seed_scores, best_scores))
         for line in [] if cross is None else cross_test_lines(cross):
@@ -782,7 +784,7 @@ class OuterLoop(runtime.RunBase):
         figure = self.run_dir / SCORE_PLOT_FILE
         identity = {"points": [point.model_dump(mode="json") for point in points], **options}
         if not already_drawn(figure, identity):
-            from memevo.evolve.generation_plot import plot_score_per_generation
+            from memevo.evolve.presentation.generation_plot import plot_score_per_generation
 
             plot_score_per_generation(points, self.run_dir, filename=SCORE_PLOT_FILE, **options)
             mark_drawn(figure, identity)
