@@ -162,8 +162,9 @@ def adversarial_choices(item_id: str, index: int, adversarial: str) -> list[str]
 class LoCoMoEnvironment(BenchmarkEnvironment):
     name: ClassVar[str] = "locomo"
     calibration_prompt: ClassVar[str | None] = CLOZE_INSTRUCTION
-    """"Not mentioned in the conversation" is likelier than any answer whatever the memory, so likelihood answers
-    are calibrated (``answering.LikelihoodAnswers``)."""
+    """"Not mentioned in the conversation" is likelier than any answer whatever was asked or remembered, so
+    likelihood answers are calibrated by each option's likelihood without the question, in the agent's context
+    (``answering.LikelihoodAnswers``; ``benchmarks/locomo_adversarial.py`` measured the choice)."""
 
     def __init__(self, episode: EpisodeConfig, *, judge: ChatClient | None = None) -> None:
         super().__init__(episode, judge=judge)
