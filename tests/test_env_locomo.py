@@ -223,6 +223,9 @@ async def test_free_text_scores_are_labelled_mean_credit_and_answers_said_truthf
 @pytest.mark.parametrize(("reply", "expected"), [
     ("Ana: Rex", 1.0),  # the transcript's "Name:" form copied into the reply is not part of the answer
     ("Ben: Rex", 1.0),
+    ("Ben: Rex\nAna: Yes, a lovely dog!", 1.0),  # the transcript goes on after the answer
+    ("Rex\n  Ben: Nice.", 1.0),
+    ("Rex, Ana: he is a beagle", 2 / 6),  # a name inside the line is part of the answer
     ("Rex", 1.0),
     ("Note: Rex", 2 / 3),  # only a speaker's name is dropped
     ("Ana Rex", 2 / 3),

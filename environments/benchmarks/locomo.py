@@ -7,8 +7,9 @@ before its first ';'); category 5 (adversarial) is LoCoMo's choice between "Not 
 (the gold) and the adversarial answer, answered by calibrated likelihood on the embedded model.
 
 The turns reach the agent as ``Name: text`` (the questions name the speakers), and a small model copies that form
-into its reply ("Caroline: Biscuit"); a reply's leading speaker name is dropped before it is scored, since it is
-the transcript's format, not an answer.
+into its reply ("Caroline: Biscuit", sometimes followed by the other speaker's next line); a reply is scored
+without the speaker's name and without any later line that starts with one, since that is the transcript's
+format, not an answer.
 """
 
 from __future__ import annotations
@@ -143,13 +144,14 @@ def speakers(item: ReplayItem) -> set[str]:
             if ": " in message.get("content", "")}
 
 
-def without_speaker(reply: str, names: set[str]) -> str:
-    """``reply`` without a leading ``Name:`` naming one of the speakers."""
-    text = reply.strip()
-    for name in names:
-        if text.startswith(f"{name}:"):
-            return text[len(name) + 1:].strip()
-    return text
+def without_speakers(reply: str, names: set[str]) -> str:
+    """``reply``'s own turn: a leading ``Name:`` naming a speaker dropped, and the reply cut where a line starts with
+    one (the model going on with the transcript)."""
+    if not names:
+        return reply.strip()
+    speaker = "|".join(re.escape(name) for name in sorted(names))
+    text = re.sub(rf"^\s*(?:{speaker}):", "", reply)
+    return re.split(rf"\n\s*(?:{speaker}):", text, maxsplit=1)[0].strip()
 
 
 def adversarial_choices(item_id: str, index: int, adversarial: str) -> list[str]:
@@ -205,7 +207,7 @@ class LoCoMoEnvironment(BenchmarkEnvironment):
         if question.choices is not None:
             return await super().score_answer(item, period, question, reply)
         gold = question.gold.split(";")[0].strip() if question.category == "open-domain" else question.gold
-        reply = without_speaker(reply, speakers(item))
+        reply = without_speakers(reply, speakers(item))
         score = (multi_part_f1(reply, gold, self.stem) if question.category == "multi-hop"
                  else locomo_f1(reply, gold, self.stem))
         return AnswerScore(score=score, method="token_f1", correct=score == 1.0,
