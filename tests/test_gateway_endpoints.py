@@ -22,6 +22,7 @@ from memevo.evolve.cli import main as cli
 from memevo.evolve.config import parse_evolve_config
 from tests.doubles.fault_server import FaultServer
 
+FIXTURE = Path(__file__).parent / "fixtures" / "amemgym_small.json"
 QUESTIONS = [[{"role": "user", "content": f"question {n}"}] for n in range(24)]
 
 
@@ -67,15 +68,19 @@ def test_the_load_is_spread_within_each_limit_and_replies_equal_one_endpoints(tm
 
 def test_a_down_endpoints_requests_go_to_the_other_without_waiting_out_the_backoff(tmp_path: Path) -> None:
     down = _closed_port_url()
+    waits: list[float] = []
+
+    async def record(seconds: float) -> None:
+        waits.append(seconds)
+
     with FaultServer() as up, LLMHub(cache_dir=tmp_path, use_cache=False) as hub:
         config = LLMConfig(model="m", base_url=down, extra_base_urls=(up.url,), max_concurrency=4, max_retries=1)
-        started = time.monotonic()
+        hub.client(config).sleep = record
         replies = _ask_all(hub, config)
-        elapsed = time.monotonic() - started
         counts = hub.endpoint_counts()
     assert replies == [f"echo: question {n}" for n in range(24)] and len(up.requests) == 24
-    assert counts[up.url] == (24, 0) and 1 <= counts[down][1] <= 4  # tried until it rested, then left alone
-    assert elapsed < 1.0  # the back-off (0.25-0.5 s for the first retry) is not waited when another endpoint is up
+    assert counts[up.url] == (24, 0) and counts[down][0] == 0 and counts[down][1] >= 1
+    assert waits == []  # each retry went to the endpoint that was up at once
 
 
 def test_a_failed_attempt_is_retried_at_the_other_endpoint(tmp_path: Path) -> None:
@@ -107,7 +112,7 @@ def test_each_endpoint_keeps_its_own_rate_limit(tmp_path: Path, monkeypatch: pyt
     assert [bucket.name for bucket in buckets if bucket is not None] == [first.url, second.url]
     for server in (first, second):  # its burst, then 10 a second: never more
         assert len(server.requests) <= 10 + 10 * elapsed + 1, (len(server.requests), elapsed)
-    assert 0.7 < elapsed < 2.5  # two buckets: 20 at once, 20 more at 20 a second (one bucket alone needs 3 s)
+    assert len(first.requests) >= 10 and len(second.requests) >= 10 and elapsed > 0.7  # 20 at once, 20 at 20/s
 
 
 def test_cached_replies_are_keyed_by_the_first_endpoint(tmp_path: Path) -> None:
@@ -152,8 +157,8 @@ def test_memevo_eval_exits_2_on_a_repeated_endpoint(
 ) -> None:
     agent = tmp_path / "agent.yaml"
     agent.write_text("kind: native\nllm: {model: m, base_url: 'http://a/v1', extra_base_urls: ['http://a/v1']}\n")
-    monkeypatch.setattr(sys, "argv", ["memevo", "eval", "--agent", str(agent), "--env", str(tmp_path / "d.json"),
-                                      "--out", str(tmp_path / "out")])
+    monkeypatch.setattr(sys, "argv", ["memevo", "eval", "--agent", str(agent), "--env", str(FIXTURE),
+                                      "--out", str(tmp_path / "out"), "--simulator", "template"])
     with pytest.raises(SystemExit) as exited:
         cli.main()
     err = capsys.readouterr().err

@@ -3,7 +3,8 @@
 Several servers of one model (say a vLLM server per machine) share a run's load: each attempt goes to the endpoint
 whose queue is shortest for its size, (in flight + waiting) / limit, counted on the endpoint's concurrency limit that
 every gateway on that URL shares; ties go to the earlier endpoint, so a light load stays on the first one (and in
-its prefix cache). An endpoint that failed rests for the retry's back-off; attempts go to the others meanwhile.
+its prefix cache). An endpoint that failed rests for a back-off that grows with its failures in a row (a server that
+is down is tried about once per back-off, not by every request); attempts go to the others meanwhile.
 """
 
 from __future__ import annotations
@@ -25,12 +26,20 @@ class Route:
         self.resting_until = 0.0  # time.monotonic() before which another endpoint is preferred
         self.served = 0
         self.failed = 0
+        self.failed_in_a_row = 0
 
     def load(self) -> float:
         """Requests in flight or waiting here, per slot."""
         return (self.limit.in_flight + self.limit.waiting) / self.limit.limit
 
-    def rest(self, seconds: float) -> None:
+    def succeeded(self) -> None:
+        self.served += 1
+        self.failed_in_a_row = 0
+
+    def failed_for(self, seconds: float) -> None:
+        """Count a failure and prefer the other endpoints for ``seconds``."""
+        self.failed += 1
+        self.failed_in_a_row += 1
         self.resting_until = max(self.resting_until, time.monotonic() + seconds)
 
     def resting(self, now: float) -> bool:

@@ -307,7 +307,7 @@ class LLMGateway:
                         self.health_check()
                     completion = await route.transport.post(path, payload)
                     ticket.settle(completion)
-                    route.served += 1
+                    route.succeeded()
                     return completion
             except RefusedHTTPError as error:
                 raise LLMRequestError(f"{model} at {route.url} refused the request: {error}") from error
@@ -315,13 +315,11 @@ class LLMGateway:
                 if error.connection and self.health_check is not None:
                     self.health_check()
                 failure, retry_after = error.failure, error.retry_after_s
-                route.failed += 1
+                route.failed_for(self._delay(route.failed_in_a_row, retry_after))
             if attempt + 1 < attempts:
                 self.accounting.record_retry(role)
-                delay = self._delay(attempt, retry_after)
-                route.rest(delay)
                 if not another_awake(self.routes, route):  # else another endpoint takes the retry at once
-                    await self.sleep(delay)
+                    await self.sleep(self._delay(attempt, retry_after))
         raise LLMError(f"{model} at {route.url} failed after {attempts} attempt(s): {failure}")
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
