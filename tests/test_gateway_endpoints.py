@@ -13,13 +13,14 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
+from memevo.agents.config_file import load_policy
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.llm.hub import LLMHub
 from memevo.agents.policy import MemoryPolicy
 from memevo.core.errors import UserInputError
 from memevo.evolve.cli import main as cli
-from memevo.evolve.config import parse_evolve_config
 from tests.doubles.fault_server import FaultServer
 
 FIXTURE = Path(__file__).parent / "fixtures" / "amemgym_small.json"
@@ -143,12 +144,13 @@ def test_configs_without_extra_endpoints_keep_their_ids() -> None:
     (["http://a/v1"], "lists http://a/v1 twice"),
 ])
 def test_a_bad_endpoint_list_names_the_file_and_field(extra: list[str], says: str, tmp_path: Path) -> None:
-    source = tmp_path / "evolve.yaml"
+    source = tmp_path / "agent.yaml"
+    source.write_text(yaml.safe_dump({"kind": "native", "llm": {"model": "m", "base_url": "http://a/v1",
+                                                                  "extra_base_urls": extra}}))
     with pytest.raises(UserInputError) as raised:
-        parse_evolve_config({"llm": {"proposer": {"model": "m", "base_url": "http://a/v1", "extra_base_urls": extra}}},
-                            source=source)
+        load_policy(source)
     message = str(raised.value)
-    assert str(source) in message and "llm.proposer.extra_base_urls" in message and says in message, message
+    assert str(source) in message and "llm.extra_base_urls" in message and says in message, message
     assert "\n" not in message
 
 
