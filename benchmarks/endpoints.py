@@ -57,10 +57,11 @@ def main() -> None:
         one_s, one_replies, _ = asyncio.run(run(LLMConfig(**common), args.calls, Path(cache)))
         two_s, two_replies, counts = asyncio.run(
             run(LLMConfig(**common, extra_base_urls=(second.url,)), args.calls, Path(cache)))
+        shares = [counts[server.url][0] for server in (first, second)]
     print(f"{args.calls} calls, {args.latency_ms:g} ms latency, {args.concurrency} in flight per endpoint")
     print(f"1 endpoint : {one_s:6.2f} s  {args.calls / one_s:7.1f} calls/s")
     print(f"2 endpoints: {two_s:6.2f} s  {args.calls / two_s:7.1f} calls/s  "
-          f"(served {counts[first.url][0]} + {counts[second.url][0]})")
+          f"(served {shares[0]} + {shares[1]})")
     print(f"ratio 2/1  : {one_s / two_s:.2f}x   replies equal: {one_replies == two_replies}")
 
 
