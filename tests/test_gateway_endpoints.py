@@ -166,3 +166,10 @@ def test_memevo_eval_exits_2_on_a_repeated_endpoint(
     err = capsys.readouterr().err
     assert exited.value.code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert str(agent) in err and "extra_base_urls" in err and "twice" in err, err
+
+
+def test_a_resume_may_add_endpoints() -> None:
+    from memevo.evolve.config import without_widths
+
+    payload = {"llm": {"agent": {"model": "m", "base_url": "http://a/v1", "extra_base_urls": ["http://b/v1"]}}}
+    assert without_widths(payload) == {"llm": {"agent": {"model": "m", "base_url": "http://a/v1"}}}
