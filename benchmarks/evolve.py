@@ -153,34 +153,42 @@ def speed_table(data: Path, workdir: Path, latencies: list[float], small_from: f
                   f"{row.floor:.1f} | {row.wall / row.floor:.2f} | {row.first_request:.2f} |", flush=True)
 
 
-def startup(data: Path, workdir: Path, repeats: int) -> None:
-    """``memevo evolve`` launched as a command: its first request, and a resume of the finished run."""
+def startup(data: Path, workdir: Path, repeats: int, executables: dict[str, str]) -> None:
+    """``memevo evolve`` launched as a command: its first request, and a resume of the finished run; with a baseline,
+    each try runs both executables one after the other, so both see the same load."""
+    import statistics
     import subprocess
 
     import yaml
 
-    memevo = str(Path(sys.executable).with_name("memevo"))
     env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1"}
     print(f"startup: memevo evolve as a command, tracking on; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print("| try | first request s | wall s | resume of the finished run s |")
-    print("|---|---|---|---|")
+    print("| try | executable | first request s | wall s | resume of the finished run s |")
+    print("|---|---|---|---|---|")
+    firsts: dict[str, list[float]] = {name: [] for name in executables}
     for attempt in range(repeats):
-        backend = CategoryBackend(category_world(8, 3), proposer_mode="mixed")
-        with TimedServer(backend.http_reply, latency_s=0.02) as server:
-            settings = config(data, server.url, **{**SMALL_RUN, "tracking": {"enabled": True}}).model_dump(
-                mode="json", exclude_none=True)
-            path = workdir / f"startup-{attempt}.yaml"
-            path.write_text(yaml.safe_dump(settings), encoding="utf-8")
-            run_dir = workdir / f"startup-{attempt}"
-            started = time.perf_counter()
-            subprocess.run([memevo, "evolve", str(path), "--run-dir", str(run_dir)], check=True, env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            wall = time.perf_counter() - started
-            first = min(start for start, _ in server.spans) - started
-            started = time.perf_counter()
-            subprocess.run([memevo, "evolve", str(path), "--run-dir", str(run_dir), "--resume"], check=True, env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            print(f"| {attempt} | {first:.2f} | {wall:.1f} | {time.perf_counter() - started:.1f} |", flush=True)
+        for name, memevo in executables.items():
+            backend = CategoryBackend(category_world(8, 3), proposer_mode="mixed")
+            with TimedServer(backend.http_reply, latency_s=0.02) as server:
+                settings = config(data, server.url, **{**SMALL_RUN, "tracking": {"enabled": True}}).model_dump(
+                    mode="json", exclude_none=True)
+                path = workdir / f"startup-{name}-{attempt}.yaml"
+                path.write_text(yaml.safe_dump(settings), encoding="utf-8")
+                run_dir = workdir / f"startup-{name}-{attempt}"
+                command = [memevo, "evolve", str(path), "--run-dir", str(run_dir)]
+                started = time.perf_counter()
+                subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                wall = time.perf_counter() - started
+                firsts[name].append(min(start for start, _ in server.spans) - started)
+                started = time.perf_counter()
+                subprocess.run([*command, "--resume"], check=True, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+                print(f"| {attempt} | {name} | {firsts[name][-1]:.2f} | {wall:.1f} | {time.perf_counter() - started:.1f} |",
+                      flush=True)
+    medians = {name: statistics.median(values) for name, values in firsts.items()}
+    print("median first request s: " + ", ".join(f"{name} {value:.2f}" for name, value in medians.items()) +
+          (f"; this / baseline {medians['this'] / medians['baseline']:.2f}" if "baseline" in medians else "") +
+          f"; load {os.getloadavg()[0]:.1f} at the end")
 
 
 def config(data: Path, url: str, **overrides: Any) -> Any:
@@ -220,6 +228,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("speed", "startup", "pruning", "concurrency"), default="speed")
     parser.add_argument("--repeats", type=int, default=3, help="Launches of the command (startup part).")
+    parser.add_argument("--memevo", default=str(Path(sys.executable).with_name("memevo")),
+                        help="The memevo executable to launch (startup part).")
+    parser.add_argument("--baseline", help="Another memevo executable (another checkout's venv) launched alternately "
+                                           "with --memevo (startup part).")
     parser.add_argument("--latencies", type=float, nargs="+", default=[0.02, 0.2, 1.0],
                         help="Injected seconds per request (speed part).")
     parser.add_argument("--small-from", type=float, default=1.0,
@@ -236,7 +248,8 @@ def main() -> None:
         if args.part == "speed":
             speed_table(data, workdir, args.latencies, args.small_from)
         elif args.part == "startup":
-            startup(data, workdir, args.repeats)
+            startup(data, workdir, args.repeats,
+                    {"this": args.memevo} | ({"baseline": args.baseline} if args.baseline else {}))
         elif args.part == "pruning":
             pruning(data, workdir, args.latency)
         else:
