@@ -134,23 +134,33 @@ SMALL_RUN: dict[str, Any] = {**SPEED_RUN, "budget": {"generations": 1, "candidat
 """The run at high latency: 1 generation, 2 periods per user."""
 
 
-def speed_table(data: Path, workdir: Path, latencies: list[float], small_from: float) -> None:
-    print(f"speed: the default strategy, then first_accepted off; width {WIDTH}; load "
+STRATEGIES: dict[str, dict[str, Any]] = {
+    "default": {},
+    "all-at-once": {"first_accepted": False},
+    "sequential": {"acceptance": "sequential", "first_accepted": False},
+}
+"""The speed table's rows per latency: ``strategy`` overrides (all-at-once: the time/calls trade of first_accepted;
+sequential: the race, all candidates still in it at once)."""
+
+
+def speed_table(data: Path, workdir: Path, latencies: list[float], small_from: float, strategies: list[str]) -> None:
+    print(f"speed: {', '.join(strategies)}; width {WIDTH}; load "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start")
     print("| run | latency s | calls | sequential waits | mean in flight | wall s | floor s | wall/floor "
           "| first request s |")
     print("|---|---|---|---|---|---|---|---|---|")
     for latency in latencies:
         base = SMALL_RUN if latency >= small_from else SPEED_RUN
-        for strategy in ("default", "all at once"):
+        for strategy in strategies:
             overrides = {**base, "episode": {**base["episode"], "user_concurrency": None,
                                              "candidate_concurrency": None}}
-            if strategy != "default":
-                overrides["strategy"] = {"first_accepted": False}
-            name = f"{strategy.replace(' ', '-')}-{latency:g}" + ("-small" if base is SMALL_RUN else "")
+            if STRATEGIES[strategy]:
+                overrides["strategy"] = STRATEGIES[strategy]
+            name = f"{strategy}-{latency:g}" + ("-small" if base is SMALL_RUN else "")
             row = speed_run(data, latency, workdir, name, **overrides)
             print(f"| {name} | {latency:g} | {row.calls} | {row.waits:.0f} | {row.in_flight:.1f} | {row.wall:.1f} | "
                   f"{row.floor:.1f} | {row.wall / row.floor:.2f} | {row.first_request:.2f} |", flush=True)
+    print(f"load {os.getloadavg()[0]:.1f} at the end")
 
 
 def startup(data: Path, workdir: Path, repeats: int, executables: dict[str, str]) -> None:
@@ -234,6 +244,8 @@ def main() -> None:
                                            "with --memevo (startup part).")
     parser.add_argument("--latencies", type=float, nargs="+", default=[0.02, 0.2, 1.0],
                         help="Injected seconds per request (speed part).")
+    parser.add_argument("--strategies", nargs="+", choices=list(STRATEGIES), default=list(STRATEGIES),
+                        help="Rows per latency (speed part).")
     parser.add_argument("--small-from", type=float, default=1.0,
                         help="Latencies from this one on run the smaller evolution (speed part).")
     parser.add_argument("--latency", type=float, default=0.02, help="Injected seconds per request (pruning part).")
@@ -246,7 +258,7 @@ def main() -> None:
         data = workdir / "data.json"
         save_items(category_world(8, 3), data)
         if args.part == "speed":
-            speed_table(data, workdir, args.latencies, args.small_from)
+            speed_table(data, workdir, args.latencies, args.small_from, args.strategies)
         elif args.part == "startup":
             startup(data, workdir, args.repeats,
                     {"this": args.memevo} | ({"baseline": args.baseline} if args.baseline else {}))
