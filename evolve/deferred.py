@@ -1,4 +1,4 @@
-"""Start-up work a run needs later but not for its first request (MLflow's store, the proposers' DSPy).
+"""Start-up work a run needs later but not for its first request (Optuna's study, MLflow's store, DSPy).
 
 Such work waits until the run's first request is in flight (or its first answer came from the cache), then runs in
 one thread, one piece after another, while the run waits on its endpoint: started earlier it would share the
@@ -55,9 +55,10 @@ class DeferredStart(Accounting):
         self._start_lock = threading.Lock()
         self._watched: Accounting | None = None
 
-    def defer(self, work: Callable[[], T]) -> Deferred[T]:
+    def defer(self, work: Callable[[], T], *, first: bool = False) -> Deferred[T]:
+        """``work`` to run in the start-up thread; ``first``: before the pieces deferred so far (it is needed sooner)."""
         piece = Deferred(work)
-        self._pieces.append(piece)  # type: ignore[arg-type]  # only run, never read, here
+        self._pieces.insert(0 if first else len(self._pieces), piece)  # type: ignore[arg-type]  # only run here
         return piece
 
     def watch(self, accounting: Accounting) -> None:
