@@ -32,6 +32,7 @@ run stops, and a generation's candidates that had not started are left out (the 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import logging
 from collections import Counter
@@ -100,6 +101,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("memevo.evolve")
 
 
+def load_end_modules() -> None:
+    """Import what the run's end needs (the score plot's matplotlib, the held-out line's scipy.stats) in the start-up
+    thread while the run waits on its endpoint, so its end does not wait for them after the last request."""
+    for module in ("memevo.evolve.presentation.generation_plot", "memevo.evolve.presentation.headline"):
+        importlib.import_module(module)
+
+
 def open_tuner(config: EvolveConfig, *, storage: str, first_trial: dict[str, int]) -> Tuner:
     """The run's tuner; Optuna loads and opens its study here, in the start-up thread (``deferred``)."""
     from memevo.evolve.tuner import Tuner
@@ -150,6 +158,7 @@ class OuterLoop(runtime.RunBase):
         self._tuner = self.start_later.defer(partial(
             open_tuner, config, storage=config.optuna.storage or f"sqlite:///{(run_dir / 'optuna.db').resolve()}",
             first_trial={name: getattr(self.seed.policy, name) for name in config.hyperparameters}), first=True)
+        self.start_later.defer(load_end_modules)
         strategy = config.strategy
         self.parents = make_parent_selector(strategy.parents, seed=config.split.seed)
         self.acceptance = make_acceptance(strategy.acceptance, strategy.test_confidence, strategy.min_effect)
