@@ -5,22 +5,25 @@ endpoint with injected latency (tests/doubles/fault_server.py) that answers like
 (tests/doubles/category_backend.py), so the agent's memory depends on its prompt and the proposer's
 first sample helps while its other samples hurt (``mixed`` mode).
 
-0. Speed (``--part speed``, the default): the default strategy at each ``--latencies`` value (the last one on a
-   smaller run, ``--small-from``), and the strategy with ``first_accepted`` off beside it (the time/calls trade).
+0. Speed (``--part speed``, the default): at each ``--latencies`` value (the last one on a smaller run,
+   ``--small-from``) the ``--strategies`` rows: the default strategy, ``first_accepted`` off beside it (all-at-once:
+   the time/calls trade) and the sequential race (``acceptance: sequential``, every candidate in the race at once).
    Per run: LLM calls; sequential waits (seconds with at least one request in flight at the endpoint, over the
    latency); mean requests in flight while any is; wall time; the floor, the larger of calls x latency / width
    and the longest chain of dependent calls x latency, where the chain is counted from the data as a lower bound
    ((generations + 2) x the longest user's rounds and question waves, plus one proposal wait per generation;
    an agent's own memory writes are not counted); and wall / floor.
    ``--part startup``: ``memevo evolve`` as a child process (tracking on, a fresh run folder): seconds from its
-   launch to its first request at the endpoint, then a ``--resume`` of the finished run: its wall time.
+   launch to its first request at the endpoint, then a ``--resume`` of the finished run: its wall time. With
+   ``--baseline`` (another checkout's ``memevo``) each try launches both, one after the other, and the last line
+   gives this one's median first request over the baseline's.
 1. Pruning: the same evolution with the median pruner and without; agent calls (requests that reached
    the endpoint for the agent role) and the best validation score of each.
 2. Concurrency: the same evolution (K candidates, tuned hyperparameters) with candidates evaluated one
    at a time and all at once; wall time of each.
 
-Run: ``nice python benchmarks/evolve.py [--part speed|pruning|concurrency] [--latencies 0.02 0.2 1]`` from the
-repository root.
+Run: ``nice python benchmarks/evolve.py [--part speed|startup|pruning|concurrency] [--latencies 0.02 0.2 1]
+[--strategies default all-at-once sequential] [--baseline ../main/.venv/bin/memevo]`` from the repository root.
 Measured 2026-11-26 on the shared 2-core box (load ~10): pruning saved 24% of agent calls (612 -> 468)
 at equal best validation score (1.000); concurrency x1.76 (candidates) and x2.32 (candidates + users).
 Speed, 2026-11-27 (same box, niced, load 4.2-6.3, before = main at e50069d, run alternately with after): wall/floor
