@@ -29,6 +29,12 @@ at equal best validation score (1.000); concurrency x1.76 (candidates) and x2.32
 Speed, 2026-11-27 (same box, niced, load 4.2-6.3, before = main at e50069d, run alternately with after): wall/floor
 at 0.2 s 3.54 -> 2.66 (default) and 3.41 -> 2.54 (first_accepted off); at 1 s (smaller run) 3.65 -> 2.49 and
 3.70 -> 2.47; sequential waits 201 -> 145 and 110 -> 75; calls unchanged (582, 690; 362, 434).
+Start, 2026-11-27 (same box, niced, load 11-12, ``--part startup --repeats 4 --baseline`` = main at db5e0a4, run
+alternately): first request of ``memevo evolve`` median 18.5 -> 4.7 s (x0.26; Optuna's study, MLflow's store, DSPy and
+scipy.stats no longer before it); in-process (speed part) 0.5-1.1 -> 0.04-0.13 s. Speed after it (load 10-12): at 1 s
+wall/floor 2.59 (default, all-at-once) and 2.61 (sequential), 77 sequential waits each: the wall is the strategy's
+chain, four episode depths of ~19 waits (seed; candidate validation; its train check; test), where the floor counts
+~10 per depth (no memory writes) and three depths.
 """
 
 from __future__ import annotations
