@@ -120,8 +120,8 @@ def chain_waits(data: Path, overrides: dict[str, Any]) -> int:
 
 def speed_run(data: Path, latency: float, workdir: Path, name: str, **overrides: Any) -> SpeedRow:
     backend = CategoryBackend(category_world(8, 3), proposer_mode="mixed")
-    with TimedServer(backend.http_reply, latency_s=latency) as server, \
-            LLMHub(cache_dir=workdir / f"cache-{name}", use_cache=False) as hub:
+    server = TimedServer(backend.http_reply, latency_s=latency)
+    with server, LLMHub(cache_dir=workdir / f"cache-{name}", use_cache=False) as hub:
         started = time.perf_counter()
         run_evolution(config(data, server.url, **overrides), run_dir=workdir / name, hub=hub, resume=False)
         wall = time.perf_counter() - started
@@ -188,7 +188,8 @@ def startup(data: Path, workdir: Path, repeats: int, executables: dict[str, str]
     for attempt in range(repeats):
         for name, memevo in executables.items():
             backend = CategoryBackend(category_world(8, 3), proposer_mode="mixed")
-            with TimedServer(backend.http_reply, latency_s=0.02) as server:
+            server = TimedServer(backend.http_reply, latency_s=0.02)
+            with server:
                 settings = config(data, server.url, **{**SMALL_RUN, "tracking": {"enabled": True}}).model_dump(
                     mode="json", exclude_none=True)
                 path = workdir / f"startup-{name}-{attempt}.yaml"
