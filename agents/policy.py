@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
-from memevo.agents.lazy_model import LazyModel
-from memevo.agents.llm.config import LLMConfig
+from memevo.agents.llm.config import SPEED_ONLY_FIELDS, LLMConfig
+from memevo.core.lazy_model import LazyModel
 
 
 class MemoryPolicy(LazyModel):
@@ -40,13 +40,17 @@ class MemoryPolicy(LazyModel):
     amemgym_compat: bool = Field(
         False, description="Reproduce the reference's behaviour where it differs (e.g. whole-prompt retrieval query)."
     )
+    write_max_tokens: int | None = Field(
+        None, ge=1, description="Completion token cap of a memory write (its JSON of notes, facts or decisions); "
+        "unset: llm.max_tokens, the cap of replies.",
+    )
     llm: LLMConfig = Field(default_factory=lambda: LLMConfig.model_validate({}),
                            description="The agent's model and endpoint.")
 
     def canonical_json(self) -> str:
         """Key-sorted JSON: the form that is hashed and stored."""
-        # How many requests run at once changes how fast results come, never what they are.
-        dumped = self.model_dump(mode="json", exclude={"llm": {"max_concurrency"}})
+        # How many requests run at once, and on how many endpoints, changes how fast results come, never what they are.
+        dumped = self.model_dump(mode="json", exclude={"llm": set(SPEED_ONLY_FIELDS)})
         return json.dumps(dumped, sort_keys=True, ensure_ascii=False)
 
     @property

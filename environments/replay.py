@@ -22,16 +22,15 @@ from typing import ClassVar, cast
 from pydantic import Field
 
 from memevo.agents.base import MemoryAgent
-from memevo.agents.errors import RunFailedError, UserInputError
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import Message
+from memevo.core.errors import RunFailedError, UserInputError
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.answer_scores import exact_match, judge_answer, token_f1
 from memevo.environments.answering import AgentResponder, answer_chooser, resolve_answer_mode
-from memevo.environments.protocol import AfterPeriod, AnswerScore, Environment, OnPeriod, QuestionView, Session
+from memevo.environments.protocol import PLAIN_RUN, AnswerScore, Environment, ItemRun, QuestionView, Session
 from memevo.environments.qa import AnswerMode, ChoiceOutcome, parse_choice
 from memevo.environments.records import EpisodeResult, PeriodResult, QARecord, ScoringMethod, remember
 from memevo.environments.runner import PeriodPlan, SessionSource, Transcript, run_periods
-from memevo.environments.store import RunStore
 
 
 class ReplaySession(LazyModel):
@@ -90,6 +89,9 @@ class ReplayEnvironment(Environment[ReplayItem]):
     """Off-policy benchmarks: ``load_items`` is the one method a benchmark must write."""
 
     sessions: ClassVar[Session] = "off_policy"
+    calibration_prompt: ClassVar[str | None] = None
+    """Set: likelihood answers are calibrated by each option's likelihood as the reply to this content-free prompt
+    (``answering.LikelihoodAnswers``)."""
 
     def item_id(self, item: ReplayItem) -> str:
         return item.id
@@ -150,17 +152,12 @@ class ReplayEnvironment(Environment[ReplayItem]):
         agent: MemoryAgent,
         item: ReplayItem,
         sessions: SessionSource | None,
-        *,
-        store: RunStore | None = None,
-        user_id: str | None = None,
-        after_period: AfterPeriod | None = None,
-        on_period: OnPeriod | None = None,
-        traces: bool = True,
+        run: ItemRun = PLAIN_RUN,
     ) -> EpisodeResult:
         if sessions is not None:
             raise UserInputError(f"environment '{self.name}' replays its own sessions; it takes no user simulator "
                                  "or recorded run", field="sessions")
-        user_id = user_id or item.id
+        user_id = run.user_id or item.id
         plan = PeriodPlan(item_id=item.id, n_periods=1, protocol={"environment": self.name, **self.episode.protocol()},
                           calls_per_period=[self.chain_length(item)])
 
@@ -176,8 +173,8 @@ class ReplayEnvironment(Environment[ReplayItem]):
         async def examine(period: int, transcripts: list[Transcript]) -> PeriodResult:
             return await self._examine(agent, item, user_id, transcripts)
 
-        return await run_periods(agent, plan, play, examine, store=store, user_id=user_id, after_period=after_period,
-                                 on_period=on_period, traces=traces)
+        return await run_periods(agent, plan, play, examine, store=run.store, user_id=user_id,
+                                 after_period=run.after_period, on_period=run.on_period, traces=run.traces)
 
     async def _examine(self, agent: MemoryAgent, item: ReplayItem, user_id: str,
                        transcripts: list[Transcript]) -> PeriodResult:
@@ -213,7 +210,9 @@ class ReplayEnvironment(Environment[ReplayItem]):
         episode = self.episode
         mode = resolve_answer_mode(episode.answer_mode, agent.llm, amemgym_compat=episode.amemgym_compat)
         prompt = self.choice_prompt(view, mode)
-        outcome: ChoiceOutcome = await answer_chooser(mode, constrained=episode.constrained_answers).choose_among(
+        chooser = answer_chooser(mode, constrained=episode.constrained_answers,
+                                 calibration_prompt=self.calibration_prompt)
+        outcome: ChoiceOutcome = await chooser.choose_among(
             AgentResponder(agent, query=view.query, now=now), prompt, list(view.choices or []),
             amemgym_compat=episode.amemgym_compat, rng_key=(episode.seed, user_id, 0, view.index))
         scored = await self.score_answer(item, 0, view, "" if outcome.choice is None else str(outcome.choice))

@@ -29,16 +29,17 @@ from typing import Annotated, Any, Protocol
 from pydantic import BeforeValidator
 
 from memevo.agents.base import MemoryAgent
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.policy import MemoryPolicy
+from memevo.core.atomic_files import write_json_atomic
+from memevo.core.lazy_model import LazyModel
+from memevo.core.run_files import read_model
 from memevo.environments.amemgym import AMemGymEnvironment
 from memevo.environments.metrics import Scores, UpperBoundTable, UserScores, score_episodes, user_scores
-from memevo.environments.protocol import AfterPeriod, Environment
+from memevo.environments.protocol import AfterPeriod, Environment, ItemRun
 from memevo.environments.records import EpisodeResult
-from memevo.environments.run_files import read_model
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.simulators.base import UserSimulator
-from memevo.environments.store import RunStore, write_json_atomic
+from memevo.environments.store import RunStore
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import Objective, stored_objective
 from memevo.evolve.records import SUMMARY_REMEDY, Instance
@@ -131,10 +132,11 @@ class Pruner(Protocol):
 
 @dataclass(frozen=True)
 class PruneHook:
-    """Which Optuna trial receives this evaluation's intermediate values."""
+    """Which Optuna trial receives this evaluation's intermediate values. Both are looked up at the first report,
+    after the first user's episode, so a tuner still opening its study does not hold the episodes back."""
 
-    tuner: Pruner
-    trial_number: int
+    tuner: Callable[[], Pruner]
+    trial_number: Callable[[], int]
 
 
 class Evaluator:
@@ -233,10 +235,7 @@ class Evaluator:
             self.make_agent(policy),
             self.items[user_id],
             self.simulator,
-            store=store,
-            user_id=user_id,
-            after_period=after_period,
-            on_period=saved,
+            ItemRun(store=store, user_id=user_id, after_period=after_period, on_period=saved),
         )
 
     async def evaluate(
@@ -275,9 +274,9 @@ class Evaluator:
                 if on_user:
                     on_user(result.users[-1])
                 if prune is not None and step < len(tasks) - 1:
-                    per_user = prune.tuner.uses_per_user_values()
-                    value = result.user_value(result.users[-1]) if per_user else result.score
-                    if prune.tuner.report(prune.trial_number, value, step):
+                    pruner = prune.tuner()
+                    value = result.user_value(result.users[-1]) if pruner.uses_per_user_values() else result.score
+                    if pruner.report(prune.trial_number(), value, step):
                         result.pruned = True
                         break
         finally:

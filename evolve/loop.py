@@ -32,29 +32,32 @@ run stops, and a generation's candidates that had not started are left out (the 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.registry import agent_spec
+from memevo.core.atomic_files import write_json_atomic
+from memevo.core.run_files import RESTORE, delete_and_resume, read_json, read_model
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.plot_process import already_drawn, mark_drawn
 from memevo.environments.progress import Phase
-from memevo.environments.run_files import RESTORE, delete_and_resume, read_json, read_model
-from memevo.environments.store import write_json_atomic
 from memevo.evolve import runtime
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
 from memevo.evolve.cross_test import CrossTestResult, cross_test, cross_test_lines, cross_test_metrics
+from memevo.evolve.deferred import Deferred
 from memevo.evolve.evaluation import CandidateEval, PruneHook, UserOutcome
 from memevo.evolve.evidence import evidence_from_episodes, render_evidence
-from memevo.evolve.explain import generation_line, proposals_line
-from memevo.evolve.progress import candidates_phase, evaluation_phase, test_phase
+from memevo.evolve.presentation.explain import generation_line, proposals_line
+from memevo.evolve.presentation.progress import candidates_phase, evaluation_phase, test_phase
 from memevo.evolve.proposers import ProposalContext, propose_all
 from memevo.evolve.records import (
     EvolutionResult,
@@ -91,9 +94,26 @@ from memevo.evolve.tracking.payloads import (
     prompt_version_tags,
     trial_attributes,
 )
-from memevo.evolve.tuner import Tuner
+
+if TYPE_CHECKING:
+    from memevo.evolve.tuner import Tuner
 
 log = logging.getLogger("memevo.evolve")
+
+
+def load_end_modules() -> None:
+    """Import what the run's end needs (the score plot's matplotlib, the held-out line's scipy.stats) in the start-up
+    thread while the run waits on its endpoint, so its end does not wait for them after the last request."""
+    for module in ("memevo.evolve.presentation.generation_plot", "memevo.evolve.presentation.headline"):
+        importlib.import_module(module)
+
+
+def open_tuner(config: EvolveConfig, *, storage: str, first_trial: dict[str, int]) -> Tuner:
+    """The run's tuner; Optuna loads and opens its study here, in the start-up thread (``deferred``)."""
+    from memevo.evolve.tuner import Tuner
+
+    return Tuner(config.optuna, {str(name): space for name, space in config.hyperparameters.items()}, storage=storage,
+                 study_name=config.name, first_trial=first_trial, metric=config.objective)
 
 __all__ = ["EvolutionResult", "GenerationOutcome", "GenerationPlan", "OuterLoop", "evolve", "run_evolution"]
 
@@ -135,14 +155,10 @@ class OuterLoop(runtime.RunBase):
     def __init__(self, config: EvolveConfig, run_dir: Path, hub: runtime.Hub, *, resume: bool) -> None:
         super().__init__(config, run_dir, hub, resume=resume)
         self.spec = agent_spec(self.seed.policy.kind)
-        self.tuner = Tuner(
-            config.optuna,
-            {str(name): space for name, space in config.hyperparameters.items()},
-            storage=config.optuna.storage or f"sqlite:///{(run_dir / 'optuna.db').resolve()}",
-            study_name=config.name,
-            first_trial={name: getattr(self.seed.policy, name) for name in config.hyperparameters},
-            metric=config.objective,
-        )
+        self._tuner = self.start_later.defer(partial(
+            open_tuner, config, storage=config.optuna.storage or f"sqlite:///{(run_dir / 'optuna.db').resolve()}",
+            first_trial={name: getattr(self.seed.policy, name) for name in config.hyperparameters}), first=True)
+        self.start_later.defer(load_end_modules)
         strategy = config.strategy
         self.parents = make_parent_selector(strategy.parents, seed=config.split.seed)
         self.acceptance = make_acceptance(strategy.acceptance, strategy.test_confidence, strategy.min_effect)
@@ -153,6 +169,12 @@ class OuterLoop(runtime.RunBase):
         self.sequential = strategy.acceptance == "sequential"
         self.selected_on: dict[str, list[str]] = {self.seed.id: []}
         """Sequential acceptance: per kept candidate, the users whose episodes decided to keep it."""
+
+    @property
+    def tuner(self) -> Tuner:
+        """The run's Optuna tuner. Importing Optuna and opening its study take a second, so they run once the first
+        requests are in flight (``deferred``); the first use waits for them."""
+        return self._tuner.result()
 
     def _gen_dir(self, generation: int) -> Path:
         return self.run_dir / "generations" / f"gen_{generation:03d}"
@@ -173,9 +195,9 @@ class OuterLoop(runtime.RunBase):
 
     # ----- evaluation ---------------------------------------------------------------------------
 
-    async def _evaluate(self, candidate: Candidate, split: str, user_ids: list[str], *, trial: int | None = None,
-                        label: str | None = None) -> CandidateEval:
-        prune = PruneHook(self.tuner, trial) if trial is not None else None
+    async def _evaluate(self, candidate: Candidate, split: str, user_ids: list[str], *,
+                        trial: int | Callable[[], int] | None = None, label: str | None = None) -> CandidateEval:
+        prune = None if trial is None else PruneHook(lambda: self.tuner, trial if callable(trial) else lambda: trial)
         name = label or split
 
         def progress(outcome: UserOutcome) -> None:
@@ -527,12 +549,13 @@ class OuterLoop(runtime.RunBase):
         stored = read_record(path, GenerationOutcome)
         if stored is not None:
             return stored
-        number = self.tuner.seed_trial()
-        seed = self.seed.model_copy(update={"trial_number": number})
         # Train and validation users at once: the seed is never pruned (no trial is complete yet), so nothing
-        # waits on its train score.
-        train, val = await asyncio.gather(self._evaluate(seed, "train", self.split.train, trial=number),
-                                          self._evaluate(seed, "val", self.split.val))
+        # waits on its train score. Its trial is asked at its first report to the pruner (or after its episodes), so
+        # the first requests do not wait for Optuna's study.
+        seed_trial = Deferred(lambda: self.tuner.seed_trial())
+        train, val = await asyncio.gather(self._evaluate(self.seed, "train", self.split.train, trial=seed_trial.result),
+                                          self._evaluate(self.seed, "val", self.split.val))
+        seed = self.seed.model_copy(update={"trial_number": seed_trial.result()})
         assert not train.pruned, "the seed was pruned"
         run = CandidateRun(train=train, val=val)
         outcome = GenerationOutcome(
@@ -774,7 +797,9 @@ class OuterLoop(runtime.RunBase):
             best_user_scores=best_users, history=history, stop_reason=stop, usage=self.usage.report(),
         )
         write_record(self.run_dir / "result.json", result)
-        from memevo.evolve.headline import held_out_line  # scipy.stats: not on the way to the first request
+        from memevo.evolve.presentation.headline import (
+            held_out_line,  # scipy.stats: not on the way to the first request
+        )
 
         log.info("stopped: %s. %s", stop, held_out_line(self.config.objective, seed_scores, best_scores))
         for line in [] if cross is None else cross_test_lines(cross):
@@ -803,7 +828,7 @@ class OuterLoop(runtime.RunBase):
         figure = self.run_dir / SCORE_PLOT_FILE
         identity = {"points": [point.model_dump(mode="json") for point in points], **options}
         if not already_drawn(figure, identity):
-            from memevo.evolve.generation_plot import plot_score_per_generation
+            from memevo.evolve.presentation.generation_plot import plot_score_per_generation
 
             plot_score_per_generation(points, self.run_dir, filename=SCORE_PLOT_FILE, **options)
             mark_drawn(figure, identity)

@@ -9,21 +9,21 @@ is counted), so budgets and reported usage hold across ``--resume`` and equal wh
 from __future__ import annotations
 
 import hashlib
-import logging
 import random
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memevo.agents.base import MemoryAgent
-from memevo.agents.errors import UserInputError, nested_in
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.config import LLMConfig
-from memevo.agents.llm.limiter import ConcurrencyLimit
 from memevo.agents.llm.protocol import ChatClient, Role
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import agent_spec, build_agent, validate_policy
+from memevo.core.atomic_files import write_json_atomic
+from memevo.core.errors import UserInputError, nested_in
+from memevo.core.lazy_model import LazyModel
+from memevo.core.run_files import read_or_recompute
 from memevo.environments.amemgym import AMemGymEnvironment
 from memevo.environments.data.models import Item
 from memevo.environments.data.validate import check_runnable
@@ -35,16 +35,15 @@ from memevo.environments.metrics import (
 )
 from memevo.environments.protocol import Environment
 from memevo.environments.registry import make_environment
-from memevo.environments.run_files import read_or_recompute
 from memevo.environments.rundir import LEDGER_FILE, UsageLedger, check_inputs, item_fingerprints
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.simulators.factory import make_simulator
-from memevo.environments.store import write_json_atomic
 from memevo.environments.table_cache import cached_table
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import DataConfig, EvolveConfig, check_validation_users
+from memevo.evolve.deferred import Deferred, DeferredStart
 from memevo.evolve.evaluation import Evaluator
-from memevo.evolve.proposers import ProposerSettings, make_proposer
+from memevo.evolve.proposers import Proposer, ProposerSettings, make_proposer
 from memevo.evolve.run_data import keep_data
 from memevo.evolve.tracking.payloads import experiment_tags, minibatch_param, split_dataset_input
 from memevo.evolve.tracking.stores import (
@@ -222,10 +221,10 @@ def agent_factory(client: Callable[[LLMConfig], ChatClient]) -> Callable[[Memory
 
 
 def endpoint_width(client: ChatClient, config: LLMConfig) -> int:
-    """How many requests ``client``'s endpoint takes at once: the gateway's limit (the tightest setting on that
-    endpoint), else what ``config`` asks for (a test double has no limit)."""
-    limit = getattr(client, "limit", None)
-    return limit.limit if isinstance(limit, ConcurrencyLimit) else config.concurrency(embedded=False)
+    """How many requests ``client``'s endpoints take at once: the gateway's width (the tightest setting on each
+    endpoint, summed), else what ``config`` asks for (a test double has no limit)."""
+    width = getattr(client, "width", None)
+    return width if isinstance(width, int) else config.concurrency(embedded=False)
 
 
 def make_run_environment(config: EvolveConfig, episode: EpisodeConfig, judge: ChatClient | None,
@@ -247,6 +246,12 @@ def episode_config(config: EvolveConfig, policy: MemoryPolicy, width: int | None
         max_concurrent_users=config.episode.user_concurrency or width or 1,
         seed=config.split.seed,
     )
+
+
+def make_proposers(hub: Hub, config: EvolveConfig) -> list[Proposer]:
+    """The proposers of ``config.strategy.proposers``, speaking to the proposer LLM through DSPy."""
+    settings = ProposerSettings(lm=hub.dspy_lm(config.llm.proposer, role="proposer"), adapter=config.proposer_adapter)
+    return [make_proposer(name, settings) for name in config.strategy.proposers]
 
 
 def open_tracker(run_dir: Path, *, uri: str | None, experiment: str, experiment_tags: dict[str, str]) -> Tracker:
@@ -286,12 +291,7 @@ class RunBase:
         simulator_llm = self.client(config.llm.simulator) if config.llm.simulator and config.episode.simulator == "llm" else None
         simulator = make_simulator(config.episode.simulator, config.split.seed, simulator_llm,
                                    amemgym_compat=self.seed.policy.amemgym_compat)
-        logging.getLogger("memevo.evolve").info("loading the proposer (DSPy) and the run's records")
-        proposer_lm = hub.dspy_lm(config.llm.proposer, role="proposer")
-        if hasattr(proposer_lm, "gateway"):
-            self.clients[config.llm.proposer] = proposer_lm.gateway
-        settings = ProposerSettings(lm=proposer_lm, adapter=config.proposer_adapter)
-        self.proposers = [make_proposer(name, settings) for name in config.strategy.proposers]
+        self.client(config.llm.proposer)  # its endpoint is checked now; DSPy loads after the first request
         self.bounds = LengthBounds(min_ratio=config.min_length_ratio, max_ratio=config.max_length_ratio)
 
         inputs = {"config": config.identity_payload(), "data": item_fingerprints(self.users),
@@ -315,20 +315,29 @@ class RunBase:
         self.cross_evaluator = None if self.test_environment is None else Evaluator(
             root=run_dir, items=test_users, make_agent=agent_factory(self.client), simulator=simulator,
             episode_config=episode, objective=config.objective, environment=self.test_environment)
-        self._tracker: Future[Tracker] | None = None
-        if config.tracking.enabled:  # opened beside the first episodes: see ``tracker``
-            self._tracker = ThreadPoolExecutor(1, thread_name_prefix="memevo-tracking").submit(
+        self.start_later = DeferredStart()  # what the first request does not need: see ``tracker`` and ``proposers``
+        self._tracker: Deferred[Tracker] | None = None
+        if config.tracking.enabled:
+            self._tracker = self.start_later.defer(partial(
                 open_tracker, run_dir, uri=config.tracking.uri, experiment=config.tracking.experiment or config.name,
                 experiment_tags=experiment_tags(name=config.name, protocol=config.protocol,
-                                                components=config.components, feedback_mode=config.feedback.mode.value))
+                                                components=config.components, feedback_mode=config.feedback.mode.value)))
+        self._proposers = self.start_later.defer(partial(make_proposers, hub, config))
+        self.start_later.watch(hub.accounting)
 
     @property
     def tracker(self) -> Tracker | None:
         """The run's MLflow writer, None when tracking is off. Importing MLflow and setting up its store take
-        seconds, so they run in a thread from the run's start while the first requests go out; the first use waits
+        seconds, so they run in a thread once the first requests are in flight (``deferred``); the first use waits
         for them (and raises what they raised). Nothing is logged until then, and everything logged comes from the
         run folder's records, so a run killed meanwhile loses nothing tracked."""
         return None if self._tracker is None else self._tracker.result()
+
+    @property
+    def proposers(self) -> list[Proposer]:
+        """The configured proposers; DSPy is imported in the start-up thread once the first requests are in flight,
+        and the first proposal waits for it."""
+        return self._proposers.result()
 
     async def upper_bound_table(self, items: Sequence[Item]) -> UpperBoundTable | None:
         """The upper-bound table on ``items`` (computed once per run folder), None when the config switches
@@ -359,6 +368,7 @@ class RunBase:
         """Stop counting into this run's ledger, and close this event loop's connections before
         ``asyncio.run`` closes the loop under them."""
         self.hub.accounting.detach(self.usage)
+        self.start_later.stop_watching()
         self.usage.close()
         for client in self.clients.values():
             close = getattr(client, "aclose", None)

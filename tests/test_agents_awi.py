@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from memevo.agents.errors import UserInputError
 from memevo.agents.prompts.awi import WRITE_FORMAT_CLAUSE
+from memevo.core.errors import UserInputError
 from tests.test_agents_support import day, json_calls, make, reloaded, scripted
 
 
@@ -116,6 +116,19 @@ async def test_retry_shows_the_bad_reply_and_names_what_was_wrong(bad, named):
     assert retry[1] == {"role": "assistant", "content": bad}
     assert retry[2]["role"] == "user" and f"could not be used: {named}." in retry[2]["content"]
     assert agent.counters.model_dump() == {"requests": 1, "retries": 1, "failures": 0}
+    assert agent.notes[0].value == "fixed"
+
+
+@pytest.mark.parametrize("write_max_tokens", [None, 24])
+async def test_note_writes_and_their_retry_ask_at_the_write_cap_replies_at_the_llm_cap(write_max_tokens):
+    """A write's JSON and a chat reply need different lengths: ``write_max_tokens`` caps the write and its retry;
+    the reply asks for no cap of its own (the LLM config's); unset, the write takes the LLM config's cap too."""
+    llm = scripted(["not json at all ]]", '{"ok": "fixed"}'])
+    agent = make("awi", llm, update_every=2, short_term=0, write_max_tokens=write_max_tokens)
+    await run_rounds(agent, 1)
+    assert [(call["json"], call["max_tokens"]) for call in llm.calls] == [
+        (False, None), (True, write_max_tokens), (True, write_max_tokens)
+    ]
     assert agent.notes[0].value == "fixed"
 
 
