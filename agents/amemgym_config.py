@@ -17,11 +17,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from memevo.agents.config_io import read_mapping, user_error
-from memevo.agents.errors import UserInputError
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.policy import MemoryPolicy
+from memevo.core.config_io import read_mapping, user_error
+from memevo.core.errors import UserInputError
+from memevo.core.lazy_model import LazyModel
 
 AMemGymType = Literal["native", "awi", "awi-hack", "awi-evolve", "rag", "awe", "rag-evolve", "mem0-evolution"]
 _STORE_TYPES = ("rag", "awe", "rag-evolve", "mem0-evolution")

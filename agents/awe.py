@@ -17,7 +17,6 @@ from typing import Any, Literal
 from memevo.agents.base import AgentSpec
 from memevo.agents.buffered import BufferedMessage, MalformedReply
 from memevo.agents.external import ExternalMemoryAgent
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.prompts.answer import answer_component
 from memevo.agents.prompts.awe import (
     EXTRACT_PLACEHOLDERS,
@@ -28,6 +27,7 @@ from memevo.agents.prompts.awe import (
 from memevo.agents.prompts.awi import MEMORY_TYPES_COMPONENT
 from memevo.agents.registry import register_agent
 from memevo.agents.store import StoredMemory
+from memevo.core.lazy_model import LazyModel
 
 SIMILAR_LIMIT = 5
 FACTS_SCHEMA: dict[str, Any] = {

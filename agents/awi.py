@@ -19,12 +19,12 @@ from typing import Any
 
 from memevo.agents.base import AgentSpec
 from memevo.agents.buffered import BufferedMemoryAgent, BufferedMessage, MalformedReply
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import ChatClient
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.prompts.answer import answer_component
 from memevo.agents.prompts.awi import MEMORY_TYPES_COMPONENT, WRITE_COMPONENT, WRITE_PLACEHOLDERS
 from memevo.agents.registry import register_agent
+from memevo.core.lazy_model import LazyModel
 
 WRITE_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": {"type": ["string", "null"]}}
 

@@ -8,10 +8,10 @@ from typing import Any, ClassVar
 
 from pydantic import ConfigDict
 
-from memevo.agents.errors import UserInputError
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import ChatClient, LikelihoodClient, Message, OptionLogprob, Role
 from memevo.agents.policy import MemoryPolicy
+from memevo.core.errors import UserInputError
+from memevo.core.lazy_model import LazyModel
 
 HYPERPARAMETERS = ("update_every", "short_term", "top_k")
 

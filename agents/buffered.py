@@ -15,11 +15,11 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from memevo.agents.base import AgentAnswer, MemoryAgent, ScoredOptions
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import ChatClient, LLMJSONError, Message, Role
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.prompts.answer import ANSWER_PLACEHOLDERS, NO_MEMORIES
 from memevo.agents.templates import render
+from memevo.core.lazy_model import LazyModel
 
 T = TypeVar("T")
 

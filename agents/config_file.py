@@ -13,9 +13,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from memevo.agents.amemgym_config import is_amemgym_agent_config, load_amemgym_agent_config
-from memevo.agents.config_io import read_mapping, user_error
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import validate_policy
+from memevo.core.config_io import read_mapping, user_error
 
 
 def load_policy(path: str | Path) -> MemoryPolicy:

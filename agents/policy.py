@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.config import LLMConfig
+from memevo.core.lazy_model import LazyModel
 
 
 class MemoryPolicy(LazyModel):

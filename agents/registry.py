@@ -11,10 +11,10 @@ import importlib
 from collections.abc import Callable
 
 from memevo.agents.base import AgentSpec, MemoryAgent
-from memevo.agents.errors import UserInputError, nested_in
 from memevo.agents.llm.protocol import ChatClient
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.templates import prompt_problems
+from memevo.core.errors import UserInputError, nested_in
 
 ENTRY_POINT_GROUP = "memevo.agents"
 _BUILTIN_MODULES = ("native", "rag", "awi", "awe")

@@ -11,9 +11,9 @@ from typing import Protocol
 import bm25s
 import numpy as np
 
-from memevo.agents.errors import UserInputError
 from memevo.agents.llm.protocol import ChatClient, EmbeddingClient
 from memevo.agents.policy import MemoryPolicy
+from memevo.core.errors import UserInputError
 
 
 class Retriever(Protocol):

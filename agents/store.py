@@ -12,7 +12,7 @@ import sqlite3
 from datetime import datetime
 from typing import Any
 
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.lazy_model import LazyModel
 
 _SCHEMA = """
 CREATE TABLE memories (id INTEGER PRIMARY KEY, text TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);

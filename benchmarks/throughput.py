@@ -133,7 +133,7 @@ OWN_CPU_AT_EXIT = (
     "    with open(os.environ['THROUGHPUT_CPU_FILE'], 'w') as file:\n"
     "        file.write(repr(usage.ru_utime + usage.ru_stime))\n"
     "atexit.register(own_cpu)\n"
-    "from memevo.evolve.cli import main\n"
+    "from memevo.evolve.cli.main import main\n"
     "sys.argv[0] = 'memevo'\n"
     "main()\n"
 )
@@ -255,8 +255,8 @@ def compare_with_amemgym(server: LatencyServer, data_names: list[str], agents: l
 def startup_cpu_s(agent: str, python: str = sys.executable) -> float:
     """CPU time of a child that only starts up as a ``memevo eval`` run of ``agent`` does: the eval command's
     modules, then the gateway, the template simulator and the agent's kind. Models build their validators on
-    first use (agents/lazy_model.py), so the builds a run needs are in its CPU per call, not here."""
-    code = ("from memevo.evolve import cli\ncli.load_command('eval')\n"
+    first use (agents/core/lazy_model.py), so the builds a run needs are in its CPU per call, not here."""
+    code = ("from memevo.evolve.cli import main as cli\ncli.load_command('eval')\n"
             "import memevo.agents.llm.hub, memevo.environments.simulators.template\n"
             f"from memevo.agents.registry import agent_class\nagent_class({agent!r})")
     process = subprocess.Popen([python, "-c", code], env=child_env())

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from memevo.agents.base import MemoryAgent
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 from memevo.environments.data.models import Item
 from memevo.environments.feedback import FeedbackConfig, PeriodFeedback, build_feedback
 from memevo.environments.protocol import AfterPeriod, AnswerScore, Environment, OnPeriod, QuestionView, Session

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from pydantic import ConfigDict
 
-from memevo.agents.errors import UserInputError
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.policy import MemoryPolicy
+from memevo.core.errors import UserInputError
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.qa import QuestionPrompts
 
 OVERALL_FILE = "src/amemgym/eval/overall.py"

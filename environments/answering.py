@@ -22,8 +22,8 @@ from datetime import datetime
 from typing import Any, ClassVar, Literal, Protocol
 
 from memevo.agents.base import AgentAnswer, MemoryAgent, ScoredOptions
-from memevo.agents.errors import UserInputError
 from memevo.agents.llm.protocol import ChatClient, LikelihoodClient, Message, OptionLogprob, Role
+from memevo.core.errors import UserInputError
 from memevo.environments.data.models import Question
 from memevo.environments.qa import (
     AnswerMode,

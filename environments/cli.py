@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from pydantic import ValidationError
 
-from memevo.agents.errors import RunFailedError, UserInputError
+from memevo.core.errors import RunFailedError, UserInputError
 from memevo.environments.data.io import DEFAULT_SPLIT, format_validation_error, load_items, save_items
 from memevo.environments.data.validate import validate_items
 from memevo.environments.generation.command import generate_command

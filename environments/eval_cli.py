@@ -22,14 +22,15 @@ import typer
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.config_file import load_policy
-from memevo.agents.errors import UserInputError
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.llm.config import CONCURRENCY_HELP
 from memevo.agents.llm.protocol import ChatClient
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import agent_class, build_agent
 from memevo.agents.templates import placeholders_in
+from memevo.core.atomic_files import write_json_atomic
+from memevo.core.errors import UserInputError
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.amemgym_prompts import AMemGymPrompts, load_amemgym_prompts
 from memevo.environments.data.io import load_items
 from memevo.environments.data.models import Item
@@ -65,7 +66,7 @@ from memevo.environments.runner import EpisodeConfig, run_episodes, run_items
 from memevo.environments.score_text import score_lines
 from memevo.environments.simulators.base import UserSimulator
 from memevo.environments.simulators.factory import make_simulator
-from memevo.environments.store import RunStore, write_json_atomic
+from memevo.environments.store import RunStore
 from memevo.environments.table_cache import cached_table
 
 QUESTION_COLUMNS = ("user_id", "period", "question_index", "choice", "gold", "n_choices", "correct", "format_error",

@@ -23,9 +23,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from memevo.agents.errors import RunFailedError
+from memevo.core.atomic_files import write_json_atomic
+from memevo.core.errors import RunFailedError
 from memevo.environments.metrics import Scores
-from memevo.environments.store import write_json_atomic
 
 OUTPUT_TAIL_CHARS = 2000
 PLOT_FILE = "periods.png"

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, ClassVar, Generic, Literal, TypeVar
 from pydantic import Field
 
 from memevo.agents.base import MemoryAgent
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.feedback import FeedbackConfig, FeedbackMode, FeedbackRecord, PeriodFeedback, letter
 from memevo.environments.records import EpisodeResult, PeriodResult, QARecord, ScoringMethod
 

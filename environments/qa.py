@@ -19,8 +19,8 @@ from typing import Any, Literal
 from pydantic import ConfigDict
 
 from memevo.agents.base import AgentAnswer
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.templates import render
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.data.models import Question
 
 AnswerMode = Literal["generated", "likelihood"]

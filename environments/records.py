@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from memevo.agents.buffered import WriteCounters
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.lazy_model import LazyModel
 
 
 def remember(memories: dict[str, str], text: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, Literal
 
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 
 if TYPE_CHECKING:
     from memevo.agents.llm.protocol import ChatClient

@@ -22,9 +22,9 @@ from typing import ClassVar, cast
 from pydantic import Field
 
 from memevo.agents.base import MemoryAgent
-from memevo.agents.errors import RunFailedError, UserInputError
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import Message
+from memevo.core.errors import RunFailedError, UserInputError
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.answer_scores import exact_match, judge_answer, token_f1
 from memevo.environments.answering import AgentResponder, answer_chooser, resolve_answer_mode
 from memevo.environments.protocol import AfterPeriod, AnswerScore, Environment, OnPeriod, QuestionView, Session

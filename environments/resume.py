@@ -27,8 +27,8 @@ from typing import Any
 
 import typer
 
-from memevo.agents.errors import DamagedFileError, Interrupted, MemevoError, RunFailedError, UserInputError
-from memevo.environments.full_disk import full_disk
+from memevo.core.errors import DamagedFileError, Interrupted, MemevoError, RunFailedError, UserInputError
+from memevo.core.full_disk import full_disk
 
 RESUME_FLAG = "--resume"
 

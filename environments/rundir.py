@@ -36,12 +36,12 @@ from typing import Any, Literal
 
 import orjson
 
-from memevo.agents.errors import DamagedFileError, RunFailedError, UserInputError
 from memevo.agents.llm.accounting import Accounting, Counts, RoleUsage, UsageReport
+from memevo.core.atomic_files import write_json_atomic
+from memevo.core.errors import DamagedFileError, RunFailedError, UserInputError
+from memevo.core.full_disk import FULL_ERRNOS, allocate_past_end, full_disk
+from memevo.core.run_files import damage, delete_and_resume, read_json
 from memevo.environments.data.models import Item
-from memevo.environments.full_disk import FULL_ERRNOS, allocate_past_end, full_disk
-from memevo.environments.run_files import damage, delete_and_resume, read_json
-from memevo.environments.store import write_json_atomic
 
 log = logging.getLogger("memevo.environments")
 

@@ -22,10 +22,10 @@ from pydantic import ConfigDict, Field, model_validator
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.buffered import BufferedMemoryAgent, WriteCounters
-from memevo.agents.errors import RunFailedError, UserInputError
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import Message
 from memevo.agents.llm.urgency import Chain, chain_remaining, current_chain
+from memevo.core.errors import RunFailedError, UserInputError
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.answering import AgentResponder, AnswerModeSetting, answer_chooser, resolve_answer_mode
 from memevo.environments.data.models import Item, Session
 from memevo.environments.data.times import parse_time

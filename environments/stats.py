@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from statistics import mean
 
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.data.models import Item
 
 CHARS_PER_TOKEN = 4

@@ -17,47 +17,19 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from memevo.agents.errors import DamagedFileError, UserInputError
+from memevo.core.atomic_files import write_bytes_atomic, write_json_atomic
+from memevo.core.errors import DamagedFileError, UserInputError
+from memevo.core.run_files import CONTENT_ERRORS, damage, delete_and_resume, load_json, read_json, set_aside
 from memevo.environments.data.ids import folder_name, id_problem
 from memevo.environments.records import EpisodeResult, PeriodResult
-from memevo.environments.run_files import CONTENT_ERRORS, damage, delete_and_resume, load_json, read_json, set_aside
 
 DAMAGED_USERS = "users.damaged"
 """Where ``bind`` moves a user's folder holding a damaged file, beside ``users``."""
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to a temporary file in the same folder, then rename it over ``path``."""
-    write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=1))
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file in the same folder, then rename it over ``path``: a kill
-    mid-write leaves the old file or the new one, never half of one."""
-    write_bytes_atomic(path, text.encode("utf-8"))
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """``write_text_atomic`` for bytes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _gzipped(data: bytes) -> bytes:

@@ -22,17 +22,17 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from memevo.agents.base import MemoryAgent
-from memevo.agents.errors import UserInputError
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.accounting import RoleUsage, UsageReport
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import register_agent, validate_policy
+from memevo.core.atomic_files import write_json_atomic
+from memevo.core.errors import UserInputError
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.data.io import save_items
 from memevo.environments.data.models import Item
 from memevo.environments.data.validate import check_runnable
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.rundir import claim_run_folder
-from memevo.environments.store import write_json_atomic
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import DataConfig, EvolveConfig, SeedConfig, load_evolve_config, parse_evolve_config
 from memevo.evolve.records import EvolutionResult, GenerationOutcome, GenerationPlan, read_record
@@ -283,7 +283,7 @@ class _Inputs:
 
 def _run_command(name: str, arguments: list[str]) -> None:
     """Run a ``memevo`` command in this process; its errors reach the caller as exceptions."""
-    from memevo.evolve.cli import load_command
+    from memevo.evolve.cli.main import load_command
 
     load_command(name).main(arguments, prog_name=f"memevo {name}", standalone_mode=False)
 

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.policy import MemoryPolicy
+from memevo.core.lazy_model import LazyModel
 
 Origin = Literal["seed", "proposal", "tuning"]
 

@@ -14,11 +14,11 @@ from typing import Any, ClassVar, Literal
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
-from memevo.agents.config_io import read_mapping
-from memevo.agents.errors import UserInputError
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.policy import MemoryPolicy
+from memevo.core.config_io import read_mapping
+from memevo.core.errors import UserInputError
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.feedback import FeedbackConfig
 from memevo.environments.registry import DEFAULT_ENVIRONMENT, EnvironmentName
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.metrics import Scores
 from memevo.environments.score_text import score_lines
 from memevo.evolve.candidates import Candidate

@@ -29,16 +29,17 @@ from typing import Annotated, Any, Protocol
 from pydantic import BeforeValidator
 
 from memevo.agents.base import MemoryAgent
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.policy import MemoryPolicy
+from memevo.core.atomic_files import write_json_atomic
+from memevo.core.lazy_model import LazyModel
+from memevo.core.run_files import read_model
 from memevo.environments.amemgym import AMemGymEnvironment
 from memevo.environments.metrics import Scores, UpperBoundTable, UserScores, score_episodes, user_scores
 from memevo.environments.protocol import AfterPeriod, Environment
 from memevo.environments.records import EpisodeResult
-from memevo.environments.run_files import read_model
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.simulators.base import UserSimulator
-from memevo.environments.store import RunStore, write_json_atomic
+from memevo.environments.store import RunStore
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import Objective, stored_objective
 from memevo.evolve.records import SUMMARY_REMEDY, Instance

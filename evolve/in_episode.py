@@ -17,18 +17,19 @@ import logging
 from pathlib import Path
 
 from memevo.agents.base import MemoryAgent
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.atomic_files import write_json_atomic
+from memevo.core.lazy_model import LazyModel
+from memevo.core.run_files import RESTORE, read_model
 from memevo.environments.data.ids import folder_name
 from memevo.environments.metrics import score_episodes, user_scores
 from memevo.environments.records import PeriodResult
-from memevo.environments.run_files import RESTORE, read_model
 from memevo.environments.runner import bounded_gather
-from memevo.environments.store import RunStore, write_json_atomic
+from memevo.environments.store import RunStore
 from memevo.evolve import runtime
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
 from memevo.evolve.evidence import evidence_from_periods, render_evidence
-from memevo.evolve.headline import held_out_line
+from memevo.evolve.presentation.headline import held_out_line
 from memevo.evolve.proposers import ProposalContext, propose_all
 from memevo.evolve.records import EvolutionResult, ProposalStats
 

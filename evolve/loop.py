@@ -39,9 +39,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from memevo.agents.registry import agent_spec
+from memevo.core.atomic_files import write_json_atomic
+from memevo.core.run_files import RESTORE, delete_and_resume, read_json
 from memevo.environments.metrics import Scores, UserScores
-from memevo.environments.run_files import RESTORE, delete_and_resume, read_json
-from memevo.environments.store import write_json_atomic
 from memevo.evolve import runtime
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig

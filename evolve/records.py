@@ -12,13 +12,13 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, Field
 
-from memevo.agents.errors import DamagedFileError
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.accounting import UsageReport
+from memevo.core.atomic_files import write_json_atomic
+from memevo.core.errors import DamagedFileError
+from memevo.core.lazy_model import LazyModel
+from memevo.core.run_files import RESTORE, delete_and_resume, read_model, read_or_recompute
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.registry import DEFAULT_ENVIRONMENT, EnvironmentName
-from memevo.environments.run_files import RESTORE, delete_and_resume, read_model, read_or_recompute
-from memevo.environments.store import write_json_atomic
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import Objective, stored_objective
 from memevo.evolve.validation import Verdict

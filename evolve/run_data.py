@@ -12,9 +12,9 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from memevo.core.atomic_files import write_json_atomic
 from memevo.environments.data.io import save_items
 from memevo.environments.data.models import Item
-from memevo.environments.store import write_json_atomic
 from memevo.evolve.config import EvolveConfig
 
 DATA_FOLDER = "data"

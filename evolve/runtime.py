@@ -16,13 +16,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from memevo.agents.base import MemoryAgent
-from memevo.agents.errors import UserInputError, nested_in
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.llm.limiter import ConcurrencyLimit
 from memevo.agents.llm.protocol import ChatClient, Role
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import agent_spec, build_agent, validate_policy
+from memevo.core.atomic_files import write_json_atomic
+from memevo.core.errors import UserInputError, nested_in
+from memevo.core.lazy_model import LazyModel
+from memevo.core.run_files import read_or_recompute
 from memevo.environments.amemgym import AMemGymEnvironment
 from memevo.environments.data.models import Item
 from memevo.environments.data.validate import check_runnable
@@ -34,11 +36,9 @@ from memevo.environments.metrics import (
 )
 from memevo.environments.protocol import Environment
 from memevo.environments.registry import make_environment
-from memevo.environments.run_files import read_or_recompute
 from memevo.environments.rundir import LEDGER_FILE, UsageLedger, check_inputs, item_fingerprints
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.simulators.factory import make_simulator
-from memevo.environments.store import write_json_atomic
 from memevo.environments.table_cache import cached_table
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import DataConfig, EvolveConfig, check_validation_users

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 from memevo.agents.llm.accounting import UsageReport
-from memevo.environments.run_files import delete_and_resume, read_model
+from memevo.core.atomic_files import write_json_atomic
+from memevo.core.run_files import delete_and_resume, read_model
 from memevo.environments.rundir import UsageLedger
-from memevo.environments.store import write_json_atomic
 from memevo.evolve.config import BudgetConfig
 
 SPEND_FILE = "spend.json"

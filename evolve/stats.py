@@ -21,7 +21,7 @@ from typing import Literal, TypeVar
 import numpy as np
 from scipy import stats as scipy_stats
 
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.lazy_model import LazyModel
 
 CIMethod = Literal["t", "bootstrap"]
 IntervalMethod = Literal["t", "bootstrap", "hierarchical_bootstrap"]

@@ -8,8 +8,8 @@ Nothing here raises on bad model output: a bad proposal is data, not an error.
 from __future__ import annotations
 
 from memevo.agents.base import ComponentSpec
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.templates import placeholders_in, prompt_problems
+from memevo.core.lazy_model import LazyModel
 
 
 class Verdict(LazyModel):

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memevo.agents.errors import UserInputError
-from memevo.evolve.ablation_config import deep_merge, load_ablation_config, resolve_all, resolve_arm
+from memevo.core.errors import UserInputError
+from memevo.evolve.ablation.config import deep_merge, load_ablation_config, resolve_all, resolve_arm
 
 BASE = {
     "name": "base",
@@ -111,7 +111,7 @@ def test_deep_merge_replaces_leaves_and_merges_mappings() -> None:
 def test_ablate_command_reports_a_bad_config_by_name(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from memevo.evolve.cli import app
+    from memevo.evolve.cli.main import app
 
     path = _write(tmp_path / "abl.yaml", {"base": "base.yaml", "arms": [{"name": "x", "bogus": 1}]})
     result = CliRunner().invoke(app, ["ablate", str(path), "--run-dir", str(tmp_path / "run")])

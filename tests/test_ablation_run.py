@@ -16,12 +16,12 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from memevo.agents.errors import DamagedFileError, UserInputError
+from memevo.core.errors import DamagedFileError, UserInputError
 from memevo.environments.data.io import save_items
-from memevo.evolve import ablation as ablation_module
-from memevo.evolve.ablation import load_manifest, run_ablation
-from memevo.evolve.ablation_config import load_ablation_config
-from memevo.evolve.ablation_records import ARM_RECORD_FILE, find_arm_records
+from memevo.evolve.ablation import run as ablation_module
+from memevo.evolve.ablation.config import load_ablation_config
+from memevo.evolve.ablation.records import ARM_RECORD_FILE, find_arm_records
+from memevo.evolve.ablation.run import load_manifest, run_ablation
 from tests.doubles.category_backend import CategoryBackend, CategoryHub, category_world
 
 

@@ -11,10 +11,10 @@ import pytest
 from memevo.agents.llm.accounting import RoleUsage, UsageReport
 from memevo.environments.metrics.failure import FailureSplit
 from memevo.environments.metrics.scores import Scores
-from memevo.evolve.ablation import summary_metrics
-from memevo.evolve.ablation_records import ArmSeedRecord, FailureRates, UnitScore, find_arm_records, save_arm_record
-from memevo.evolve.ablation_render import arm_table, write_ablation_outputs
-from memevo.evolve.ablation_summary import summarize
+from memevo.evolve.ablation.records import ArmSeedRecord, FailureRates, UnitScore, find_arm_records, save_arm_record
+from memevo.evolve.ablation.render import arm_table, write_ablation_outputs
+from memevo.evolve.ablation.run import summary_metrics
+from memevo.evolve.ablation.summary import summarize
 from memevo.evolve.tracking.ablation_pages import ablation_note
 
 OUTER_LOOP = {"objective": "accuracy", "protocol": "outer_loop"}

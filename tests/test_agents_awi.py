@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from memevo.agents.errors import UserInputError
 from memevo.agents.prompts.awi import WRITE_FORMAT_CLAUSE
+from memevo.core.errors import UserInputError
 from tests.test_agents_support import day, json_calls, make, reloaded, scripted
 
 

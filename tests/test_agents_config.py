@@ -7,7 +7,7 @@ import pytest
 
 from memevo.agents.amemgym_config import load_amemgym_agent_config, read_amemgym_agent_config
 from memevo.agents.config_file import load_policy
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "amemgym_agent"
 

@@ -4,7 +4,6 @@ import json
 
 import pytest
 
-from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import Accounting
 from memevo.agents.llm.cache import ResponseCache
 from memevo.agents.llm.config import LLMConfig
@@ -13,6 +12,7 @@ from memevo.agents.policy import MemoryPolicy
 from memevo.agents.rag import RAGAgent
 from memevo.agents.registry import build_agent
 from memevo.agents.retrieval import BM25Retriever
+from memevo.core.errors import UserInputError
 from tests.doubles.fault_server import Fault, FaultServer
 from tests.doubles.scripted_llm import ScriptedLLM
 from tests.test_agents_support import day, make, reloaded, scripted

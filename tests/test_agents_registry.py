@@ -8,9 +8,9 @@ import pytest
 
 from memevo.agents import registry
 from memevo.agents.base import AgentAnswer, AgentSpec, ComponentSpec, MemoryAgent
-from memevo.agents.errors import UserInputError
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.prompts.awi import WRITE_FORMAT_CLAUSE
+from memevo.core.errors import UserInputError
 from tests.test_agents_support import scripted
 
 

@@ -15,10 +15,10 @@ import pytest
 from memevo.agents.amemgym_config import load_amemgym_agent_config
 from memevo.agents.awi import AWIAgent
 from memevo.agents.base import MemoryAgent
-from memevo.agents.errors import UserInputError
 from memevo.agents.llm.protocol import Message, Role
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import agent_class
+from memevo.core.errors import UserInputError
 from memevo.environments.amemgym_prompts import (
     OVERALL_FILE,
     SIMULATOR_FILE,

@@ -13,8 +13,8 @@ import pytest
 
 from experiments import api_example
 from memevo.agents import registry
-from memevo.agents.errors import UserInputError
 from memevo.agents.policy import MemoryPolicy
+from memevo.core.errors import UserInputError
 from memevo.environments.data.io import save_items
 from memevo.evolve.api import evaluate, optimize
 from tests.doubles.fault_server import FaultServer

@@ -17,7 +17,7 @@ import yaml
 
 from memevo.environments.data.io import save_items
 from memevo.environments.synth import SynthConfig, synthesize
-from memevo.evolve import cli
+from memevo.evolve.cli import main as cli
 from tests.doubles.fault_server import FaultServer
 
 FIXTURE = Path(__file__).parent / "fixtures" / "amemgym_small.json"

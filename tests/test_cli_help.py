@@ -8,8 +8,8 @@ import pytest
 from typer.core import TyperGroup
 from typer.testing import CliRunner
 
-from memevo.evolve.cli import COMMANDS, app, load_command
-from memevo.evolve.help_pages import PAGES
+from memevo.evolve.cli.help_pages import PAGES
+from memevo.evolve.cli.main import COMMANDS, app, load_command
 
 
 def _command_paths() -> list[str]:

@@ -12,8 +12,16 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-LAYERS = ("agents", "environments", "evolve")
+LAYERS = ("core", "agents", "environments", "evolve")
 """Lower layers first: a module may import its own layer and those before it, never one after it."""
+FOLDERS = {"core": REPO / "agents" / "core", "agents": REPO / "agents", "environments": REPO / "environments",
+           "evolve": REPO / "evolve"}
+"""Where each layer's modules live: ``memevo.core`` sits in ``agents/core/`` (setup.py), and is not part of agents."""
+
+
+def _layer_files(layer: str) -> list[Path]:
+    paths = sorted(FOLDERS[layer].rglob("*.py"))
+    return paths if layer == "core" else [path for path in paths if FOLDERS["core"] not in path.parents]
 
 
 def _imported_modules(path: Path) -> set[str]:
@@ -32,7 +40,7 @@ def test_no_module_imports_a_later_layer(layer: str):
     forbidden = tuple(f"memevo.{later}" for later in LAYERS[LAYERS.index(layer) + 1 :])
     offenders = {
         f"{path.relative_to(REPO)} imports {name}"
-        for path in sorted((REPO / layer).rglob("*.py"))
+        for path in _layer_files(layer)
         for name in _imported_modules(path)
         if name.startswith(forbidden)
     }
@@ -47,7 +55,7 @@ def test_ruff_lint_and_import_order_pass():
 
 
 def _sources() -> list[Path]:
-    return sorted(path for layer in LAYERS for path in (REPO / layer).rglob("*.py"))
+    return sorted(path for layer in LAYERS for path in _layer_files(layer))
 
 
 def _tree(path: Path) -> ast.AST:
@@ -55,11 +63,11 @@ def _tree(path: Path) -> ast.AST:
 
 
 def test_models_derive_from_lazy_model():
-    """memevo's pydantic models build their validators on first use (agents/lazy_model.py): one deriving from
+    """memevo's pydantic models build their validators on first use (agents/core/lazy_model.py): one deriving from
     ``BaseModel`` itself would be built at import again, by every command that imports it."""
     offenders = [
         f"{path.relative_to(REPO)}:{node.lineno} {node.name}"
-        for path in _sources() if path != REPO / "agents" / "lazy_model.py"
+        for path in _sources() if path != REPO / "agents" / "core" / "lazy_model.py"
         for node in ast.walk(_tree(path)) if isinstance(node, ast.ClassDef)
         for base in node.bases
         if (base.id if isinstance(base, ast.Name) else getattr(base, "attr", None)) == "BaseModel"
@@ -69,7 +77,7 @@ def test_models_derive_from_lazy_model():
 
 def test_no_builtin_default_factory_in_model_fields():
     """``Field(default_factory=list)`` makes pydantic compile ``tokenize``'s patterns when it builds the model (~20 ms,
-    see agents/lazy_model.py); a mutable default written as a value is copied for each instance all the same."""
+    see agents/core/lazy_model.py); a mutable default written as a value is copied for each instance all the same."""
     builtins = {"list", "dict", "set", "tuple", "frozenset"}
     offenders = [
         f"{path.relative_to(REPO)}:{node.lineno}"

@@ -11,11 +11,11 @@ from typer.testing import CliRunner
 
 from memevo.agents.config_file import load_policy
 from memevo.environments.generation.config import load_generation_config
-from memevo.evolve.ablation_config import load_ablation_config, resolve_all
-from memevo.evolve.cli import app
+from memevo.evolve.ablation.config import load_ablation_config, resolve_all
+from memevo.evolve.cli.config_examples import EXAMPLES
+from memevo.evolve.cli.config_reference import KINDS, REGENERATE, model_of, reference_markdown
+from memevo.evolve.cli.main import app
 from memevo.evolve.config import load_evolve_config
-from memevo.evolve.config_examples import EXAMPLES
-from memevo.evolve.config_reference import KINDS, REGENERATE, model_of, reference_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "experiments" / "REFERENCE.md"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 from memevo.environments import answer_scoring as scoring
 from memevo.environments.benchmarks import files
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 from memevo.environments.cli import app
 
 FIXTURE = Path(__file__).parent / "fixtures" / "amemgym_small.json"

@@ -9,7 +9,7 @@ import datasets
 import pandas as pd
 import pytest
 
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 from memevo.environments.data.io import load_items, save_items
 
 FIXTURE = Path(__file__).parent / "fixtures" / "amemgym_small.json"

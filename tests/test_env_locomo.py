@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 from memevo.environments.benchmarks.locomo import NOT_MENTIONED, UNSTEMMED, LoCoMoEnvironment
 from memevo.environments.cli import app
 from memevo.environments.metrics import score_episodes

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from memevo.agents.errors import UserInputError
 from memevo.agents.llm.protocol import Message, Role
+from memevo.core.errors import UserInputError
 from memevo.environments.benchmarks.longmemeval import LongMemEvalEnvironment
 from memevo.environments.cli import app
 from memevo.environments.metrics import score_episodes

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 from memevo.environments.benchmarks.memoryagentbench import MemoryAgentBenchEnvironment, chunks
 from memevo.environments.cli import app
 from memevo.environments.metrics import score_episodes

@@ -11,7 +11,7 @@ import datasets
 import pytest
 from typer.testing import CliRunner
 
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 from memevo.environments.benchmarks.memorybench import MemoryBenchEnvironment
 from memevo.environments.cli import app
 from memevo.environments.runner import EpisodeConfig

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 from memevo.environments.data.io import load_items, save_items
 from memevo.environments.data.validate import validate_items
 from memevo.environments.stats import compute_stats

@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 from memevo.environments.eval_cli import eval_command
 from memevo.environments.registry import ENVIRONMENTS
 from tests.doubles.replay_environment import tiny_items

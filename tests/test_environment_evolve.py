@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 from memevo.environments.data.io import save_items
 from memevo.environments.data.models import Item
 from memevo.environments.registry import ENVIRONMENTS
@@ -17,7 +17,7 @@ from memevo.environments.replay import ReplayItem, ReplayQuestion, ReplaySession
 from memevo.evolve.config import parse_evolve_config
 from memevo.evolve.cross_test import read_cross_test
 from memevo.evolve.loop import run_evolution
-from memevo.evolve.report import report_run
+from memevo.evolve.presentation.report import report_run
 from tests.doubles.category_backend import CategoryBackend, CategoryHub, category_world
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")

@@ -6,7 +6,7 @@ from typing import get_args
 
 import pytest
 
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 from memevo.environments.answer_scores import exact_match, judge_answer, judge_verdict, normalize_answer, token_f1
 from memevo.environments.feedback import FeedbackConfig, FeedbackMode, PeriodFeedback, render_feedback
 from memevo.environments.protocol import QuestionView, feedback_record

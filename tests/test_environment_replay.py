@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 from memevo.environments.feedback import FeedbackConfig, FeedbackMode, render_feedback
 from memevo.environments.metrics import score_episodes
 from memevo.environments.replay import ReplayQuestion

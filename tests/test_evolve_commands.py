@@ -12,10 +12,11 @@ import typer
 import yaml
 from typer.testing import CliRunner
 
-from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.llm import hub as hub_module
+from memevo.core.errors import RunFailedError, UserInputError
 from memevo.environments.data.io import save_items
-from memevo.evolve import cli, ui_server
+from memevo.evolve.cli import main as cli
+from memevo.evolve.cli import ui_server
 from tests.doubles.category_backend import CategoryBackend, CategoryHub, category_world
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")

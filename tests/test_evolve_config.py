@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 from memevo.evolve.config import IntRange, SplitConfig, load_evolve_config, parse_evolve_config
 
 MINIMAL = {"seed": {"policy": {"kind": "awi"}}, "data": {"path": "data.json"}}

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from memevo.evolve.cli import app
+from memevo.evolve.cli.main import app
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore::DeprecationWarning"),
               pytest.mark.timeout(1200)]

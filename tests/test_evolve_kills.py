@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 from memevo.environments.data.io import save_items
-from memevo.evolve.ablation_records import find_arm_records
+from memevo.evolve.ablation.records import find_arm_records
 from tests.doubles.category_backend import CategoryBackend, category_world
 from tests.doubles.kill_points import ForkedMemevo, kill_point, start_fork_server
 from tests.doubles.killing_endpoint import KillingEndpoint, Signalling, Trigger, after_file, at_request
@@ -89,7 +89,7 @@ def _write(folder: Path, url: str, kind: str) -> Path:
     return path
 
 
-PRELOADED = ("memevo.evolve.cli", "memevo.evolve.loop", "memevo.evolve.ablation", "memevo.agents.llm.hub",
+PRELOADED = ("memevo.evolve.cli.main", "memevo.evolve.loop", "memevo.evolve.ablation.run", "memevo.agents.llm.hub",
              "memevo.agents.awi", "dspy", "optuna", "mlflow.genai", "mlflow.store.tracking.sqlalchemy_store",
              "mlflow.store.model_registry.sqlalchemy_store", "alembic", "bm25s", "diskcache", "aiohttp")
 """Imported once by the fork server rather than by every child (most of a small run's time otherwise)."""
@@ -236,7 +236,7 @@ LOG_TEXT = "mlflow.tracking:MlflowClient.log_text"
 CREATE_RUN = "mlflow.tracking:MlflowClient.create_run"
 REGISTER = "mlflow.genai:register_prompt"
 SET_ALIAS = "mlflow.genai:set_prompt_alias"
-SAVE_ARM = "memevo.evolve.ablation:save_arm_record"
+SAVE_ARM = "memevo.evolve.ablation.run:save_arm_record"
 
 KILL_PLANS: dict[str, tuple[str, list[Kill]]] = {
     # one process per kill, in turn; then one that must finish

@@ -12,8 +12,8 @@ import pytest
 from mlflow import MlflowClient
 from optuna.trial import TrialState
 
-from memevo.agents.errors import DamagedFileError, UserInputError
 from memevo.agents.llm.accounting import RoleUsage
+from memevo.core.errors import DamagedFileError, UserInputError
 from memevo.environments.data.io import save_items
 from memevo.evolve.config import EvolveConfig, parse_evolve_config
 from memevo.evolve.evaluation import CandidateEval

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 from memevo.environments.data.io import save_items
 from memevo.evolve.loop import GenerationPlan
 from memevo.evolve.selection.race import RaceRecord

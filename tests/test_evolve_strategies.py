@@ -16,9 +16,9 @@ import optuna
 import pytest
 from mlflow import MlflowClient
 
-from memevo.agents.errors import UserInputError
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.prompts.awi import MEMORY_TYPES_COMPONENT
+from memevo.core.errors import UserInputError
 from memevo.environments import progress
 from memevo.evolve import proposers
 from memevo.evolve.candidates import Candidate

@@ -9,7 +9,7 @@ import pytest
 from memevo.agents.llm.config import LOCAL_MODEL_NAME
 from memevo.environments.synth import SynthConfig
 from memevo.evolve import runtime
-from memevo.evolve.ablation_config import is_ablation_file, load_ablation_config, resolve_all
+from memevo.evolve.ablation.config import is_ablation_file, load_ablation_config, resolve_all
 from memevo.evolve.config import load_evolve_config
 
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"

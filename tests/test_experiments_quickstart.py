@@ -24,7 +24,7 @@ from memevo.environments.metrics.baseline import random_baseline
 from memevo.environments.metrics.measurable import memory_not_measurable
 from memevo.evolve.config import parse_evolve_config
 from memevo.evolve.loop import run_evolution
-from memevo.evolve.report import report_run
+from memevo.evolve.presentation.report import report_run
 from memevo.evolve.runtime import load_users
 
 QUICKSTART = Path(__file__).resolve().parent.parent / "experiments" / "quickstart.yaml"

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.llm.cli import app
+from memevo.core.errors import RunFailedError, UserInputError
 from tests.doubles.fault_server import Fault, FaultServer
 
 runner = CliRunner()

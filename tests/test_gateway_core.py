@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import Accounting, price_of
 from memevo.agents.llm.cache import KEY_VERSION, CachedReply, CacheRequest, ResponseCache
 from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
 from memevo.agents.llm.gateway import LLMGateway, response_format_for
 from memevo.agents.llm.protocol import ChatClient, EmbeddingClient, LLMError, LLMJSONError, LLMRequestError
+from memevo.core.errors import UserInputError
 from tests.doubles.fault_server import Fault, FaultServer
 
 HELLO = [{"role": "user", "content": "hello there"}]

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from memevo.agents.errors import UserInputError
 from memevo.agents.llm import local_server
 from memevo.agents.llm.accounting import Accounting, RoleUsage, UsageReport, price_of
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.llm.hub import LLMHub, default_cache_dir
 from memevo.agents.llm.limiter import ConcurrencyLimit
+from memevo.core.errors import UserInputError
 from tests.doubles.fault_server import FaultServer
 
 

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from memevo.agents.errors import UserInputError
 from memevo.agents.llm import config as llm_config
 from memevo.agents.llm.accounting import Accounting
 from memevo.agents.llm.cache import ResponseCache
 from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
 from memevo.agents.llm.gateway import LLMGateway
+from memevo.core.errors import UserInputError
 from tests.doubles.fault_server import FaultServer
 
 HELLO = [{"role": "user", "content": "hello there"}]

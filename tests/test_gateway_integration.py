@@ -12,12 +12,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memevo.agents.errors import RunFailedError
 from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
 from memevo.agents.llm.hub import LLMHub
 from memevo.agents.llm.llama_build import forbidden_features, installed_system_info
 from memevo.agents.llm.local_server import LocalModelServer
 from memevo.agents.llm.protocol import LLMRequestError
+from memevo.core.errors import RunFailedError
 from memevo.environments.data.io import save_items
 from tests.doubles.scripted_agents import make_item
 

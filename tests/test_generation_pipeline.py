@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memevo.agents.errors import RunFailedError
+from memevo.core.errors import RunFailedError
 from memevo.environments.data.models import Item
 from memevo.environments.data.validate import has_errors, validate_items
 from memevo.environments.generation.command import generate_dataset
@@ -85,7 +85,7 @@ async def test_leaking_query_is_rewritten(tmp_path: Path) -> None:
 
 
 def test_config_flags_override_file(tmp_path: Path) -> None:
-    from memevo.agents.errors import UserInputError
+    from memevo.core.errors import UserInputError
     from memevo.environments.generation.command import resolve_config
 
     path = tmp_path / "gen.yaml"
@@ -98,7 +98,7 @@ def test_config_flags_override_file(tmp_path: Path) -> None:
 
 
 async def test_changed_settings_refuse_stale_cache(tmp_path: Path) -> None:
-    from memevo.agents.errors import UserInputError
+    from memevo.core.errors import UserInputError
 
     await generate_dataset(ScriptedLLM(ScriptedGenerator()), config(num_user_profiles=1), tmp_path)
     with pytest.raises(UserInputError, match="num_questions"):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 from memevo.environments.generation.answers import answer_variants
 from memevo.environments.generation.ask import StageError
 from memevo.environments.generation.config import GenerationConfig

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from memevo.agents.errors import UserInputError
 from memevo.agents.llm.config import CONCURRENCY_ENV, EMBEDDED_CONCURRENCY, REMOTE_CONCURRENCY, LLMConfig
 from memevo.agents.llm.hub import LLMHub
 from memevo.agents.policy import MemoryPolicy
+from memevo.core.errors import UserInputError
 
 URL = "http://127.0.0.1:9/v1"
 

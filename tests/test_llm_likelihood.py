@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import Accounting
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.llm.gateway import LLMGateway
 from memevo.agents.llm.protocol import OptionLogprob
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import build_agent
+from memevo.core.errors import UserInputError
 from memevo.environments.answering import (
     BareResponder,
     LikelihoodAnswers,

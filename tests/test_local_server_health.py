@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from memevo.agents.errors import RunFailedError
 from memevo.agents.llm.accounting import Accounting
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.llm.gateway import LLMGateway
@@ -26,6 +25,7 @@ from memevo.agents.llm.local_server import (
     exit_description,
     repair_advice,
 )
+from memevo.core.errors import RunFailedError
 
 REPO = Path(__file__).resolve().parents[1]
 HELLO = [{"role": "user", "content": "hello there, how are you today"}]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from mlflow import MlflowClient
 
+from memevo.core.atomic_files import write_json_atomic
 from memevo.environments.metrics import UPPER_BOUND_FILE, UpperBoundEntry, UpperBoundTable
-from memevo.environments.store import write_json_atomic
 from memevo.evolve.tracking.store import Tracker
 
 

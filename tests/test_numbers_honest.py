@@ -14,9 +14,9 @@ from memevo.environments.records import ProbeRecord
 from memevo.environments.score_text import failure_cell
 from memevo.evolve.config import LEGACY_OBJECTIVE_NOTE, parse_evolve_config
 from memevo.evolve.evaluation import CandidateEval, UserOutcome
-from memevo.evolve.headline import WIDTH, held_out_lines
+from memevo.evolve.presentation.headline import WIDTH, held_out_lines
+from memevo.evolve.presentation.report import _scores_line
 from memevo.evolve.records import EvolutionResult
-from memevo.evolve.report import _scores_line
 from tests.test_metrics_scores import STATES, episode, hand_item, qa
 
 USERS = [f"u{i}" for i in range(6)]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memevo.agents.redact import REDACTED, redact
-from memevo.evolve import cli
+from memevo.evolve.cli import main as cli
 from tests.doubles.fault_server import Fault, FaultServer
 
 FIXTURE = Path(__file__).parent / "fixtures" / "amemgym_small.json"

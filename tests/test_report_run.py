@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from memevo.agents.errors import UserInputError
 from memevo.agents.llm import hub as hub_module
 from memevo.agents.llm.gateway import LLMGateway
-from memevo.evolve.ablation import run_ablation
-from memevo.evolve.ablation_config import load_ablation_config
-from memevo.evolve.report import report_run
+from memevo.core.errors import UserInputError
+from memevo.evolve.ablation.config import load_ablation_config
+from memevo.evolve.ablation.run import run_ablation
+from memevo.evolve.presentation.report import report_run
 from tests.doubles.category_backend import CategoryBackend
 from tests.test_ablation_run import make_hub, write_tiny_ablation
 
@@ -89,7 +89,7 @@ def test_report_of_unfinished_runs_says_how_to_resume(finished_ablation: Path, m
 
 def test_report_cli_and_bad_folder(finished_ablation: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _forbid_llm(monkeypatch)
-    from memevo.evolve.cli import app
+    from memevo.evolve.cli.main import app
 
     result = CliRunner().invoke(app, ["report", str(finished_ablation)])
     assert result.exit_code == 0 and "Paired tests against **no-evolution**" in result.output

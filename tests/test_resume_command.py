@@ -15,8 +15,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from memevo.agents.errors import DamagedFileError, Interrupted, RunFailedError, UserInputError
 from memevo.agents.llm.protocol import LLMError
+from memevo.core.errors import DamagedFileError, Interrupted, RunFailedError, UserInputError
 from memevo.environments.resume import resumable
 
 

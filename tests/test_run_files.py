@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from memevo.agents.errors import DamagedFileError, UserInputError
+from memevo.core.errors import DamagedFileError, UserInputError
+from memevo.core.full_disk import full_disk
+from memevo.core.run_files import read_model, read_or_recompute
 from memevo.environments.data import io as io_module
 from memevo.environments.data.io import load_items
 from memevo.environments.data.json_stream import JSONStreamError, array_elements
-from memevo.environments.full_disk import full_disk
 from memevo.environments.records import PeriodResult
-from memevo.environments.run_files import read_model, read_or_recompute
 from memevo.environments.store import DAMAGED_USERS, RunStore
 
 FIXTURE = Path(__file__).parent / "fixtures" / "amemgym_small.json"

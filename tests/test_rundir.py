@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from memevo.agents.errors import DamagedFileError, RunFailedError, UserInputError
 from memevo.agents.llm.accounting import RoleUsage
+from memevo.core.errors import DamagedFileError, RunFailedError, UserInputError
 from memevo.environments import rundir
 from memevo.environments.rundir import (
     INPUTS_FILE,

@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 from memevo.environments.data.io import save_items
 from memevo.environments.diagnosis import probe_schema
 from memevo.environments.eval_cli import eval_command

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memevo.agents.base import MemoryAgent
-from memevo.agents.errors import RunFailedError, UserInputError
+from memevo.core.errors import RunFailedError, UserInputError
 from memevo.environments.data.models import Item
 from memevo.environments.metrics import UpperBoundEntry, UpperBoundTable, score_episodes
 from memevo.environments.metrics.upper_bound import needed_states

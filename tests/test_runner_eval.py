@@ -10,8 +10,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import RoleUsage, UsageReport
+from memevo.core.errors import UserInputError
 from memevo.environments.eval_cli import (
     _headline,
     _prepare_out,

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from memevo.agents.errors import RunFailedError
+from memevo.core.errors import RunFailedError
 from memevo.environments.metrics import Scores, score_episodes
 from memevo.environments.plot_process import CHILD_NICENESS, PlotProcess
 from memevo.environments.runner import EpisodeConfig, run_episode
-from memevo.evolve.cli import COMMANDS, app
+from memevo.evolve.cli.main import COMMANDS, app
 from tests.doubles.scripted_agents import KeywordMemoryAgent, ScriptedSimulator, make_item
 
-NOT_BEFORE_THE_FIRST_REQUEST = ("matplotlib", "memevo.environments.plots", "memevo.evolve.commands",
+NOT_BEFORE_THE_FIRST_REQUEST = ("matplotlib", "memevo.environments.plots", "memevo.evolve.cli.commands",
                                 "memevo.evolve.config", "memevo.environments.synth.generator",
                                 "memevo.agents.llm.local_server", "json_repair", "dspy", "mlflow", "optuna",
                                 "yaml",  # a YAML agent config imports it when read; AMemGym's are JSON
@@ -28,7 +28,7 @@ NOT_BEFORE_THE_FIRST_REQUEST = ("matplotlib", "memevo.environments.plots", "meme
 def test_eval_start_up_loads_only_what_its_run_needs() -> None:
     """The eval command's module, the HTTP stack, the template simulator and the native agent: nothing of
     the other commands, the plots (a child process draws them) or the embedded server."""
-    code = ("import sys\nfrom memevo.evolve.cli import load_command\nload_command('eval')\n"
+    code = ("import sys\nfrom memevo.evolve.cli.main import load_command\nload_command('eval')\n"
             "import memevo.agents.llm.hub, memevo.environments.simulators.template\n"
             "from memevo.agents.registry import agent_class\nagent_class('native')\n"
             "print('\\n'.join(sys.modules))")

@@ -11,7 +11,7 @@ from memevo.agents.llm.accounting import RoleUsage, dollars_text
 from memevo.environments.metrics import Scores
 from memevo.environments.progress import configure_terminal, phase
 from memevo.environments.score_text import memory_score_text, score_lines
-from memevo.evolve.explain import generation_line, proposal_error_line, proposals_line, spend_line
+from memevo.evolve.presentation.explain import generation_line, proposal_error_line, proposals_line, spend_line
 
 
 def test_request_logs_of_http_libraries_are_off_and_memevo_lines_stay(capsys: pytest.CaptureFixture[str]) -> None:
@@ -111,7 +111,7 @@ def test_generation_lines_name_hyperparameter_only_candidates_and_the_kept_one()
 
 def test_evolution_phases_size_their_bars_in_the_units_the_loop_reports(monkeypatch: pytest.MonkeyPatch) -> None:
     from memevo.environments import progress
-    from memevo.evolve.progress import candidates_phase, evaluation_phase, test_phase
+    from memevo.evolve.presentation.progress import candidates_phase, evaluation_phase, test_phase
 
     opened: list[tuple[str, int | None, str, bool]] = []
 

@@ -14,9 +14,9 @@ import pytest
 from mlflow import MlflowClient
 from optuna.trial import TrialState
 
-from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import RoleUsage, UsageReport
 from memevo.agents.policy import MemoryPolicy
+from memevo.core.errors import UserInputError
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import IntRange, OptunaConfig
 from memevo.evolve.evaluation import CandidateEval

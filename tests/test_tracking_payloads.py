@@ -157,7 +157,7 @@ def test_trial_attributes_and_objective_name_are_read_back_from_optuna(tmp_path:
 
 def test_score_plot_of_a_memory_score_run_is_on_the_memory_score_scale(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from memevo.evolve import generation_plot
+    from memevo.evolve.presentation import generation_plot
 
     saved = {}
     monkeypatch.setattr(generation_plot, "save_figure", lambda figure, folder, name: saved.setdefault("f", figure))

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from memevo.agents.errors import UserInputError
 from memevo.agents.llm import transport as transport_module
 from memevo.agents.llm.transport import JSONTransport, RefusedHTTPError, TransientHTTPError
+from memevo.core.errors import UserInputError
 from tests.doubles.counting_proxy import CountingProxy
 from tests.doubles.fault_server import FaultServer
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from memevo.agents.errors import UserInputError
 from memevo.agents.llm.limiter import shared_rate_from_env
 from memevo.agents.llm.rate_bucket import RateLimits, SharedRateBucket
+from memevo.core.errors import UserInputError
 from memevo.evolve.workers.claims import DONE, RUNNING, ClaimStore
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import functools
 import threading
 
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.config import LOCAL_MODEL_NAME
+from memevo.core.lazy_model import LazyModel
 
 PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
     # model prefix: (USD per 1M prompt tokens, USD per 1M completion tokens), OpenAI list prices.

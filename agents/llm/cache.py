@@ -28,11 +28,11 @@ from typing import Any
 import diskcache
 from pydantic import ConfigDict, SkipValidation
 
-from memevo.agents.errors import UserInputError
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.cache_journal import JOURNAL_FOLDER, Journal, dead_journals
 from memevo.agents.llm.encoded_messages import PREFIXES, EncodedMessages, canonical_json
 from memevo.agents.llm.protocol import Message
+from memevo.core.errors import UserInputError
+from memevo.core.lazy_model import LazyModel
 
 KEY_VERSION = 3
 """Bump when the key layout changes, so stale entries are never read back (1 had no endpoint identity, 2 hashed

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from pydantic import ValidationError
 
-from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.llm.accounting import dollars_text
 from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
 from memevo.agents.llm.local_server import DEFAULT_N_CTX, LocalModelServer
 from memevo.agents.llm.protocol import ChatReply, LLMError
+from memevo.core.errors import RunFailedError, UserInputError
 
 if TYPE_CHECKING:
     from memevo.agents.llm.hub import LLMHub

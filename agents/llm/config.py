@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, model_validator
 
-from memevo.agents.errors import UserInputError
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.errors import UserInputError
+from memevo.core.lazy_model import LazyModel
 
 LOCAL_MODEL_NAME = "smollm2-135m-instruct"
 MODEL_ENV = "MEMEVO_MODEL"

@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlparse
 
-from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import Accounting
 from memevo.agents.llm.cache import CachedReply, CacheRequest, ResponseCache, canonical_json
 from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
@@ -39,6 +38,7 @@ from memevo.agents.llm.protocol import (
 )
 from memevo.agents.llm.transport import Body, JSONTransport, RefusedHTTPError, TransientHTTPError
 from memevo.agents.llm.urgency import in_urgency_order
+from memevo.core.errors import UserInputError
 
 OPENAI_HOST_SUFFIXES = ("openai.com", "openai.azure.com")
 EMBEDDING_FORMAT: dict[str, Any] = {"type": "embedding"}

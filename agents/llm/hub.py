@@ -19,13 +19,13 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import Accounting
 from memevo.agents.llm.cache import ResponseCache
 from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
 from memevo.agents.llm.gateway import LLMGateway
 from memevo.agents.llm.limiter import ConcurrencyLimit, shared_rate_from_env
 from memevo.agents.llm.protocol import Role
+from memevo.core.errors import UserInputError
 
 if TYPE_CHECKING:
     from memevo.agents.llm.dspy_lm import GatewayLM

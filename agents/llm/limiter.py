@@ -24,9 +24,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from memevo.agents.errors import UserInputError
 from memevo.agents.llm.rate_bucket import RateLimits, SharedRateBucket
 from memevo.agents.llm.urgency import urgency
+from memevo.core.errors import UserInputError
 
 RPM_ENV, TPM_ENV, RATE_STORE_ENV, RATE_KEY_ENV = ("MEMEVO_REQUESTS_PER_MINUTE", "MEMEVO_TOKENS_PER_MINUTE",
                                                   "MEMEVO_RATE_STORE", "MEMEVO_RATE_KEY")

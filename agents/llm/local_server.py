@@ -37,10 +37,10 @@ import threading
 import time
 from pathlib import Path
 
-from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.llm.config import LOCAL_MODEL_NAME
 from memevo.agents.llm.llama_build import reinstall_command
 from memevo.agents.llm.protocol import LLMError
+from memevo.core.errors import RunFailedError, UserInputError
 
 log = logging.getLogger("memevo.llm")
 

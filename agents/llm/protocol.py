@@ -6,8 +6,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import ConfigDict
 
-from memevo.agents.errors import MemevoError
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.errors import MemevoError
+from memevo.core.lazy_model import LazyModel
 
 Role = Literal["agent", "probe", "upper_bound", "baseline", "user_simulator", "generator", "proposer", "judge"]
 ROLES: tuple[Role, ...] = (

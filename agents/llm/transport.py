@@ -24,9 +24,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from memevo.agents.errors import UserInputError
 from memevo.agents.llm.sync_bridge import bridge_loop, run_sync
 from memevo.agents.redact import redact
+from memevo.core.errors import UserInputError
 
 RETRYABLE_STATUS = frozenset({408, 429})
 PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")

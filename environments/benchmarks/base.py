@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memevo.agents.base import MemoryAgent
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 from memevo.environments.protocol import AfterPeriod, OnPeriod
 from memevo.environments.records import EpisodeResult
 from memevo.environments.replay import ReplayEnvironment, ReplayItem

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 from memevo.environments.data.io import format_validation_error
 
 WHOLE_FILE_LIMIT = 256 * 1024 * 1024

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, model_validator
 
-from memevo.agents.errors import UserInputError
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.errors import UserInputError
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.answer_scoring import locomo_f1, multi_part_f1, porter_stemmer
 from memevo.environments.benchmarks.base import BenchmarkEnvironment
 from memevo.environments.benchmarks.files import iter_json_records, parse_date, validated

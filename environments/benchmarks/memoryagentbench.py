@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import field_validator, model_validator
 
-from memevo.agents.errors import UserInputError
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.errors import UserInputError
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.answer_scores import exact_match, judge_answer
 from memevo.environments.answer_scoring import answer_after_prefix, best_over, contains_all, substring_match
 from memevo.environments.benchmarks.base import BenchmarkEnvironment

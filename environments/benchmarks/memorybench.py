@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import field_validator
 
-from memevo.agents.errors import UserInputError
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.errors import UserInputError
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.answer_scores import judge_answer
 from memevo.environments.answer_scoring import locomo_f1, multi_part_f1, porter_stemmer
 from memevo.environments.benchmarks.base import BenchmarkEnvironment

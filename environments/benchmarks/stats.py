@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.replay import ReplayItem
 
 

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.lazy_model import LazyModel
 
 
 class _Record(LazyModel):

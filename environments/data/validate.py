@@ -23,8 +23,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Literal
 
-from memevo.agents.errors import UserInputError
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.errors import UserInputError
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.data.ids import folder_name, id_problem, is_mapped
 from memevo.environments.data.models import Item, Period, Question
 from memevo.environments.data.times import parse_time

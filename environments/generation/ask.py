@@ -6,8 +6,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from memevo.agents.errors import MemevoError
 from memevo.agents.llm.protocol import ChatClient, LLMJSONError, Message, Role
+from memevo.core.errors import MemevoError
 
 Validator = Callable[[Any], list[str]]
 """Returns the problems found in a parsed reply; an empty list means it is accepted."""

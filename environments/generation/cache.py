@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from memevo.environments.store import write_json_atomic
+from memevo.core.atomic_files import write_json_atomic
 
 
 class StageCache:

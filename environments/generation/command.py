@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from memevo.agents.errors import RunFailedError
 from memevo.agents.llm.accounting import dollars_text
 from memevo.agents.llm.protocol import ChatClient
+from memevo.core.atomic_files import write_json_atomic
+from memevo.core.errors import RunFailedError
 from memevo.environments.data.validate import has_errors, validate_items
 from memevo.environments.generation.config import GenerationConfig, load_generation_config, parse_generation_config
-from memevo.environments.store import write_json_atomic
 
 if TYPE_CHECKING:
     from memevo.environments.generation.pipeline import GenerationResult, UserFailure

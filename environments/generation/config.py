@@ -10,9 +10,9 @@ from typing import Literal
 import yaml
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
-from memevo.agents.errors import UserInputError
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.config import LLMConfig
+from memevo.core.errors import UserInputError
+from memevo.core.lazy_model import LazyModel
 
 SAMPLE_PERSONAS = Path(__file__).resolve().parent.parent / "assets" / "personas_sample.json"
 

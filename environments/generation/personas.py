@@ -15,9 +15,9 @@ from typing import Any
 import pandas as pd
 from pydantic import ConfigDict
 
-from memevo.agents.errors import UserInputError
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import ChatClient
+from memevo.core.errors import UserInputError
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.data.models import UserProfile
 from memevo.environments.generation.ask import ask_json, object_schema, prompt, string_schema
 from memevo.environments.generation.config import GenerationConfig

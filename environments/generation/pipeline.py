@@ -15,9 +15,10 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
-from memevo.agents.errors import UserInputError
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import ChatClient, LLMError
+from memevo.core.atomic_files import write_json_atomic
+from memevo.core.errors import UserInputError
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.data.models import Item
 from memevo.environments.data.validate import has_errors, validate_items
 from memevo.environments.generation.answers import answer_variants, personalized_answers, question_record
@@ -30,7 +31,6 @@ from memevo.environments.generation.personas import Persona, format_profile, sam
 from memevo.environments.generation.queries import initial_queries, update_queries
 from memevo.environments.generation.schema import refine_schema, sample_questions
 from memevo.environments.generation.timing import period_bounds
-from memevo.environments.store import write_json_atomic
 
 RUNTIME_ONLY: dict[str, Any] = {
     "max_concurrent_users": True,

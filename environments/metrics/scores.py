@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from statistics import fmean
 from typing import Any
 
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.data.models import Item
 from memevo.environments.metrics._items import item_lookup, item_of
 from memevo.environments.metrics.baseline import random_baseline

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 
 from pydantic import PrivateAttr
 
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import ChatClient, Role
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.answering import answer_chooser
 from memevo.environments.data.models import Item
 from memevo.environments.metrics.bare_llm import BareQuestion, ask_all

@@ -19,9 +19,9 @@ import random
 from datetime import datetime
 from typing import Literal
 
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.protocol import ChatClient, Message
 from memevo.agents.templates import render
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.data.models import Item, Session
 from memevo.environments.generation.queries import mentions
 from memevo.environments.simulators.base import UserSimulator, opening_message

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import ConfigDict, Field, field_validator
 
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.lazy_model import LazyModel
 
 
 class SynthConfig(LazyModel):

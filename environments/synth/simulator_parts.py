@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from memevo.agents.errors import UserInputError
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.errors import UserInputError
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.data.io import format_validation_error
 
 DEFAULT_VOCABULARY = Path(__file__).resolve().parent.parent / "assets" / "synth_vocabulary.json"

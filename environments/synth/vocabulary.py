@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 from memevo.environments.synth.simulator_parts import DEFAULT_VOCABULARY, SimulatorParts, StrictPart, checked
 
 

@@ -10,7 +10,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 from memevo.environments.synth.config import SynthConfig
 from memevo.environments.synth.vocabulary import EventText, ValueText, Variable, Vocabulary
 

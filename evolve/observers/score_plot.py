@@ -30,7 +30,7 @@ class ScorePlotObserver(Observer):
             "upper_bound": result.seed_scores.upper_bound, "reference_users": "test users"}
         identity = {"points": [point.model_dump(mode="json") for point in points], **options}
         if not already_drawn(self.figure, identity):
-            from memevo.evolve.generation_plot import plot_score_per_generation
+            from memevo.evolve.presentation.generation_plot import plot_score_per_generation
 
             plot_score_per_generation(points, self.figure.parent, filename=self.figure.name, **options)
             mark_drawn(self.figure, identity)

@@ -22,8 +22,8 @@ from memevo.evolve.events import (
     RunContext,
     RunEnded,
 )
-from memevo.evolve.explain import generation_line, proposals_line
-from memevo.evolve.progress import candidates_phase, evaluation_phase, test_phase
+from memevo.evolve.presentation.explain import generation_line, proposals_line
+from memevo.evolve.presentation.progress import candidates_phase, evaluation_phase, test_phase
 
 log = logging.getLogger("memevo.evolve")
 
@@ -84,7 +84,9 @@ class TerminalObserver(Observer):
                                  improved=event.improved, kept_objective=outcome.parent_val, usage=event.spend))
 
     def _run_ended(self, event: RunEnded) -> None:
-        from memevo.evolve.headline import held_out_line  # scipy.stats: not on the way to the first request
+        from memevo.evolve.presentation.headline import (
+            held_out_line,  # scipy.stats: not on the way to the first request
+        )
 
         result = event.result
         log.info("stopped: %s. %s", result.stop_reason,

@@ -14,7 +14,7 @@ from typing import Protocol
 from pydantic import Field
 
 from memevo.agents.base import ComponentSpec
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.lazy_model import LazyModel
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.records import Instance, ProposalStats
 from memevo.evolve.validation import LengthBounds, validate_proposal

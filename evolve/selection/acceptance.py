@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from statistics import fmean
 from typing import Protocol
 
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.lazy_model import LazyModel
 from memevo.evolve.records import Instance
 
 

@@ -21,7 +21,7 @@ import math
 import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.lazy_model import LazyModel
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.records import Instance
 from memevo.evolve.selection.sequential import SequentialTest, Verdict, paired_gains

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from statistics import fmean
 from typing import Literal
 
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.lazy_model import LazyModel
 from memevo.evolve.records import Instance
 from memevo.evolve.selection.acceptance import Decision
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memevo.evolve.ablation_summary import AblationSummary
+from memevo.evolve.ablation.summary import AblationSummary
 from memevo.evolve.tracking.payloads import EXPERIMENT_NOTE_TAG, RUNNING_BEST
 
 

@@ -21,9 +21,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memevo.agents.base import ComponentSpec
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.policy import MemoryPolicy
+from memevo.core.lazy_model import LazyModel
 
 if TYPE_CHECKING:
     import pandas as pd

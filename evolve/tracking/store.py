@@ -32,9 +32,9 @@ from mlflow import MlflowClient
 from mlflow.entities import DatasetInput, Metric, Param, Run
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
-from memevo.agents.errors import UserInputError
+from memevo.core.atomic_files import write_json_atomic
+from memevo.core.errors import UserInputError
 from memevo.environments.metrics import UPPER_BOUND_FILE, UpperBoundTable
-from memevo.environments.store import write_json_atomic
 from memevo.evolve.tracking.payloads import BEST_TAG, ROLE_TAG
 from memevo.evolve.tracking.stores import default_tracking_uri, experiment_id, open_tracking_store
 

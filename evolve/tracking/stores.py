@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient

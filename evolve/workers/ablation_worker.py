@@ -21,10 +21,10 @@ from pathlib import Path
 
 from pydantic import Field
 
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.lazy_model import LazyModel
 from memevo.evolve import runtime
-from memevo.evolve.ablation import AblationOutcome, finish_ablation, load_manifest, run_unit, start_ablation
-from memevo.evolve.ablation_config import AblationConfig, resolve_all
+from memevo.evolve.ablation.config import AblationConfig, resolve_all
+from memevo.evolve.ablation.run import AblationOutcome, finish_ablation, load_manifest, run_unit, start_ablation
 from memevo.evolve.workers.claims import DONE, ClaimStore, Heartbeat
 
 PREPARE, SUMMARY = "prepare", "summary"

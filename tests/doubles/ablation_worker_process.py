@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from memevo.agents.llm.hub import LLMHub
-from memevo.evolve.ablation_config import load_ablation_config
+from memevo.evolve.ablation.config import load_ablation_config
 from memevo.evolve.workers.ablation_worker import WorkerSettings, run_ablation_worker
 
 

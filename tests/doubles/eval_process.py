@@ -15,7 +15,7 @@ from tests.doubles.kill_points import ForkedMemevo
 from tests.doubles.killing_endpoint import KillingEndpoint, Trigger
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "amemgym_small.json"
-PRELOADED = ("memevo.evolve.cli", "memevo.environments.eval_cli", "memevo.agents.llm.hub", "diskcache")
+PRELOADED = ("memevo.evolve.cli.main", "memevo.environments.eval_cli", "memevo.agents.llm.hub", "diskcache")
 """What the fork server imports once for these children (see ``kill_points.start_fork_server``)."""
 
 Kill = Trigger | str

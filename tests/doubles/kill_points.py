@@ -79,7 +79,7 @@ def _child(argv: Sequence[str], cwd: Path, env: dict[str, str], kill_at: str | N
         os.environ.update(env)
         if kill_at:
             plant(kill_at)
-        from memevo.evolve.cli import main
+        from memevo.evolve.cli.main import main
 
         sys.argv = ["memevo", *argv]
         try:

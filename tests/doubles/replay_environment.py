@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import ClassVar
 
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 from memevo.environments.replay import ReplayEnvironment, ReplayItem, ReplayQuestion, ReplaySession
 
 

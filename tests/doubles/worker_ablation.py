@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from memevo.environments.data.io import save_items
-from memevo.evolve.ablation_records import find_arm_records
+from memevo.evolve.ablation.records import find_arm_records
 from tests.doubles.category_backend import category_world
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from pydantic import Field
 
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.accounting import UsageReport
+from memevo.core.atomic_files import write_json_atomic
+from memevo.core.lazy_model import LazyModel
+from memevo.core.run_files import read_model, read_or_recompute
 from memevo.environments.metrics.scores import Scores
-from memevo.environments.run_files import read_model, read_or_recompute
-from memevo.environments.store import write_json_atomic
 
 ARM_RECORD_FILE = "arm_result.json"
 

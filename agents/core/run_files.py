@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from memevo.agents.errors import DamagedFileError
+from memevo.core.errors import DamagedFileError
 
 log = logging.getLogger("memevo.environments")
 

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from memevo.evolve.config_examples import EXAMPLES
-from memevo.evolve.config_reference import json_schema
+from memevo.evolve.cli.config_examples import EXAMPLES
+from memevo.evolve.cli.config_reference import json_schema
 
 app = typer.Typer(help="Starting configs and the schema of every config field.", no_args_is_help=True)
 

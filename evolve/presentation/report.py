@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memevo.agents.errors import UserInputError
 from memevo.agents.llm.accounting import UsageReport, dollars_text
 from memevo.agents.registry import agent_spec
+from memevo.core.errors import UserInputError
+from memevo.core.run_files import read_json
 from memevo.environments.metrics import Scores, UserScores
-from memevo.environments.run_files import read_json
 from memevo.environments.rundir import LEDGER_FILE, read_ledger
 from memevo.environments.score_text import (
     MEMORY_SCORE_SCALE,
@@ -22,12 +22,12 @@ from memevo.environments.score_text import (
     failure_cell,
     free_text,
 )
-from memevo.evolve.ablation import MANIFEST_FILE, load_manifest, render_ablation
-from memevo.evolve.ablation_plots import plot_failure_split, plot_period_curves
+from memevo.evolve.ablation.plots import plot_failure_split, plot_period_curves
+from memevo.evolve.ablation.run import MANIFEST_FILE, load_manifest, render_ablation
 from memevo.evolve.cross_test import cross_test_lines, read_cross_test
-from memevo.evolve.generation_plot import plot_score_per_generation
-from memevo.evolve.headline import objective_label
 from memevo.evolve.loop import EvolutionResult, GenerationOutcome
+from memevo.evolve.presentation.generation_plot import plot_score_per_generation
+from memevo.evolve.presentation.headline import objective_label
 from memevo.evolve.records import read_written, rewritten_by_resume
 from memevo.evolve.stats import Interval, fmt, fmt_p, na, paired_test
 from memevo.evolve.tracking.payloads import HYPERPARAMETERS, candidate_diff, generation_points, resolved_prompts

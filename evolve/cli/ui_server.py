@@ -21,7 +21,7 @@ from types import FrameType
 
 from mlflow import MlflowClient
 
-from memevo.agents.errors import RunFailedError
+from memevo.core.errors import RunFailedError
 from memevo.evolve.tracking.payloads import RUNS_VIEWS, VIEW_TAG_PREFIX
 from memevo.evolve.tracking.stores import missing_artifacts, relocate_artifacts, sqlite_file
 

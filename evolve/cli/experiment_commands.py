@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from memevo.agents.errors import UserInputError
 from memevo.agents.llm.config import CONCURRENCY_HELP
+from memevo.core.errors import UserInputError
 from memevo.environments.resume import resumable
 from memevo.environments.rundir import claim_run_folder
-from memevo.evolve.progress import show_progress
+from memevo.evolve.presentation.progress import show_progress
 
 if TYPE_CHECKING:
-    from memevo.evolve.ablation_config import AblationConfig
+    from memevo.evolve.ablation.config import AblationConfig
 
 
 def ablate_command(
@@ -33,9 +33,9 @@ def ablate_command(
 ) -> None:
     """Run every arm over every seed on the same users; print per-arm intervals and paired tests."""
     from memevo.agents.llm.hub import LLMHub  # heavy imports only when the command runs
-    from memevo.evolve.ablation import run_ablation
-    from memevo.evolve.ablation_config import load_ablation_config
-    from memevo.evolve.report import mlflow_ui_command
+    from memevo.evolve.ablation.config import load_ablation_config
+    from memevo.evolve.ablation.run import run_ablation
+    from memevo.evolve.presentation.report import mlflow_ui_command
     from memevo.evolve.tracking.store import default_tracking_uri
     from memevo.evolve.tracking.stores import open_tracking_store
 
@@ -59,8 +59,8 @@ def _ablate_as_worker(ctx: typer.Context, ablation: "AblationConfig", config: Pa
                       store: str | None, no_cache: bool, concurrency: int | None) -> None:
     """One worker on the shared claim store, and ``workers - 1`` more started beside it."""
     from memevo.agents.llm.hub import LLMHub
-    from memevo.evolve.ablation import render_ablation
-    from memevo.evolve.report import mlflow_ui_command
+    from memevo.evolve.ablation.run import render_ablation
+    from memevo.evolve.presentation.report import mlflow_ui_command
     from memevo.evolve.tracking.store import default_tracking_uri
     from memevo.evolve.tracking.stores import check_database_url, open_tracking_store
     from memevo.evolve.workers.ablation_worker import WorkerSettings, run_ablation_worker
@@ -87,7 +87,7 @@ def _ablate_as_worker(ctx: typer.Context, ablation: "AblationConfig", config: Pa
 def check_ablation_stores(ablation: "AblationConfig", folder: Path) -> None:
     """The ablation's name (its default folder and MLflow experiment), store and artifact folder, and every
     arm's stores, before ``folder`` is claimed (``tracking.stores``)."""
-    from memevo.evolve.ablation_config import resolve_all
+    from memevo.evolve.ablation.config import resolve_all
     from memevo.evolve.runtime import check_stores
     from memevo.evolve.tracking.store import default_tracking_uri
     from memevo.evolve.tracking.stores import check_artifact_location, check_name, check_tracking_uri
@@ -111,6 +111,6 @@ def report_command(
     run_dir: Annotated[Path, typer.Argument(help="A finished (or interrupted) evolution or ablation folder.")],
 ) -> None:
     """Print a run again from its stored records and write its plots (no LLM calls)."""
-    from memevo.evolve.report import report_run
+    from memevo.evolve.presentation.report import report_run
 
     typer.echo(report_run(run_dir))

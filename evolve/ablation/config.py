@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from memevo.agents.config_io import read_mapping, user_error
-from memevo.agents.errors import UserInputError
-from memevo.agents.lazy_model import LazyModel
+from memevo.core.config_io import read_mapping, user_error
+from memevo.core.errors import UserInputError
+from memevo.core.lazy_model import LazyModel
 from memevo.evolve.config import EvolveConfig, parse_evolve_config
 
 DEFAULT_ARMS: tuple[dict[str, Any], ...] = (

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memevo.agents.errors import UserInputError
+from memevo.core.errors import UserInputError
 
 
 def read_mapping(path: str | Path) -> dict[str, Any]:

@@ -20,12 +20,12 @@ from typing import Literal
 
 from pydantic import Field
 
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.accounting import RoleUsage
+from memevo.core.lazy_model import LazyModel
 from memevo.environments.metrics.scores import Scores
 from memevo.environments.score_text import failure_cell
-from memevo.evolve.ablation_config import DEFAULT_MIN_EFFECT
-from memevo.evolve.ablation_records import ArmSeedRecord, FailureRates, UnitScore
+from memevo.evolve.ablation.config import DEFAULT_MIN_EFFECT
+from memevo.evolve.ablation.records import ArmSeedRecord, FailureRates, UnitScore
 from memevo.evolve.config import stored_objective
 from memevo.evolve.stats import (
     CIMethod,

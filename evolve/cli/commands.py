@@ -10,13 +10,13 @@ from typing import Annotated
 
 import typer
 
-from memevo.agents.errors import RunFailedError, UserInputError
 from memevo.agents.llm.config import CONCURRENCY_HELP
+from memevo.core.errors import RunFailedError, UserInputError
 from memevo.environments.resume import resumable
 from memevo.environments.rundir import claim_run_folder
 from memevo.evolve.config import load_evolve_config
-from memevo.evolve.explain import spend_line
-from memevo.evolve.progress import show_progress
+from memevo.evolve.presentation.explain import spend_line
+from memevo.evolve.presentation.progress import show_progress
 
 
 def _default_run_dir(config_path: Path) -> Path:
@@ -36,8 +36,8 @@ def evolve_command(
     """Evolve a memory agent's prompts and settings; prints seed vs best on the test users."""
     from memevo.agents.llm.hub import LLMHub
     from memevo.evolve.cross_test import cross_test_lines, read_cross_test
-    from memevo.evolve.headline import held_out_lines, objective_label
     from memevo.evolve.loop import run_evolution
+    from memevo.evolve.presentation.headline import held_out_lines, objective_label
 
     show_progress()
     settings = load_evolve_config(config)
@@ -75,7 +75,7 @@ def _store(run_dir: Path | None, tracking_uri: str | None) -> tuple[str, str | N
         return tracking_uri, None
     if run_dir is None:
         raise UserInputError("give --run-dir or --tracking-uri", field="--run-dir")
-    from memevo.evolve.ablation import load_manifest
+    from memevo.evolve.ablation.run import load_manifest
 
     manifest = load_manifest(run_dir)
     if manifest is not None:
@@ -114,6 +114,6 @@ def ui_command(
         typer.echo(f"MLflow UI: {uri}" + (f" (experiment {experiment!r})" if experiment else ""))
         return
     _check_port_free(port)
-    from memevo.evolve.ui_server import serve
+    from memevo.evolve.cli.ui_server import serve
 
     raise typer.Exit(serve(uri, experiment, port=port, workers=workers, echo=typer.echo))

@@ -16,17 +16,17 @@ from typing import NoReturn, cast
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from memevo.agents.errors import Interrupted, MemevoError, UserInputError
-from memevo.evolve.help_pages import MAX_HELP_WIDTH, ROOT_EXAMPLE, example_epilog, make_readable
+from memevo.core.errors import Interrupted, MemevoError, UserInputError
+from memevo.evolve.cli.help_pages import MAX_HELP_WIDTH, ROOT_EXAMPLE, example_epilog, make_readable
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, attribute), in the order help lists them; summaries and examples are in ``help_pages``
     "eval": ("memevo.environments.eval_cli", "eval_command"),
-    "evolve": ("memevo.evolve.commands", "evolve_command"),
-    "ui": ("memevo.evolve.commands", "ui_command"),
-    "ablate": ("memevo.evolve.experiment_commands", "ablate_command"),
-    "report": ("memevo.evolve.experiment_commands", "report_command"),
-    "config": ("memevo.evolve.config_command", "app"),
+    "evolve": ("memevo.evolve.cli.commands", "evolve_command"),
+    "ui": ("memevo.evolve.cli.commands", "ui_command"),
+    "ablate": ("memevo.evolve.cli.experiment_commands", "ablate_command"),
+    "report": ("memevo.evolve.cli.experiment_commands", "report_command"),
+    "config": ("memevo.evolve.cli.config_command", "app"),
     "llm": ("memevo.agents.llm.cli", "app"),
     "env": ("memevo.environments.cli", "app"),
 }

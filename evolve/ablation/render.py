@@ -11,10 +11,10 @@ import csv
 from pathlib import Path
 
 from memevo.agents.llm.accounting import dollars_cell, priced_dollars
-from memevo.evolve.ablation_plots import plot_failure_split, plot_period_curves
-from memevo.evolve.ablation_records import ArmSeedRecord
-from memevo.evolve.ablation_summary import REPLICATE_NAMES, AblationSummary, ArmSummary, Comparison, SeedResult
-from memevo.evolve.headline import objective_label
+from memevo.evolve.ablation.plots import plot_failure_split, plot_period_curves
+from memevo.evolve.ablation.records import ArmSeedRecord
+from memevo.evolve.ablation.summary import REPLICATE_NAMES, AblationSummary, ArmSummary, Comparison, SeedResult
+from memevo.evolve.presentation.headline import objective_label
 from memevo.evolve.stats import BOOTSTRAP_RESAMPLES, PairedTest, SampleSize, fmt, fmt_interval, fmt_p, na
 
 OUTPUT_FILES = {

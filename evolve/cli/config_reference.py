@@ -1,7 +1,7 @@
 """The reference of every config field, generated from the pydantic models: their JSON Schema and a markdown page.
 
 ``memevo config schema KIND`` prints a kind's JSON Schema; ``experiments/REFERENCE.md`` is the page, written by
-``python -m memevo.evolve.config_reference experiments/REFERENCE.md`` (``tests/test_config_reference.py`` fails
+``python -m memevo.evolve.cli.config_reference experiments/REFERENCE.md`` (``tests/test_config_reference.py`` fails
 when the page no longer matches the models).
 """
 
@@ -18,8 +18,8 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, NoDefault
 from pydantic_core import core_schema
 
-REGENERATE = "python -m memevo.evolve.config_reference experiments/REFERENCE.md"
-PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+REGENERATE = "python -m memevo.evolve.cli.config_reference experiments/REFERENCE.md"
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 """The folder holding ``agents``, ``environments`` and ``evolve``: defaults under it are shown relative to it."""
 
 
@@ -33,7 +33,7 @@ class Kind(NamedTuple):
 KINDS: dict[str, Kind] = {
     "evolve": Kind("Evolution config", "memevo.evolve.config:EvolveConfig",
                    "The YAML file of `memevo evolve CONFIG` and of an ablation's `base` and arms."),
-    "ablate": Kind("Ablation config", "memevo.evolve.ablation_config:AblationConfig",
+    "ablate": Kind("Ablation config", "memevo.evolve.ablation.config:AblationConfig",
                    "The YAML file of `memevo ablate CONFIG`: arms x seeds over the same users."),
     "agent": Kind("Agent policy", "memevo.agents.policy:MemoryPolicy",
                   "The file of `memevo eval --agent`, an evolution's `seed.policy_file`, or inline as "

@@ -19,15 +19,15 @@ from typing import Any
 from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
 
-from memevo.agents.errors import UserInputError
-from memevo.agents.lazy_model import LazyModel
 from memevo.agents.llm.accounting import priced_dollars
+from memevo.core.atomic_files import write_json_atomic
+from memevo.core.errors import UserInputError
+from memevo.core.lazy_model import LazyModel
+from memevo.core.run_files import delete_and_resume, read_json, read_model
 from memevo.environments.metrics.scores import Scores, UserScores
-from memevo.environments.run_files import delete_and_resume, read_json, read_model
-from memevo.environments.store import write_json_atomic
 from memevo.evolve import runtime
-from memevo.evolve.ablation_config import DEFAULT_MIN_EFFECT, REPORT_ONLY_FIELDS, AblationConfig, resolve_all
-from memevo.evolve.ablation_records import (
+from memevo.evolve.ablation.config import DEFAULT_MIN_EFFECT, REPORT_ONLY_FIELDS, AblationConfig, resolve_all
+from memevo.evolve.ablation.records import (
     ArmSeedRecord,
     FailureRates,
     UnitScore,
@@ -36,8 +36,8 @@ from memevo.evolve.ablation_records import (
     load_arm_record,
     save_arm_record,
 )
-from memevo.evolve.ablation_render import arm_table, write_ablation_outputs
-from memevo.evolve.ablation_summary import REPLICATE_NAMES, AblationSummary, summarize
+from memevo.evolve.ablation.render import arm_table, write_ablation_outputs
+from memevo.evolve.ablation.summary import REPLICATE_NAMES, AblationSummary, summarize
 from memevo.evolve.config import EvolveConfig, without_widths
 from memevo.evolve.loop import EvolutionResult, run_evolution
 from memevo.evolve.tracking.ablation_pages import ablation_note
