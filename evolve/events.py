@@ -49,13 +49,13 @@ class EvaluationPhase:
 
 
 @dataclass(frozen=True)
-class TestPhase:
+class FinalScoringPhase:
     """Seed and best on the test users (or the test environment's items) at the end of the run."""
 
     periods: int
 
 
-PhaseKind = CandidatesPhase | EvaluationPhase | TestPhase
+PhaseKind = CandidatesPhase | EvaluationPhase | FinalScoringPhase
 
 
 @dataclass(frozen=True)

@@ -51,13 +51,13 @@ from memevo.evolve.events import (
     CandidateProposed,
     CandidatesPhase,
     EvaluationPhase,
+    FinalScoringPhase,
     GenerationEnded,
     GenerationPlanned,
     ParentTrainCompleted,
     Progress,
     ProposalRepeated,
     RunEnded,
-    TestPhase,
 )
 from memevo.evolve.evidence import evidence_from_episodes, render_evidence
 from memevo.evolve.proposers import ProposalContext, propose_all
@@ -605,13 +605,13 @@ class OuterLoop(runtime.RunBase):
         if self.cross_evaluator is None or test is None:
             return None
         data = test.data.path or "synth"
-        with self.observers.phase(TestPhase(2 * sum(self.cross_evaluator.n_periods(user)
+        with self.observers.phase(FinalScoringPhase(2 * sum(self.cross_evaluator.n_periods(user)
                                                     for user in self.cross_evaluator.items))):
             return await cross_test(self.cross_evaluator, self.seed, best, environment=test.environment, data=data,
                                     run_dir=self.run_dir)
 
     async def _finish(self, best: Candidate, history: list[GenerationOutcome], stop: str) -> EvolutionResult:
-        with self.observers.phase(TestPhase(2 * sum(self.evaluator.n_periods(user) for user in self.split.test))) as bar:
+        with self.observers.phase(FinalScoringPhase(2 * sum(self.evaluator.n_periods(user) for user in self.split.test))) as bar:
             # both at once; the seed once when it is the best (one candidate's store is written by one evaluation)
             both = [self.seed] if best.id == self.seed.id else [self.seed, best]
             scored = await asyncio.gather(*(self._test_scores(candidate, bar) for candidate in both))
