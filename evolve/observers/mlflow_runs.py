@@ -87,10 +87,11 @@ class MlflowObserver(Observer):
 
     def start(self) -> None:
         """Open (or reopen) the parent run with this evolution's params, config and user split as its input."""
+        tracker = self.tracker  # first: the dataset input imports MLflow, which the tracking thread may be importing
         config, split = self.context.config, self.context.split
         dataset = split_dataset_input(split.model_dump(include={"train", "val", "test"}), name=f"{config.name}-users",
                                       source=config.data.path or "synth", digest=data_hash(self.context.items))
-        self.tracker.start(config.name, self.params(), config.hash_payload(), dataset)
+        tracker.start(config.name, self.params(), config.hash_payload(), dataset)
 
     def params(self) -> dict[str, Any]:
         """The parent run's params: what defines this evolution."""
