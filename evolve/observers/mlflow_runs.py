@@ -79,9 +79,9 @@ class MlflowObserver(Observer):
             case GenerationEnded():
                 self._generation(event)
             case ParentTrainCompleted(parent, train):
+                tracker = self.tracker
                 metrics, artifacts = completed_train_entry(self.context.evaluator, self.context.users, parent, train)
-                self.tracker.update_candidate(parent.generation, parent.label, metrics, artifacts,
-                                              key="completed_train")
+                tracker.update_candidate(parent.generation, parent.label, metrics, artifacts, key="completed_train")
             case RunEnded():
                 self._run_ended(event)
 
