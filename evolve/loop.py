@@ -25,8 +25,10 @@ the usage ledger as it is counted), so ``resume=True`` recomputes nothing finish
 result as an uninterrupted run: the pool is rebuilt from the saved outcomes, trials asked for an unsaved
 plan are handed out again, and every random choice is seeded (by the generation, or the trial).
 
-Budgets are checked before each generation and before each candidate starts: once one is spent, the
-run stops, and a generation's candidates that had not started are left out (the stop reason says so).
+Budgets are checked before each generation and before each candidate starts (``spend.BudgetKeeper``): once one
+is spent, the run stops, and a generation's candidates that had not started are left out (the stop reason says so).
+When candidates start is the scheduler's (``scheduling``). The loop tells what happened as events (``events``); the
+observers (``observers``: MLflow runs, Optuna's trial results, the terminal, the score plot) record them.
 """
 
 from __future__ import annotations
