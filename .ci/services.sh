@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the many-worker tests need on a clean machine (they skip, naming it, without the psycopg driver):
+# What the many-worker tests need on a clean machine besides the test extras (which bring the psycopg driver):
 # Debian's PostgreSQL server binaries (initdb, pg_ctl, postgres; the tests start their own throwaway cluster).
 # Usage: bash .ci/services.sh   (.ci/run calls it before the tests)
 set -euo pipefail

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
-from memevo.agents.llm.config import LLMConfig
+from memevo.agents.llm.config import SPEED_ONLY_FIELDS, LLMConfig
 from memevo.core.lazy_model import LazyModel
 
 
@@ -45,8 +45,8 @@ class MemoryPolicy(LazyModel):
 
     def canonical_json(self) -> str:
         """Key-sorted JSON: the form that is hashed and stored."""
-        # How many requests run at once changes how fast results come, never what they are.
-        dumped = self.model_dump(mode="json", exclude={"llm": {"max_concurrency"}})
+        # How many requests run at once, and on how many endpoints, changes how fast results come, never what they are.
+        dumped = self.model_dump(mode="json", exclude={"llm": set(SPEED_ONLY_FIELDS)})
         return json.dumps(dumped, sort_keys=True, ensure_ascii=False)
 
     @property

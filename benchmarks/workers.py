@@ -11,7 +11,7 @@ of identical seeds that concurrent workers both ask for). Then a worker is kille
 still equals the 1-worker run, with each evolution logged to MLflow once.
 
 Run: ``python benchmarks/workers.py [--rpm 600] [--latency 0.02] [--seeds 4]`` from the repository root (needs
-PostgreSQL's server binaries and psycopg: ``bash .ci/services.sh .venv/bin/python``).
+PostgreSQL's server binaries, ``bash .ci/services.sh``, and psycopg, ``pip install 'psycopg[binary]'``).
 Measured 2026-11-27 on the shared 2-core box (load 3-6), 8 units, 1972 requests per run: under 600 requests/min
 1, 2 and 4 workers all ran at the limit (8.4-9.6 req/s, peak 602-611 requests in any 60 s: the limit plus the
 one-second burst), same scores and 8 distinct MLflow runs each time. Under 240/min (with the response cache,

@@ -8,6 +8,13 @@ in the prompt, so their order cannot matter. The score is the log-probability pe
 (the harness's ``acc_norm``): summed log-probabilities favour the shortest option, per-token ones depend on how
 the tokenizer splits each text, per byte does neither.
 
+An option a model prefers whatever it is asked (LoCoMo's "Not mentioned in the conversation") wins every such
+comparison, so an environment can ask for calibrated likelihood: each option's log-probability as the reply
+less its log-probability as the reply to a content-free prompt (the question left out) in the same context, the
+pointwise mutual information of option and question that lm-evaluation-harness's ``acc_mutual_info`` scores.
+The context keeps the memory: where the wrong option is itself taken from the conversation (LoCoMo's
+adversarial answers), a prior without memory credits forgetting.
+
 The agent's answer step, the upper bound and the no-memory baseline all go through an ``AnswerChooser``; only
 memevo's embedded model can score options, so ``auto`` means likelihood there and generated anywhere else (and
 always under ``amemgym_compat``, which reproduces AMemGym's generated answers).
@@ -42,6 +49,8 @@ AnswerModeSetting = Literal["auto", "generated", "likelihood"]
 ANSWER_MODE_TEXT: dict[str, str] = {
     "generated": "generated (the model names an option number)",
     "likelihood": "likelihood (each option's text scored by its log-probability per byte as the reply)",
+    "calibrated_likelihood": "calibrated likelihood (each option's log-probability as the reply less its "
+                             "log-probability with the question left out of the prompt)",
 }
 """What a summary says about how answers were given."""
 
@@ -153,9 +162,14 @@ class GeneratedAnswers(AnswerChooser):
 
 
 class LikelihoodAnswers(AnswerChooser):
-    """Every option's text is scored as the reply; the highest log-probability per byte is the choice."""
+    """Every option's text is scored as the reply; the highest log-probability per byte is the choice, or, with a
+    ``calibration_prompt``, the highest log-probability less the option's own as the reply to that content-free
+    prompt, asked of the same responder (so with the same memory)."""
 
     mode = "likelihood"
+
+    def __init__(self, *, calibration_prompt: str | None = None) -> None:
+        self.calibration_prompt = calibration_prompt
 
     def qa_prompt(self, question: Question, prompts: QuestionPrompts | None) -> str:
         _own_wording(prompts)
@@ -168,11 +182,17 @@ class LikelihoodAnswers(AnswerChooser):
     async def choose_among(self, responder: Responder, prompt: str, options: list[str], *, amemgym_compat: bool,
                            rng_key: Sequence[object]) -> ChoiceOutcome:
         scored = await responder.score(prompt, options)
-        per_byte = [per_byte_score(score, option) for score, option in zip(scored.scores, options, strict=True)]
-        choice = max(range(len(options)), key=per_byte.__getitem__) + 1
-        reply = json.dumps({"answer": choice, "logprob_per_byte": [round(value, 4) for value in per_byte]})
+        if self.calibration_prompt is None:
+            key = "logprob_per_byte"
+            values = [per_byte_score(score, option) for score, option in zip(scored.scores, options, strict=True)]
+        else:
+            key = "pointwise_mutual_information"
+            prior = await responder.score(self.calibration_prompt, options)
+            values = [score.logprob - alone.logprob for score, alone in zip(scored.scores, prior.scores, strict=True)]
+        choice = max(range(len(options)), key=values.__getitem__) + 1
+        reply = json.dumps({"answer": choice, key: [round(value, 4) for value in values]})
         return ChoiceOutcome(choice=choice, raw_reply=reply, consulted_memory=scored.consulted_memory,
-                             answer_mode="likelihood")
+                             answer_mode="likelihood" if self.calibration_prompt is None else "calibrated_likelihood")
 
 
 def per_byte_score(score: OptionLogprob, option: str) -> float:
@@ -186,6 +206,9 @@ def _own_wording(prompts: QuestionPrompts | None) -> None:
                              "ask for an option number (use answer_mode 'generated' with them)", field="answer_mode")
 
 
-def answer_chooser(mode: AnswerMode, *, constrained: bool) -> AnswerChooser:
-    """The chooser of ``mode`` (``constrained`` matters to generated answers only)."""
-    return LikelihoodAnswers() if mode == "likelihood" else GeneratedAnswers(constrained=constrained)
+def answer_chooser(mode: AnswerMode, *, constrained: bool, calibration_prompt: str | None = None) -> AnswerChooser:
+    """The chooser of ``mode`` (``constrained`` matters to generated answers only, ``calibration_prompt`` to
+    likelihood ones)."""
+    if mode == "likelihood":
+        return LikelihoodAnswers(calibration_prompt=calibration_prompt)
+    return GeneratedAnswers(constrained=constrained)

@@ -320,7 +320,7 @@ def eval_command(
         async with LLMHub(use_cache=not no_cache, concurrency=concurrency,
                           accounting=UsageLedger(out / LEDGER_FILE)) as hub:
             llm = hub.client(policy.llm)
-            width = max_concurrent_users or llm.limit.limit  # users wait on the LLM, so as many as can be served
+            width = max_concurrent_users or llm.width  # users wait on the LLM, so as many as can be served
             run_config = config.model_copy(update={"max_concurrent_users": width})
             simulate = make_simulator(simulator.value, seed, hub.client(simulator_llm), amemgym_compat=compat,
                                       template=None if prompts is None else prompts.simulator)
@@ -389,7 +389,7 @@ def evaluate_benchmark(ctx: typer.Context, run: BenchmarkRun) -> str:
         async with LLMHub(use_cache=not run.no_cache, concurrency=run.concurrency,
                           accounting=UsageLedger(run.out / LEDGER_FILE)) as hub:
             llm = hub.client(policy.llm)
-            width = run.max_concurrent_users or llm.limit.limit
+            width = run.max_concurrent_users or llm.width
             run_config = config.model_copy(update={"max_concurrent_users": width})
             environment = make_environment(run.environment, run_config, judge=hub.client(judge_llm))
             with phase("items", len(items), "item") as bar:

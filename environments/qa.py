@@ -25,6 +25,9 @@ from memevo.environments.data.models import Question
 
 AnswerMode = Literal["generated", "likelihood"]
 """How an answer was given: the model named an option, or each option's text was scored (``answering``)."""
+AnsweredBy = Literal["generated", "likelihood", "calibrated_likelihood"]
+"""What an answer's record says: its ``AnswerMode``, with likelihood answers calibrated by the options' likelihood
+under a content-free prompt named apart."""
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
 
@@ -192,7 +195,7 @@ class ChoiceOutcome(LazyModel):
     format_error: bool = False
     random_fallback: bool = False
     consulted_memory: str = ""
-    answer_mode: AnswerMode = "generated"
+    answer_mode: AnsweredBy = "generated"
 
 
 Ask = Callable[[str], Awaitable[AgentAnswer]]

@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 
 from memevo.agents.buffered import WriteCounters
 from memevo.core.lazy_model import LazyModel
+from memevo.environments.qa import AnsweredBy
 
 
 def remember(memories: dict[str, str], text: str) -> str:
@@ -65,7 +66,7 @@ class QARecord(LazyModel):
     format_error: bool = False
     random_fallback: bool = Field(default=False, description="amemgym_compat: choice drawn at random after a parse failure.")
     memory_id: str = Field(default="", description="Key of the consulted memory in the period's ``memories``; '' for none.")
-    answer_mode: Literal["generated", "likelihood"] = Field(
+    answer_mode: AnsweredBy = Field(
         default="generated", description="How the answer was given (see environments/answering.py).")
     prompt_tokens: int = 0
     completion_tokens: int = 0

@@ -90,6 +90,9 @@ class ReplayEnvironment(Environment[ReplayItem]):
     """Off-policy benchmarks: ``load_items`` is the one method a benchmark must write."""
 
     sessions: ClassVar[Session] = "off_policy"
+    calibration_prompt: ClassVar[str | None] = None
+    """Set: likelihood answers are calibrated by each option's likelihood as the reply to this content-free prompt
+    (``answering.LikelihoodAnswers``)."""
 
     def item_id(self, item: ReplayItem) -> str:
         return item.id
@@ -213,7 +216,9 @@ class ReplayEnvironment(Environment[ReplayItem]):
         episode = self.episode
         mode = resolve_answer_mode(episode.answer_mode, agent.llm, amemgym_compat=episode.amemgym_compat)
         prompt = self.choice_prompt(view, mode)
-        outcome: ChoiceOutcome = await answer_chooser(mode, constrained=episode.constrained_answers).choose_among(
+        chooser = answer_chooser(mode, constrained=episode.constrained_answers,
+                                 calibration_prompt=self.calibration_prompt)
+        outcome: ChoiceOutcome = await chooser.choose_among(
             AgentResponder(agent, query=view.query, now=now), prompt, list(view.choices or []),
             amemgym_compat=episode.amemgym_compat, rng_key=(episode.seed, user_id, 0, view.index))
         scored = await self.score_answer(item, 0, view, "" if outcome.choice is None else str(outcome.choice))

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
-from memevo.agents.llm.config import LLMConfig
+from memevo.agents.llm.config import SPEED_ONLY_FIELDS, LLMConfig
 from memevo.agents.policy import MemoryPolicy
 from memevo.core.config_io import read_mapping
 from memevo.core.errors import UserInputError
@@ -425,7 +425,8 @@ def without_widths(payload: dict[str, Any]) -> dict[str, Any]:
     if isinstance(llm, dict):
         for role in llm.values():
             if isinstance(role, dict):
-                role.pop("max_concurrency", None)
+                for name in SPEED_ONLY_FIELDS:
+                    role.pop(name, None)
     return payload
 
 

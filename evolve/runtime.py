@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.llm.config import LLMConfig
-from memevo.agents.llm.limiter import ConcurrencyLimit
 from memevo.agents.llm.protocol import ChatClient, Role
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import agent_spec, build_agent, validate_policy
@@ -223,10 +222,10 @@ def agent_factory(client: Callable[[LLMConfig], ChatClient]) -> Callable[[Memory
 
 
 def endpoint_width(client: ChatClient, config: LLMConfig) -> int:
-    """How many requests ``client``'s endpoint takes at once: the gateway's limit (the tightest setting on that
-    endpoint), else what ``config`` asks for (a test double has no limit)."""
-    limit = getattr(client, "limit", None)
-    return limit.limit if isinstance(limit, ConcurrencyLimit) else config.concurrency(embedded=False)
+    """How many requests ``client``'s endpoints take at once: the gateway's width (the tightest setting on each
+    endpoint, summed), else what ``config`` asks for (a test double has no limit)."""
+    width = getattr(client, "width", None)
+    return width if isinstance(width, int) else config.concurrency(embedded=False)
 
 
 def make_run_environment(config: EvolveConfig, episode: EpisodeConfig, judge: ChatClient | None,

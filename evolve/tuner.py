@@ -48,6 +48,17 @@ def make_sampler(config: OptunaConfig, seed: int) -> optuna.samplers.BaseSampler
     return optuna.samplers.TPESampler(seed=seed, n_startup_trials=3)
 
 
+def study_storage(url: str) -> str | optuna.storages.RDBStorage:
+    """Where the study lives. An SQLite file: its URL, opened by Optuna. A database server (workers of a sweep on
+    several machines): Optuna's RDB storage, its pooled connections checked before use, because a worker holds
+    them across a whole generation and the server or a proxy may close idle ones meanwhile. No Optuna heartbeat:
+    a trial stays running until its generation ends, and a worker's hold on it is the claim's heartbeat
+    (``memevo.evolve.workers.claims``), which resumes a dead worker's trial under its own number."""
+    if url.startswith("sqlite"):
+        return url
+    return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
+
+
 def make_pruner(config: OptunaConfig) -> optuna.pruners.BasePruner:
     if config.pruner == "median":
         return optuna.pruners.MedianPruner(
@@ -87,7 +98,7 @@ class Tuner:
         with damaged_database(database, RESTORE_OPTUNA) if database is not None else nullcontext():
             study = optuna.create_study(
                 study_name=self.study_name,
-                storage=self.storage,
+                storage=study_storage(self.storage),
                 direction="maximize",
                 sampler=make_sampler(self.config, self.config.seed),
                 pruner=make_pruner(self.config),

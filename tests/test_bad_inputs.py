@@ -413,6 +413,9 @@ STORE_CASES: list[tuple[str, Callable[[Path], dict[str, Any]], str, list[str]]] 
     ("optuna storage with a missing MySQL driver", lambda tmp: {"optuna": {"storage": "mysql+pymysql://u@h/db"}},
      "optuna.storage", ["needs the driver module 'pymysql'", "pip install 'PyMySQL'"]),
 ]
+HIDDEN_DRIVERS = {"postgresql tracking URI without its driver": "psycopg"}
+"""Driver modules a case makes unimportable, so it holds whether or not the driver is installed (the
+many-worker tests install psycopg)."""
 
 
 @pytest.mark.parametrize(("name", "changes", "field", "expected"), STORE_CASES, ids=[case[0] for case in STORE_CASES])
@@ -420,6 +423,8 @@ def test_a_bad_store_or_name_exits_2_before_any_call(
     name: str, changes: Callable[[Path], dict[str, Any]], field: str, expected: list[str], tmp_path: Path,
     endpoint: FaultServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
+    if name in HIDDEN_DRIVERS:
+        monkeypatch.setitem(sys.modules, HIDDEN_DRIVERS[name], None)  # ``import psycopg`` now raises ImportError
     change = changes(tmp_path)
     config = _evolve_config(tmp_path, **{**change, "tracking": {"enabled": True, **change.get("tracking", {})}})
     code, err = _run_memevo(["evolve", str(config), "--run-dir", str(tmp_path / "run")], monkeypatch, capsys)

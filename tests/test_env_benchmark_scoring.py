@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memevo.core.errors import UserInputError
-from memevo.environments import answer_scoring as scoring
+from memevo.environments.benchmarks import answer_scoring as scoring
 from memevo.environments.benchmarks import files
 
 

@@ -14,7 +14,7 @@ from memevo.environments.benchmarks.locomo import NOT_MENTIONED, UNSTEMMED, LoCo
 from memevo.environments.cli import app
 from memevo.environments.metrics import score_episodes
 from memevo.environments.qa import answer_schema
-from memevo.environments.replay import SHORT_ANSWER_REQUEST
+from memevo.environments.replay import CLOZE_INSTRUCTION, SHORT_ANSWER_REQUEST
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.score_text import score_lines
 from tests.doubles.replay_agents import ReplayRecordingAgent, ReplayScoringAgent
@@ -173,12 +173,14 @@ def test_validate_warns_of_evidence_that_names_no_turn(tmp_path: Path) -> None:
 async def test_an_adversarial_question_on_a_likelihood_model_scores_its_options_unlisted(tmp_path: Path) -> None:
     environment = LoCoMoEnvironment(EpisodeConfig(answer_mode="likelihood"))
     (item,) = environment.load_items(write(tmp_path, [sample()]))
-    agent = ReplayScoringAgent(lambda prompt, memory: "Rex",
-                               lambda option, memory: -1.0 if option == NOT_MENTIONED else -40.0)
+    agent = ReplayScoringAgent(lambda prompt, memory: "Rex",  # the question makes "not mentioned" likelier
+                               lambda option, memory, prompt: -1.0 if (option == NOT_MENTIONED) == ("cat" in prompt)
+                               else -40.0)
     episode = await environment.run_item(agent, item, None)
     adversarial = episode.periods[0].qa[4]
-    assert adversarial.answer_mode == "likelihood" and not adversarial.format_error and adversarial.correct
-    assert [options for _, options in agent.scored] == [environment.questions(item, 0)[4].choices]
+    assert adversarial.answer_mode == "calibrated_likelihood" and not adversarial.format_error and adversarial.correct
+    choices = environment.questions(item, 0)[4].choices
+    assert agent.scored == [(adversarial.prompt, choices), (CLOZE_INSTRUCTION, choices)]  # then the question left out
     prompt = agent.scored[0][0]
     assert prompt == adversarial.prompt and "Options" not in prompt and NOT_MENTIONED not in prompt
     assert "Rex" not in prompt  # the adversarial answer is an option: it never reaches the prompt
@@ -189,7 +191,7 @@ async def test_generated_choice_answers_are_constrained_and_free_text_asks_a_sho
     environment = LoCoMoEnvironment(EpisodeConfig(answer_mode="generated"))
     (item,) = environment.load_items(write(tmp_path, [sample()]))
     agent = ReplayScoringAgent(lambda prompt, memory: '{"answer": 2}' if "Options" in prompt else "Rex",
-                               lambda option, memory: 0.0)
+                               lambda option, memory, prompt: 0.0)
     records = (await environment.run_item(agent, item, None)).periods[0].qa
     schemas = dict(zip([prompt for prompt, _, _ in agent.asked], agent.schemas, strict=True))
     assert schemas[records[4].prompt] == answer_schema(2) and records[4].answer_mode == "generated"
@@ -216,3 +218,51 @@ async def test_free_text_scores_are_labelled_mean_credit_and_answers_said_truthf
     assert free_only.answer_mode is None
     text = " ".join(score_lines(free_only, width=1000))
     assert "answers: free text, scored by token F1 (4 q)" in text and "option" not in text
+
+
+@pytest.mark.parametrize(("reply", "expected"), [
+    ("Ana: Rex", 1.0),  # the transcript's "Name:" form copied into the reply is not part of the answer
+    ("Ben: Rex", 1.0),
+    ("Ben: Rex\nAna: Yes, a lovely dog!", 1.0),  # the transcript goes on after the answer
+    ("Rex\n  Ben: Nice.", 1.0),
+    ("Rex, Ana: he is a beagle", 2 / 6),  # a name inside the line is part of the answer
+    ("Rex", 1.0),
+    ("Note: Rex", 2 / 3),  # only a speaker's name is dropped
+    ("Ana Rex", 2 / 3),
+])
+async def test_a_leading_speaker_name_is_dropped_before_scoring(tmp_path: Path, reply: str, expected: float) -> None:
+    (item,) = ENV.load_items(write(tmp_path, [sample()]))
+    score = await ENV.score_answer(item, 0, ENV.questions(item, 0)[0], reply)
+    assert score.score == pytest.approx(expected)
+
+
+async def test_a_speaker_prefix_costs_a_multi_hop_answer_nothing(tmp_path: Path) -> None:
+    (item,) = ENV.load_items(write(tmp_path, [sample()]))
+    view = ENV.questions(item, 0)[1]
+    prefixed = await ENV.score_answer(item, 0, view, "Ana: sunsets, mountains")
+    assert prefixed.score == 1.0
+
+
+def question_or_prior(option: str, memory: str, prompt: str) -> float:
+    """A model that prefers "not mentioned" by a wide margin whatever it is asked, and gains 5 nats for "Rex" when
+    asked the question."""
+    prior = -1.0 if option == NOT_MENTIONED else -40.0
+    return prior + (5.0 if option == "Rex" and "cat" in prompt else 0.0)
+
+
+async def test_calibrated_likelihood_follows_the_question_not_the_options_prior(tmp_path: Path) -> None:
+    per_byte = LoCoMoEnvironment(EpisodeConfig(answer_mode="likelihood"))
+    per_byte.calibration_prompt = None  # type: ignore[misc]
+    calibrated = LoCoMoEnvironment(EpisodeConfig(answer_mode="likelihood"))
+    (item,) = calibrated.load_items(write(tmp_path, [sample()]))
+    view = calibrated.questions(item, 0)[4]
+    assert view.choices is not None
+    chosen, replies = {}, {}
+    for name, environment in (("per_byte", per_byte), ("calibrated", calibrated)):
+        agent = ReplayScoringAgent(lambda prompt, memory: "Rex", question_or_prior)
+        record = (await environment.run_item(agent, item, None)).periods[0].qa[4]
+        chosen[name], replies[name] = view.choices[(record.choice or 0) - 1], json.loads(record.raw_reply or "")
+    assert chosen == {"per_byte": NOT_MENTIONED, "calibrated": "Rex"}
+    pmi = replies["calibrated"]["pointwise_mutual_information"]
+    assert pmi == [5.0 if option == "Rex" else 0.0 for option in view.choices]
+    assert "logprob_per_byte" in replies["per_byte"]

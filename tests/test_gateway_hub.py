@@ -67,13 +67,13 @@ async def test_async_hub_closes_its_clients(tmp_path: Path):
         async with LLMHub(cache_dir=tmp_path) as hub:
             gateway = hub.client(LLMConfig(model="m", base_url=server.url))
             reply = await gateway.chat([{"role": "user", "content": "hi"}], role="agent")
-            home = gateway.transport._clients[True]
+            home = gateway.routes[0].transport._clients[True]
             elsewhere = await asyncio.to_thread(
                 asyncio.run, gateway.chat([{"role": "user", "content": "ho"}], role="agent", max_tokens=7)
             )
-            assert set(gateway.transport._clients) == {True, False}
+            assert set(gateway.routes[0].transport._clients) == {True, False}
         assert (reply.text, elsewhere.text) == ("echo: hi", "echo: ho")
-        assert home.is_closed and not gateway.transport._clients
+        assert home.is_closed and not gateway.routes[0].transport._clients
         assert hub._cache is None and not hub._gateways
 
 

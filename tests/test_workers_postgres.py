@@ -1,8 +1,10 @@
 """Ablation workers on a real PostgreSQL and a real MLflow server, against the fault-injecting test endpoint.
 
 The services are started by the project's own ``memevo.evolve.workers.services`` (``.ci/services.sh`` installs
-PostgreSQL and psycopg). Two workers must give the same scores as one process, with each evolution's MLflow run
-logged once under the ablation's run; a worker killed mid-unit must see that unit finished once by the other.
+PostgreSQL's server; the psycopg driver comes with the test extras). Two workers must give the same scores as one
+process, with each evolution's MLflow run logged once under the ablation's run; a worker killed mid-unit must see
+that unit finished once by the other. Two sweep workers on one Optuna study must end with the trials one process
+ends with, also when one of them is killed mid-trial.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ pytestmark = [
                        "installed: run .ci/services.sh"),
     pytest.mark.timeout(900),
 ]
-psycopg = pytest.importorskip("psycopg", reason="the psycopg driver is not installed: run .ci/services.sh")
+psycopg = pytest.importorskip("psycopg", reason="the psycopg driver is not installed: pip install 'psycopg[binary]'")
 
 
 @pytest.fixture(scope="module")
@@ -108,3 +110,55 @@ def test_a_worker_killed_mid_unit_has_its_unit_finished_once_by_another(tmp_path
         claims = dict(db.execute("SELECT unit, claims FROM memevo_work_units WHERE unit LIKE '%seed-%' AND job LIKE "
                                  "'ablation/killed-worker/%'").fetchall())
     assert sorted(claims.values()) == [1, 1, 1, 2]  # the killed worker's unit, claimed again by the heir
+
+
+def _sweep_worker(study: str, claims: str, folder: Path, name: str, step_s: float) -> list[str]:
+    return [sys.executable, "-m", "tests.doubles.sweep_worker_process", study, claims, str(folder), name, "3",
+            str(step_s)]
+
+
+def _trials(study: str) -> list[tuple[int, str, dict[str, int], float | None, dict[int, float]]]:
+    import optuna
+
+    loaded = optuna.load_study(study_name="toy-sweep", storage=study)
+    return [(trial.number, trial.state.name, trial.params, trial.value, trial.intermediate_values)
+            for trial in loaded.get_trials(deepcopy=False)]
+
+
+def test_sweep_workers_share_one_postgres_study_and_take_a_killed_workers_trial_over(tmp_path: Path,
+                                                                                      services) -> None:
+    cluster, _ = services
+    root = Path(__file__).resolve().parents[1]
+    env = {**_env(tmp_path), "PYTHONPATH": str(root)}
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    single = subprocess.run(_sweep_worker(f"sqlite:///{alone / 'optuna.db'}", f"sqlite:///{alone / 'claims.db'}",
+                                          alone, "alone", 0.0), env=env, capture_output=True, text=True, timeout=300)
+    assert single.returncode == 0, single.stderr[-3000:]
+    reference = _trials(f"sqlite:///{alone / 'optuna.db'}")
+    assert "PRUNED" in {state for _, state, *_ in reference}  # the pruner's decisions are compared too
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    study = cluster.url()
+    doomed = subprocess.Popen(_sweep_worker(study, cluster.url(), shared, "doomed", 0.3), env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    survivor = subprocess.Popen(_sweep_worker(study, cluster.url(), shared, "survivor", 0.3), env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert doomed.stdout is not None
+    for line in doomed.stdout:  # a trial of the second generation, after its first user
+        if line.startswith("[doomed] claimed gen-1/trial-"):
+            killed_unit = line.split()[-1]
+            break
+    else:
+        raise AssertionError("the doomed worker claimed no trial of the second generation")
+    time.sleep(0.5)
+    doomed.send_signal(signal.SIGKILL)  # mid-trial: its claim stays until its heartbeat goes stale
+    doomed.wait()
+    output, _ = survivor.communicate(timeout=300)
+    assert survivor.returncode == 0, output[-3000:]
+    assert f"[survivor] claimed {killed_unit}" in output
+    assert _trials(study) == reference  # same trial numbers, parameters, values, reports and pruning
+    with psycopg.connect(cluster.url().replace("postgresql+psycopg", "postgresql")) as db:
+        claims = dict(db.execute("SELECT unit, claims FROM memevo_work_units WHERE job = 'sweep/toy'").fetchall())
+    assert claims.pop(killed_unit) == 2 and set(claims.values()) == {1}  # taken over once, nothing else doubled

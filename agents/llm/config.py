@@ -5,8 +5,17 @@ from __future__ import annotations
 import os
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
@@ -25,6 +34,9 @@ CONCURRENCY_HELP = (
     f"LLM requests in flight per endpoint (default: ${CONCURRENCY_ENV}, else the config's llm.max_concurrency, "
     f"else {REMOTE_CONCURRENCY} for a remote endpoint and {EMBEDDED_CONCURRENCY} for the embedded model)."
 )
+
+SPEED_ONLY_FIELDS = frozenset({"max_concurrency", "extra_base_urls"})
+"""Fields that change how fast replies come, never what they are: left out of ids, and free to change on a resume."""
 
 _served_models: dict[str, str] = {}
 """The model each remote endpoint was found to serve, asked once per process."""
@@ -99,6 +111,33 @@ class LLMConfig(LazyModel):
         f"for a remote endpoint and {EMBEDDED_CONCURRENCY} for the embedded model.",
     )
     max_retries: int = Field(5, ge=0)
+    extra_base_urls: tuple[str, ...] = Field(
+        (),
+        description="More OpenAI-compatible /v1 URLs serving the same model: each request goes to the least busy "
+        "endpoint, each with its own max_concurrency and rate limit. Cached replies stay keyed by the first URL.",
+    )
+
+    @field_validator("extra_base_urls")
+    @classmethod
+    def _distinct_urls(cls, urls: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        """Each an http(s) URL, none listed twice nor repeating ``base_url``."""
+        stripped = tuple(url.rstrip("/") for url in urls)
+        for url in stripped:
+            check_url(url)
+        first = info.data.get("base_url")
+        listed = [first.rstrip("/"), *stripped] if first else list(stripped)
+        repeated = [url for url in dict.fromkeys(listed) if listed.count(url) > 1]
+        if repeated:
+            raise ValueError(f"lists {repeated[0]} twice (base_url counts as the first endpoint)")
+        return stripped
+
+    @model_serializer(mode="wrap")
+    def _without_empty_extras(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """No ``extra_base_urls`` in a dump when there are none: configs written before the field hash as they did."""
+        dumped = handler(self)
+        if isinstance(dumped, dict) and not self.extra_base_urls:
+            dumped.pop("extra_base_urls", None)
+        return dumped
 
     @model_validator(mode="before")
     @classmethod
@@ -112,6 +151,20 @@ class LLMConfig(LazyModel):
     def resolved_base_url(self) -> str | None:
         """The endpoint to call: the explicit one, else ``OPENAI_BASE_URL``, else None (local model)."""
         return self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+
+    def endpoint_urls(self) -> list[str] | None:
+        """Every endpoint serving this model, the first one first; None when the embedded model must serve it."""
+        first = self.resolved_base_url()
+        if first is None:
+            if self.extra_base_urls:
+                raise UserInputError("extra endpoints need a first one: set base_url or OPENAI_BASE_URL",
+                                     field="extra_base_urls")
+            return None
+        urls = [first.rstrip("/"), *self.extra_base_urls]
+        if len(set(urls)) < len(urls):
+            raise UserInputError(f"repeats the endpoint {urls[0]} (from base_url or OPENAI_BASE_URL)",
+                                 field="extra_base_urls")
+        return urls
 
     def concurrency(self, *, embedded: bool, override: int | None = None) -> int:
         """Requests in flight at this endpoint: ``override`` (a ``--concurrency`` flag), else ``$MEMEVO_CONCURRENCY``,
@@ -133,3 +186,11 @@ def env_concurrency() -> int | None:
     if not raw.isdigit() or int(raw) < 1:
         raise UserInputError(f"must be a positive whole number, got {raw!r}", field=CONCURRENCY_ENV)
     return int(raw)
+
+
+def check_url(base_url: str) -> None:
+    """``ValueError`` unless ``base_url`` is an http(s) URL with a host and a valid port."""
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an http(s) URL: {base_url!r}")
+    parts.port  # reading it raises ValueError for a port out of range

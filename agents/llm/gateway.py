@@ -18,13 +18,14 @@ import functools
 import json
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 from urllib.parse import urlparse
 
 from memevo.agents.llm.accounting import Accounting
 from memevo.agents.llm.cache import CachedReply, CacheRequest, ResponseCache, canonical_json
 from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
+from memevo.agents.llm.endpoints import Route, another_awake, next_route
 from memevo.agents.llm.limiter import ConcurrencyLimit
 from memevo.agents.llm.llama_server import OPTION_LOGPROBS_PATH
 from memevo.agents.llm.protocol import (
@@ -81,7 +82,9 @@ def parse_json_reply(text: str) -> Any:
 
 
 class LLMGateway:
-    """Implements ``ChatClient`` for one model at one endpoint."""
+    """Implements ``ChatClient`` for one model at one endpoint, or at several sharing the load (``more_endpoints``,
+    each with its own concurrency limit; see ``endpoints``). ``base_url`` is the first one: the replies' identity
+    in the cache."""
 
     def __init__(
         self,
@@ -95,6 +98,7 @@ class LLMGateway:
         health_check: Callable[[], None] | None = None,
         home_loop: asyncio.AbstractEventLoop | None = None,
         likelihood_available: bool = False,
+        more_endpoints: Sequence[tuple[str, ConcurrencyLimit]] = (),
         backoff_base_s: float = 0.5,
         backoff_cap_s: float = 30.0,
         sleep: Sleep = asyncio.sleep,
@@ -108,13 +112,21 @@ class LLMGateway:
         self.likelihood_available = likelihood_available
         self.cache = cache
         self.accounting = accounting
-        self.limit = limit or ConcurrencyLimit(config.concurrency(embedded=False))
         self.backoff_base_s = backoff_base_s
         self.backoff_cap_s = backoff_cap_s
         self.sleep = sleep  # the wait between retries; tests pass a recorder instead of waiting
+        endpoints = [(self.base_url, limit or ConcurrencyLimit(config.concurrency(embedded=False))),
+                     *more_endpoints]
         # Requests made on ``home_loop`` skip the sync bridge's thread (see ``JSONTransport``).
-        self.transport = JSONTransport(self.base_url, api_key=config.api_key, timeout_s=config.timeout_s,
-                                       max_connections=self.limit.limit, home_loop=home_loop)
+        self.routes = [Route(url, url_limit, JSONTransport(url, api_key=config.api_key, timeout_s=config.timeout_s,
+                                                          max_connections=url_limit.limit, home_loop=home_loop))
+                       for url, url_limit in endpoints]
+        self.limit = self.routes[0].limit  # the first endpoint's (``width`` counts them all)
+
+    @property
+    def width(self) -> int:
+        """Requests this gateway's endpoints take at once, all together."""
+        return sum(route.limit.limit for route in self.routes)
 
     async def chat(
         self,
@@ -286,25 +298,29 @@ class LLMGateway:
         """
         attempts = self.config.max_retries + 1
         for attempt in range(attempts):
+            route = next_route(self.routes)
             try:
-                async with self.limit.slot(payload) as ticket:
+                async with route.limit.slot(payload) as ticket:
                     if attempt == 0:  # once it has a slot: a request waiting for one is not sent yet
                         self.accounting.book(role)
                     if self.health_check is not None:
                         self.health_check()
-                    completion = await self.transport.post(path, payload)
+                    completion = await route.transport.post(path, payload)
                     ticket.settle(completion)
+                    route.succeeded()
                     return completion
             except RefusedHTTPError as error:
-                raise LLMRequestError(f"{model} at {self.base_url} refused the request: {error}") from error
+                raise LLMRequestError(f"{model} at {route.url} refused the request: {error}") from error
             except TransientHTTPError as error:
                 if error.connection and self.health_check is not None:
                     self.health_check()
                 failure, retry_after = error.failure, error.retry_after_s
+                route.failed_for(self._delay(route.failed_in_a_row, retry_after))
             if attempt + 1 < attempts:
                 self.accounting.record_retry(role)
-                await self.sleep(self._delay(attempt, retry_after))
-        raise LLMError(f"{model} at {self.base_url} failed after {attempts} attempt(s): {failure}")
+                if not another_awake(self.routes, route):  # else another endpoint takes the retry at once
+                    await self.sleep(self._delay(attempt, retry_after))
+        raise LLMError(f"{model} at {route.url} failed after {attempts} attempt(s): {failure}")
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         """Exponential backoff with jitter (50-100 % of the step), at least what the server asked for."""
@@ -313,12 +329,14 @@ class LLMGateway:
         return min(self.backoff_cap_s, max(delay, retry_after or 0.0))
 
     async def aclose(self) -> None:
-        """Close the HTTP session (a later request opens a new one)."""
-        await self.transport.aclose()
+        """Close the HTTP sessions (a later request opens a new one)."""
+        for route in self.routes:
+            await route.transport.aclose()
 
     def close(self) -> None:
         """``aclose`` for synchronous callers."""
-        self.transport.close()
+        for route in self.routes:
+            route.transport.close()
 
 
 def _stored_reply(completion: dict[str, Any], model: str) -> CachedReply:

@@ -6,6 +6,7 @@ the end, which also stops the embedded local model server if the hub had to star
 Gateways are keyed by the whole config (so two roles on the same model with different temperatures
 keep their own defaults), while the concurrency limit is shared per resolved endpoint: every
 config on that endpoint gets at most its own concurrency in flight, all loops and threads together.
+A config with ``extra_base_urls`` gets that limit, and the rate bucket, on each of its endpoints.
 A hub made with ``concurrency`` (the ``--concurrency`` flag) uses that for every endpoint; otherwise
 ``LLMConfig.concurrency`` decides (``$MEMEVO_CONCURRENCY``, the config, then a default that is lower
 for the embedded model).
@@ -65,27 +66,41 @@ class LLMHub:
     def client(self, config: LLMConfig) -> LLMGateway:
         """The gateway for ``config``, starting the embedded local model if no endpoint is configured."""
         with self._lock:
-            base_url = self._endpoint_for(config)
+            base_url, *more_urls = self._endpoints_for(config)
             gateway = self._gateways.get((base_url, config))
             if gateway is None:
                 embedded = self._server if self._server is not None and base_url == self._server.url else None
                 wanted = config.concurrency(embedded=embedded is not None, override=self.concurrency)
-                limit = self._limits.get(base_url) or self._limits.setdefault(
-                    base_url, ConcurrencyLimit(wanted, shared_rate_from_env(base_url, self.cache_dir)))
-                limit.lower_to(wanted)  # the tightest setting on one endpoint wins
                 gateway = LLMGateway(
                     config,
                     base_url=base_url,
                     cache=self._response_cache(),
                     accounting=self.accounting,
-                    limit=limit,
+                    limit=self._limit_of(base_url, wanted),
                     endpoint_identity=embedded.identity if embedded is not None else None,
                     health_check=embedded.health_check if embedded is not None else None,
                     home_loop=self._home_loop,
                     likelihood_available=embedded is not None,
+                    more_endpoints=[(url, self._limit_of(url, wanted)) for url in more_urls],
                 )
                 self._gateways[(base_url, config)] = gateway
             return gateway
+
+    def endpoint_counts(self) -> dict[str, tuple[int, int]]:
+        """Requests each endpoint answered and failed so far (every gateway of this hub together)."""
+        counts: dict[str, tuple[int, int]] = {}
+        for gateway in self._gateways.values():
+            for route in gateway.routes:
+                served, failed = counts.get(route.url, (0, 0))
+                counts[route.url] = (served + route.served, failed + route.failed)
+        return counts
+
+    def _limit_of(self, url: str, wanted: int) -> ConcurrencyLimit:
+        """The limit every gateway on ``url`` shares, with its rate bucket; the tightest setting on it wins."""
+        limit = self._limits.get(url) or self._limits.setdefault(
+            url, ConcurrencyLimit(wanted, shared_rate_from_env(url, self.cache_dir)))
+        limit.lower_to(wanted)
+        return limit
 
     def dspy_lm(self, config: LLMConfig, role: Role = "proposer") -> GatewayLM:
         """A ``dspy.LM`` (engine-based, so no deprecation warning) whose calls go through this hub's gateway."""
@@ -97,10 +112,11 @@ class LLMHub:
     def local_server_url(self) -> str | None:
         return self._server.url if self._server is not None else None
 
-    def _endpoint_for(self, config: LLMConfig) -> str:
-        explicit = config.resolved_base_url()
-        if explicit is not None:
-            return explicit.rstrip("/")
+    def _endpoints_for(self, config: LLMConfig) -> list[str]:
+        """The URLs serving ``config``'s model, the first one first: the embedded server's when none is set."""
+        urls = config.endpoint_urls()
+        if urls is not None:
+            return urls
         if config.model != LOCAL_MODEL_NAME:
             raise UserInputError(
                 f"model '{config.model}' needs an endpoint: set base_url or OPENAI_BASE_URL "
@@ -111,7 +127,7 @@ class LLMHub:
             from memevo.agents.llm.local_server import LocalModelServer  # only runs without an endpoint load it
 
             self._server = LocalModelServer().start()
-        return self._server.url
+        return [self._server.url]
 
     def _response_cache(self) -> ResponseCache | None:
         if self.use_cache and self._cache is None:

@@ -57,6 +57,11 @@ class ConcurrencyLimit:
     def in_flight(self) -> int:
         return self._in_flight
 
+    @property
+    def waiting(self) -> int:
+        """Requests waiting for a slot."""
+        return len(self._waiters)
+
     def lower_to(self, limit: int) -> None:
         """Apply a smaller limit (another config sharing the endpoint asked for less)."""
         with self._lock:

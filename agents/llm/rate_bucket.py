@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from memevo.agents.shared_database import create_table, database_now, shared_engine
 from memevo.core.lazy_model import LazyModel
 
 if TYPE_CHECKING:
@@ -21,9 +22,6 @@ if TYPE_CHECKING:
 UNLIMITED = 1e15
 """The rate and size of a dimension that has no limit (large enough never to bind, small enough to add to)."""
 TABLE = "memevo_rate_buckets"
-DATABASE_NOW = {"postgresql": "CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)",
-        "sqlite": "((julianday('now') - 2440587.5) * 86400.0)"}
-"""Seconds since the epoch by the database's clock, per dialect."""
 
 
 class RateLimits(LazyModel):
@@ -38,15 +36,11 @@ class SharedRateBucket:
     """The bucket ``name`` in the database at ``url`` (created on first use, shared by every process using it)."""
 
     def __init__(self, url: str, name: str, limits: RateLimits, *, max_wait_s: float = 1.0) -> None:
-        from sqlalchemy import create_engine
-
         self.name = name
         self.limits = limits
         self.max_wait_s = max_wait_s
-        sqlite = url.startswith("sqlite")
-        self.engine: Engine = create_engine(url, pool_pre_ping=not sqlite,
-                                            connect_args={"timeout": 30} if sqlite else {})
-        self._now = DATABASE_NOW[self.engine.dialect.name]
+        self.engine: Engine = shared_engine(url)
+        self._now = database_now(self.engine)
         rpm, tpm = limits.requests_per_minute, limits.tokens_per_minute
         self._rates = {"r_rate": rpm / 60 if rpm else UNLIMITED, "t_rate": tpm / 60 if tpm else UNLIMITED}
         self._sizes = {"r_cap": max(1.0, self._rates["r_rate"] * limits.burst_s),
@@ -55,15 +49,10 @@ class SharedRateBucket:
 
     def _create(self) -> None:
         from sqlalchemy import text
-        from sqlalchemy.exc import IntegrityError, ProgrammingError
+        from sqlalchemy.exc import IntegrityError
 
-        try:
-            with self.engine.begin() as db:
-                db.execute(text(f"CREATE TABLE IF NOT EXISTS {TABLE} (name TEXT PRIMARY KEY, "
-                                "requests DOUBLE PRECISION NOT NULL, tokens DOUBLE PRECISION NOT NULL, "
-                                "updated DOUBLE PRECISION NOT NULL)"))
-        except (IntegrityError, ProgrammingError):  # another process created it at the same moment (PostgreSQL)
-            pass
+        create_table(self.engine, f"{TABLE} (name TEXT PRIMARY KEY, requests DOUBLE PRECISION NOT NULL, "
+                     "tokens DOUBLE PRECISION NOT NULL, updated DOUBLE PRECISION NOT NULL)")
         try:
             with self.engine.begin() as db:
                 db.execute(text(f"INSERT INTO {TABLE} (name, requests, tokens, updated) "

@@ -20,10 +20,10 @@ import re
 import ssl
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import httpx
 
+from memevo.agents.llm.config import check_url
 from memevo.agents.llm.sync_bridge import bridge_loop, run_sync
 from memevo.agents.redact import redact
 from memevo.core.errors import UserInputError
@@ -57,14 +57,6 @@ class RefusedHTTPError(Exception):
         super().__init__(f"HTTP {status}: {detail}")
         self.status = status
         self.detail = detail
-
-
-def check_url(base_url: str) -> None:
-    """``ValueError`` unless ``base_url`` is an http(s) URL with a host and a valid port."""
-    parts = urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"not an http(s) URL: {base_url!r}")
-    parts.port  # reading it raises ValueError for a port out of range
 
 
 class JSONTransport:

@@ -4,7 +4,12 @@ A sample is a conversation between two speakers over numbered sessions (``sessio
 ``session_N_date_time``), then questions in five categories. Scored as LoCoMo's evaluation does: token F1
 with Porter stemming (category 1, multi-hop, per comma-separated part; category 3 against the gold text
 before its first ';'); category 5 (adversarial) is LoCoMo's choice between "Not mentioned in the conversation"
-(the gold) and the adversarial answer.
+(the gold) and the adversarial answer, answered by calibrated likelihood on the embedded model.
+
+The turns reach the agent as ``Name: text`` (the questions name the speakers), and a small model copies that form
+into its reply ("Caroline: Biscuit", sometimes followed by the other speaker's next line); a reply is scored
+without the speaker's name and without any later line that starts with one, since that is the transcript's
+format, not an answer.
 """
 
 from __future__ import annotations
@@ -20,11 +25,17 @@ from pydantic import Field, model_validator
 
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
-from memevo.environments.answer_scoring import locomo_f1, multi_part_f1, porter_stemmer
+from memevo.environments.benchmarks.answer_scoring import locomo_f1, multi_part_f1, porter_stemmer
 from memevo.environments.benchmarks.base import BenchmarkEnvironment
 from memevo.environments.benchmarks.files import iter_json_records, parse_date, validated
 from memevo.environments.protocol import AnswerScore, QuestionView
-from memevo.environments.replay import ReplayItem, ReplayQuestion, ReplaySession, short_answer_prompt
+from memevo.environments.replay import (
+    CLOZE_INSTRUCTION,
+    ReplayItem,
+    ReplayQuestion,
+    ReplaySession,
+    short_answer_prompt,
+)
 
 if TYPE_CHECKING:
     from memevo.agents.llm.protocol import ChatClient
@@ -127,6 +138,22 @@ def messages(turns: list[Turn], speaker_a: str) -> list[dict[str, str]]:
             for turn in turns]
 
 
+def speakers(item: ReplayItem) -> set[str]:
+    """The speakers' names, read back from the turns as ``Turn.rendered`` wrote them."""
+    return {message["content"].split(": ", 1)[0] for session in item.sessions for message in session.messages
+            if ": " in message.get("content", "")}
+
+
+def without_speakers(reply: str, names: set[str]) -> str:
+    """``reply``'s own turn: a leading ``Name:`` naming a speaker dropped, and the reply cut where a line starts with
+    one (the model going on with the transcript)."""
+    if not names:
+        return reply.strip()
+    speaker = "|".join(re.escape(name) for name in sorted(names))
+    text = re.sub(rf"^\s*(?:{speaker}):", "", reply)
+    return re.split(rf"\n\s*(?:{speaker}):", text, maxsplit=1)[0].strip()
+
+
 def adversarial_choices(item_id: str, index: int, adversarial: str) -> list[str]:
     """The two options of an adversarial question: LoCoMo flips a coin per question; here a hash of the item and
     question decides, so every run shows the same order."""
@@ -136,6 +163,10 @@ def adversarial_choices(item_id: str, index: int, adversarial: str) -> list[str]
 
 class LoCoMoEnvironment(BenchmarkEnvironment):
     name: ClassVar[str] = "locomo"
+    calibration_prompt: ClassVar[str | None] = CLOZE_INSTRUCTION
+    """"Not mentioned in the conversation" is likelier than any answer whatever was asked or remembered, so
+    likelihood answers are calibrated by each option's likelihood without the question, in the agent's context
+    (``answering.LikelihoodAnswers``; ``benchmarks/locomo_adversarial.py`` measured the choice)."""
 
     def __init__(self, episode: EpisodeConfig, *, judge: ChatClient | None = None) -> None:
         super().__init__(episode, judge=judge)
@@ -176,6 +207,7 @@ class LoCoMoEnvironment(BenchmarkEnvironment):
         if question.choices is not None:
             return await super().score_answer(item, period, question, reply)
         gold = question.gold.split(";")[0].strip() if question.category == "open-domain" else question.gold
+        reply = without_speakers(reply, speakers(item))
         score = (multi_part_f1(reply, gold, self.stem) if question.category == "multi-hop"
                  else locomo_f1(reply, gold, self.stem))
         return AnswerScore(score=score, method="token_f1", correct=score == 1.0,

@@ -26,7 +26,7 @@ from pydantic import field_validator, model_validator
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
 from memevo.environments.answer_scores import exact_match, judge_answer
-from memevo.environments.answer_scoring import answer_after_prefix, best_over, contains_all, substring_match
+from memevo.environments.benchmarks.answer_scoring import answer_after_prefix, best_over, contains_all, substring_match
 from memevo.environments.benchmarks.base import BenchmarkEnvironment
 from memevo.environments.benchmarks.files import iter_json_records, iter_table_rows, table_files, validated
 from memevo.environments.benchmarks.longmemeval import is_abstention

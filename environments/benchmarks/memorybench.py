@@ -28,7 +28,7 @@ from pydantic import field_validator
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
 from memevo.environments.answer_scores import judge_answer
-from memevo.environments.answer_scoring import locomo_f1, multi_part_f1, porter_stemmer
+from memevo.environments.benchmarks.answer_scoring import locomo_f1, multi_part_f1, porter_stemmer
 from memevo.environments.benchmarks.base import BenchmarkEnvironment
 from memevo.environments.benchmarks.files import existing_file, iter_json_records, iter_table_rows, table_files
 from memevo.environments.benchmarks.files import validated as validated_record

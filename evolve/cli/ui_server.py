@@ -22,6 +22,7 @@ from types import FrameType
 from mlflow import MlflowClient
 
 from memevo.core.errors import RunFailedError
+from memevo.evolve.process_group import signal_group, stop_group
 from memevo.evolve.tracking.payloads import RUNS_VIEWS, VIEW_TAG_PREFIX
 from memevo.evolve.tracking.stores import missing_artifacts, relocate_artifacts, sqlite_file
 
@@ -102,7 +103,7 @@ def serve(uri: str, experiment: str | None, *, port: int, workers: int, echo: Ca
     def stop(signum: int, frame: FrameType | None) -> None:
         nonlocal stopped
         stopped = True
-        os.killpg(server.pid, signal.SIGTERM)
+        signal_group(server, signal.SIGTERM)
 
     previous = signal.signal(signal.SIGTERM, stop)
     try:
@@ -121,11 +122,5 @@ def serve(uri: str, experiment: str | None, *, port: int, workers: int, echo: Ca
         return 0
     finally:
         signal.signal(signal.SIGTERM, previous)
-        if server.poll() is None:
-            os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
-                server.wait()
+        stop_group(server, grace_s=10)
 

@@ -13,37 +13,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import socket
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import Field
-
-from memevo.core.lazy_model import LazyModel
 from memevo.evolve import runtime
 from memevo.evolve.ablation.config import AblationConfig, resolve_all
 from memevo.evolve.ablation.run import AblationOutcome, finish_ablation, load_manifest, run_unit, start_ablation
-from memevo.evolve.workers.claims import DONE, ClaimStore, Heartbeat
+from memevo.evolve.workers.claims import DONE, ClaimStore
+from memevo.evolve.workers.worker import WorkerSettings, work_through
 
 PREPARE, SUMMARY = "prepare", "summary"
-
-
-def default_worker_name() -> str:
-    return f"{socket.gethostname()}-{os.getpid()}"
-
-
-class WorkerSettings(LazyModel):
-    """Where the workers meet and how soon a silent one counts as dead."""
-
-    store: str
-    """SQLAlchemy URL of the claim store: PostgreSQL for several machines, an SQLite file for one."""
-    name: str = Field(default_factory=default_worker_name)
-    heartbeat_s: float = Field(5.0, gt=0)
-    grace_s: float = Field(60.0, gt=0)
-    """A unit whose heartbeat is older than this is taken over (keep it several heartbeats long)."""
-    poll_s: float = Field(1.0, gt=0)
 
 
 def unit_name(arm: str, seed: int) -> str:
@@ -67,7 +46,7 @@ def run_ablation_worker(config: AblationConfig, *, run_dir: Path, hub: runtime.H
     if store.states(job)[SUMMARY] == DONE:
         progress(f"[{settings.name}] this ablation is finished: nothing to do")
         return None
-    _claim_each(store, job, [PREPARE], settings, lambda unit: start_ablation(config, run_dir, resume=True))
+    work_through(store, job, [PREPARE], settings, lambda unit: start_ablation(config, run_dir, resume=True))
     manifest = load_manifest(run_dir)
     assert manifest is not None and manifest.parent_run_id is not None  # written by the prepare unit
     _, client, parent_id = start_ablation(config, run_dir, resume=True)
@@ -78,29 +57,9 @@ def run_ablation_worker(config: AblationConfig, *, run_dir: Path, hub: runtime.H
         run_unit(arm, seed, evolve_config, manifest=manifest, run_dir=run_dir, hub=hub, client=client,
                  parent_id=parent_id, progress=progress)
 
-    _claim_each(store, job, list(resolved), settings, run_one)
+    work_through(store, job, list(resolved), settings, run_one)
     outcomes: list[AblationOutcome] = []
-    _claim_each(store, job, [SUMMARY], settings,
-                lambda unit: outcomes.append(finish_ablation(client, parent_id, manifest, run_dir)), wait=False)
+    work_through(store, job, [SUMMARY], settings,
+                 lambda unit: outcomes.append(finish_ablation(client, parent_id, manifest, run_dir)), wait=False)
     return outcomes[0] if outcomes else None
 
-
-def _claim_each(store: ClaimStore, job: str, units: list[str], settings: WorkerSettings,
-                work: Callable[[str], object], *, wait: bool = True) -> None:
-    """Claim and do ``units`` one at a time until all are done (by this worker or others); ``wait``: also wait
-    for those other workers hold, to take them over if they die."""
-    while True:
-        unit = store.claim(job, settings.name, grace_s=settings.grace_s, units=units)
-        if unit is None:
-            states = store.states(job)
-            if not wait or all(states[name] == DONE for name in units):
-                return
-            time.sleep(settings.poll_s)
-            continue
-        try:
-            with Heartbeat(store, job, unit, settings.name, settings.heartbeat_s):
-                work(unit)
-        except BaseException:
-            store.release(job, unit, settings.name)
-            raise
-        store.finish(job, unit, settings.name)

@@ -13,7 +13,7 @@ import threading
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from memevo.agents.llm.rate_bucket import DATABASE_NOW
+from memevo.agents.shared_database import create_table, database_now, shared_engine
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -28,24 +28,11 @@ class ClaimStore:
     """The units of every job in the database at ``url`` (table created on first use)."""
 
     def __init__(self, url: str) -> None:
-        from sqlalchemy import create_engine
-
-        sqlite = url.startswith("sqlite")
-        self.engine: Engine = create_engine(url, pool_pre_ping=not sqlite, connect_args={"timeout": 30} if sqlite else {})
-        self._now = DATABASE_NOW[self.engine.dialect.name]
-        self._create()
-
-    def _create(self) -> None:
-        from sqlalchemy import text
-        from sqlalchemy.exc import IntegrityError, ProgrammingError
-
-        try:
-            with self.engine.begin() as db:
-                db.execute(text(f"CREATE TABLE IF NOT EXISTS {TABLE} (job TEXT NOT NULL, unit TEXT NOT NULL, "
-                                "position INTEGER NOT NULL, state TEXT NOT NULL, worker TEXT, "
-                                "heartbeat DOUBLE PRECISION, claims INTEGER NOT NULL, PRIMARY KEY (job, unit))"))
-        except (IntegrityError, ProgrammingError):  # created by another worker at the same moment (PostgreSQL)
-            pass
+        self.engine: Engine = shared_engine(url)
+        self._now = database_now(self.engine)
+        create_table(self.engine, f"{TABLE} (job TEXT NOT NULL, unit TEXT NOT NULL, position INTEGER NOT NULL, "
+                     "state TEXT NOT NULL, worker TEXT, heartbeat DOUBLE PRECISION, claims INTEGER NOT NULL, "
+                     "PRIMARY KEY (job, unit))")
 
     def register(self, job: str, units: list[str]) -> None:
         """Add the units not registered yet (every worker registers the same list; the first one adds them)."""

@@ -24,6 +24,8 @@ import urllib.request
 from pathlib import Path
 from types import TracebackType
 
+from memevo.evolve.process_group import stop_group
+
 POSTGRES_USER = "postgres"
 """The system account that runs the cluster when memevo runs as root (Debian's package creates it)."""
 DATABASE_USER = "memevo"
@@ -157,14 +159,8 @@ class MlflowServer:
     def stop(self) -> None:
         """SIGTERM to the server's process group (its web workers too), SIGKILL after 20 s."""
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        if process is not None:
+            stop_group(process, grace_s=20)
 
     def __enter__(self) -> MlflowServer:
         return self.start()

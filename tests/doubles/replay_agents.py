@@ -56,13 +56,13 @@ class ReplayRecordingAgent(MemoryAgent):
 
 
 class ReplayScoringAgent(ReplayRecordingAgent):
-    """A ``ReplayRecordingAgent`` that also scores options by likelihood: ``logprob`` maps (option text, memory) to
-    the option's log-probability; every scored prompt is kept in ``scored``, every schema asked with in
+    """A ``ReplayRecordingAgent`` that also scores options by likelihood: ``logprob`` maps (option text, memory,
+    prompt) to the option's log-probability; every scored prompt is kept in ``scored``, every schema asked with in
     ``schemas``."""
 
     spec = AgentSpec(kind="replay-scoring", description="TEST DOUBLE")
 
-    def __init__(self, reply: Callable[[str, str], str], logprob: Callable[[str, str], float]) -> None:
+    def __init__(self, reply: Callable[[str, str], str], logprob: Callable[[str, str, str], float]) -> None:
         super().__init__(reply)
         self.logprob = logprob
         self.scored: list[tuple[str, list[str]]] = []
@@ -76,5 +76,5 @@ class ReplayScoringAgent(ReplayRecordingAgent):
     async def score_options(self, prompt: str, options: list[str], *, query: str, now: datetime,
                             role: str = "agent") -> ScoredOptions:
         self.scored.append((prompt, options))
-        return ScoredOptions(scores=[OptionLogprob(logprob=self.logprob(option, self.memory), tokens=1)
+        return ScoredOptions(scores=[OptionLogprob(logprob=self.logprob(option, self.memory, prompt), tokens=1)
                                      for option in options], consulted_memory=self.memory)
