@@ -147,7 +147,8 @@ class BufferedMemoryAgent(MemoryAgent):
         return await self.ask_json(prompt, schema, parse)
 
     async def ask_json(self, prompt: str, schema: dict[str, Any], parse: Callable[[Any], T]) -> T | None:
-        """One JSON write request, retried once on a malformed reply, then skipped and counted (None).
+        """One JSON write request, retried once on a malformed reply, then skipped and counted (None). It is capped
+        at the policy's ``write_max_tokens`` (JSON cut at its cap is lost or repaired into less), not the reply cap.
 
         Under ``amemgym_compat`` the request is sent in plain JSON mode, without ``schema``, as the
         reference did; the retry stays (the reference's run crashed on such a reply instead).
@@ -162,7 +163,8 @@ class BufferedMemoryAgent(MemoryAgent):
         sent_schema = None if self.policy.amemgym_compat else schema
         for attempt in range(2):
             try:
-                data, reply = await self.llm.chat_json(messages, role="agent", json_schema=sent_schema)
+                data, reply = await self.llm.chat_json(messages, role="agent", json_schema=sent_schema,
+                                                       max_tokens=self.policy.write_max_tokens)
             except LLMJSONError as error:
                 raw, problem = error.raw_text, "it was not valid JSON"
             else:

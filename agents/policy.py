@@ -40,6 +40,10 @@ class MemoryPolicy(LazyModel):
     amemgym_compat: bool = Field(
         False, description="Reproduce the reference's behaviour where it differs (e.g. whole-prompt retrieval query)."
     )
+    write_max_tokens: int | None = Field(
+        None, ge=1, description="Completion token cap of a memory write (its JSON of notes, facts or decisions); "
+        "unset: llm.max_tokens, the cap of replies.",
+    )
     llm: LLMConfig = Field(default_factory=lambda: LLMConfig.model_validate({}),
                            description="The agent's model and endpoint.")
 

@@ -5,9 +5,9 @@ empty response cache, so every call reaches the model), then prints: wall time f
 ready and from then to the end (the evolution), LLM calls and prompt/completion tokens per role, the server's
 busy share (the time a request was on the wire to it, over the evolution's wall: with one request at a time
 this is the share of the run the model was working) and its CPU seconds, the requests by kind (option scoring,
-note writes, replies, proposals) with their tokens and how many stopped at their token cap, and the machine's load
+note writes, replies, proposals) with their tokens and how many stopped at their token cap, the machine's load
 average, since wall times from a shared machine mean little without it (server CPU seconds and tokens travel
-better).
+better), and the held-out lines ``memevo evolve`` ends with (seed vs best on the test users, with intervals).
 
 Run: ``python benchmarks/quickstart.py [--threads N]`` from the repository root. Figures quoted in the README.
 """
@@ -30,6 +30,7 @@ from memevo.agents.llm.transport import JSONTransport  # noqa: E402
 from memevo.environments.progress import configure_terminal  # noqa: E402
 from memevo.evolve.config import load_evolve_config  # noqa: E402
 from memevo.evolve.loop import run_evolution  # noqa: E402
+from memevo.evolve.presentation.headline import held_out_lines  # noqa: E402
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "experiments" / "quickstart.yaml"
 
@@ -139,8 +140,11 @@ def main() -> None:
               f"{wire_kind.completion_tokens:>6}  at the token cap {wire_kind.at_cap:>3}  {wire_kind.seconds:>5.0f} s")
     print(f"server busy share {wire.busy_s / evolution:.0%} ({wire.busy_s:.0f} s with a request on the wire)"
           + (f"; server CPU {cpu:.0f} s" if cpu is not None else "; server CPU n/a (no embedded server ran)"))
-    print(f"seed {result.seed_scores.accuracy:.3f} -> best {result.best_scores.accuracy:.3f} on the test users; "
-          f"stopped: {result.stop_reason}")
+    kept = "the seed: no candidate beat it on validation" if result.best.id == result.seed.id else result.best.label
+    print(f"stopped: {result.stop_reason}; best {kept}; the test lines memevo evolve ends with:")
+    for line in held_out_lines(result.objective, result.seed_scores, result.best_scores, result.seed_user_scores,
+                               result.best_user_scores):
+        print(line)
 
 
 if __name__ == "__main__":

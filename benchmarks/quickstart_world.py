@@ -72,12 +72,18 @@ def users_for(world: dict[str, Any], min_questions: int) -> int:
     return math.ceil(min_questions / per_user)
 
 
-def seed_policy() -> MemoryPolicy:
-    """The quickstart's seed agent (experiments/quickstart.yaml)."""
+def seed_policy(reply_max_tokens: int | None = None, write_max_tokens: int | None = None) -> MemoryPolicy:
+    """The quickstart's seed agent (experiments/quickstart.yaml), with its reply or note-write cap replaced when
+    given (to choose the caps by what they cost and what the seed then scores)."""
     import yaml
 
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "experiments" / "quickstart.yaml").read_text())
-    return MemoryPolicy.model_validate(config["seed"]["policy"])
+    policy = MemoryPolicy.model_validate(config["seed"]["policy"])
+    if write_max_tokens is not None:
+        policy = policy.model_copy(update={"write_max_tokens": write_max_tokens})
+    if reply_max_tokens is not None:
+        policy = policy.model_copy(update={"llm": policy.llm.model_copy(update={"max_tokens": reply_max_tokens})})
+    return policy
 
 
 def line(name: str, values: list[bool]) -> str:
@@ -101,12 +107,13 @@ async def measure(hub: LLMHub, name: str, world: dict[str, Any], args: argparse.
     text = [f"{name}: {len(grid)} questions ({synth.users} users), random {rand:.3f}", line("upper bound", ub),
             line("no-memory", nm), f"UB - random {result['margin']:+.3f}"]
     if args.seed_agent:
-        policy = seed_policy()
+        policy = seed_policy(args.reply_max_tokens, args.write_max_tokens)
         config = EpisodeConfig(rounds_init=1, rounds_update=1, answer_mode="likelihood", max_concurrent_users=1)
         simulator = make_simulator("template", 0)
         episodes = await run_episodes(lambda: build_agent(policy, hub.client(policy.llm)), items, simulator, config)
         seed = [qa.correct for episode in episodes for period in episode.periods for qa in period.qa]
-        text.append(line("seed", seed))
+        text.append(line(f"seed (caps: reply {policy.llm.max_tokens}, note write "
+                         f"{policy.write_max_tokens or policy.llm.max_tokens})", seed))
     text.append(f"wall {time.monotonic() - started:.0f} s")
     print("  ".join(text), flush=True)
     return result
@@ -119,6 +126,8 @@ async def main() -> None:
     parser.add_argument("--target", type=float, default=0.25, help="upper bound minus random to reach")
     parser.add_argument("--seed", type=int, default=0, help="the synth seed")
     parser.add_argument("--seed-agent", action="store_true", help="also run the quickstart's seed agent")
+    parser.add_argument("--reply-max-tokens", type=int, help="the seed agent's reply cap (default: the quickstart's)")
+    parser.add_argument("--write-max-tokens", type=int, help="the seed agent's note-write cap (default: the quickstart's)")
     parser.add_argument("--model", default="smollm2-135m-instruct")
     parser.add_argument("--no-cache", action="store_true")
     args = parser.parse_args()

@@ -14,10 +14,9 @@ from memevo.agents.base import MemoryAgent
 from memevo.core.errors import UserInputError
 from memevo.environments.data.models import Item
 from memevo.environments.feedback import FeedbackConfig, PeriodFeedback, build_feedback
-from memevo.environments.protocol import AfterPeriod, AnswerScore, Environment, OnPeriod, QuestionView, Session
+from memevo.environments.protocol import PLAIN_RUN, AnswerScore, Environment, ItemRun, QuestionView, Session
 from memevo.environments.records import EpisodeResult, PeriodResult
 from memevo.environments.runner import SessionSource, period_plan, run_episode
-from memevo.environments.store import RunStore
 
 
 class AMemGymEnvironment(Environment[Item]):
@@ -53,18 +52,13 @@ class AMemGymEnvironment(Environment[Item]):
         agent: MemoryAgent,
         item: Item,
         sessions: SessionSource | None,
-        *,
-        store: RunStore | None = None,
-        user_id: str | None = None,
-        after_period: AfterPeriod | None = None,
-        on_period: OnPeriod | None = None,
-        traces: bool = True,
+        run: ItemRun = PLAIN_RUN,
     ) -> EpisodeResult:
         if sessions is None:
             raise UserInputError("AMemGym items are played with a user simulator or replayed from a recorded run",
                                  field="sessions")
-        return await run_episode(agent, item, sessions, self.episode, store=store, user_id=user_id,
-                                 after_period=after_period, on_period=on_period, traces=traces)
+        return await run_episode(agent, item, sessions, self.episode, store=run.store, user_id=run.user_id,
+                                 after_period=run.after_period, on_period=run.on_period, traces=run.traces)
 
     def chain_length(self, item: Item) -> int:
         return sum(period_plan(item, self.episode).calls_per_period)

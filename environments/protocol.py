@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Generic, Literal, TypeVar
 
@@ -66,6 +67,23 @@ AfterPeriod = Callable[[MemoryAgent, PeriodResult], Awaitable[None]]
 """Called after a period's questions, before its state is saved (in-episode evolution hooks here)."""
 OnPeriod = Callable[[PeriodResult], None]
 """Progress callback: called once per finished (or resumed) period."""
+
+
+@dataclass(frozen=True)
+class ItemRun:
+    """How an item is played, beyond the agent and its sessions: where finished periods are kept (a killed run
+    resumes per period), the user id records carry (default: the item's), hooks after each period, and whether
+    the periods keep their traces. One value, so every environment's ``run_item`` has the same short signature."""
+
+    store: RunStore | None = None
+    user_id: str | None = None
+    after_period: AfterPeriod | None = None
+    on_period: OnPeriod | None = None
+    traces: bool = True
+
+
+PLAIN_RUN = ItemRun()
+"""An item played once, in memory, with traces: what tests and off-line scorers ask for."""
 
 
 class Environment(ABC, Generic[ItemT]):
@@ -122,18 +140,13 @@ class Environment(ABC, Generic[ItemT]):
         agent: MemoryAgent,
         item: ItemT,
         sessions: SessionSource | None,
-        *,
-        store: RunStore | None = None,
-        user_id: str | None = None,
-        after_period: AfterPeriod | None = None,
-        on_period: OnPeriod | None = None,
-        traces: bool = True,
+        run: ItemRun = PLAIN_RUN,
     ) -> EpisodeResult:
         """One agent through one item: each period's sessions (live with the simulator in ``sessions``; replayed
         from a recorded run in ``sessions``; or, off-policy environments with ``sessions`` None, from the item's
         own), then the period's questions against the frozen state, each ``QARecord`` scored by ``score_answer``.
-        With a ``store``, finished periods are restored rather than replayed and each new one is saved as it
-        ends, so a killed run resumes per period; ``traces=False`` returns periods ``without_traces``."""
+        With ``run.store``, finished periods are restored rather than replayed and each new one is saved as it
+        ends, so a killed run resumes per period; ``run.traces`` False returns periods ``without_traces``."""
 
     def chain_length(self, item: ItemT) -> int:
         """The calls a user makes in order (orders users longest first; an estimate is enough)."""

@@ -27,11 +27,10 @@ from memevo.core.errors import RunFailedError, UserInputError
 from memevo.core.lazy_model import LazyModel
 from memevo.environments.answer_scores import exact_match, judge_answer, token_f1
 from memevo.environments.answering import AgentResponder, answer_chooser, resolve_answer_mode
-from memevo.environments.protocol import AfterPeriod, AnswerScore, Environment, OnPeriod, QuestionView, Session
+from memevo.environments.protocol import PLAIN_RUN, AnswerScore, Environment, ItemRun, QuestionView, Session
 from memevo.environments.qa import AnswerMode, ChoiceOutcome, parse_choice
 from memevo.environments.records import EpisodeResult, PeriodResult, QARecord, ScoringMethod, remember
 from memevo.environments.runner import PeriodPlan, SessionSource, Transcript, run_periods
-from memevo.environments.store import RunStore
 
 
 class ReplaySession(LazyModel):
@@ -153,17 +152,12 @@ class ReplayEnvironment(Environment[ReplayItem]):
         agent: MemoryAgent,
         item: ReplayItem,
         sessions: SessionSource | None,
-        *,
-        store: RunStore | None = None,
-        user_id: str | None = None,
-        after_period: AfterPeriod | None = None,
-        on_period: OnPeriod | None = None,
-        traces: bool = True,
+        run: ItemRun = PLAIN_RUN,
     ) -> EpisodeResult:
         if sessions is not None:
             raise UserInputError(f"environment '{self.name}' replays its own sessions; it takes no user simulator "
                                  "or recorded run", field="sessions")
-        user_id = user_id or item.id
+        user_id = run.user_id or item.id
         plan = PeriodPlan(item_id=item.id, n_periods=1, protocol={"environment": self.name, **self.episode.protocol()},
                           calls_per_period=[self.chain_length(item)])
 
@@ -179,8 +173,8 @@ class ReplayEnvironment(Environment[ReplayItem]):
         async def examine(period: int, transcripts: list[Transcript]) -> PeriodResult:
             return await self._examine(agent, item, user_id, transcripts)
 
-        return await run_periods(agent, plan, play, examine, store=store, user_id=user_id, after_period=after_period,
-                                 on_period=on_period, traces=traces)
+        return await run_periods(agent, plan, play, examine, store=run.store, user_id=user_id,
+                                 after_period=run.after_period, on_period=run.on_period, traces=run.traces)
 
     async def _examine(self, agent: MemoryAgent, item: ReplayItem, user_id: str,
                        transcripts: list[Transcript]) -> PeriodResult:

@@ -30,7 +30,7 @@ from memevo.environments.answering import AgentResponder, AnswerModeSetting, ans
 from memevo.environments.data.models import Item, Session
 from memevo.environments.data.times import parse_time
 from memevo.environments.diagnosis import run_probe
-from memevo.environments.protocol import AfterPeriod, OnPeriod
+from memevo.environments.protocol import AfterPeriod, ItemRun, OnPeriod
 from memevo.environments.qa import QuestionPrompts
 from memevo.environments.records import EpisodeResult, PeriodResult, QARecord, remember
 from memevo.environments.simulators.base import UserSimulator, opening_message
@@ -438,7 +438,7 @@ async def run_items(
         raise UserInputError("duplicate item ids", field="id")
     order = sorted(range(len(items)), key=lambda index: -environment.chain_length(items[index]))
     episodes = await bounded_gather([items[index] for index in order], lambda item: environment.run_item(
-        make_agent(), item, sessions, store=store, on_period=on_period, traces=traces,
+        make_agent(), item, sessions, ItemRun(store=store, on_period=on_period, traces=traces),
     ), environment.episode.max_concurrent_users)
     by_index = dict(zip(order, episodes, strict=True))
     return [by_index[index] for index in range(len(items))]

@@ -35,7 +35,7 @@ from memevo.core.lazy_model import LazyModel
 from memevo.core.run_files import read_model
 from memevo.environments.amemgym import AMemGymEnvironment
 from memevo.environments.metrics import Scores, UpperBoundTable, UserScores, score_episodes, user_scores
-from memevo.environments.protocol import AfterPeriod, Environment
+from memevo.environments.protocol import AfterPeriod, Environment, ItemRun
 from memevo.environments.records import EpisodeResult
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.simulators.base import UserSimulator
@@ -234,10 +234,7 @@ class Evaluator:
             self.make_agent(policy),
             self.items[user_id],
             self.simulator,
-            store=store,
-            user_id=user_id,
-            after_period=after_period,
-            on_period=saved,
+            ItemRun(store=store, user_id=user_id, after_period=after_period, on_period=saved),
         )
 
     async def evaluate(

@@ -22,6 +22,7 @@ from memevo.core.lazy_model import LazyModel
 from memevo.core.run_files import RESTORE, read_model
 from memevo.environments.data.ids import folder_name
 from memevo.environments.metrics import score_episodes, user_scores
+from memevo.environments.protocol import ItemRun
 from memevo.environments.records import PeriodResult
 from memevo.environments.runner import bounded_gather
 from memevo.environments.store import RunStore
@@ -89,8 +90,8 @@ class InEpisodeEvolution(runtime.RunBase):
         agent = self.evaluator.make_agent(self.seed.policy)
         await self.evaluator.environment.run_item(
             agent, self.items[user_id], self.evaluator.simulator,
-            store=store, user_id=user_id, after_period=self._evolve_after,
-            on_period=lambda result: self._period_saved(agent, result),
+            ItemRun(store=store, user_id=user_id, after_period=self._evolve_after,
+                    on_period=lambda result: self._period_saved(agent, result)),
         )
 
     async def run(self) -> EvolutionResult:

@@ -119,6 +119,19 @@ async def test_retry_shows_the_bad_reply_and_names_what_was_wrong(bad, named):
     assert agent.notes[0].value == "fixed"
 
 
+@pytest.mark.parametrize("write_max_tokens", [None, 24])
+async def test_note_writes_and_their_retry_ask_at_the_write_cap_replies_at_the_llm_cap(write_max_tokens):
+    """A write's JSON and a chat reply need different lengths: ``write_max_tokens`` caps the write and its retry;
+    the reply asks for no cap of its own (the LLM config's); unset, the write takes the LLM config's cap too."""
+    llm = scripted(["not json at all ]]", '{"ok": "fixed"}'])
+    agent = make("awi", llm, update_every=2, short_term=0, write_max_tokens=write_max_tokens)
+    await run_rounds(agent, 1)
+    assert [(call["json"], call["max_tokens"]) for call in llm.calls] == [
+        (False, None), (True, write_max_tokens), (True, write_max_tokens)
+    ]
+    assert agent.notes[0].value == "fixed"
+
+
 async def test_prompt_full_of_braces_and_json_examples_works():
     weird = (
         'Example output: {"diet": "vegan", "meta": {"since": "2020"}}. Empty: {}. Stray: { and } and {{ }}.\n'

@@ -9,6 +9,7 @@ import pytest
 from memevo.core.errors import UserInputError
 from memevo.environments.feedback import FeedbackConfig, FeedbackMode, render_feedback
 from memevo.environments.metrics import score_episodes
+from memevo.environments.protocol import ItemRun
 from memevo.environments.replay import ReplayQuestion
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.store import RunStore
@@ -50,14 +51,14 @@ async def test_scores_average_credit_per_category_with_random_baseline_na() -> N
 async def test_a_killed_run_resumes_per_item_without_ingesting_finished_items_again(tmp_path: Path) -> None:
     items = tiny_items(2)
     store = RunStore(tmp_path / "run")
-    first = await ENV.run_item(FactAgent(), items[0], None, store=store)
+    first = await ENV.run_item(FactAgent(), items[0], None, ItemRun(store=store))
     with pytest.raises(RuntimeError, match="killed"):
-        await ENV.run_item(FactAgent(crash_after=2), items[1], None, store=store)
+        await ENV.run_item(FactAgent(crash_after=2), items[1], None, ItemRun(store=store))
     again = FactAgent(crash_after=0)  # would raise if it were made to ingest anything
-    restored = await ENV.run_item(again, items[0], None, store=store)
+    restored = await ENV.run_item(again, items[0], None, ItemRun(store=store))
     assert restored.periods[0].qa == first.periods[0].qa and again.facts == {"my pet": "dog0", "my home": "city0"}
     resumed = FactAgent()
-    finished = await ENV.run_item(resumed, items[1], None, store=store)
+    finished = await ENV.run_item(resumed, items[1], None, ItemRun(store=store))
     assert len(resumed.ingested) == 4 and finished.periods[0].qa[0].correct
 
 

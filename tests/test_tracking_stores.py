@@ -71,3 +71,35 @@ def test_two_evolutions_starting_at_once_on_one_new_shared_store_both_finish(tmp
         parents = db.execute("SELECT COUNT(*) FROM runs WHERE name = 'shared'").fetchone()[0]
     assert ("shared",) in experiments and len([e for e in experiments if e == ("shared",)]) == 1
     assert parents == 2  # one parent run per evolution, in the one experiment
+
+
+def test_a_dataset_another_evolution_added_first_is_linked_not_lost(tmp_path: Path, monkeypatch) -> None:
+    """The race behind a shared store's unique-key error, made to happen: between this evolution's look for its
+    dataset and its insert, another evolution adds the same one. The parent run still gets its input."""
+    from mlflow.data.meta_dataset import MetaDataset
+    from mlflow.data.sources import LocalArtifactDatasetSource
+    from mlflow.entities import DatasetInput
+    from mlflow.exceptions import MlflowException
+    from sqlalchemy.exc import IntegrityError
+
+    from memevo.evolve.tracking.store import Tracker
+
+    uri = f"sqlite:///{tmp_path / 'shared.db'}"
+    first, second = (Tracker(run_dir=tmp_path / name, uri=uri, experiment="shared-split") for name in ("a", "b"))
+    dataset = MetaDataset(source=LocalArtifactDatasetSource("data.json"), name="users", digest="d1")._to_mlflow_entity()
+    inputs = [DatasetInput(dataset)]
+    for tracker in (first, second):
+        (tracker.run_dir / "config.json").parent.mkdir(parents=True, exist_ok=True)
+        (tracker.run_dir / "config.json").write_text("{}")
+    real = second.client.log_inputs
+
+    def lose_the_race(run_id: str, datasets: list) -> None:
+        first.start("a", {}, {}, inputs[0])  # the other evolution inserts the dataset row first
+        monkeypatch.setattr(second.client, "log_inputs", real)
+        raise MlflowException("UNIQUE constraint failed") from IntegrityError("INSERT", {}, Exception("unique"))
+
+    monkeypatch.setattr(second.client, "log_inputs", lose_the_race)
+    second.start("b", {}, {}, inputs[0])
+    for tracker in (first, second):
+        run = tracker.client.get_run(tracker.parent_id)
+        assert [d.dataset.digest for d in run.inputs.dataset_inputs] == ["d1"]

@@ -9,14 +9,13 @@ from typing import TYPE_CHECKING
 
 from memevo.agents.base import MemoryAgent
 from memevo.core.errors import UserInputError
-from memevo.environments.protocol import AfterPeriod, OnPeriod
+from memevo.environments.protocol import PLAIN_RUN, ItemRun
 from memevo.environments.records import EpisodeResult
 from memevo.environments.replay import ReplayEnvironment, ReplayItem
 
 if TYPE_CHECKING:
     from memevo.agents.llm.protocol import ChatClient
     from memevo.environments.runner import EpisodeConfig, SessionSource
-    from memevo.environments.store import RunStore
 
 
 class BenchmarkEnvironment(ReplayEnvironment):
@@ -30,15 +29,9 @@ class BenchmarkEnvironment(ReplayEnvironment):
         agent: MemoryAgent,
         item: ReplayItem,
         sessions: SessionSource | None,
-        *,
-        store: RunStore | None = None,
-        user_id: str | None = None,
-        after_period: AfterPeriod | None = None,
-        on_period: OnPeriod | None = None,
-        traces: bool = True,
+        run: ItemRun = PLAIN_RUN,
     ) -> EpisodeResult:
         if self.judge is None and any(question.scoring == "llm_judge" for question in item.questions):
             raise UserInputError(f"environment '{self.name}' scores some answers with an LLM judge: configure "
                                  "llm.judge", field="llm.judge")
-        return await super().run_item(agent, item, sessions, store=store, user_id=user_id, after_period=after_period,
-                                      on_period=on_period, traces=traces)
+        return await super().run_item(agent, item, sessions, run)

@@ -30,7 +30,9 @@ from typing import Any
 import mlflow
 from mlflow import MlflowClient
 from mlflow.entities import DatasetInput, Metric, Param, Run
+from mlflow.exceptions import MlflowException
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
+from sqlalchemy.exc import IntegrityError
 
 from memevo.core.atomic_files import write_json_atomic
 from memevo.core.errors import UserInputError
@@ -200,9 +202,21 @@ class Tracker:
             self.client.log_batch(run_id, params=[Param(k, v) for k, v in sorted(flat.items())])
             self.client.log_dict(run_id, config_payload, "config.json")
             if dataset is not None:
-                self.client.log_inputs(run_id, [dataset])
+                self._log_dataset(run_id, dataset)
             self.ids["parent"]["params_logged"] = True
             self._save_ids()
+
+    def _log_dataset(self, run_id: str, dataset: DatasetInput) -> None:
+        """MLflow adds a dataset to the experiment when no row has its name and digest, then links it to the run, in
+        one transaction: two evolutions of one split starting together on a shared store can both find it missing,
+        and the second insert fails on the unique key. The failed transaction is rolled back whole, so once more
+        finds the other's row and only links it."""
+        try:
+            self.client.log_inputs(run_id, [dataset])
+        except MlflowException as error:
+            if not isinstance(error.__cause__, IntegrityError):
+                raise
+            self.client.log_inputs(run_id, [dataset])
 
     def candidate_run_id(self, generation: int, label: str) -> str | None:
         """The MLflow run of a candidate whose generation has been logged (None before that)."""

@@ -1,7 +1,7 @@
 """TEST DOUBLE: a scripted chat client for unit tests. It never stands in for a real model elsewhere.
 
 A handler receives the messages, the role and whether JSON was asked for, and returns the reply text.
-Calls are recorded (messages, role, whether JSON was asked, the JSON schema if any, reply) so tests can
+Calls are recorded (messages, role, whether JSON was asked, the JSON schema if any, the token cap, reply) so tests can
 assert what was sent.
 """
 
@@ -39,7 +39,8 @@ class ScriptedLLM:
         wants_json = json_mode or json_schema is not None
         text = self.handler(messages, role, wants_json)
         self.calls.append(
-            {"messages": messages, "role": role, "json": wants_json, "json_schema": json_schema, "reply": text}
+            {"messages": messages, "role": role, "json": wants_json, "json_schema": json_schema,
+             "max_tokens": max_tokens, "reply": text}
         )
         prompt_tokens = sum(len(m["content"].split()) for m in messages)
         return ChatReply(text=text, model="scripted", prompt_tokens=prompt_tokens, completion_tokens=len(text.split()))
@@ -54,7 +55,7 @@ class ScriptedLLM:
         max_tokens: int | None = None,
         sample_index: int = 0,
     ) -> tuple[Any, ChatReply]:
-        reply = await self.chat(messages, role=role, json_schema=json_schema, json_mode=True)
+        reply = await self.chat(messages, role=role, json_schema=json_schema, json_mode=True, max_tokens=max_tokens)
         try:
             return json.loads(reply.text), reply
         except json.JSONDecodeError:
