@@ -5,27 +5,36 @@ endpoint with injected latency (tests/doubles/fault_server.py) that answers like
 (tests/doubles/category_backend.py), so the agent's memory depends on its prompt and the proposer's
 first sample helps while its other samples hurt (``mixed`` mode).
 
-0. Speed (``--part speed``, the default): the default strategy at each ``--latencies`` value (the last one on a
-   smaller run, ``--small-from``), and the strategy with ``first_accepted`` off beside it (the time/calls trade).
+0. Speed (``--part speed``, the default): at each ``--latencies`` value (the last one on a smaller run,
+   ``--small-from``) the ``--strategies`` rows: the default strategy, ``first_accepted`` off beside it (all-at-once:
+   the time/calls trade) and the sequential race (``acceptance: sequential``, every candidate in the race at once).
    Per run: LLM calls; sequential waits (seconds with at least one request in flight at the endpoint, over the
    latency); mean requests in flight while any is; wall time; the floor, the larger of calls x latency / width
    and the longest chain of dependent calls x latency, where the chain is counted from the data as a lower bound
    ((generations + 2) x the longest user's rounds and question waves, plus one proposal wait per generation;
    an agent's own memory writes are not counted); and wall / floor.
    ``--part startup``: ``memevo evolve`` as a child process (tracking on, a fresh run folder): seconds from its
-   launch to its first request at the endpoint, then a ``--resume`` of the finished run: its wall time.
+   launch to its first request at the endpoint, then a ``--resume`` of the finished run: its wall time. With
+   ``--baseline`` (another checkout's ``memevo``) each try launches both, one after the other, and the last line
+   gives this one's median first request over the baseline's.
 1. Pruning: the same evolution with the median pruner and without; agent calls (requests that reached
    the endpoint for the agent role) and the best validation score of each.
 2. Concurrency: the same evolution (K candidates, tuned hyperparameters) with candidates evaluated one
    at a time and all at once; wall time of each.
 
-Run: ``nice python benchmarks/evolve.py [--part speed|pruning|concurrency] [--latencies 0.02 0.2 1]`` from the
-repository root.
+Run: ``nice python benchmarks/evolve.py [--part speed|startup|pruning|concurrency] [--latencies 0.02 0.2 1]
+[--strategies default all-at-once sequential] [--baseline ../main/.venv/bin/memevo]`` from the repository root.
 Measured 2026-11-26 on the shared 2-core box (load ~10): pruning saved 24% of agent calls (612 -> 468)
 at equal best validation score (1.000); concurrency x1.76 (candidates) and x2.32 (candidates + users).
 Speed, 2026-11-27 (same box, niced, load 4.2-6.3, before = main at e50069d, run alternately with after): wall/floor
 at 0.2 s 3.54 -> 2.66 (default) and 3.41 -> 2.54 (first_accepted off); at 1 s (smaller run) 3.65 -> 2.49 and
 3.70 -> 2.47; sequential waits 201 -> 145 and 110 -> 75; calls unchanged (582, 690; 362, 434).
+Start, 2026-11-27 (same box, niced, load 11-12, ``--part startup --repeats 4 --baseline`` = main at db5e0a4, run
+alternately): first request of ``memevo evolve`` median 18.5 -> 4.7 s (x0.26; Optuna's study, MLflow's store, DSPy and
+scipy.stats no longer before it); in-process (speed part) 0.5-1.1 -> 0.04-0.13 s. Speed after it (load 10-12): at 1 s
+wall/floor 2.59 (default, all-at-once) and 2.61 (sequential), 77 sequential waits each: the wall is the strategy's
+chain, four episode depths of ~19 waits (seed; candidate validation; its train check; test), where the floor counts
+~10 per depth (no memory writes) and three depths.
 """
 
 from __future__ import annotations
@@ -111,8 +120,8 @@ def chain_waits(data: Path, overrides: dict[str, Any]) -> int:
 
 def speed_run(data: Path, latency: float, workdir: Path, name: str, **overrides: Any) -> SpeedRow:
     backend = CategoryBackend(category_world(8, 3), proposer_mode="mixed")
-    with TimedServer(backend.http_reply, latency_s=latency) as server, \
-            LLMHub(cache_dir=workdir / f"cache-{name}", use_cache=False) as hub:
+    server = TimedServer(backend.http_reply, latency_s=latency)
+    with server, LLMHub(cache_dir=workdir / f"cache-{name}", use_cache=False) as hub:
         started = time.perf_counter()
         run_evolution(config(data, server.url, **overrides), run_dir=workdir / name, hub=hub, resume=False)
         wall = time.perf_counter() - started
@@ -134,53 +143,72 @@ SMALL_RUN: dict[str, Any] = {**SPEED_RUN, "budget": {"generations": 1, "candidat
 """The run at high latency: 1 generation, 2 periods per user."""
 
 
-def speed_table(data: Path, workdir: Path, latencies: list[float], small_from: float) -> None:
-    print(f"speed: the default strategy, then first_accepted off; width {WIDTH}; load "
+STRATEGIES: dict[str, dict[str, Any]] = {
+    "default": {},
+    "all-at-once": {"first_accepted": False},
+    "sequential": {"acceptance": "sequential", "first_accepted": False},
+}
+"""The speed table's rows per latency: ``strategy`` overrides (all-at-once: the time/calls trade of first_accepted;
+sequential: the race, all candidates still in it at once)."""
+
+
+def speed_table(data: Path, workdir: Path, latencies: list[float], small_from: float, strategies: list[str]) -> None:
+    print(f"speed: {', '.join(strategies)}; width {WIDTH}; load "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start")
     print("| run | latency s | calls | sequential waits | mean in flight | wall s | floor s | wall/floor "
           "| first request s |")
     print("|---|---|---|---|---|---|---|---|---|")
     for latency in latencies:
         base = SMALL_RUN if latency >= small_from else SPEED_RUN
-        for strategy in ("default", "all at once"):
+        for strategy in strategies:
             overrides = {**base, "episode": {**base["episode"], "user_concurrency": None,
                                              "candidate_concurrency": None}}
-            if strategy != "default":
-                overrides["strategy"] = {"first_accepted": False}
-            name = f"{strategy.replace(' ', '-')}-{latency:g}" + ("-small" if base is SMALL_RUN else "")
+            if STRATEGIES[strategy]:
+                overrides["strategy"] = STRATEGIES[strategy]
+            name = f"{strategy}-{latency:g}" + ("-small" if base is SMALL_RUN else "")
             row = speed_run(data, latency, workdir, name, **overrides)
             print(f"| {name} | {latency:g} | {row.calls} | {row.waits:.0f} | {row.in_flight:.1f} | {row.wall:.1f} | "
                   f"{row.floor:.1f} | {row.wall / row.floor:.2f} | {row.first_request:.2f} |", flush=True)
+    print(f"load {os.getloadavg()[0]:.1f} at the end")
 
 
-def startup(data: Path, workdir: Path, repeats: int) -> None:
-    """``memevo evolve`` launched as a command: its first request, and a resume of the finished run."""
+def startup(data: Path, workdir: Path, repeats: int, executables: dict[str, str]) -> None:
+    """``memevo evolve`` launched as a command: its first request, and a resume of the finished run; with a baseline,
+    each try runs both executables one after the other, so both see the same load."""
+    import statistics
     import subprocess
 
     import yaml
 
-    memevo = str(Path(sys.executable).with_name("memevo"))
     env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1"}
     print(f"startup: memevo evolve as a command, tracking on; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print("| try | first request s | wall s | resume of the finished run s |")
-    print("|---|---|---|---|")
+    print("| try | executable | first request s | wall s | resume of the finished run s |")
+    print("|---|---|---|---|---|")
+    firsts: dict[str, list[float]] = {name: [] for name in executables}
     for attempt in range(repeats):
-        backend = CategoryBackend(category_world(8, 3), proposer_mode="mixed")
-        with TimedServer(backend.http_reply, latency_s=0.02) as server:
-            settings = config(data, server.url, **{**SMALL_RUN, "tracking": {"enabled": True}}).model_dump(
-                mode="json", exclude_none=True)
-            path = workdir / f"startup-{attempt}.yaml"
-            path.write_text(yaml.safe_dump(settings), encoding="utf-8")
-            run_dir = workdir / f"startup-{attempt}"
-            started = time.perf_counter()
-            subprocess.run([memevo, "evolve", str(path), "--run-dir", str(run_dir)], check=True, env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            wall = time.perf_counter() - started
-            first = min(start for start, _ in server.spans) - started
-            started = time.perf_counter()
-            subprocess.run([memevo, "evolve", str(path), "--run-dir", str(run_dir), "--resume"], check=True, env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            print(f"| {attempt} | {first:.2f} | {wall:.1f} | {time.perf_counter() - started:.1f} |", flush=True)
+        for name, memevo in executables.items():
+            backend = CategoryBackend(category_world(8, 3), proposer_mode="mixed")
+            server = TimedServer(backend.http_reply, latency_s=0.02)
+            with server:
+                settings = config(data, server.url, **{**SMALL_RUN, "tracking": {"enabled": True}}).model_dump(
+                    mode="json", exclude_none=True)
+                path = workdir / f"startup-{name}-{attempt}.yaml"
+                path.write_text(yaml.safe_dump(settings), encoding="utf-8")
+                run_dir = workdir / f"startup-{name}-{attempt}"
+                command = [memevo, "evolve", str(path), "--run-dir", str(run_dir)]
+                started = time.perf_counter()
+                subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                wall = time.perf_counter() - started
+                firsts[name].append(min(start for start, _ in server.spans) - started)
+                started = time.perf_counter()
+                subprocess.run([*command, "--resume"], check=True, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+                print(f"| {attempt} | {name} | {firsts[name][-1]:.2f} | {wall:.1f} | {time.perf_counter() - started:.1f} |",
+                      flush=True)
+    medians = {name: statistics.median(values) for name, values in firsts.items()}
+    print("median first request s: " + ", ".join(f"{name} {value:.2f}" for name, value in medians.items()) +
+          (f"; this / baseline {medians['this'] / medians['baseline']:.2f}" if "baseline" in medians else "") +
+          f"; load {os.getloadavg()[0]:.1f} at the end")
 
 
 def config(data: Path, url: str, **overrides: Any) -> Any:
@@ -220,8 +248,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("speed", "startup", "pruning", "concurrency"), default="speed")
     parser.add_argument("--repeats", type=int, default=3, help="Launches of the command (startup part).")
+    parser.add_argument("--memevo", default=str(Path(sys.executable).with_name("memevo")),
+                        help="The memevo executable to launch (startup part).")
+    parser.add_argument("--baseline", help="Another memevo executable (another checkout's venv) launched alternately "
+                                           "with --memevo (startup part).")
     parser.add_argument("--latencies", type=float, nargs="+", default=[0.02, 0.2, 1.0],
                         help="Injected seconds per request (speed part).")
+    parser.add_argument("--strategies", nargs="+", choices=list(STRATEGIES), default=list(STRATEGIES),
+                        help="Rows per latency (speed part).")
     parser.add_argument("--small-from", type=float, default=1.0,
                         help="Latencies from this one on run the smaller evolution (speed part).")
     parser.add_argument("--latency", type=float, default=0.02, help="Injected seconds per request (pruning part).")
@@ -234,9 +268,10 @@ def main() -> None:
         data = workdir / "data.json"
         save_items(category_world(8, 3), data)
         if args.part == "speed":
-            speed_table(data, workdir, args.latencies, args.small_from)
+            speed_table(data, workdir, args.latencies, args.small_from, args.strategies)
         elif args.part == "startup":
-            startup(data, workdir, args.repeats)
+            startup(data, workdir, args.repeats,
+                    {"this": args.memevo} | ({"baseline": args.baseline} if args.baseline else {}))
         elif args.part == "pruning":
             pruning(data, workdir, args.latency)
         else:

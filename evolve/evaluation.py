@@ -132,10 +132,11 @@ class Pruner(Protocol):
 
 @dataclass(frozen=True)
 class PruneHook:
-    """Which Optuna trial receives this evaluation's intermediate values."""
+    """Which Optuna trial receives this evaluation's intermediate values. Both are looked up at the first report,
+    after the first user's episode, so a tuner still opening its study does not hold the episodes back."""
 
-    tuner: Pruner
-    trial_number: int
+    tuner: Callable[[], Pruner]
+    trial_number: Callable[[], int]
 
 
 class Evaluator:
@@ -273,9 +274,9 @@ class Evaluator:
                 if on_user:
                     on_user(result.users[-1])
                 if prune is not None and step < len(tasks) - 1:
-                    per_user = prune.tuner.uses_per_user_values()
-                    value = result.user_value(result.users[-1]) if per_user else result.score
-                    if prune.tuner.report(prune.trial_number, value, step):
+                    pruner = prune.tuner()
+                    value = result.user_value(result.users[-1]) if pruner.uses_per_user_values() else result.score
+                    if pruner.report(prune.trial_number(), value, step):
                         result.pruned = True
                         break
         finally:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from memevo.evolve.candidates import Candidate
     from memevo.evolve.config import EvolveConfig
     from memevo.evolve.cross_test import CrossTestResult
+    from memevo.evolve.deferred import Deferred, DeferredStart
     from memevo.evolve.evaluation import CandidateEval, Evaluator
     from memevo.evolve.records import EvolutionResult, GenerationOutcome, GenerationPlan
     from memevo.evolve.runtime import Split
@@ -168,7 +169,9 @@ class RunContext:
     items: Sequence[object]
     seed: Candidate
     spec: AgentSpec
-    tuner: Tuner | None
+    tuner: Deferred[Tuner] | None
+    start_later: DeferredStart
+    """Start-up work an observer needs later but not for the run's first request (e.g. MLflow's store)."""
     run_link: Callable[[int, str], str | None]
     """The tracker's run of a candidate (generation, label), None before it is logged or without a tracker."""
 
@@ -186,6 +189,10 @@ class Observer:
     def run_link(self, generation: int, label: str) -> str | None:
         """The id this observer's records give a candidate's run, when it keeps one (a tracker does)."""
         return None
+
+    def warm_up(self) -> None:
+        """Import what the run's end needs (a plot's matplotlib, say), called in the start-up thread while the run
+        waits on its endpoint, so the end does not wait for it after the last request."""
 
 
 class Progress:
@@ -216,6 +223,10 @@ class Observers(Observer):
     def notify(self, event: Event) -> None:
         for observer in self.named.values():
             observer.notify(event)
+
+    def warm_up(self) -> None:
+        for observer in self.named.values():
+            observer.warm_up()
 
     def run_link(self, generation: int, label: str) -> str | None:
         links = (observer.run_link(generation, label) for observer in self.named.values())

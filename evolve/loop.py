@@ -38,7 +38,9 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memevo.agents.registry import agent_spec
 from memevo.core.atomic_files import write_json_atomic
@@ -48,6 +50,7 @@ from memevo.evolve import runtime
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
 from memevo.evolve.cross_test import CrossTestResult, cross_test
+from memevo.evolve.deferred import Deferred
 from memevo.evolve.evaluation import CandidateEval, PruneHook, UserOutcome
 from memevo.evolve.events import (
     CandidateProposed,
@@ -79,9 +82,20 @@ from memevo.evolve.selection.parents import mean_score
 from memevo.evolve.selection.race import RaceRecord, looks, race, race_users
 from memevo.evolve.selection.sequential import SequentialTest
 from memevo.evolve.spend import BudgetKeeper
-from memevo.evolve.tuner import Tuner
+
+if TYPE_CHECKING:
+    from memevo.evolve.tuner import Tuner
 
 log = logging.getLogger("memevo.evolve")
+
+
+def open_tuner(config: EvolveConfig, *, storage: str, first_trial: dict[str, int]) -> Tuner:
+    """The run's tuner; Optuna loads and opens its study here, in the start-up thread (``deferred``)."""
+    from memevo.evolve.tuner import Tuner
+
+    return Tuner(config.optuna, {str(name): space for name, space in config.hyperparameters.items()}, storage=storage,
+                 study_name=config.name, first_trial=first_trial, metric=config.objective)
+
 
 __all__ = ["EvolutionResult", "GenerationOutcome", "GenerationPlan", "OuterLoop", "evolve", "run_evolution"]
 
@@ -89,14 +103,13 @@ __all__ = ["EvolutionResult", "GenerationOutcome", "GenerationPlan", "OuterLoop"
 class OuterLoop(runtime.RunBase):
     """One evolution run over generations (see the module docstring)."""
 
-    tuner: Tuner
-
     def __init__(self, config: EvolveConfig, run_dir: Path, hub: runtime.Hub, *, resume: bool) -> None:
         super().__init__(config, run_dir, hub, resume=resume)
         self.spec = agent_spec(self.seed.policy.kind)
         self.budget = BudgetKeeper(config.budget, self.usage)
         self.scheduler = CandidateScheduler(self.budget, concurrency=config.episode.candidate_concurrency,
                                             started=self.evaluator.started)
+        self.start_later.defer(self.observers.warm_up)
         strategy = config.strategy
         self.parents = make_parent_selector(strategy.parents, seed=config.split.seed)
         self.acceptance = make_acceptance(strategy.acceptance, strategy.test_confidence, strategy.min_effect)
@@ -108,18 +121,19 @@ class OuterLoop(runtime.RunBase):
         self.selected_on: dict[str, list[str]] = {self.seed.id: []}
         """Sequential acceptance: per kept candidate, the users whose episodes decided to keep it."""
 
-    def make_tuner(self) -> Tuner:
+    def make_tuner(self) -> Deferred[Tuner]:
         """The Optuna study the loop asks for each candidate's hyperparameters (its trials are closed by the
-        ``optuna`` observer)."""
+        ``optuna`` observer), opened once the first requests are in flight (``deferred``)."""
         config = self.config
-        return Tuner(
-            config.optuna,
-            {str(name): space for name, space in config.hyperparameters.items()},
-            storage=config.optuna.storage or f"sqlite:///{(self.run_dir / 'optuna.db').resolve()}",
-            study_name=config.name,
-            first_trial={name: getattr(self.seed.policy, name) for name in config.hyperparameters},
-            metric=config.objective,
-        )
+        return self.start_later.defer(partial(
+            open_tuner, config, storage=config.optuna.storage or f"sqlite:///{(self.run_dir / 'optuna.db').resolve()}",
+            first_trial={name: getattr(self.seed.policy, name) for name in config.hyperparameters}), first=True)
+
+    @property
+    def tuner(self) -> Tuner:
+        """The run's Optuna tuner; the first use waits for its study to open."""
+        assert self.deferred_tuner is not None  # ``make_tuner``
+        return self.deferred_tuner.result()
 
     def _gen_dir(self, generation: int) -> Path:
         return self.run_dir / "generations" / f"gen_{generation:03d}"
@@ -140,9 +154,9 @@ class OuterLoop(runtime.RunBase):
 
     # ----- evaluation ---------------------------------------------------------------------------
 
-    async def _evaluate(self, candidate: Candidate, split: str, user_ids: list[str], *, trial: int | None = None,
-                        label: str | None = None) -> CandidateEval:
-        prune = PruneHook(self.tuner, trial) if trial is not None else None
+    async def _evaluate(self, candidate: Candidate, split: str, user_ids: list[str], *,
+                        trial: int | Callable[[], int] | None = None, label: str | None = None) -> CandidateEval:
+        prune = None if trial is None else PruneHook(lambda: self.tuner, trial if callable(trial) else lambda: trial)
         name = label or split
 
         def progress(outcome: UserOutcome) -> None:
@@ -463,12 +477,13 @@ class OuterLoop(runtime.RunBase):
         stored = read_record(path, GenerationOutcome)
         if stored is not None:
             return stored
-        number = self.tuner.seed_trial()
-        seed = self.seed.model_copy(update={"trial_number": number})
         # Train and validation users at once: the seed is never pruned (no trial is complete yet), so nothing
-        # waits on its train score.
-        train, val = await asyncio.gather(self._evaluate(seed, "train", self.split.train, trial=number),
-                                          self._evaluate(seed, "val", self.split.val))
+        # waits on its train score. Its trial is asked at its first report to the pruner (or after its episodes), so
+        # the first requests do not wait for Optuna's study.
+        seed_trial = Deferred(lambda: self.tuner.seed_trial())
+        train, val = await asyncio.gather(self._evaluate(self.seed, "train", self.split.train, trial=seed_trial.result),
+                                          self._evaluate(self.seed, "val", self.split.val))
+        seed = self.seed.model_copy(update={"trial_number": seed_trial.result()})
         assert not train.pruned, "the seed was pruned"
         run = CandidateRun(train=train, val=val)
         outcome = GenerationOutcome(

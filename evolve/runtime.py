@@ -9,9 +9,9 @@ is counted), so budgets and reported usage hold across ``--resume`` and equal wh
 from __future__ import annotations
 
 import hashlib
-import logging
 import random
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -41,10 +41,11 @@ from memevo.environments.simulators.factory import make_simulator
 from memevo.environments.table_cache import cached_table
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import DataConfig, EvolveConfig, check_validation_users
+from memevo.evolve.deferred import Deferred, DeferredStart
 from memevo.evolve.evaluation import Evaluator
 from memevo.evolve.events import Observers, RunContext
 from memevo.evolve.observers import open_observers
-from memevo.evolve.proposers import ProposerSettings, make_proposer
+from memevo.evolve.proposers import Proposer, ProposerSettings, make_proposer
 from memevo.evolve.run_data import keep_data
 from memevo.evolve.tracking.stores import (
     check_artifact_location,
@@ -234,6 +235,12 @@ def make_run_environment(config: EvolveConfig, episode: EpisodeConfig, judge: Ch
     return make_environment(name or config.environment, episode, judge=judge, field=field)
 
 
+def make_proposers(hub: Hub, config: EvolveConfig) -> list[Proposer]:
+    """The proposers of ``config.strategy.proposers``, speaking to the proposer LLM through DSPy."""
+    settings = ProposerSettings(lm=hub.dspy_lm(config.llm.proposer, role="proposer"), adapter=config.proposer_adapter)
+    return [make_proposer(name, settings) for name in config.strategy.proposers]
+
+
 def episode_config(config: EvolveConfig, policy: MemoryPolicy, width: int | None = None) -> EpisodeConfig:
     """The episode protocol of ``config``; ``width`` (the endpoint's) sets the users at once unless
     ``episode.user_concurrency`` does."""
@@ -279,12 +286,7 @@ class RunBase:
         simulator_llm = self.client(config.llm.simulator) if config.llm.simulator and config.episode.simulator == "llm" else None
         simulator = make_simulator(config.episode.simulator, config.split.seed, simulator_llm,
                                    amemgym_compat=self.seed.policy.amemgym_compat)
-        logging.getLogger("memevo.evolve").info("loading the proposer (DSPy) and the run's records")
-        proposer_lm = hub.dspy_lm(config.llm.proposer, role="proposer")
-        if hasattr(proposer_lm, "gateway"):
-            self.clients[config.llm.proposer] = proposer_lm.gateway
-        settings = ProposerSettings(lm=proposer_lm, adapter=config.proposer_adapter)
-        self.proposers = [make_proposer(name, settings) for name in config.strategy.proposers]
+        self.client(config.llm.proposer)  # its endpoint is checked now; DSPy loads after the first request
         self.bounds = LengthBounds(min_ratio=config.min_length_ratio, max_ratio=config.max_length_ratio)
 
         inputs = {"config": config.identity_payload(), "data": item_fingerprints(self.users),
@@ -308,17 +310,28 @@ class RunBase:
         self.cross_evaluator = None if self.test_environment is None else Evaluator(
             root=run_dir, items=test_users, make_agent=agent_factory(self.client), simulator=simulator,
             episode_config=episode, objective=config.objective, environment=self.test_environment)
-        self.tuner = self.make_tuner()
+        self.start_later = DeferredStart()  # what the first request does not need: see ``observers`` and ``proposers``
+        self.deferred_tuner = self.make_tuner()
         self.observers = Observers()
-        """The run's observers (``memevo.evolve.observers``): MLflow opens in a thread from here, beside the first
-        episodes."""
+        """The run's observers (``memevo.evolve.observers``): MLflow's store opens once the first requests are in
+        flight."""
         open_observers(self.observers, RunContext(
             config=config, run_dir=run_dir, evaluator=self.evaluator, split=self.split, items=self.users,
-            seed=self.seed, spec=agent_spec(self.seed.policy.kind), tuner=self.tuner, run_link=self.observers.run_link))
+            seed=self.seed, spec=agent_spec(self.seed.policy.kind), tuner=self.deferred_tuner,
+            start_later=self.start_later, run_link=self.observers.run_link))
+        self._proposers = self.start_later.defer(partial(make_proposers, hub, config))
+        self.start_later.watch(hub.accounting)
 
-    def make_tuner(self) -> Tuner | None:
-        """The Optuna study a protocol asks for hyperparameters, None when it asks for none."""
+    def make_tuner(self) -> Deferred[Tuner] | None:
+        """The Optuna study a protocol asks for hyperparameters (deferred: ``start_later``), None when it asks for
+        none."""
         return None
+
+    @property
+    def proposers(self) -> list[Proposer]:
+        """The configured proposers; DSPy is imported in the start-up thread once the first requests are in flight,
+        and the first proposal waits for it."""
+        return self._proposers.result()
 
     @property
     def mlflow(self) -> MlflowObserver | None:
@@ -364,6 +377,7 @@ class RunBase:
         """Stop counting into this run's ledger, and close this event loop's connections before
         ``asyncio.run`` closes the loop under them."""
         self.hub.accounting.detach(self.usage)
+        self.start_later.stop_watching()
         self.usage.close()
         for client in self.clients.values():
             close = getattr(client, "aclose", None)

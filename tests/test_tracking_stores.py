@@ -10,6 +10,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 OPENER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
@@ -130,3 +132,16 @@ def test_a_prompt_another_evolution_created_first_gets_this_evolution_s_version(
     versions = {version.tags["candidate_id"]: version.template
                 for version in second.client.search_prompt_versions("shared-memory_types")}
     assert versions == {"cand-a": "a", "cand-b": "b"}
+
+
+@pytest.mark.parametrize("uri", ["sqlite:///mlflow.db", "sqlite:////tmp/a b/m.db", "sqlite:////tmp/a%20b/m.db",
+                                 "sqlite:///runs/x.db?timeout=30", "sqlite:///:memory:", "sqlite:///",
+                                 "postgresql://u@h/db"])
+def test_the_sqlite_file_is_read_as_sqlalchemy_reads_it(uri: str) -> None:
+    from sqlalchemy.engine import make_url
+
+    from memevo.evolve.tracking.stores import sqlite_file
+
+    database = make_url(uri).database if uri.startswith("sqlite") else None
+    expected = Path(database) if database and database != ":memory:" else None
+    assert sqlite_file(uri) == expected

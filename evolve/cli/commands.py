@@ -37,7 +37,6 @@ def evolve_command(
     from memevo.agents.llm.hub import LLMHub
     from memevo.evolve.cross_test import cross_test_lines, read_cross_test
     from memevo.evolve.loop import run_evolution
-    from memevo.evolve.presentation.headline import held_out_lines, objective_label
 
     show_progress()
     settings = load_evolve_config(config)
@@ -45,6 +44,8 @@ def evolve_command(
     with (claim_run_folder(folder, flag="--run-dir", kind="evolution"), resumable(ctx),
           LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub):
         result = run_evolution(settings, run_dir=folder, hub=hub, resume=resume)
+    from memevo.evolve.presentation.headline import held_out_lines, objective_label  # scipy.stats: after the run
+
     typer.echo(f"run folder: {folder} (environment {settings.environment})")
     typer.echo(f"stopped: {result.stop_reason}")
     typer.echo(f"objective: {objective_label(result.objective)} (selection, acceptance, tuning and pruning used it); "

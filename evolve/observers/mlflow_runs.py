@@ -2,12 +2,12 @@
 
 Every write goes through ``Tracker`` (``memevo.evolve.tracking.store``), which skips what is done and repeats what a
 kill interrupted, so a resumed run that emits the same events logs the same rows, none twice. Importing MLflow and
-opening its store take seconds: they run in a thread from the run's start while the first requests go out.
+opening its store take seconds: they run in the start-up thread once the first requests are in flight.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,10 +60,10 @@ class MlflowObserver(Observer):
     def __init__(self, context: RunContext) -> None:
         self.context = context
         config = context.config
-        self._tracker: Future[Tracker] = ThreadPoolExecutor(1, thread_name_prefix="memevo-tracking").submit(
+        self._tracker = context.start_later.defer(partial(
             open_tracker, context.run_dir, uri=config.tracking.uri, experiment=config.tracking.experiment or config.name,
             experiment_tags=experiment_tags(name=config.name, protocol=config.protocol, components=config.components,
-                                            feedback_mode=config.feedback.mode.value))
+                                            feedback_mode=config.feedback.mode.value)))
 
     @property
     def tracker(self) -> Tracker:

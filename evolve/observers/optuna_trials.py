@@ -7,6 +7,7 @@ trial), among them the candidate's tracker run, which exists by then (the tracke
 
 from __future__ import annotations
 
+from memevo.evolve.deferred import Deferred
 from memevo.evolve.events import (
     CandidateProposed,
     Event,
@@ -22,9 +23,13 @@ from memevo.evolve.tuner import Tuner
 
 
 class OptunaObserver(Observer):
-    def __init__(self, context: RunContext, tuner: Tuner) -> None:
+    def __init__(self, context: RunContext, tuner: Deferred[Tuner]) -> None:
         self.context = context
-        self.tuner = tuner
+        self._tuner = tuner
+
+    @property
+    def tuner(self) -> Tuner:
+        return self._tuner.result()
 
     def notify(self, event: Event) -> None:
         match event:

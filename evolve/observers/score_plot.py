@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,9 @@ class ScorePlotObserver(Observer):
     def __init__(self, name: str, run_dir: Path) -> None:
         self.name = name
         self.figure = run_dir / SCORE_PLOT_FILE
+
+    def warm_up(self) -> None:
+        importlib.import_module("memevo.evolve.presentation.generation_plot")
 
     def notify(self, event: Event) -> None:
         if isinstance(event, RunEnded):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 from contextlib import AbstractContextManager, ExitStack
 
@@ -44,6 +45,9 @@ class TerminalObserver(Observer):
     def __init__(self, objective: str) -> None:
         self.objective = objective
         self.bars: dict[int, tuple[ExitStack, Phase]] = {}
+
+    def warm_up(self) -> None:
+        importlib.import_module("memevo.evolve.presentation.headline")
 
     def notify(self, event: Event) -> None:
         match event:

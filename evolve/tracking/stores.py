@@ -192,9 +192,9 @@ def sqlite_file(uri: str) -> Path | None:
     """The file of an ``sqlite:///`` URI, None for any other store."""
     if not uri.startswith("sqlite:///"):
         return None
-    from sqlalchemy.engine import make_url
-
-    database = make_url(uri).database
+    # read as SQLAlchemy reads it (the path after the third slash, up to any query), without importing
+    # SQLAlchemy's engine on the way to an evolution's first request
+    database = unquote(uri[len("sqlite:///"):].split("?", 1)[0])
     return Path(database) if database and database != ":memory:" else None
 
 
