@@ -25,39 +25,46 @@ the usage ledger as it is counted), so ``resume=True`` recomputes nothing finish
 result as an uninterrupted run: the pool is rebuilt from the saved outcomes, trials asked for an unsaved
 plan are handed out again, and every random choice is seeded (by the generation, or the trial).
 
-Budgets are checked before each generation and before each candidate starts: once one is spent, the
-run stops, and a generation's candidates that had not started are left out (the stop reason says so).
+Budgets are checked before each generation and before each candidate starts (``spend.BudgetKeeper``): once one
+is spent, the run stops, and a generation's candidates that had not started are left out (the stop reason says so).
+When candidates start is the scheduler's (``scheduling``). The loop tells what happened as events (``events``); the
+observers (``observers``: MLflow runs, Optuna's trial results, the terminal, the score plot) record them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.registry import agent_spec
 from memevo.core.atomic_files import write_json_atomic
-from memevo.core.run_files import RESTORE, delete_and_resume, read_json, read_model
+from memevo.core.run_files import RESTORE, delete_and_resume, read_json
 from memevo.environments.metrics import Scores, UserScores
-from memevo.environments.plot_process import already_drawn, mark_drawn
-from memevo.environments.progress import Phase
 from memevo.evolve import runtime
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
-from memevo.evolve.cross_test import CrossTestResult, cross_test, cross_test_lines, cross_test_metrics
+from memevo.evolve.cross_test import CrossTestResult, cross_test
 from memevo.evolve.deferred import Deferred
 from memevo.evolve.evaluation import CandidateEval, PruneHook, UserOutcome
+from memevo.evolve.events import (
+    CandidateProposed,
+    CandidatesPhase,
+    EvaluationPhase,
+    FinalScoringPhase,
+    GenerationEnded,
+    GenerationPlanned,
+    ParentTrainCompleted,
+    Progress,
+    ProposalRepeated,
+    RunEnded,
+)
 from memevo.evolve.evidence import evidence_from_episodes, render_evidence
-from memevo.evolve.presentation.explain import generation_line, proposals_line
-from memevo.evolve.presentation.progress import candidates_phase, evaluation_phase, test_phase
 from memevo.evolve.proposers import ProposalContext, propose_all
 from memevo.evolve.records import (
     EvolutionResult,
@@ -68,44 +75,18 @@ from memevo.evolve.records import (
     read_record,
     write_record,
 )
+from memevo.evolve.scheduling import CandidateRun, CandidateScheduler, Scheduled
 from memevo.evolve.selection import Decision, MinibatchGate, best_of, make_acceptance, make_parent_selector
 from memevo.evolve.selection.gate import not_worse
 from memevo.evolve.selection.parents import mean_score
 from memevo.evolve.selection.race import RaceRecord, looks, race, race_users
 from memevo.evolve.selection.sequential import SequentialTest
-from memevo.evolve.spend import budget_exceeded
-from memevo.evolve.tracking.entries import (
-    candidate_entry,
-    completed_train_entry,
-    decision_of,
-    final_metrics,
-    generation_counts,
-    memory_tags,
-)
-from memevo.evolve.tracking.payloads import (
-    SCORE_PLOT_FILE,
-    GenerationPoint,
-    generation_metrics,
-    generation_points,
-    generation_run_name,
-    generation_tags,
-    objective_summary,
-    parent_tags,
-    prompt_version_tags,
-    trial_attributes,
-)
+from memevo.evolve.spend import BudgetKeeper
 
 if TYPE_CHECKING:
     from memevo.evolve.tuner import Tuner
 
 log = logging.getLogger("memevo.evolve")
-
-
-def load_end_modules() -> None:
-    """Import what the run's end needs (the score plot's matplotlib, the held-out line's scipy.stats) in the start-up
-    thread while the run waits on its endpoint, so its end does not wait for them after the last request."""
-    for module in ("memevo.evolve.presentation.generation_plot", "memevo.evolve.presentation.headline"):
-        importlib.import_module(module)
 
 
 def open_tuner(config: EvolveConfig, *, storage: str, first_trial: dict[str, int]) -> Tuner:
@@ -115,38 +96,8 @@ def open_tuner(config: EvolveConfig, *, storage: str, first_trial: dict[str, int
     return Tuner(config.optuna, {str(name): space for name, space in config.hyperparameters.items()}, storage=storage,
                  study_name=config.name, first_trial=first_trial, metric=config.objective)
 
+
 __all__ = ["EvolutionResult", "GenerationOutcome", "GenerationPlan", "OuterLoop", "evolve", "run_evolution"]
-
-
-@dataclass(frozen=True)
-class CandidateRun:
-    """What happened to one candidate in its generation."""
-
-    train: CandidateEval | None
-    val: CandidateEval | None = None
-    minibatch: CandidateEval | None = None
-
-    @property
-    def gated(self) -> bool:
-        """Stopped by the minibatch gate before validation (train first)."""
-        return self.minibatch is not None and self.train is None and self.val is None
-
-    @property
-    def pruned(self) -> bool:
-        return self.train is not None and self.train.pruned
-
-    @property
-    def train_skipped(self) -> bool:
-        """Validation first: not run on all train users (rejected on validation, or checked on a minibatch)."""
-        return self.val is not None and self.train is None
-
-    @property
-    def train_check(self) -> CandidateEval | None:
-        """The evaluation on train users the trial is told: all of them, or validation first the minibatch."""
-        return self.train or (self.minibatch if self.val is not None else None)
-
-    def evals(self) -> dict[str, CandidateEval | None]:
-        return {"minibatch": self.minibatch, "train": self.train, "val": self.val}
 
 
 class OuterLoop(runtime.RunBase):
@@ -155,10 +106,10 @@ class OuterLoop(runtime.RunBase):
     def __init__(self, config: EvolveConfig, run_dir: Path, hub: runtime.Hub, *, resume: bool) -> None:
         super().__init__(config, run_dir, hub, resume=resume)
         self.spec = agent_spec(self.seed.policy.kind)
-        self._tuner = self.start_later.defer(partial(
-            open_tuner, config, storage=config.optuna.storage or f"sqlite:///{(run_dir / 'optuna.db').resolve()}",
-            first_trial={name: getattr(self.seed.policy, name) for name in config.hyperparameters}), first=True)
-        self.start_later.defer(load_end_modules)
+        self.budget = BudgetKeeper(config.budget, self.usage)
+        self.scheduler = CandidateScheduler(self.budget, concurrency=config.episode.candidate_concurrency,
+                                            started=self.evaluator.started)
+        self.start_later.defer(self.observers.warm_up)
         strategy = config.strategy
         self.parents = make_parent_selector(strategy.parents, seed=config.split.seed)
         self.acceptance = make_acceptance(strategy.acceptance, strategy.test_confidence, strategy.min_effect)
@@ -170,11 +121,19 @@ class OuterLoop(runtime.RunBase):
         self.selected_on: dict[str, list[str]] = {self.seed.id: []}
         """Sequential acceptance: per kept candidate, the users whose episodes decided to keep it."""
 
+    def make_tuner(self) -> Deferred[Tuner]:
+        """The Optuna study the loop asks for each candidate's hyperparameters (its trials are closed by the
+        ``optuna`` observer), opened once the first requests are in flight (``deferred``)."""
+        config = self.config
+        return self.start_later.defer(partial(
+            open_tuner, config, storage=config.optuna.storage or f"sqlite:///{(self.run_dir / 'optuna.db').resolve()}",
+            first_trial={name: getattr(self.seed.policy, name) for name in config.hyperparameters}), first=True)
+
     @property
     def tuner(self) -> Tuner:
-        """The run's Optuna tuner. Importing Optuna and opening its study take a second, so they run once the first
-        requests are in flight (``deferred``); the first use waits for them."""
-        return self._tuner.result()
+        """The run's Optuna tuner; the first use waits for its study to open."""
+        assert self.deferred_tuner is not None  # ``make_tuner``
+        return self.deferred_tuner.result()
 
     def _gen_dir(self, generation: int) -> Path:
         return self.run_dir / "generations" / f"gen_{generation:03d}"
@@ -205,7 +164,7 @@ class OuterLoop(runtime.RunBase):
                      outcome.user_id, outcome.accuracy)
 
         periods = sum(self.evaluator.n_periods(user) for user in user_ids)
-        with evaluation_phase(candidate.label, name, periods) as bar:
+        with self.observers.phase(EvaluationPhase(candidate.label, name, periods)) as bar:
             result = await self.evaluator.evaluate(candidate, split, user_ids, label=label, prune=prune,
                                                    on_user=progress, on_period=bar.advance)
         log.info("gen %d %s %s: %s %.3f%s (spend so far: %d calls)", candidate.generation, candidate.label, name,
@@ -275,20 +234,11 @@ class OuterLoop(runtime.RunBase):
                 return confirmed, True
         return confirmed, False
 
-    async def _until_accepted(self, candidates: list[Candidate], parent: Candidate,
-                              run: Callable[[Candidate], Awaitable[CandidateRun | None]]) -> list[CandidateRun | None]:
-        """``strategy.first_accepted``: the candidates one at a time in the plan's order, each checked on the train
-        users right after validation (``_confirm_on_train``), until one is accepted; the runs of those tried (the
-        candidates after them are not needed). In a fixed order, so a resume takes the same path."""
-        runs: list[CandidateRun | None] = []
-        for candidate in candidates:
-            result, accepted = await run(candidate), False
-            if result is not None:
-                [(_, result)], accepted = await self._confirm_on_train([(candidate, result)], parent)
-            runs.append(result)
-            if accepted:
-                break
-        return runs
+    async def _settle(self, candidate: Candidate, result: CandidateRun, parent: Candidate) -> tuple[CandidateRun, bool]:
+        """``strategy.first_accepted``: each candidate is checked on the train users right after validation
+        (``_confirm_on_train``); the scheduler stops at the first one accepted."""
+        [(_, result)], accepted = await self._confirm_on_train([(candidate, result)], parent)
+        return result, accepted
 
     def _parent_train(self, parent: Candidate) -> CandidateEval:
         """The parent's train evaluation: on all train users, or (``strategy.complete_parent_train`` off) the
@@ -405,7 +355,7 @@ class OuterLoop(runtime.RunBase):
             number = rounds_begun[0]
             rounds_begun[0] += 1
             if number >= started:
-                exceeded = self._budget_spent()
+                exceeded = self.budget.spent()
                 if exceeded:
                     budget_stop.append(exceeded)
                     return exceeded
@@ -418,7 +368,7 @@ class OuterLoop(runtime.RunBase):
             write_json_atomic(self._race_path(generation), [json.loads(r.model_dump_json()) for r in records])
 
         groups = [[c] for c in plan.candidates] if strategy.first_accepted else [plan.candidates][:len(plan.candidates)]
-        with candidates_phase(generation, len(plan.candidates)) as bar:
+        with self.observers.phase(CandidatesPhase(generation, len(plan.candidates))) as bar:
             for group in groups:
                 record = RaceRecord(parent_id=parent.id, candidate_ids=[c.id for c in group], users=users)
                 records.append(record)
@@ -506,7 +456,7 @@ class OuterLoop(runtime.RunBase):
                 number, params = self.tuner.ask()
                 policy = parent.policy.with_prompts(**variant.prompts).with_hyperparameters(**params)
                 if policy.policy_id in seen:
-                    self.tuner.tell(number, None, reason="not run: the proposal repeated a known policy")
+                    self.observers.notify(ProposalRepeated(number))
                     repeated += 1
                     continue
                 seen.add(policy.policy_id)
@@ -517,7 +467,7 @@ class OuterLoop(runtime.RunBase):
                     proposer=variant.proposer if changed else None,
                     other_parent_id=variant.other_parent_id if changed else None,
                 )
-                self.tuner.annotate(number, candidate_id=candidate.id)
+                self.observers.notify(CandidateProposed(candidate))
                 candidates.append(candidate)
             stats.duplicates += repeated
             if not repeated:
@@ -538,9 +488,8 @@ class OuterLoop(runtime.RunBase):
         killed process ran them and the resume logs them."""
         train = self.evaluator.finished(parent.id, "train") or await self._evaluate(parent, "train", self.split.train)
         checked_on_minibatch = self._validation_first and self.evaluator.finished(parent.id, "minibatch") is not None
-        if self.tracker is not None and checked_on_minibatch:
-            metrics, artifacts = completed_train_entry(self.evaluator, self._users, parent, train)
-            self.tracker.update_candidate(parent.generation, parent.label, metrics, artifacts, key="completed_train")
+        if checked_on_minibatch:
+            self.observers.notify(ParentTrainCompleted(parent, train))
 
     # ----- generations --------------------------------------------------------------------------
 
@@ -563,8 +512,7 @@ class OuterLoop(runtime.RunBase):
             train={seed.id: train.score}, val={seed.id: val.score}, pruned=[], parent_val=val.score,
             stats=ProposalStats(),
         )
-        self._log_generation(outcome, [seed], {seed.id: run}, feedback="", usage=self._record_usage(0))
-        self._tell([], [(seed, run)], outcome)  # after logging: the trial names the candidate's MLflow run
+        self._end_generation(outcome, [(seed, run)], feedback="")
         write_record(path, outcome)
         return outcome
 
@@ -574,38 +522,16 @@ class OuterLoop(runtime.RunBase):
         if stored is not None:
             return stored
         plan = await self._plan(generation, parent)
-        tuning = sum(candidate.origin == "tuning" for candidate in plan.candidates)
-        log.info("%s; parent %s", proposals_line(generation, prompt_candidates=len(plan.candidates) - tuning,
-                                                 tuning_candidates=tuning, proposals=plan.stats.total,
-                                                 rejected=plan.stats.rejected, repaired=plan.stats.repaired,
-                                                 duplicates=plan.stats.duplicates),
-                 parent.label)
-        semaphore = asyncio.Semaphore(self.config.episode.candidate_concurrency or len(plan.candidates) or 1)
-        budget_stop: list[str] = []
-
-        async def run(candidate: Candidate, bar: Phase) -> CandidateRun | None:
-            async with semaphore:
-                # A candidate started by a killed process was allowed to start: it continues.
-                exceeded = None if self.evaluator.started(candidate.id) else self._budget_spent()
-                if exceeded:
-                    budget_stop.append(exceeded)
-                    return None
-                result = await self._run_candidate(candidate, parent)
-                bar.advance()
-                return result
-
+        self.observers.notify(GenerationPlanned(plan, parent))
         if self.sequential:
             ran, not_started, not_needed, accepted, budget_stop = await self._race(generation, parent, plan)
         else:
-            with candidates_phase(generation, len(plan.candidates)) as bar:
-                if self.config.one_candidate_at_a_time:
-                    gathered = await self._until_accepted(plan.candidates, parent, lambda c: run(c, bar))
-                else:
-                    gathered = await asyncio.gather(*(run(candidate, bar) for candidate in plan.candidates))
-                bar.skip(len(plan.candidates) - len(gathered))  # not needed: the bar counts what was run
-            tried, not_needed = plan.candidates[:len(gathered)], plan.candidates[len(gathered):]
-            not_started = [c for c, result in zip(tried, gathered, strict=True) if result is None]
-            ran = [(c, result) for c, result in zip(tried, gathered, strict=True) if result is not None]
+            with self.observers.phase(CandidatesPhase(generation, len(plan.candidates))) as bar:
+                gathered = await self._schedule(plan.candidates, parent, bar)
+            budget_stop = [] if gathered.budget_stop is None else [gathered.budget_stop]
+            tried, not_needed = plan.candidates[:len(gathered.runs)], plan.candidates[len(gathered.runs):]
+            not_started = [c for c, result in zip(tried, gathered.runs, strict=True) if result is None]
+            ran = [(c, result) for c, result in zip(tried, gathered.runs, strict=True) if result is not None]
             if self._validation_first and not self.config.one_candidate_at_a_time:
                 ran, _ = await self._confirm_on_train(ran, parent)
             accepted = [c for c, result in ran if self._accepts(c, result, parent)]
@@ -625,54 +551,24 @@ class OuterLoop(runtime.RunBase):
             parent_val=mean_score(scores, kept), stats=plan.stats, not_started=[c.id for c in not_started],
             not_needed=[c.id for c in not_needed], stop_reason=stop,
         )
-        self._log_generation(outcome, [c for c, _ in ran], {c.id: r for c, r in ran}, feedback=plan.feedback,
-                             usage=self._record_usage(generation))
-        self._tell(not_started + not_needed, ran, outcome)  # after logging: each trial names its candidate's run
+        self._end_generation(outcome, ran, feedback=plan.feedback, never_run=not_started + not_needed)
         write_record(path, outcome)
-        log.info(generation_line(generation, candidates=len(plan.candidates),
-                                 pruned=len(outcome.pruned) + len(outcome.gated),
-                                 generation_best=max(outcome.val.values(), default=None), kept=kept.label,
-                                 improved=self._improved(outcome), kept_objective=outcome.parent_val,
-                                 usage=self.usage.report().total()))
         return outcome
 
-    def _record_usage(self, generation: int) -> UsageReport:
-        """The run's usage when the generation's evaluations ended (``spend.json`` beside its outcome, e.g. for
-        the calls it took to reach a candidate), saved once: a resume logs the same figures to MLflow."""
-        path = self._gen_dir(generation) / "spend.json"
-        if not path.exists():
-            write_json_atomic(path, json.loads(self.usage.report().model_dump_json()))
-        stored = read_model(path, UsageReport, remedy=delete_and_resume("it", "it is written again with the run's "
-                                                                                    "usage at that time"))
-        assert stored is not None  # written above
-        return stored
+    async def _schedule(self, candidates: list[Candidate], parent: Candidate, bar: Progress) -> Scheduled:
+        """The candidates through the scheduler: all at once, or (``one_candidate_at_a_time``) until one is accepted."""
+        one_at_a_time = self.config.one_candidate_at_a_time
+        return await self.scheduler.run(
+            candidates, lambda candidate: self._run_candidate(candidate, parent), bar,
+            settle=(lambda candidate, result: self._settle(candidate, result, parent)) if one_at_a_time else None)
 
-    def _budget_spent(self) -> str | None:
-        return budget_exceeded(self.config.budget, self.usage.report())
-
-    @staticmethod
-    def _improved(outcome: GenerationOutcome) -> bool:
-        """The generation changed the running best: it kept one of its own candidates."""
-        return outcome.generation > 0 and outcome.kept_id in outcome.accepted_ids
-
-    def _tell(self, never_run: list[Candidate], ran: list[tuple[Candidate, CandidateRun]],
-              outcome: GenerationOutcome) -> None:
-        """Close the generation's trials: the objective on the train users the candidate was run on, or none (gate,
-        pruner, budget, not needed, or validation first rejected on validation) with the reason its MLflow run shows.
-        Each trial first gets its attributes (Optuna refuses to change a finished trial)."""
-        runs = [(candidate, CandidateRun(train=None)) for candidate in never_run] + ran
-        for candidate, result in runs:
-            assert candidate.trial_number is not None
-            run_id = self.tracker.candidate_run_id(candidate.generation, candidate.label) if self.tracker else None
-            decision = decision_of(self.evaluator, candidate, self.candidates.get(candidate.parent_id or "", candidate),
-                                   result.evals(), outcome)
-            self.tuner.annotate(candidate.trial_number, **trial_attributes(
-                candidate_id=candidate.id, label=candidate.label, generation=candidate.generation,
-                objective=self.config.objective, val_score=result.val.score if result.val is not None else None,
-                run_id=run_id, kept=candidate.id == outcome.kept_id, decision=decision))
-            check = result.train_check
-            self.tuner.tell(candidate.trial_number, None if check is None or check.pruned else check.score,
-                            reason=decision)
+    def _end_generation(self, outcome: GenerationOutcome, ran: list[tuple[Candidate, CandidateRun]], *, feedback: str,
+                        never_run: list[Candidate] | None = None) -> None:
+        """Every observer has the generation's end (its runs logged, then its trials closed: each trial names its
+        candidate's run) before its outcome is saved, so a kill in between repeats it on resume."""
+        self.observers.notify(GenerationEnded(
+            outcome=outcome, ran=ran, never_run=never_run or [], lineage=self.candidates, feedback=feedback,
+            usage=self.budget.recorded(self._gen_dir(outcome.generation)), spend=self.usage.report().total()))
 
     def _decide(self, val: CandidateEval, parent: Candidate) -> Decision:
         return self.acceptance.decide(val.instances(), self.val_instances[parent.id])
@@ -697,38 +593,6 @@ class OuterLoop(runtime.RunBase):
                  "accepted" if decision.accepted else "not accepted", decision.reason)
         return decision.accepted
 
-    # ----- tracking -----------------------------------------------------------------------------
-
-    def _log_generation(self, outcome: GenerationOutcome, candidates: list[Candidate],
-                        runs: dict[str, CandidateRun], feedback: str, usage: UsageReport) -> None:
-        """The generation's runs, then its kept candidate's prompt versions: each write is skipped when done
-        and repeatable when a kill interrupted it (``Tracker``), so nothing is left out or written twice."""
-        if self.tracker is None:
-            return
-        self.start_tracking()
-        never_run = [self.candidates[cid] for cid in outcome.not_started + outcome.not_needed]
-        entries = [
-            candidate_entry(self.evaluator, self._users, self.spec, candidate,
-                            self.candidates.get(candidate.parent_id or "", candidate),
-                            runs[candidate.id].evals() if candidate.id in runs else {}, feedback, outcome=outcome)
-            for candidate in candidates + never_run
-        ]
-        kept = self.candidates[outcome.kept_id]
-        improved = self._improved(outcome)
-        (point,) = generation_points([outcome])
-        self.tracker.log_generation(
-            outcome.generation, generation_counts(outcome, len(candidates), usage) | generation_metrics(point),
-            entries, run_name=generation_run_name(outcome.generation, kept_label=kept.label, improved=improved),
-            tags=generation_tags(kept_id=kept.id, kept_label=kept.label, improved=improved),
-        )
-        if outcome.accepted and self.config.tracking.register_prompts:
-            prompts = {name: kept.policy.prompts.get(name, self.spec.component(name).default)
-                       for name in self.config.components}
-            run_id = self.tracker.candidate_run_id(kept.generation, kept.label)
-            tags = prompt_version_tags(candidate_id=kept.id, generation=kept.generation,
-                                       scores={f"val_{self.config.objective}": outcome.parent_val}, run_id=run_id)
-            self.tracker.register_prompts(self.config.name, kept.id, prompts, best=True, tags=tags, run_id=run_id)
-
     # ----- the run ------------------------------------------------------------------------------
 
     async def run(self) -> EvolutionResult:
@@ -745,7 +609,7 @@ class OuterLoop(runtime.RunBase):
         for generation in range(1, self.config.budget.generations + 1):
             stored = read_record(self._gen_dir(generation) / "outcome.json", GenerationOutcome)
             if stored is None and not self._started_path(generation).exists():  # a started one continues
-                exceeded = self._budget_spent()
+                exceeded = self.budget.spent()
                 if exceeded:
                     stop = exceeded
                     break
@@ -768,7 +632,7 @@ class OuterLoop(runtime.RunBase):
         best = self._incumbent(history) if self.sequential else best_of(self.pool, self.val_instances)
         return await self._finish(best, history, stop)
 
-    async def _test_scores(self, candidate: Candidate, bar: Phase) -> tuple[Scores, list[UserScores]]:
+    async def _test_scores(self, candidate: Candidate, bar: Progress) -> tuple[Scores, list[UserScores]]:
         """Scores on the test users (never empty: the split guarantees at least one)."""
         await self.evaluator.evaluate(candidate, "test", self.split.test, on_period=bar.advance)
         return self.scores(candidate.id, "test", self.split.test)
@@ -779,12 +643,13 @@ class OuterLoop(runtime.RunBase):
         if self.cross_evaluator is None or test is None:
             return None
         data = test.data.path or "synth"
-        with test_phase(2 * sum(self.cross_evaluator.n_periods(user) for user in self.cross_evaluator.items)):
+        with self.observers.phase(FinalScoringPhase(2 * sum(self.cross_evaluator.n_periods(user)
+                                                    for user in self.cross_evaluator.items))):
             return await cross_test(self.cross_evaluator, self.seed, best, environment=test.environment, data=data,
                                     run_dir=self.run_dir)
 
     async def _finish(self, best: Candidate, history: list[GenerationOutcome], stop: str) -> EvolutionResult:
-        with test_phase(2 * sum(self.evaluator.n_periods(user) for user in self.split.test)) as bar:
+        with self.observers.phase(FinalScoringPhase(2 * sum(self.evaluator.n_periods(user) for user in self.split.test))) as bar:
             # both at once; the seed once when it is the best (one candidate's store is written by one evaluation)
             both = [self.seed] if best.id == self.seed.id else [self.seed, best]
             scored = await asyncio.gather(*(self._test_scores(candidate, bar) for candidate in both))
@@ -797,42 +662,8 @@ class OuterLoop(runtime.RunBase):
             best_user_scores=best_users, history=history, stop_reason=stop, usage=self.usage.report(),
         )
         write_record(self.run_dir / "result.json", result)
-        from memevo.evolve.presentation.headline import (
-            held_out_line,  # scipy.stats: not on the way to the first request
-        )
-
-        log.info("stopped: %s. %s", stop, held_out_line(self.config.objective, seed_scores, best_scores))
-        for line in [] if cross is None else cross_test_lines(cross):
-            log.info("%s", line)
-        points = generation_points(history)
-        plot = self._score_plot(points, seed_scores)
-        if self.tracker is not None:
-            self.start_tracking()
-            extra = {} if cross is None else cross_test_metrics(cross)
-            self.tracker.finish(final_metrics(result) | objective_summary(points) | extra,
-                                {"result.json": result.model_dump_json(indent=2),
-                                 "best_policy.json": best.policy.model_dump_json(indent=2)},
-                                step=len(history),
-                                tags=parent_tags(best_id=best.id, best_label=best.label) | memory_tags(result),
-                                best_run_id=self.tracker.candidate_run_id(best.generation, best.label),
-                                figures=(plot,))
+        self.observers.notify(RunEnded(result, cross))
         return result
-
-    def _score_plot(self, points: list[GenerationPoint], seed_scores: Scores) -> Path:
-        """The score-per-generation plot, drawn unless a resume finds it drawn from the same values (matplotlib is
-        imported only to draw: a resumed finished run does not wait on it)."""
-        options: dict[str, Any] = {
-            "title": f"{self.config.name}: score per generation (training and validation users)",
-            "objective": self.config.objective, "random_baseline": seed_scores.random_baseline,
-            "upper_bound": seed_scores.upper_bound, "reference_users": "test users"}
-        figure = self.run_dir / SCORE_PLOT_FILE
-        identity = {"points": [point.model_dump(mode="json") for point in points], **options}
-        if not already_drawn(figure, identity):
-            from memevo.evolve.presentation.generation_plot import plot_score_per_generation
-
-            plot_score_per_generation(points, self.run_dir, filename=SCORE_PLOT_FILE, **options)
-            mark_drawn(figure, identity)
-        return figure
 
 
 async def evolve(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resume: bool) -> EvolutionResult:

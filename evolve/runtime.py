@@ -13,7 +13,7 @@ import random
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.llm.config import LLMConfig
@@ -43,21 +43,23 @@ from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import DataConfig, EvolveConfig, check_validation_users
 from memevo.evolve.deferred import Deferred, DeferredStart
 from memevo.evolve.evaluation import Evaluator
+from memevo.evolve.events import Observers, RunContext
+from memevo.evolve.observers import open_observers
 from memevo.evolve.proposers import Proposer, ProposerSettings, make_proposer
 from memevo.evolve.run_data import keep_data
-from memevo.evolve.tracking.payloads import experiment_tags, minibatch_param, split_dataset_input
 from memevo.evolve.tracking.stores import (
     check_artifact_location,
     check_database_url,
     check_name,
     check_tracking_uri,
     default_tracking_uri,
-    git_commit,
 )
 from memevo.evolve.validation import LengthBounds
 
 if TYPE_CHECKING:
+    from memevo.evolve.observers.mlflow_runs import MlflowObserver
     from memevo.evolve.tracking.store import Tracker
+    from memevo.evolve.tuner import Tuner
 
 
 class Hub(Protocol):
@@ -233,6 +235,12 @@ def make_run_environment(config: EvolveConfig, episode: EpisodeConfig, judge: Ch
     return make_environment(name or config.environment, episode, judge=judge, field=field)
 
 
+def make_proposers(hub: Hub, config: EvolveConfig) -> list[Proposer]:
+    """The proposers of ``config.strategy.proposers``, speaking to the proposer LLM through DSPy."""
+    settings = ProposerSettings(lm=hub.dspy_lm(config.llm.proposer, role="proposer"), adapter=config.proposer_adapter)
+    return [make_proposer(name, settings) for name in config.strategy.proposers]
+
+
 def episode_config(config: EvolveConfig, policy: MemoryPolicy, width: int | None = None) -> EpisodeConfig:
     """The episode protocol of ``config``; ``width`` (the endpoint's) sets the users at once unless
     ``episode.user_concurrency`` does."""
@@ -246,19 +254,6 @@ def episode_config(config: EvolveConfig, policy: MemoryPolicy, width: int | None
         max_concurrent_users=config.episode.user_concurrency or width or 1,
         seed=config.split.seed,
     )
-
-
-def make_proposers(hub: Hub, config: EvolveConfig) -> list[Proposer]:
-    """The proposers of ``config.strategy.proposers``, speaking to the proposer LLM through DSPy."""
-    settings = ProposerSettings(lm=hub.dspy_lm(config.llm.proposer, role="proposer"), adapter=config.proposer_adapter)
-    return [make_proposer(name, settings) for name in config.strategy.proposers]
-
-
-def open_tracker(run_dir: Path, *, uri: str | None, experiment: str, experiment_tags: dict[str, str]) -> Tracker:
-    """The run's ``Tracker``; MLflow (and pandas, for the split's dataset) load here, in the tracking thread."""
-    from memevo.evolve.tracking.store import Tracker
-
-    return Tracker(run_dir=run_dir, uri=uri, experiment=experiment, experiment_tags=experiment_tags)
 
 
 class RunBase:
@@ -315,29 +310,43 @@ class RunBase:
         self.cross_evaluator = None if self.test_environment is None else Evaluator(
             root=run_dir, items=test_users, make_agent=agent_factory(self.client), simulator=simulator,
             episode_config=episode, objective=config.objective, environment=self.test_environment)
-        self.start_later = DeferredStart()  # what the first request does not need: see ``tracker`` and ``proposers``
-        self._tracker: Deferred[Tracker] | None = None
-        if config.tracking.enabled:
-            self._tracker = self.start_later.defer(partial(
-                open_tracker, run_dir, uri=config.tracking.uri, experiment=config.tracking.experiment or config.name,
-                experiment_tags=experiment_tags(name=config.name, protocol=config.protocol,
-                                                components=config.components, feedback_mode=config.feedback.mode.value)))
+        self.start_later = DeferredStart()  # what the first request does not need: see ``observers`` and ``proposers``
+        self.deferred_tuner = self.make_tuner()
+        self.observers = Observers()
+        """The run's observers (``memevo.evolve.observers``): MLflow's store opens once the first requests are in
+        flight."""
+        open_observers(self.observers, RunContext(
+            config=config, run_dir=run_dir, evaluator=self.evaluator, split=self.split, items=self.users,
+            seed=self.seed, spec=agent_spec(self.seed.policy.kind), tuner=self.deferred_tuner,
+            start_later=self.start_later, run_link=self.observers.run_link))
         self._proposers = self.start_later.defer(partial(make_proposers, hub, config))
         self.start_later.watch(hub.accounting)
 
-    @property
-    def tracker(self) -> Tracker | None:
-        """The run's MLflow writer, None when tracking is off. Importing MLflow and setting up its store take
-        seconds, so they run in a thread once the first requests are in flight (``deferred``); the first use waits
-        for them (and raises what they raised). Nothing is logged until then, and everything logged comes from the
-        run folder's records, so a run killed meanwhile loses nothing tracked."""
-        return None if self._tracker is None else self._tracker.result()
+    def make_tuner(self) -> Deferred[Tuner] | None:
+        """The Optuna study a protocol asks for hyperparameters (deferred: ``start_later``), None when it asks for
+        none."""
+        return None
 
     @property
     def proposers(self) -> list[Proposer]:
         """The configured proposers; DSPy is imported in the start-up thread once the first requests are in flight,
         and the first proposal waits for it."""
         return self._proposers.result()
+
+    @property
+    def mlflow(self) -> MlflowObserver | None:
+        """The run's MLflow observer, None when tracking is off (for protocols that log outside events)."""
+        return cast("MlflowObserver | None", self.observers.named.get("mlflow"))
+
+    @property
+    def tracker(self) -> Tracker | None:
+        """The run's MLflow writer, None when tracking is off (the first use waits for MLflow to load)."""
+        return None if self.mlflow is None else self.mlflow.tracker
+
+    def start_tracking(self) -> None:
+        """Open (or reopen) the MLflow parent run with this evolution's params, config and user split."""
+        assert self.mlflow is not None
+        self.mlflow.start()
 
     async def upper_bound_table(self, items: Sequence[Item]) -> UpperBoundTable | None:
         """The upper-bound table on ``items`` (computed once per run folder), None when the config switches
@@ -374,28 +383,3 @@ class RunBase:
             close = getattr(client, "aclose", None)
             if close is not None:
                 await close()
-
-    def start_tracking(self) -> None:
-        """Open (or reopen) the parent run with this evolution's params, config and user split as its input."""
-        assert self.tracker is not None
-        source = self.config.data.path or "synth"
-        dataset = split_dataset_input(self.split.model_dump(include={"train", "val", "test"}),
-                                      name=f"{self.config.name}-users", source=source, digest=data_hash(self.users))
-        self.tracker.start(self.config.name, self.tracking_params(), self.config.hash_payload(), dataset)
-
-    def tracking_params(self) -> dict[str, Any]:
-        """The parent run's params: what defines this evolution."""
-        return {
-            "name": self.config.name, "environment": self.config.environment, "protocol": self.config.protocol,
-            "seed_policy_id": self.seed.id,
-            "agent_kind": self.seed.policy.kind, "agent_model": self.seed.policy.llm.model,
-            "proposer_model": self.config.llm.proposer.model, "feedback_mode": self.config.feedback.mode.value,
-            "objective": self.config.objective, "proposers": ",".join(self.config.strategy.proposers),
-            "parents": self.config.strategy.parents, "acceptance": self.config.strategy.acceptance,
-            "order": self.config.strategy.order,
-            "minibatch": minibatch_param(self.config.strategy.minibatch, order=self.config.strategy.order),
-            "components": ",".join(self.config.components), "split_seed": self.config.split.seed,
-            "optuna_seed": self.config.optuna.seed, "data_hash": data_hash(self.users),
-            "n_train": len(self.split.train), "n_val": len(self.split.val), "n_test": len(self.split.test),
-            "git_commit": git_commit(Path(__file__).parent) or "unknown",
-        }

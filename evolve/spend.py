@@ -1,9 +1,17 @@
-"""Whether a run's budget is used up, judged on its usage over all its processes (its usage ledger)."""
+"""A run's budgets and spend, judged on its usage over all its processes (its usage ledger)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from memevo.agents.llm.accounting import UsageReport
+from memevo.core.atomic_files import write_json_atomic
+from memevo.core.run_files import delete_and_resume, read_model
+from memevo.environments.rundir import UsageLedger
 from memevo.evolve.config import BudgetConfig
+
+SPEND_FILE = "spend.json"
 
 
 def budget_exceeded(budget: BudgetConfig, usage: UsageReport) -> str | None:
@@ -16,3 +24,26 @@ def budget_exceeded(budget: BudgetConfig, usage: UsageReport) -> str | None:
     if budget.max_dollars is not None and total.dollars >= budget.max_dollars:
         return f"dollar budget ({budget.max_dollars})"
     return None
+
+
+class BudgetKeeper:
+    """What the loop asks before work starts (is a budget spent?) and the usage it records with a generation."""
+
+    def __init__(self, budget: BudgetConfig, usage: UsageLedger) -> None:
+        self.budget = budget
+        self.usage = usage
+
+    def spent(self) -> str | None:
+        """The budget used up so far, if any (see ``budget_exceeded``)."""
+        return budget_exceeded(self.budget, self.usage.report())
+
+    def recorded(self, folder: Path) -> UsageReport:
+        """The run's usage when a generation's evaluations ended (``spend.json`` in its ``folder``, beside its
+        outcome), saved once: a resume reports the same figures."""
+        path = folder / SPEND_FILE
+        if not path.exists():
+            write_json_atomic(path, json.loads(self.usage.report().model_dump_json()))
+        stored = read_model(path, UsageReport, remedy=delete_and_resume("it", "it is written again with the run's "
+                                                                                    "usage at that time"))
+        assert stored is not None  # written above
+        return stored

@@ -47,6 +47,32 @@ def test_no_module_imports_a_later_layer(layer: str):
     assert not offenders, sorted(offenders)
 
 
+ENGINE = ("loop.py", "evaluation.py", "candidates.py", "scheduling.py", "spend.py", "events.py", "selection",
+          "proposers")
+"""The evolution engine (under ``evolve/``): it emits events (``events.py``) and never talks to a display or a tracker."""
+NOT_IN_THE_ENGINE = ("mlflow", "matplotlib", "tqdm", "memevo.evolve.presentation", "memevo.evolve.tracking",
+                     "memevo.evolve.observers", "memevo.environments.progress", "memevo.environments.plots",
+                     "memevo.environments.plot_process")
+"""Presentation (terminal lines, progress bars, plots) and tracking (MLflow runs) live behind the observers."""
+
+
+def _engine_files() -> list[Path]:
+    paths = [REPO / "evolve" / name for name in ENGINE]
+    return sorted(file for path in paths for file in (path.rglob("*.py") if path.is_dir() else [path]))
+
+
+def test_the_engine_imports_no_presentation_and_no_tracker():
+    files = _engine_files()
+    assert len(files) > len(ENGINE), files  # the packages' modules are found
+    offenders = {
+        f"{path.relative_to(REPO)} imports {name}"
+        for path in files
+        for name in _imported_modules(path)
+        if name in NOT_IN_THE_ENGINE or name.startswith(tuple(f"{module}." for module in NOT_IN_THE_ENGINE))
+    }
+    assert not offenders, sorted(offenders)
+
+
 def test_ruff_lint_and_import_order_pass():
     ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
     assert ruff is not None, "ruff is part of the test extra: pip install -e '.[test]'"

@@ -11,7 +11,8 @@ from memevo.agents.llm.accounting import RoleUsage, dollars_text
 from memevo.environments.metrics import Scores
 from memevo.environments.progress import configure_terminal, phase
 from memevo.environments.score_text import memory_score_text, score_lines
-from memevo.evolve.presentation.explain import generation_line, proposal_error_line, proposals_line, spend_line
+from memevo.evolve.presentation.explain import generation_line, proposals_line, spend_line
+from memevo.evolve.proposers.base import proposal_error_line
 
 
 def test_request_logs_of_http_libraries_are_off_and_memevo_lines_stay(capsys: pytest.CaptureFixture[str]) -> None:

@@ -107,6 +107,33 @@ def test_a_dataset_another_evolution_added_first_is_linked_not_lost(tmp_path: Pa
         assert [d.dataset.digest for d in run.inputs.dataset_inputs] == ["d1"]
 
 
+def test_a_prompt_another_evolution_created_first_gets_this_evolution_s_version(tmp_path: Path, monkeypatch) -> None:
+    """The race behind a shared store's "Prompt already exists": between this evolution's look for the prompt and its
+    create, another evolution creates it. Both candidates still get their version."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+    from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS
+
+    from memevo.evolve.tracking.store import Tracker
+
+    uri = f"sqlite:///{tmp_path / 'shared.db'}"
+    first, second = (Tracker(run_dir=tmp_path / name, uri=uri, experiment="shared-prompts") for name in ("a", "b"))
+    real = mlflow.genai.register_prompt
+
+    def lose_the_race(**_: object) -> None:
+        monkeypatch.setattr(mlflow.genai, "register_prompt", real)
+        first.register_prompts("shared", "cand-a", {"memory_types": "a"}, best=False, tags={"candidate_id": "cand-a"},
+                               run_id=None)
+        raise MlflowException("Prompt (name=shared-memory_types) already exists.", RESOURCE_ALREADY_EXISTS)
+
+    monkeypatch.setattr(mlflow.genai, "register_prompt", lose_the_race)
+    second.register_prompts("shared", "cand-b", {"memory_types": "b"}, best=False, tags={"candidate_id": "cand-b"},
+                            run_id=None)
+    versions = {version.tags["candidate_id"]: version.template
+                for version in second.client.search_prompt_versions("shared-memory_types")}
+    assert versions == {"cand-a": "a", "cand-b": "b"}
+
+
 @pytest.mark.parametrize("uri", ["sqlite:///mlflow.db", "sqlite:////tmp/a b/m.db", "sqlite:////tmp/a%20b/m.db",
                                  "sqlite:///runs/x.db?timeout=30", "sqlite:///:memory:", "sqlite:///",
                                  "postgresql://u@h/db"])

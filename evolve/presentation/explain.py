@@ -1,8 +1,7 @@
 """Numbers in words for the terminal: each line says what its figures mean, so no reader has to guess.
 
-An unpriced model is not shown as "$0.0000", a proposer's unreadable reply is one line instead of the
-raw reply, and a generation is summarised in one line (candidates, what was kept, the objective, the
-spend). Scores themselves are worded by ``memevo.environments.score_text``, shared with ``memevo eval``.
+An unpriced model is not shown as "$0.0000", and a generation is summarised in one line (candidates, what was
+kept, the objective, the spend). Scores themselves are worded by ``memevo.environments.score_text``, shared with ``memevo eval``.
 """
 
 from __future__ import annotations
@@ -15,19 +14,6 @@ def spend_line(usage: RoleUsage) -> str:
     tokens = usage.prompt_tokens + usage.completion_tokens
     unknown = f", {usage.unknown_calls} unknown: in flight at a kill" if usage.unknown_calls else ""
     return f"{usage.calls} calls ({usage.cache_hits} cached{unknown}), {tokens} tokens, {dollars_text(usage)}"
-
-
-def proposal_error_line(error: BaseException) -> str:
-    """A proposer failure in one line: for an unreadable reply, which fields were missing, not the reply."""
-    reply = getattr(error, "lm_response", None)
-    signature = getattr(error, "signature", None)
-    if reply is not None and signature is not None:
-        expected = ", ".join(getattr(signature, "output_fields", {}) or {})
-        adapter = getattr(error, "adapter_name", "the adapter")
-        return f"{adapter} could not read the {len(str(reply))}-character reply (expected fields: {expected})"
-    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    text = f"{type(error).__name__}: {first}" if first else type(error).__name__
-    return text if len(text) <= 160 else text[:157] + "..."
 
 
 def proposals_line(generation: int, *, prompt_candidates: int, tuning_candidates: int, proposals: int,

@@ -98,3 +98,16 @@ async def propose_all(
             variants += made
             stats.add(made_stats)
     return variants, stats
+
+
+def proposal_error_line(error: BaseException) -> str:
+    """A proposer failure in one line: for an unreadable reply, which fields were missing, not the reply."""
+    reply = getattr(error, "lm_response", None)
+    signature = getattr(error, "signature", None)
+    if reply is not None and signature is not None:
+        expected = ", ".join(getattr(signature, "output_fields", {}) or {})
+        adapter = getattr(error, "adapter_name", "the adapter")
+        return f"{adapter} could not read the {len(str(reply))}-character reply (expected fields: {expected})"
+    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    text = f"{type(error).__name__}: {first}" if first else type(error).__name__
+    return text if len(text) <= 160 else text[:157] + "..."

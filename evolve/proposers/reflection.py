@@ -18,8 +18,7 @@ import dspy
 from memevo.agents.base import ComponentSpec
 from memevo.agents.llm.protocol import LLMError, LLMJSONError
 from memevo.core.lazy_model import LazyModel
-from memevo.evolve.presentation.explain import proposal_error_line
-from memevo.evolve.proposers.base import ProposalContext, Variant, checked
+from memevo.evolve.proposers.base import ProposalContext, Variant, checked, proposal_error_line
 from memevo.evolve.proposers.signatures import RewritePrompt, RewriteTypes
 from memevo.evolve.records import ProposalStats
 

@@ -316,6 +316,22 @@ class Tracker:
                 return int(version.version)
         return None
 
+    @staticmethod
+    def _register_prompt(name: str, text: str, candidate_id: str, tags: dict[str, str]) -> int:
+        """A new version of prompt ``name``. MLflow creates the prompt when it finds none, then adds the version: two
+        evolutions on a shared store registering a new prompt together can both find it missing, and the second
+        create fails as already existing. Once more finds the other's prompt and only adds the version."""
+        def register() -> int:
+            return int(mlflow.genai.register_prompt(name=name, template=text, commit_message=f"candidate {candidate_id}",
+                                                    tags=tags).version)
+
+        try:
+            return register()
+        except MlflowException as error:
+            if error.error_code != "RESOURCE_ALREADY_EXISTS":
+                raise
+            return register()
+
     def register_prompts(self, prefix: str, candidate_id: str, prompts: dict[str, str], *, best: bool,
                          tags: dict[str, str], run_id: str | None) -> None:
         """Put an accepted candidate's prompts in the Prompt Registry (once, with ``tags``), linked to the
@@ -327,10 +343,7 @@ class Tracker:
             if key not in registered:
                 version = self._registered_version(name, candidate_id)
                 if version is None:
-                    version = int(mlflow.genai.register_prompt(
-                        name=name, template=text, commit_message=f"candidate {candidate_id}",
-                        tags=tags | {RUN_TAG: self.tracking_id},
-                    ).version)
+                    version = self._register_prompt(name, text, candidate_id, tags | {RUN_TAG: self.tracking_id})
                 registered[key] = version
                 self._save_ids()
             if run_id is not None:  # linking again is a no-op

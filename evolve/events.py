@@ -1,0 +1,243 @@
+"""What the evolution loop tells the world: event records, the observer base, and the fan-out.
+
+The loop orders generations and emits an event at each point something outside it may care about (a plan made, a
+phase of work started or advanced, a generation or the run ended). Observers (MLflow runs, Optuna trials, the
+terminal, the score plot; ``memevo.evolve.observers`` names them) turn events into their own records, so the loop
+imports none of them. Events are handed to the observers one at a time, in the registry's order, in the loop's
+thread: a resumed run emits the same events in the same order, so every observer writes the same records.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memevo.agents.base import AgentSpec
+    from memevo.agents.llm.accounting import RoleUsage, UsageReport
+    from memevo.evolve.candidates import Candidate
+    from memevo.evolve.config import EvolveConfig
+    from memevo.evolve.cross_test import CrossTestResult
+    from memevo.evolve.deferred import Deferred, DeferredStart
+    from memevo.evolve.evaluation import CandidateEval, Evaluator
+    from memevo.evolve.records import EvolutionResult, GenerationOutcome, GenerationPlan
+    from memevo.evolve.runtime import Split
+    from memevo.evolve.scheduling import CandidateRun
+    from memevo.evolve.tuner import Tuner
+
+
+# ----- phases of work (what a progress display shows) ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CandidatesPhase:
+    """A generation's candidates; a unit is one candidate run (or raced)."""
+
+    generation: int
+    total: int
+
+
+@dataclass(frozen=True)
+class EvaluationPhase:
+    """One candidate on one split; a unit is one user's period, ``periods`` the sum over the split's users."""
+
+    label: str
+    split: str
+    periods: int
+
+
+@dataclass(frozen=True)
+class FinalScoringPhase:
+    """Seed and best on the test users (or the test environment's items) at the end of the run."""
+
+    periods: int
+
+
+PhaseKind = CandidatesPhase | EvaluationPhase | FinalScoringPhase
+
+
+@dataclass(frozen=True)
+class PhaseStarted:
+    key: int
+    phase: PhaseKind
+
+
+@dataclass(frozen=True)
+class PhaseAdvanced:
+    key: int
+    units: int
+
+
+@dataclass(frozen=True)
+class PhaseSkipped:
+    """Units that turned out not to be needed (the candidates after the one kept)."""
+
+    key: int
+    units: int
+
+
+@dataclass(frozen=True)
+class PhaseEnded:
+    key: int
+
+
+# ----- the search ------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CandidateProposed:
+    """A candidate took its trial's hyperparameters (before any evaluation)."""
+
+    candidate: Candidate
+
+
+@dataclass(frozen=True)
+class ProposalRepeated:
+    """A proposal repeated a known policy: its trial is closed unrun."""
+
+    trial_number: int
+
+
+@dataclass(frozen=True)
+class GenerationPlanned:
+    """A generation's candidates are known (also when a resume read its saved plan)."""
+
+    plan: GenerationPlan
+    parent: Candidate
+
+
+@dataclass(frozen=True)
+class ParentTrainCompleted:
+    """A parent checked on a minibatch only ran on every train user after its generation was recorded."""
+
+    parent: Candidate
+    train: CandidateEval
+
+
+@dataclass(frozen=True)
+class GenerationEnded:
+    """A generation's candidates are decided; its outcome is saved right after every observer had it.
+
+    ``usage`` is the run's usage saved when the generation's evaluations ended (the same on a resume), ``spend``
+    the run's total at the time of the event."""
+
+    outcome: GenerationOutcome
+    ran: Sequence[tuple[Candidate, CandidateRun]]
+    never_run: Sequence[Candidate]
+    lineage: Mapping[str, Candidate]
+    feedback: str
+    usage: UsageReport
+    spend: RoleUsage
+
+    @property
+    def kept(self) -> Candidate:
+        return self.lineage[self.outcome.kept_id]
+
+    @property
+    def improved(self) -> bool:
+        """The generation changed the running best: it kept one of its own candidates."""
+        return self.outcome.generation > 0 and self.outcome.kept_id in self.outcome.accepted_ids
+
+    def parent_of(self, candidate: Candidate) -> Candidate:
+        return self.lineage.get(candidate.parent_id or "", candidate)
+
+
+@dataclass(frozen=True)
+class RunEnded:
+    """Seed and best scored on the test users (``result.json`` is saved)."""
+
+    result: EvolutionResult
+    cross: CrossTestResult | None
+
+
+Event = (PhaseStarted | PhaseAdvanced | PhaseSkipped | PhaseEnded | CandidateProposed | ProposalRepeated
+         | GenerationPlanned | ParentTrainCompleted | GenerationEnded | RunEnded)
+
+
+# ----- observers ---------------------------------------------------------------------------------------------------
+
+@dataclass
+class RunContext:
+    """What observers may read about the run beyond the events: its settings, folder, evaluations and users."""
+
+    config: EvolveConfig
+    run_dir: Path
+    evaluator: Evaluator
+    split: Split
+    items: Sequence[object]
+    seed: Candidate
+    spec: AgentSpec
+    tuner: Deferred[Tuner] | None
+    start_later: DeferredStart
+    """Start-up work an observer needs later but not for the run's first request (e.g. MLflow's store)."""
+    run_link: Callable[[int, str], str | None]
+    """The tracker's run of a candidate (generation, label), None before it is logged or without a tracker."""
+
+    @property
+    def users(self) -> dict[str, list[str]]:
+        return {"train": self.split.train, "val": self.split.val}
+
+
+class Observer:
+    """One consumer of the loop's events; ``notify`` ignores the events it has no use for."""
+
+    def notify(self, event: Event) -> None:
+        """Handle one event (called in the loop's thread, in the order the loop emitted them)."""
+
+    def run_link(self, generation: int, label: str) -> str | None:
+        """The id this observer's records give a candidate's run, when it keeps one (a tracker does)."""
+        return None
+
+    def warm_up(self) -> None:
+        """Import what the run's end needs (a plot's matplotlib, say), called in the start-up thread while the run
+        waits on its endpoint, so the end does not wait for it after the last request."""
+
+
+class Progress:
+    """A handle on one running phase: the loop advances it per finished unit, observers draw it."""
+
+    def __init__(self, emit: Callable[[Event], None], key: int) -> None:
+        self._emit = emit
+        self._key = key
+
+    def advance(self, units: int = 1) -> None:
+        self._emit(PhaseAdvanced(self._key, units))
+
+    def skip(self, units: int) -> None:
+        if units:
+            self._emit(PhaseSkipped(self._key, units))
+
+
+class Observers(Observer):
+    """The fan-out: each event goes to every observer, in the order they were added."""
+
+    def __init__(self) -> None:
+        self.named: dict[str, Observer] = {}
+        self._keys = itertools.count()
+
+    def add(self, name: str, observer: Observer) -> None:
+        self.named[name] = observer
+
+    def notify(self, event: Event) -> None:
+        for observer in self.named.values():
+            observer.notify(event)
+
+    def warm_up(self) -> None:
+        for observer in self.named.values():
+            observer.warm_up()
+
+    def run_link(self, generation: int, label: str) -> str | None:
+        links = (observer.run_link(generation, label) for observer in self.named.values())
+        return next((link for link in links if link is not None), None)
+
+    @contextmanager
+    def phase(self, phase: PhaseKind) -> Iterator[Progress]:
+        """Started, advanced by the loop, and ended also when the work inside raises."""
+        key = next(self._keys)
+        self.notify(PhaseStarted(key, phase))
+        try:
+            yield Progress(self.notify, key)
+        finally:
+            self.notify(PhaseEnded(key))

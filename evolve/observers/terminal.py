@@ -1,0 +1,103 @@
+"""The terminal: one progress bar per phase of work, and the lines that say what a generation and the run did."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from contextlib import AbstractContextManager, ExitStack
+
+from memevo.environments.progress import Phase
+from memevo.evolve.cross_test import cross_test_lines
+from memevo.evolve.events import (
+    CandidatesPhase,
+    EvaluationPhase,
+    Event,
+    GenerationEnded,
+    GenerationPlanned,
+    Observer,
+    PhaseAdvanced,
+    PhaseEnded,
+    PhaseKind,
+    PhaseSkipped,
+    PhaseStarted,
+    RunContext,
+    RunEnded,
+)
+from memevo.evolve.presentation.explain import generation_line, proposals_line
+from memevo.evolve.presentation.progress import candidates_phase, evaluation_phase, test_phase
+
+log = logging.getLogger("memevo.evolve")
+
+
+def _bar(phase: PhaseKind) -> AbstractContextManager[Phase]:
+    match phase:
+        case CandidatesPhase(generation, total):
+            return candidates_phase(generation, total)
+        case EvaluationPhase(label, split, periods):
+            return evaluation_phase(label, split, periods)
+        case _:
+            return test_phase(phase.periods)
+
+
+class TerminalObserver(Observer):
+    """Draws the phases the loop reports (several at once: candidates evaluate concurrently) and logs its lines."""
+
+    def __init__(self, objective: str) -> None:
+        self.objective = objective
+        self.bars: dict[int, tuple[ExitStack, Phase]] = {}
+
+    def warm_up(self) -> None:
+        importlib.import_module("memevo.evolve.presentation.headline")
+
+    def notify(self, event: Event) -> None:
+        match event:
+            case PhaseStarted(key, phase):
+                stack = ExitStack()
+                self.bars[key] = (stack, stack.enter_context(_bar(phase)))
+            case PhaseAdvanced(key, units):
+                self.bars[key][1].advance(units)
+            case PhaseSkipped(key, units):
+                self.bars[key][1].skip(units)
+            case PhaseEnded(key):
+                self.bars.pop(key)[0].close()
+            case GenerationPlanned():
+                self._planned(event)
+            case GenerationEnded():
+                self._ended(event)
+            case RunEnded():
+                self._run_ended(event)
+
+    @staticmethod
+    def _planned(event: GenerationPlanned) -> None:
+        plan = event.plan
+        tuning = sum(candidate.origin == "tuning" for candidate in plan.candidates)
+        log.info("%s; parent %s", proposals_line(plan.generation, prompt_candidates=len(plan.candidates) - tuning,
+                                                 tuning_candidates=tuning, proposals=plan.stats.total,
+                                                 rejected=plan.stats.rejected, repaired=plan.stats.repaired,
+                                                 duplicates=plan.stats.duplicates),
+                 event.parent.label)
+
+    @staticmethod
+    def _ended(event: GenerationEnded) -> None:
+        outcome = event.outcome
+        if outcome.generation == 0:
+            return
+        log.info(generation_line(outcome.generation, candidates=len(event.ran) + len(event.never_run),
+                                 pruned=len(outcome.pruned) + len(outcome.gated),
+                                 generation_best=max(outcome.val.values(), default=None), kept=event.kept.label,
+                                 improved=event.improved, kept_objective=outcome.parent_val, usage=event.spend))
+
+    def _run_ended(self, event: RunEnded) -> None:
+        from memevo.evolve.presentation.headline import (
+            held_out_line,  # scipy.stats: not on the way to the first request
+        )
+
+        result = event.result
+        log.info("stopped: %s. %s", result.stop_reason,
+                 held_out_line(self.objective, result.seed_scores, result.best_scores))
+        for line in [] if event.cross is None else cross_test_lines(event.cross):
+            log.info("%s", line)
+
+
+def make_observer(context: RunContext) -> Observer:
+    return TerminalObserver(context.config.objective)
