@@ -50,7 +50,11 @@ class MemoryPolicy(LazyModel):
     def canonical_json(self) -> str:
         """Key-sorted JSON: the form that is hashed and stored."""
         # How many requests run at once, and on how many endpoints, changes how fast results come, never what they are.
-        dumped = self.model_dump(mode="json", exclude={"llm": set(SPEED_ONLY_FIELDS)})
+        # A field added later is left out while unset, so the policies of existing run folders keep their ids.
+        excluded: dict[str, Any] = {"llm": set(SPEED_ONLY_FIELDS)}
+        if self.write_max_tokens is None:
+            excluded["write_max_tokens"] = True
+        dumped = self.model_dump(mode="json", exclude=excluded)
         return json.dumps(dumped, sort_keys=True, ensure_ascii=False)
 
     @property

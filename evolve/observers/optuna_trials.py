@@ -7,6 +7,8 @@ trial), among them the candidate's tracker run, which exists by then (the tracke
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from memevo.evolve.deferred import Deferred
 from memevo.evolve.events import (
     CandidateProposed,
@@ -19,7 +21,9 @@ from memevo.evolve.events import (
 from memevo.evolve.scheduling import CandidateRun
 from memevo.evolve.tracking.entries import decision_of
 from memevo.evolve.tracking.payloads import trial_attributes
-from memevo.evolve.tuner import Tuner
+
+if TYPE_CHECKING:  # the study opens in the start-up thread; importing optuna here would put it before the first request
+    from memevo.evolve.tuner import Tuner
 
 
 class OptunaObserver(Observer):
