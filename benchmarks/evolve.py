@@ -191,7 +191,7 @@ def startup(data: Path, workdir: Path, repeats: int, executables: dict[str, str]
             server = TimedServer(backend.http_reply, latency_s=0.02)
             with server:
                 settings = config(data, server.url, **{**SMALL_RUN, "tracking": {"enabled": True}}).model_dump(
-                    mode="json", exclude_none=True)
+                    mode="json", exclude_none=True, exclude_unset=True)
                 path = workdir / f"startup-{name}-{attempt}.yaml"
                 path.write_text(yaml.safe_dump(settings), encoding="utf-8")
                 run_dir = workdir / f"startup-{name}-{attempt}"
