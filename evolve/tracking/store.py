@@ -24,8 +24,9 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import mlflow
 from mlflow import MlflowClient
@@ -41,6 +42,7 @@ from memevo.evolve.tracking.payloads import BEST_TAG, ROLE_TAG
 from memevo.evolve.tracking.stores import default_tracking_uri, experiment_id, open_tracking_store
 
 log = logging.getLogger("memevo.evolve")
+T = TypeVar("T")
 
 PARENT_TAG = MLFLOW_PARENT_RUN_ID
 DEFAULT_EXPERIMENT_ID = "0"
@@ -211,12 +213,8 @@ class Tracker:
         one transaction: two evolutions of one split starting together on a shared store can both find it missing,
         and the second insert fails on the unique key. The failed transaction is rolled back whole, so once more
         finds the other's row and only links it."""
-        try:
-            self.client.log_inputs(run_id, [dataset])
-        except MlflowException as error:
-            if not isinstance(error.__cause__, IntegrityError):
-                raise
-            self.client.log_inputs(run_id, [dataset])
+        _once_more_after_a_lost_race(lambda: self.client.log_inputs(run_id, [dataset]),
+                                     lambda error: isinstance(error.__cause__, IntegrityError))
 
     def candidate_run_id(self, generation: int, label: str) -> str | None:
         """The MLflow run of a candidate whose generation has been logged (None before that)."""
@@ -321,16 +319,10 @@ class Tracker:
         """A new version of prompt ``name``. MLflow creates the prompt when it finds none, then adds the version: two
         evolutions on a shared store registering a new prompt together can both find it missing, and the second
         create fails as already existing. Once more finds the other's prompt and only adds the version."""
-        def register() -> int:
-            return int(mlflow.genai.register_prompt(name=name, template=text, commit_message=f"candidate {candidate_id}",
-                                                    tags=tags).version)
-
-        try:
-            return register()
-        except MlflowException as error:
-            if error.error_code != "RESOURCE_ALREADY_EXISTS":
-                raise
-            return register()
+        return _once_more_after_a_lost_race(
+            lambda: int(mlflow.genai.register_prompt(name=name, template=text,
+                                                     commit_message=f"candidate {candidate_id}", tags=tags).version),
+            lambda error: error.error_code == "RESOURCE_ALREADY_EXISTS")
 
     def register_prompts(self, prefix: str, candidate_id: str, prompts: dict[str, str], *, best: bool,
                          tags: dict[str, str], run_id: str | None) -> None:
@@ -371,6 +363,17 @@ class Tracker:
 
 def _metric_key(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_\-. /]", "_", name)
+
+
+def _once_more_after_a_lost_race(work: Callable[[], T], lost: Callable[[MlflowException], bool]) -> T:
+    """``work``, and once more when it failed as ``lost`` says: another evolution on a shared store created the same
+    row between MLflow's look for it and its insert, and the second try finds that row."""
+    try:
+        return work()
+    except MlflowException as error:
+        if not lost(error):
+            raise
+        return work()
 
 
 def _prompt_name(name: str) -> str:
