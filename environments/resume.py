@@ -120,11 +120,11 @@ def resumable(context: typer.Context) -> Iterator[str]:
                                ) from None
     except UserInputError:
         raise
-    except Exception as error:
+    except BaseException as error:  # not only Exceptions: asyncio's CancelledError can carry the signal too
         signalled = _signal_behind(error)
         if signalled is not None:  # the signal landed inside a library's clean-up, which then failed on its own
             raise _interrupted(signalled, command) from None
-        failed = _failed(error, command)
+        failed = _failed(error, command) if isinstance(error, Exception) else None
         if failed is None:
             raise
         raise failed from error

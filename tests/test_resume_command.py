@@ -4,6 +4,7 @@ that holds it."""
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import signal
@@ -17,7 +18,7 @@ from typer.testing import CliRunner
 
 from memevo.agents.llm.protocol import LLMError
 from memevo.core.errors import DamagedFileError, Interrupted, RunFailedError, UserInputError
-from memevo.environments.resume import resumable
+from memevo.environments.resume import Terminated, resumable
 
 
 class Kind(str, Enum):
@@ -83,6 +84,27 @@ def test_the_resume_command_is_the_command_as_given_with_resume(args: list[str],
 def test_a_failure_a_resume_fixes_carries_the_command(failure: BaseException, raised: type[Exception], line: str) -> None:
     result = CliRunner().invoke(_app(failure, []), ["c"])
     assert type(result.exception) is raised and str(result.exception) == line
+
+
+def _cancelled_while_handling(stop: KeyboardInterrupt) -> BaseException:
+    try:
+        raise stop
+    except KeyboardInterrupt:
+        try:
+            raise asyncio.CancelledError()  # a task's clean-up cancelled while the signal's exception passed through
+        except asyncio.CancelledError as cancelled:
+            return cancelled
+
+
+def test_a_cancellation_raised_while_handling_sigterm_is_still_the_interruption() -> None:
+    result = CliRunner().invoke(_app(_cancelled_while_handling(Terminated()), []), ["c"])
+    assert isinstance(result.exception, Interrupted) and result.exception.exit_code == 143
+    assert str(result.exception) == "interrupted by SIGTERM; finished work is saved, resume with: memevo run c --resume"
+
+
+def test_a_cancellation_with_no_signal_behind_it_is_not_turned_into_one() -> None:
+    with pytest.raises(asyncio.CancelledError):  # not an Exception: the runner passes it on as it came
+        CliRunner().invoke(_app(asyncio.CancelledError(), []), ["c"])
 
 
 def test_sigterm_during_the_work_is_an_interruption_with_exit_143_and_the_handler_is_restored() -> None:
