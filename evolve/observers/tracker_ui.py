@@ -14,12 +14,17 @@ from typing import Protocol
 
 
 class TrackerUI(Protocol):
-    name: str
-    """How the person knows the tracker ("MLflow": "the MLflow UI", "the MLflow server")."""
-    health_path: str
-    """The route that answers once the server is ready to serve pages."""
-    environment: Mapping[str, str]
-    """Set for the server's process on top of memevo's own environment."""
+    @property
+    def name(self) -> str:
+        """How the person knows the tracker ("MLflow": "the MLflow UI", "the MLflow server")."""
+
+    @property
+    def health_path(self) -> str:
+        """The route that answers once the server is ready to serve pages."""
+
+    @property
+    def environment(self) -> Mapping[str, str]:
+        """Set for the server's process on top of memevo's own environment."""
 
     def default_store(self, run_dir: Path) -> str:
         """The store a run in ``run_dir`` logs to when its config names none."""
