@@ -125,5 +125,5 @@ class AblationMlflowObserver(AblationObserver):
             client.log_artifact(run_id, str(path))
 
 
-def make_observer(context: AblationContext) -> AblationObserver:
+def make_ablation_observer(context: AblationContext) -> AblationObserver:
     return AblationMlflowObserver(context)

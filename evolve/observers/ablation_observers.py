@@ -2,7 +2,8 @@
 its own, imported only when an ablation starts (MLflow loads then, not with the ablation's modules).
 
 An ablation's observers get every event in this order. A new tracker for the ablation is one module with a
-``make_observer(context: AblationContext) -> AblationObserver`` function and one entry here.
+``make_ablation_observer(context: AblationContext) -> AblationObserver`` function and one entry here (the factory's
+name differs from the loop's ``make_observer``, so one module may serve a tracker for both).
 """
 
 from __future__ import annotations
@@ -21,6 +22,6 @@ ABLATION_OBSERVERS: dict[str, str] = {
 def open_ablation_observers(context: AblationContext) -> AblationObservers:
     observers = AblationObservers()
     for name, module in ABLATION_OBSERVERS.items():
-        factory: Callable[[AblationContext], AblationObserver] = importlib.import_module(module).make_observer
+        factory: Callable[[AblationContext], AblationObserver] = importlib.import_module(module).make_ablation_observer
         observers.add(name, factory(context))
     return observers

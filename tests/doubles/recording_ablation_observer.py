@@ -18,5 +18,5 @@ class RecordingAblationObserver(AblationObserver):
         return f"recorded-{folder.parent.name}-{folder.name}"
 
 
-def make_observer(context: AblationContext) -> AblationObserver:
+def make_ablation_observer(context: AblationContext) -> AblationObserver:
     return RecordingAblationObserver()
