@@ -2,10 +2,10 @@
 
 The loop orders generations and emits an event at each point something outside it may care about (a plan made, a
 phase of work started or advanced, a generation or the run ended); AMemGym's in-episode protocol emits its own (a
-user's prompts evolved, the run ended). Observers (MLflow runs, Optuna trials, the
-terminal, the score plot; ``memevo.evolve.observers`` names them) turn events into their own records, so the loop
-imports none of them. Events are handed to the observers one at a time, in the registry's order, in the loop's
-thread: a resumed run emits the same events in the same order, so every observer writes the same records.
+user's prompts evolved, the run ended). Observers (MLflow runs, Optuna trials, the terminal, the score plot;
+``memevo.evolve.observers`` names them) turn events into their own records, so neither imports any of them. Events
+are handed to the observers one at a time, in the registry's order, in the loop's thread: a resumed run emits the
+same events in the same order, so every observer writes the same records.
 """
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ class TerminalObserver(Observer):
                 self._run_ended(event)
             case UserEvolved(step, evolved):
                 log.info("user %s period %d: evolved %s (%d rejected)", step.user_id, step.period,
-                         sorted(evolved) or "nothing", step.stats.rejected)
+                         list(evolved) or "nothing", step.stats.rejected)
             case InEpisodeEnded(result):
                 log.info("in-episode evolution, %s", self._held_out(result, best_label="evolving"))
 
