@@ -3,6 +3,7 @@ tracker added as one module plus one registry entry."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import optuna
@@ -124,12 +125,17 @@ def test_a_new_tracker_is_one_module_and_one_registry_entry(tmp_path: Path, monk
     assert links and all(str(link).startswith("recorded-g") for link in links)  # the trial names the tracker's run
 
 
-def test_in_episode_evolution_tells_observers_each_step_and_its_end(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_in_episode_evolution_tells_observers_each_step_and_its_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
     entry = observers.ObserverEntry("tests.doubles.recording_observer", lambda run: True)
     monkeypatch.setitem(observers.OBSERVERS, "recording", entry)
     recording_observer.RECORDED.clear()
-    result, _ = evolve(tmp_path, "period", protocol="amemgym_period", split={"train": 0, "val": 0, "test": 2})
+    with caplog.at_level(logging.INFO, logger="memevo.evolve"):
+        result, _ = evolve(tmp_path, "period", protocol="amemgym_period", split={"train": 0, "val": 0, "test": 2})
+    lines = [record.getMessage() for record in caplog.records]
+    assert any(line.endswith("period 0: evolved ['memory_types'] (0 rejected)") for line in lines)  # the terminal's
+    assert any(line.startswith("in-episode evolution, test accuracy: seed ") and " -> evolving " in line
+               for line in lines)
     events = recording_observer.RECORDED
     steps = sorted((event.step.user_id, event.step.period) for event in events if isinstance(event, UserEvolved))
     saved = sorted((tmp_path / "period" / "in_episode").glob("user-*/period_*.json"))
