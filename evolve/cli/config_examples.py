@@ -21,7 +21,7 @@ objective: accuracy
 environment: amemgym            # the benchmark the data is: amemgym, locomo, longmemeval, memoryagentbench, memorybench
 data:
   synth: {users: 8, periods: 2, questions: 3, seed: 0}   # a procedural world, made without an LLM
-  # path: data.json             # instead of synth: your own data in AMemGym's format, or the other benchmark's file
+  # path: data.json             # instead of synth: AMemGym-format data, or the environment's downloaded file
 # test_environment:             # also score seed and best on another benchmark's items (held out, never evolved on)
 #   environment: longmemeval
 #   data: {path: longmemeval_s.json}
