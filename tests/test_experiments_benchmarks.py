@@ -110,6 +110,7 @@ def test_the_config_evolves_end_to_end_on_a_tiny_file_in_the_real_format(
     result = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
     assert result["environment"] == environment and result["best_scores"]["n_users"] == 1
     assert result["seed_scores"]["per_category"], "every benchmark reports per category"
+    assert len(list((run_dir / "evals").iterdir())) == 2, "the seed and the one proposal were both evaluated"
     roles = result["usage"]["by_role"]
     assert roles["agent"]["calls"] > 0 and roles["proposer"]["calls"] > 0
     assert ("judge" in roles and roles["judge"]["calls"] > 0) == bool({environment, test_environment} & JUDGED)
