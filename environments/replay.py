@@ -122,6 +122,9 @@ class ReplayEnvironment(Environment[ReplayItem]):
     def chain_length(self, item: ReplayItem) -> int:
         return sum(len(session.exchanges()) for session in item.sessions) + 1
 
+    def judged(self, item: ReplayItem) -> bool:
+        return any(question.scoring == "llm_judge" for question in item.questions)
+
     def answer_prompt(self, question: QuestionView) -> str:
         """The prompt a free-text question is asked with: a request for a short phrase, then the question."""
         return short_answer_prompt(question.query)

@@ -121,7 +121,7 @@ def test_env_stats_reads_json_lines_too(tmp_path: Path) -> None:
                     encoding="utf-8")
     result = runner.invoke(app, ["stats", "-e", "longmemeval", "--json", str(path)])
     assert result.exit_code == 0, result.output
-    figures = json.loads(result.output)
+    figures = json.loads(result.stdout)
     assert figures["items"] == 3 and figures["sessions"] == 6 and figures["exchanges"] == 9
 
 

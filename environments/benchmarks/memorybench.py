@@ -22,8 +22,8 @@ from __future__ import annotations
 import ast
 import json
 import re
-from datetime import datetime, timedelta
 from collections.abc import Collection
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
