@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from memevo.agents.llm.config import LLMConfig
 from memevo.core.errors import UserInputError
 from memevo.evolve.loop import run_evolution
 from memevo.evolve.runtime import read_users
@@ -56,3 +57,18 @@ def test_the_configured_dialog_field_reaches_memorybench_and_no_other_environmen
     with pytest.raises(UserInputError) as caught:
         config(tmp_path, environment="locomo", data=data)
     assert caught.value.field == "data.dialog_field"
+
+
+class NoClientHub(CategoryHub):
+    """A hub whose every client is a failure: a client may start the embedded model, seconds of work."""
+
+    def client(self, config: LLMConfig) -> CategoryBackend:
+        raise AssertionError(f"a client for {config.model} was asked for")
+
+
+def test_data_in_another_format_is_refused_before_any_client_starts(tmp_path: Path) -> None:
+    wrong = write_longmemeval(tmp_path, [record("q1", "single-session-user")])
+    settings = config(tmp_path, environment="locomo", data={"path": str(wrong)})
+    with pytest.raises(UserInputError) as caught:
+        run_evolution(settings, run_dir=tmp_path / "run", hub=NoClientHub(CategoryBackend([])), resume=False)
+    assert caught.value.source == str(wrong) and caught.value.field == "[0].sample_id"
