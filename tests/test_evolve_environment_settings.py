@@ -1,7 +1,8 @@
-"""An evolution's environment settings at start-up: an environment that judges answers (here the cross-benchmark
+"""An evolution's environment settings, at start-up and in its report: an environment that judges answers (here the cross-benchmark
 test's LongMemEval) without ``llm.judge`` stops the run before any call, naming the config file and field; a judge
 added when the run is resumed is accepted (a run without one judged nothing), a changed one is not; MemoryBench's
-``data.dialog_field`` reaches its reader, and is refused for other environments."""
+``data.dialog_field`` reaches its reader, and is refused for other environments; a report shows only the figures
+the environment measures."""
 
 from __future__ import annotations
 
@@ -12,13 +13,15 @@ import pytest
 
 from memevo.agents.llm.config import LLMConfig
 from memevo.core.errors import UserInputError
+from memevo.environments.registry import ENVIRONMENTS
 from memevo.evolve.loop import run_evolution
+from memevo.evolve.presentation.report import report_run
 from memevo.evolve.runtime import read_users
 from tests.doubles.category_backend import CategoryBackend, CategoryHub, category_world
 from tests.test_env_longmemeval import record
 from tests.test_env_longmemeval import write as write_longmemeval
 from tests.test_env_memorybench import snapshot
-from tests.test_environment_evolve import config
+from tests.test_environment_evolve import config, replayed, write_replay
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
 
@@ -72,3 +75,21 @@ def test_data_in_another_format_is_refused_before_any_client_starts(tmp_path: Pa
     with pytest.raises(UserInputError) as caught:
         run_evolution(settings, run_dir=tmp_path / "run", hub=NoClientHub(CategoryBackend([])), resume=False)
     assert caught.value.source == str(wrong) and caught.value.field == "[0].sample_id"
+
+
+def test_a_report_on_another_environment_shows_only_what_it_measures(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(ENVIRONMENTS, "locomo", "tests.doubles.replay_environment:TinyReplayEnvironment")
+    data = write_replay(tmp_path / "bench.json", replayed(category_world(6, 2)))
+    settings = config(tmp_path, environment="locomo", data={"path": str(data)}, budget={"generations": 0},
+                      episode={"rounds_init": 1, "rounds_update": 1, "diagnose": True})
+    run_evolution(settings, run_dir=tmp_path / "run", hub=CategoryHub(CategoryBackend(category_world(6, 2))),
+                  resume=False)
+    report = report_run(tmp_path / "run")
+    table = next(line for line in report.splitlines() if line.startswith("| candidate |"))
+    assert table == "| candidate | test users | accuracy | random | format errors | accuracy per period |"
+    for amemgym_only in ("memory score", "write / read / utilization", "episode.diagnose"):
+        assert amemgym_only not in report.replace("Environment locomo: no memory score and no write / read / "
+                                                  "utilization split", "")
+    assert "Environment locomo: no memory score and no write / read / utilization split" in report
+    assert not (tmp_path / "run" / "report" / "test_failures.png").exists()
