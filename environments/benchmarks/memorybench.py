@@ -149,7 +149,8 @@ def training_dialog_field(columns: Collection[str], chosen: str, source: Path) -
             return field
     present = sorted(name for name in columns if name.startswith("dialog"))
     raise UserInputError(f"no such field in this training split (its dialog fields: {', '.join(present) or 'none'}); "
-                         "choose one as the dialog field", source=str(source), field=chosen)
+                         "choose one with --dialog-field (data.dialog_field in an evolve config)", source=str(source),
+                         field=chosen)
 
 
 def _records(folder: Path, dialog_field: str | None) -> tuple[list[Record], str | None]:
