@@ -71,3 +71,11 @@ def test_without_categories_there_is_no_category_section_nor_file(tmp_path: Path
     assert all(arm.per_category == [] for arm in summary.arms)
     assert "Per category" not in paths["markdown"].read_text()
     assert "categories_csv" not in paths and not (tmp_path / CATEGORIES_CSV).exists()
+
+
+def test_another_environments_arms_say_the_memory_figures_are_amemgyms_not_a_missing_setting() -> None:
+    summary = summarize("locomo", [_record("a", 0, {"temporal": 0.5}), _record("a", 1, {"temporal": 0.6})], ["a"])
+    (arm,) = summary.arms
+    assert arm.failure_cell == "n/a (AMemGym's figure; locomo has none)", "every seed shares the reason"
+    assert arm.memory is None and arm.memory_na_reason == "AMemGym's figure; locomo has none"
+    assert "episode.diagnose" not in arm.failure_cell

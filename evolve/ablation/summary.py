@@ -23,6 +23,7 @@ from pydantic import Field
 from memevo.agents.llm.accounting import RoleUsage
 from memevo.core.lazy_model import LazyModel
 from memevo.environments.metrics.scores import Scores
+from memevo.environments.registry import DEFAULT_ENVIRONMENT
 from memevo.environments.score_text import failure_cell
 from memevo.evolve.ablation.config import DEFAULT_MIN_EFFECT
 from memevo.evolve.ablation.records import ArmSeedRecord, FailureRates, UnitScore
@@ -177,8 +178,17 @@ def _split_text(failure: FailureRates) -> str:
     return f"{fmt(failure.write)} / {fmt(failure.read)} / {fmt(failure.util)}"
 
 
+def _not_amemgym(record: ArmSeedRecord) -> str | None:
+    """Why the memory score and the failure split are absent on another environment: both need AMemGym's upper
+    bound and memory probes, so no setting would give them (an arm's seeds share their environment)."""
+    environment = str(record.config.get("environment", DEFAULT_ENVIRONMENT))
+    return None if environment == DEFAULT_ENVIRONMENT else f"AMemGym's figure; {environment} has none"
+
+
 def _seed_failure_cell(record: ArmSeedRecord) -> str:
     """The evolution report's cell for these test scores (the split, or why there is none)."""
+    if (reason := _not_amemgym(record)) is not None:
+        return na(reason)
     if record.scores is None:
         return _split_text(record.failure) if record.failure is not None else na(NOT_STORED)
     return failure_cell(record.scores)
@@ -194,7 +204,8 @@ def _memory(scores: Scores | None) -> tuple[float | None, str | None]:
 
 def _seed_result(record: ArmSeedRecord, pick: Callable[[UnitScore], float | None]) -> SeedResult:
     values = [value for value in map(pick, record.units) if value is not None]
-    memory, reason = _memory(record.scores)
+    absent = _not_amemgym(record)
+    memory, reason = (None, absent) if absent is not None else _memory(record.scores)
     return SeedResult(
         seed=record.seed, n_users=len(values), n_missing=len(record.units) - len(values),
         mean=fmean(values) if values else None, memory=memory, memory_na_reason=reason,
@@ -258,8 +269,10 @@ def summarize_arm(arm: str, records: Sequence[ArmSeedRecord], *, metric: str, le
     spend = RoleUsage()
     for record in records:
         spend = spend.plus(record.usage.total())
-    memory, memory_reason = _arm_memory(per_seed)
     failure = pooled_failure(records)
+    absent = _not_amemgym(records[0])
+    memory, memory_reason = (None, absent) if absent is not None else _arm_memory(per_seed)
+    failure_text = na(absent) if absent is not None else _arm_failure_cell(failure, per_seed)
     return ArmSummary(
         arm=arm,
         seeds=[result.seed for result in per_seed],
@@ -272,7 +285,7 @@ def summarize_arm(arm: str, records: Sequence[ArmSeedRecord], *, metric: str, le
         memory=memory,
         memory_na_reason=memory_reason,
         failure=failure,
-        failure_cell=_arm_failure_cell(failure, per_seed),
+        failure_cell=failure_text,
         spend=spend,
         identical_seeds=_identical_seeds(records),
         per_category=category_results(distinct, confidence),

@@ -51,13 +51,14 @@ def evolve_command(
 
     typer.echo(f"run folder: {folder} (environment {settings.environment})")
     typer.echo(f"stopped: {result.stop_reason}")
-    typer.echo(f"objective: {objective_label(result.objective)} (selection, acceptance, tuning and pruning used it); "
+    typer.echo(f"objective: {objective_label(result.objective, result.seed_scores)} (selection, acceptance, tuning and pruning used it); "
                f"seed {result.seed.id[:8]}, best {result.best.id[:8]}")
     if result.protocol == "outer_loop" and result.best.id == result.seed.id:
         typer.echo("no candidate beat the seed on the validation users: the best is the seed, so the test lines "
                    "below compare it with itself")
     for line in held_out_lines(result.objective, result.seed_scores, result.best_scores, result.seed_user_scores,
-                               result.best_user_scores, best_label=_best_label(result.protocol)):
+                               result.best_user_scores, best_label=_best_label(result.protocol),
+                               environment=result.environment):
         typer.echo(line)
     cross = read_cross_test(folder)
     for line in [] if cross is None else cross_test_lines(cross):

@@ -74,7 +74,7 @@ def _history(run_dir: Path) -> list[GenerationOutcome]:
     return [read_written(path, GenerationOutcome, run_dir) for path in paths]
 
 
-def _history_table(history: list[GenerationOutcome], objective: str) -> list[str]:
+def _history_table(history: list[GenerationOutcome], objective: str, scores: Scores | None) -> list[str]:
     lines = [
         "| generation | kept | improved | best train | best val | kept val (running best) | candidates | pruned "
         "| rejected proposals |",
@@ -87,7 +87,7 @@ def _history_table(history: list[GenerationOutcome], objective: str) -> list[str
             f"| {fmt(row.parent_val)} | {len({*row.train, *row.val, *row.gated})} | {len(row.pruned)} "
             f"| {row.stats.rejected} |"
         )
-    lines += ["", f"Scores are the run's objective, {objective_label(objective)}, averaged over (user, period) cells. *best val* is n/a "
+    lines += ["", f"Scores are the run's objective, {objective_label(objective, scores)}, averaged over (user, period) cells. *best val* is n/a "
               "when every candidate of the generation was pruned on the training users before validation; *kept val* is the score of the candidate carried "
               "forward, which changes only when a candidate beats it on validation. *best train* covers only "
               "candidates run on all training users: validation first, the others' training score is not measured "
@@ -258,16 +258,17 @@ def evolution_report(run_dir: Path) -> str:
     environment = config.get("environment", "amemgym")
     lines = [f"# Evolution: {config.get('name', run_dir.name)} ({config.get('protocol', 'outer_loop')}, "
              f"environment {environment})", ""]
-    if history:
-        lines += _history_table(history, config.get("objective", "accuracy")) + [""]
     result_path = run_dir / "result.json"
-    if not result_path.exists():
+    result = read_written(result_path, EvolutionResult, run_dir) if result_path.exists() else None
+    if history:
+        scores = None if result is None else result.seed_scores
+        lines += _history_table(history, config.get("objective", "accuracy"), scores) + [""]
+    if result is None:
         lines.append(f"Unfinished: no result.json yet. Continue it with `memevo evolve CONFIG --run-dir {run_dir} --resume`.")
         ledger = run_dir / LEDGER_FILE
         if ledger.exists():
             lines += ["", *_spend_lines(read_ledger(ledger))]
         return "\n".join(lines) + "\n"
-    result = read_written(result_path, EvolutionResult, run_dir)
     best_label = "evolving (per user)" if result.protocol == "amemgym_period" else f"best {result.best.id[:8]}"
     amemgym = result.environment == DEFAULT_ENVIRONMENT
     lines += [
