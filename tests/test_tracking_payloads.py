@@ -168,3 +168,18 @@ def test_score_plot_of_a_memory_score_run_is_on_the_memory_score_scale(tmp_path:
     references = {line.get_label(): line.get_ydata()[0] for line in axis.get_lines() if line.get_label() in
                   ("random", "upper bound")}
     assert references == {"random": 0.0, "upper bound": 1.0}  # not the accuracy references passed in
+
+
+def test_the_parent_runs_last_row_carries_the_whole_runs_spend_judge_included() -> None:
+    from types import SimpleNamespace
+
+    from memevo.agents.llm.accounting import RoleUsage, UsageReport
+    from memevo.evolve.tracking.entries import final_metrics
+
+    scores = SimpleNamespace(accuracy=0.5, memory_score=None)
+    usage = UsageReport(by_role={"agent": RoleUsage(calls=59, prompt_tokens=900, completion_tokens=100),
+                                 "judge": RoleUsage(calls=3, prompt_tokens=60, completion_tokens=3)})
+    result = SimpleNamespace(seed_scores=scores, best_scores=scores, usage=usage)
+    metrics = final_metrics(result, "score")  # type: ignore[arg-type]
+    assert metrics["spend/calls_judge"] == 3 and metrics["spend/tokens_judge"] == 63
+    assert metrics["spend/calls_agent"] == 59 and metrics["test_best_score"] == 0.5

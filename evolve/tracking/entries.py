@@ -245,8 +245,9 @@ def test_figures(result: EvolutionResult, figure: FigureName) -> dict[str, float
 
 
 def final_metrics(result: EvolutionResult, figure: FigureName) -> dict[str, float]:
-    """``test_figures`` and, when both are defined, the seed's and the best's memory score."""
-    metrics = test_figures(result, figure)
+    """``test_figures``, the whole run's spend (the test users' and the judge's calls come after the last
+    generation's row) and, when both are defined, the seed's and the best's memory score."""
+    metrics = test_figures(result, figure) | cost_metrics(result.usage)
     if result.seed_scores.memory_score is not None and result.best_scores.memory_score is not None:
         metrics |= {
             "test_seed_memory_score": result.seed_scores.memory_score,
