@@ -53,6 +53,7 @@ def server_cpu_s(pid: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, help="server threads (default: MEMEVO_LLAMA_THREADS, else cores)")
+    parser.add_argument("--config", type=Path, default=QUICKSTART, help="the evolve config (default: the quickstart's)")
     parser.add_argument("--warm-cache", action="store_true", help="keep the user's response cache")
     args = parser.parse_args()
     if args.threads:
@@ -66,7 +67,7 @@ def main() -> None:
         cache = None if args.warm_cache else Path(scratch) / "cache"
         started = time.monotonic()
         with LLMHub(cache_dir=cache) as hub:
-            result = run_evolution(load_evolve_config(QUICKSTART), run_dir=Path(scratch) / "run", hub=hub,
+            result = run_evolution(load_evolve_config(args.config), run_dir=Path(scratch) / "run", hub=hub,
                                    resume=False)
             server = hub._server  # noqa: SLF001 - the benchmark reads the process it measures
             cpu = server_cpu_s(server._process.pid) if server and server._process else None  # noqa: SLF001
