@@ -2,8 +2,10 @@
 and the choice stays out of the ids of policies that keep the default."""
 
 import json
+from pathlib import Path
 
 import pytest
+import yaml
 
 from memevo.agents.policy import MemoryPolicy
 from tests.test_agents_awi import run_rounds
@@ -40,3 +42,13 @@ def test_the_default_rendering_keeps_policy_ids_and_lines_make_a_new_one():
 def test_an_unknown_rendering_is_refused():
     with pytest.raises(ValueError, match="write_conversation"):
         MemoryPolicy(kind="awi", write_conversation="yaml")
+
+
+def test_only_the_quickstart_chooses_lines_among_the_shipped_experiments():
+    """AMemGym's experiments and every other shipped config keep the JSON list (and so their policy ids)."""
+    experiments = Path(__file__).resolve().parent.parent / "experiments"
+    choosing = sorted(path.relative_to(experiments).as_posix() for path in experiments.rglob("*.yaml")
+                      if "write_conversation:" in path.read_text(encoding="utf-8"))
+    assert choosing == ["quickstart.yaml"]
+    seed = yaml.safe_load((experiments / "quickstart.yaml").read_text(encoding="utf-8"))["seed"]["policy"]
+    assert MemoryPolicy.model_validate(seed).write_conversation == "lines"
