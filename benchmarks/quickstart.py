@@ -34,14 +34,39 @@ from memevo.evolve.presentation.headline import held_out_lines  # noqa: E402
 QUICKSTART = Path(__file__).resolve().parents[1] / "experiments" / "quickstart.yaml"
 
 
-class ReadyClock(logging.Handler):
-    """Notes when the embedded model reports it is ready (the line memevo prints)."""
+PHASE_STARTS = ("asking the bare model", "scoring ", "gen 1: the proposer", "stopped")
+"""The lines memevo prints where a phase of the run starts (the proposer's, each evaluation's, the end)."""
+IDLE_S_PER_PROMPT_TOKEN, IDLE_S_PER_COMPLETION_TOKEN = 6.24e-3, 37.5e-3
+"""Idle seconds per token, fitted to two idle runs of the quickstart on a 2-core machine (24.2K prompt + 2.4K
+completion tokens in 241 s; 30.5K + 2.1K in 269 s): what estimates an idle time from a loaded machine's tokens."""
 
-    ready_at: float | None = None
+
+class PhaseClock(logging.Handler):
+    """Notes when the embedded model reports it is ready, and the tokens on the wire at each phase's start, so a
+    phase's tokens (and its idle seconds, estimated from them) can be added up for any path the search can take."""
+
+    def __init__(self, wire: WireClock) -> None:
+        super().__init__()
+        self.wire = wire
+        self.ready_at: float | None = None
+        self.marks: list[tuple[str, int, int, int]] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.getMessage().startswith("embedded model ready"):
+        message = record.getMessage()
+        if message.startswith("embedded model ready"):
             self.ready_at = time.monotonic()
+        if message.startswith(PHASE_STARTS):
+            self.marks.append((message, *self.wire.totals()))
+
+    def phase_lines(self) -> list[str]:
+        """One line per phase: calls, prompt and completion tokens, and the idle seconds they take."""
+        lines = []
+        for (name, calls, prompt, completion), (_, *ends) in zip(self.marks, self.marks[1:], strict=False):
+            calls, prompt, completion = ends[0] - calls, ends[1] - prompt, ends[2] - completion
+            idle = prompt * IDLE_S_PER_PROMPT_TOKEN + completion * IDLE_S_PER_COMPLETION_TOKEN
+            lines.append(f"  phase from '{name[:60]}': calls {calls:>3}  prompt {prompt:>6}  completion {completion:>5}"
+                         f"  idle estimate {idle:>4.0f} s")
+        return lines
 
 
 def server_cpu_s(pid: int) -> float:
@@ -60,7 +85,7 @@ def main() -> None:
         os.environ["MEMEVO_LLAMA_THREADS"] = str(args.threads)
     configure_terminal()
     wire = WireClock()
-    clock = ReadyClock()
+    clock = PhaseClock(wire)
     logging.getLogger("memevo").addHandler(clock)
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as scratch:
@@ -87,6 +112,12 @@ def main() -> None:
     for kind, wire_kind in sorted(wire.kinds.items()):
         print(f"  on the wire: {kind:<8} calls {wire_kind.calls:>4}  prompt {wire_kind.prompt_tokens:>7}  completion "
               f"{wire_kind.completion_tokens:>6}  at the token cap {wire_kind.at_cap:>3}  {wire_kind.seconds:>5.0f} s")
+    for phase in clock.phase_lines():
+        print(phase)
+    _, prompt, completion = wire.totals()
+    print(f"idle estimate from the tokens on the wire: {prompt * IDLE_S_PER_PROMPT_TOKEN + completion * IDLE_S_PER_COMPLETION_TOKEN:.0f} s "
+          f"({prompt} prompt and {completion} completion tokens at {IDLE_S_PER_PROMPT_TOKEN * 1000:.2f} and "
+          f"{IDLE_S_PER_COMPLETION_TOKEN * 1000:.1f} idle ms each)")
     print(f"server busy share {wire.busy_s / evolution:.0%} ({wire.busy_s:.0f} s with a request on the wire)"
           + (f"; server CPU {cpu:.0f} s" if cpu is not None else "; server CPU n/a (no embedded server ran)"))
     kept = "the seed: no candidate beat it on validation" if result.best.id == result.seed.id else result.best.label

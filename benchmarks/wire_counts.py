@@ -35,6 +35,12 @@ class WireClock:
 
         JSONTransport.post = timed  # type: ignore[method-assign]
 
+    def totals(self) -> tuple[int, int, int]:
+        """Calls, prompt tokens and completion tokens on the wire so far, every kind together."""
+        kinds = list(self.kinds.values())
+        return (sum(k.calls for k in kinds), sum(k.prompt_tokens for k in kinds),
+                sum(k.completion_tokens for k in kinds))
+
 
 class WireKind:
     """Requests of one kind on the wire: count, tokens as the server reports them, replies cut by their cap."""
