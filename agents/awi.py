@@ -84,9 +84,7 @@ class AWIAgent(BufferedMemoryAgent):
         values = {
             "memory_types": self.prompt("memory_types"),
             "current_memories": json.dumps({n.label: n.value for n in self.notes}, ensure_ascii=False, indent=indent),
-            "conversation": json.dumps(
-                [{"role": m.role, "content": m.content} for m in batch], ensure_ascii=False, indent=indent
-            ),
+            "conversation": self.conversation_text(batch, indent),
         }
         changes = await self.ask_prompt(
             "write_prompt", WRITE_PLACEHOLDERS, at, values, WRITE_SCHEMA, parse_note_changes
@@ -96,6 +94,14 @@ class AWIAgent(BufferedMemoryAgent):
             self.set_note(
                 label, None if value is None else NoteEntry(label=label, value=value, timestamp=at, written=written)
             )
+
+    def conversation_text(self, batch: list[BufferedMessage], indent: int | None) -> str:
+        """The flushed messages as the write prompt shows them: AMemGym's JSON list of role/content messages, or
+        under ``write_conversation: lines`` one "role: text" line each, which a small model does not copy into
+        its notes as it copies JSON."""
+        if self.policy.write_conversation == "lines":
+            return "\n".join(f"{m.role}: {m.content}" for m in batch)
+        return json.dumps([{"role": m.role, "content": m.content} for m in batch], ensure_ascii=False, indent=indent)
 
     def set_note(self, label: str, note: NoteEntry | None) -> None:
         """Replace, add or (``note`` None) delete ``label``: a replaced note moves to the end of the list, or

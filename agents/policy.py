@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -44,6 +44,10 @@ class MemoryPolicy(LazyModel):
         None, ge=1, description="Completion token cap of a memory write (its JSON of notes, facts or decisions); "
         "unset: llm.max_tokens, the cap of replies.",
     )
+    write_conversation: Literal["json", "lines"] = Field(
+        "json", description="awi only: how a write prompt shows the flushed messages at {conversation}: 'json', a "
+        "JSON list of role/content messages (AMemGym's), or 'lines', one 'role: text' line per message.",
+    )
     llm: LLMConfig = Field(default_factory=lambda: LLMConfig.model_validate({}),
                            description="The agent's model and endpoint.")
 
@@ -54,6 +58,8 @@ class MemoryPolicy(LazyModel):
         excluded: dict[str, Any] = {"llm": set(SPEED_ONLY_FIELDS)}
         if self.write_max_tokens is None:
             excluded["write_max_tokens"] = True
+        if self.write_conversation == "json":
+            excluded["write_conversation"] = True
         dumped = self.model_dump(mode="json", exclude=excluded)
         return json.dumps(dumped, sort_keys=True, ensure_ascii=False)
 

@@ -21,12 +21,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.wire_counts import WireClock  # noqa: E402
 from memevo.agents.llm.hub import LLMHub  # noqa: E402
-from memevo.agents.llm.transport import JSONTransport  # noqa: E402
 from memevo.environments.progress import configure_terminal  # noqa: E402
 from memevo.evolve.config import load_evolve_config  # noqa: E402
 from memevo.evolve.loop import run_evolution  # noqa: E402
@@ -35,65 +34,39 @@ from memevo.evolve.presentation.headline import held_out_lines  # noqa: E402
 QUICKSTART = Path(__file__).resolve().parents[1] / "experiments" / "quickstart.yaml"
 
 
-class WireClock:
-    """Wraps ``JSONTransport.post`` to sum the time requests spend on the wire (one at a time: the server's busy
-    time) and to count each kind of request (option scoring, note writes, replies, proposals) with its tokens and
-    how many of its replies stopped at their token cap."""
-
-    def __init__(self) -> None:
-        self.busy_s = 0.0
-        self.kinds: dict[str, WireKind] = {}
-        original = JSONTransport.post
-
-        async def timed(transport: JSONTransport, path: str, payload: Any) -> dict[str, Any]:
-            started = time.monotonic()
-            reply: dict[str, Any] = {}
-            try:
-                reply = await original(transport, path, payload)
-                return reply
-            finally:
-                seconds = time.monotonic() - started
-                self.busy_s += seconds
-                self.kinds.setdefault(request_kind(path, payload), WireKind()).add(reply, seconds)
-
-        JSONTransport.post = timed  # type: ignore[method-assign]
+PHASE_STARTS = ("asking the bare model", "scoring ", "gen 1: the proposer", "stopped")
+"""The lines memevo prints where a phase of the run starts (the proposer's, each evaluation's, the end)."""
+IDLE_S_PER_PROMPT_TOKEN, IDLE_S_PER_COMPLETION_TOKEN = 6.24e-3, 37.5e-3
+"""Idle seconds per token, fitted to two idle runs of the quickstart on a 2-core machine (24.2K prompt + 2.4K
+completion tokens in 241 s; 30.5K + 2.1K in 269 s): what estimates an idle time from a loaded machine's tokens."""
 
 
-class WireKind:
-    """Requests of one kind on the wire: count, tokens as the server reports them, replies cut by their cap."""
+class PhaseClock(logging.Handler):
+    """Notes when the embedded model reports it is ready, and the tokens on the wire at each phase's start, so a
+    phase's tokens (and its idle seconds, estimated from them) can be added up for any path the search can take."""
 
-    def __init__(self) -> None:
-        self.calls = self.prompt_tokens = self.completion_tokens = self.at_cap = 0
-        self.seconds = 0.0
-
-    def add(self, reply: dict[str, Any], seconds: float) -> None:
-        usage = reply.get("usage") or {}
-        self.calls += 1
-        self.seconds += seconds
-        self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-        self.completion_tokens += int(usage.get("completion_tokens") or 0)
-        self.at_cap += any(choice.get("finish_reason") == "length" for choice in reply.get("choices") or [])
-
-
-def request_kind(path: str, payload: Any) -> str:
-    """``score`` (the option route), ``proposal`` (the proposer's DSPy request, known by DSPy's field markers),
-    ``json`` (a reply asked as JSON: the agent's note writes) or ``reply`` (the agent's chat replies)."""
-    if "option_logprobs" in path:
-        return "score"
-    body = payload if isinstance(payload, bytes) else b"".join(payload)
-    if b"[[ ## " in body:
-        return "proposal"
-    return "json" if b'"response_format"' in body else "reply"
-
-
-class ReadyClock(logging.Handler):
-    """Notes when the embedded model reports it is ready (the line memevo prints)."""
-
-    ready_at: float | None = None
+    def __init__(self, wire: WireClock) -> None:
+        super().__init__()
+        self.wire = wire
+        self.ready_at: float | None = None
+        self.marks: list[tuple[str, int, int, int]] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.getMessage().startswith("embedded model ready"):
+        message = record.getMessage()
+        if message.startswith("embedded model ready"):
             self.ready_at = time.monotonic()
+        if message.startswith(PHASE_STARTS):
+            self.marks.append((message, *self.wire.totals()))
+
+    def phase_lines(self) -> list[str]:
+        """One line per phase: calls, prompt and completion tokens, and the idle seconds they take."""
+        lines = []
+        for (name, calls, prompt, completion), (_, *ends) in zip(self.marks, self.marks[1:], strict=False):
+            calls, prompt, completion = ends[0] - calls, ends[1] - prompt, ends[2] - completion
+            idle = prompt * IDLE_S_PER_PROMPT_TOKEN + completion * IDLE_S_PER_COMPLETION_TOKEN
+            lines.append(f"  phase from '{name[:60]}': calls {calls:>3}  prompt {prompt:>6}  completion {completion:>5}"
+                         f"  idle estimate {idle:>4.0f} s")
+        return lines
 
 
 def server_cpu_s(pid: int) -> float:
@@ -105,20 +78,21 @@ def server_cpu_s(pid: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, help="server threads (default: MEMEVO_LLAMA_THREADS, else cores)")
+    parser.add_argument("--config", type=Path, default=QUICKSTART, help="the evolve config (default: the quickstart's)")
     parser.add_argument("--warm-cache", action="store_true", help="keep the user's response cache")
     args = parser.parse_args()
     if args.threads:
         os.environ["MEMEVO_LLAMA_THREADS"] = str(args.threads)
     configure_terminal()
     wire = WireClock()
-    clock = ReadyClock()
+    clock = PhaseClock(wire)
     logging.getLogger("memevo").addHandler(clock)
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as scratch:
         cache = None if args.warm_cache else Path(scratch) / "cache"
         started = time.monotonic()
         with LLMHub(cache_dir=cache) as hub:
-            result = run_evolution(load_evolve_config(QUICKSTART), run_dir=Path(scratch) / "run", hub=hub,
+            result = run_evolution(load_evolve_config(args.config), run_dir=Path(scratch) / "run", hub=hub,
                                    resume=False)
             server = hub._server  # noqa: SLF001 - the benchmark reads the process it measures
             cpu = server_cpu_s(server._process.pid) if server and server._process else None  # noqa: SLF001
@@ -138,6 +112,12 @@ def main() -> None:
     for kind, wire_kind in sorted(wire.kinds.items()):
         print(f"  on the wire: {kind:<8} calls {wire_kind.calls:>4}  prompt {wire_kind.prompt_tokens:>7}  completion "
               f"{wire_kind.completion_tokens:>6}  at the token cap {wire_kind.at_cap:>3}  {wire_kind.seconds:>5.0f} s")
+    for phase in clock.phase_lines():
+        print(phase)
+    _, prompt, completion = wire.totals()
+    print(f"idle estimate from the tokens on the wire: {prompt * IDLE_S_PER_PROMPT_TOKEN + completion * IDLE_S_PER_COMPLETION_TOKEN:.0f} s "
+          f"({prompt} prompt and {completion} completion tokens at {IDLE_S_PER_PROMPT_TOKEN * 1000:.2f} and "
+          f"{IDLE_S_PER_COMPLETION_TOKEN * 1000:.1f} idle ms each)")
     print(f"server busy share {wire.busy_s / evolution:.0%} ({wire.busy_s:.0f} s with a request on the wire)"
           + (f"; server CPU {cpu:.0f} s" if cpu is not None else "; server CPU n/a (no embedded server ran)"))
     kept = "the seed: no candidate beat it on validation" if result.best.id == result.seed.id else result.best.label

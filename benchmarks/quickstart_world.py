@@ -25,6 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.wire_counts import WireClock, WireKind  # noqa: E402
 from memevo.agents.llm.config import LLMConfig  # noqa: E402
 from memevo.agents.llm.hub import LLMHub  # noqa: E402
 from memevo.agents.policy import MemoryPolicy  # noqa: E402
@@ -72,15 +73,19 @@ def users_for(world: dict[str, Any], min_questions: int) -> int:
     return math.ceil(min_questions / per_user)
 
 
-def seed_policy(reply_max_tokens: int | None = None, write_max_tokens: int | None = None) -> MemoryPolicy:
-    """The quickstart's seed agent (experiments/quickstart.yaml), with its reply or note-write cap replaced when
-    given (to choose the caps by what they cost and what the seed then scores)."""
+def seed_policy(reply_max_tokens: int | None = None, write_max_tokens: int | None = None,
+                write_conversation: str | None = None) -> MemoryPolicy:
+    """The quickstart's seed agent (experiments/quickstart.yaml), with its reply or note-write cap or the way its
+    write prompt shows the conversation replaced when given (to choose them by what they cost and what the seed
+    then scores)."""
     import yaml
 
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "experiments" / "quickstart.yaml").read_text())
     policy = MemoryPolicy.model_validate(config["seed"]["policy"])
     if write_max_tokens is not None:
         policy = policy.model_copy(update={"write_max_tokens": write_max_tokens})
+    if write_conversation is not None:
+        policy = policy.model_copy(update={"write_conversation": write_conversation})
     if reply_max_tokens is not None:
         policy = policy.model_copy(update={"llm": policy.llm.model_copy(update={"max_tokens": reply_max_tokens})})
     return policy
@@ -91,7 +96,22 @@ def line(name: str, values: list[bool]) -> str:
     return f"{name} {sum(values) / len(values):.3f} [{low:.3f}, {high:.3f}]"
 
 
-async def measure(hub: LLMHub, name: str, world: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+def seed_wire_line(kind: str, counts: WireKind | None, before: tuple[int, int, int, int] | None) -> str:
+    """The seed agent's requests of one kind that reached the model (cache hits never do)."""
+    name = {"json": "note writes", "reply": "replies"}[kind]
+    if counts is None:
+        return f"{name}: none reached the model"
+    calls, prompt, completion, at_cap = (now - then for now, then in zip(
+        (counts.calls, counts.prompt_tokens, counts.completion_tokens, counts.at_cap), before or (0, 0, 0, 0),
+        strict=True))
+    if not calls:
+        return f"{name}: none reached the model (all from the response cache)"
+    return (f"{name}: {calls} on the wire, prompt {prompt}, completion {completion} "
+            f"({completion / calls:.1f} per call), {at_cap} at the cap")
+
+
+async def measure(hub: LLMHub, name: str, world: dict[str, Any], args: argparse.Namespace,
+                  wire: WireClock) -> dict[str, Any]:
     synth = SynthConfig(**COMMON, **world, users=users_for(world, args.min_questions), seed=args.seed)
     items = synthesize(synth)
     llm = hub.client(LLMConfig(model=args.model))
@@ -107,13 +127,17 @@ async def measure(hub: LLMHub, name: str, world: dict[str, Any], args: argparse.
     text = [f"{name}: {len(grid)} questions ({synth.users} users), random {rand:.3f}", line("upper bound", ub),
             line("no-memory", nm), f"UB - random {result['margin']:+.3f}"]
     if args.seed_agent:
-        policy = seed_policy(args.reply_max_tokens, args.write_max_tokens)
+        policy = seed_policy(args.reply_max_tokens, args.write_max_tokens, args.write_conversation)
+        before = {kind: (counts.calls, counts.prompt_tokens, counts.completion_tokens, counts.at_cap)
+                  for kind, counts in wire.kinds.items()}
         config = EpisodeConfig(rounds_init=1, rounds_update=1, answer_mode="likelihood", max_concurrent_users=1)
         simulator = make_simulator("template", 0)
         episodes = await run_episodes(lambda: build_agent(policy, hub.client(policy.llm)), items, simulator, config)
         seed = [qa.correct for episode in episodes for period in episode.periods for qa in period.qa]
         text.append(line(f"seed (caps: reply {policy.llm.max_tokens}, note write "
-                         f"{policy.write_max_tokens or policy.llm.max_tokens})", seed))
+                         f"{policy.write_max_tokens or policy.llm.max_tokens}; conversation as "
+                         f"{policy.write_conversation})", seed))
+        text += [seed_wire_line(kind, wire.kinds.get(kind), before.get(kind)) for kind in ("json", "reply")]
     text.append(f"wall {time.monotonic() - started:.0f} s")
     print("  ".join(text), flush=True)
     return result
@@ -128,12 +152,15 @@ async def main() -> None:
     parser.add_argument("--seed-agent", action="store_true", help="also run the quickstart's seed agent")
     parser.add_argument("--reply-max-tokens", type=int, help="the seed agent's reply cap (default: the quickstart's)")
     parser.add_argument("--write-max-tokens", type=int, help="the seed agent's note-write cap (default: the quickstart's)")
+    parser.add_argument("--write-conversation", choices=["json", "lines"],
+                        help="how the seed's write prompt shows the conversation (default: the quickstart's)")
     parser.add_argument("--model", default="smollm2-135m-instruct")
     parser.add_argument("--no-cache", action="store_true")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores at start", flush=True)
     async with LLMHub(use_cache=not args.no_cache) as hub:
-        results = [await measure(hub, name, WORLDS[name], args) for name in args.worlds.split(",")]
+        wire = WireClock()
+        results = [await measure(hub, name, WORLDS[name], args, wire) for name in args.worlds.split(",")]
     best = max(results, key=lambda result: result["margin"])
     verdict = "reaches" if best["margin"] >= args.target else "does not reach"
     print(f"best: {best['world']} (UB - random {best['margin']:+.3f} over {best['n']} questions) {verdict} the "

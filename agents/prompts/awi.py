@@ -61,7 +61,7 @@ WRITE_COMPONENT = ComponentSpec(
     name="write_prompt",
     description=(
         "Whole memory-write prompt. Placeholders: {current_memories} (JSON label->value), {conversation} "
-        "(JSON list of flushed messages), optional {memory_types} and {today} (simulated date)."
+        "(the flushed messages: a JSON list, or 'role: text' lines when the policy says so), optional {memory_types} and {today} (simulated date)."
     ),
     default=WRITE_PROMPT,
     required_placeholders=("current_memories", "conversation"),
