@@ -198,8 +198,9 @@ class EpisodeSettings(_Strict):
         "candidate: a candidate, as it starts, plays every user it may still need (sequential acceptance: all its "
         "race users and its other validation users, and the parent its race users; validation_first: the train check "
         "beside validation); generation: the generation's later candidates start at once too (their results are "
-        "still taken in the plan's order). Off while a call, token or dollar budget is set. Results do not depend "
-        "on it.")
+        "still taken in the plan's order). Either way the seed plays its test users from the start, and in the last "
+        "generation the candidates and the best so far play theirs. Off while a call, token or dollar budget is set. "
+        "Results do not depend on it.")
 
 
 class TrackingConfig(_Strict):

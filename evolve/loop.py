@@ -418,10 +418,11 @@ class OuterLoop(runtime.RunBase):
                                                   for round_ in record.rounds[-1:]
                                                   for cid, verdict in round_.verdicts.items()))
         accepted = [self.candidates[r.winner_id] for r in records if r.winner_id is not None]
-        await self.evaluator.speculation.cancel(c.id for c in [*plan.candidates, parent] if c not in accepted)
+        await self.evaluator.speculation.cancel(c.id for c in plan.candidates if c not in accepted)
+        await self.evaluator.speculation.cancel([parent.id], keep_split="test")  # test users: for the best (``_finish``)
         for winner in accepted:
             await self._play(winner, self.split.val)
-        await self.evaluator.speculation.cancel(keep_split="test")  # the winner's test users: it may be the best
+        await self.evaluator.speculation.cancel((c.id for c in accepted), keep_split="test")
         ran = [(c, CandidateRun(train=self.evaluator.finished(c.id, "train"), val=self.evaluator.finished(c.id, "val")))
                for c in plan.candidates if c.id in raced]
         left = [c for c in plan.candidates if c.id not in raced]
@@ -535,6 +536,8 @@ class OuterLoop(runtime.RunBase):
         # waits on its train score. Its trial is asked at its first report to the pruner (or after its episodes), so
         # the first requests do not wait for Optuna's study.
         seed_trial = Deferred(lambda: self.tuner.seed_trial())
+        if self._speculation != "off":  # the seed is scored on the test users in any case
+            self.evaluator.speculate(self.seed, "test", self.split.test)
         train, val = await asyncio.gather(self._evaluate(self.seed, "train", self.split.train, trial=seed_trial.result),
                                           self._evaluate(self.seed, "val", self.split.val))
         seed = self.seed.model_copy(update={"trial_number": seed_trial.result()})
@@ -556,6 +559,9 @@ class OuterLoop(runtime.RunBase):
             return stored
         plan = await self._plan(generation, parent)
         self.observers.notify(GenerationPlanned(plan, parent))
+        if self._speculation != "off" and generation == self.config.budget.generations:  # the best so far may stay it
+            incumbent = parent if self.sequential else best_of(self.pool, self.val_instances)
+            self.evaluator.speculate(incumbent, "test", self.split.test)
         if self.sequential:
             ran, not_started, not_needed, accepted, budget_stop = await self._race(generation, parent, plan)
         else:
@@ -572,7 +578,7 @@ class OuterLoop(runtime.RunBase):
                 ran, _ = await self._confirm_on_train(ran, parent)
             accepted = [c for c, result in ran if self._accepts(c, result, parent)]
             await self.evaluator.speculation.cancel(c.id for c in plan.candidates if c not in accepted)
-            await self.evaluator.speculation.cancel(keep_split="test")  # an accepted one's test users: it may be the best
+            await self.evaluator.speculation.cancel(keep_split="test")  # test users: for the best (``_finish``)
         scores = {**self.val_instances, **{c.id: r.val.instances() for c, r in ran if r.val is not None}}
         kept = (accepted[0] if accepted else parent) if self.sequential else best_of([*self.pool, *accepted], scores)
         stop = None
@@ -687,6 +693,7 @@ class OuterLoop(runtime.RunBase):
                                     run_dir=self.run_dir)
 
     async def _finish(self, best: Candidate, history: list[GenerationOutcome], stop: str) -> EvolutionResult:
+        await self.evaluator.speculation.cancel(set(self.candidates) - {self.seed.id, best.id})
         with self.observers.phase(FinalScoringPhase(2 * sum(self.evaluator.n_periods(user) for user in self.split.test))) as bar:
             # both at once; the seed once when it is the best (one candidate's store is written by one evaluation)
             both = [self.seed] if best.id == self.seed.id else [self.seed, best]
