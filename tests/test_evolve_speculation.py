@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,17 @@ from tests.test_evolve_loop import CrashingBackend, Killed, WidthBackend, _compa
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
 
 WIDE = {"episode": {"rounds_init": 1, "rounds_update": 1}, "budget": {"generations": 2, "candidates": 2}}
+
+
+class MixedWidthBackend(WidthBackend):
+    """TEST DOUBLE: the width backend whose proposer's first sample helps and the others hurt (``mixed``), so a
+    generation's first candidate is kept and the others are not needed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proposer_mode = "mixed"
+
+
 STRATEGIES = {"race": {"acceptance": "sequential"}, "race-at-once": {"acceptance": "sequential", "first_accepted": False},
               "validation-first": {"acceptance": "mean"}}
 
@@ -24,17 +36,17 @@ def test_speculation_spends_calls_and_changes_no_result_trial_or_mlflow_row(
 
     monkeypatch.setenv("MEMEVO_CONCURRENCY", "16")
     options: dict[str, Any] = {**WIDE, "strategy": STRATEGIES[strategy], "tracking": {"enabled": True}}
-    plain_backend = WidthBackend()
+    plain_backend = MixedWidthBackend()
     plain, _ = evolve(tmp_path, "off", plain_backend, **options)
     for level in ("candidate", "generation"):
-        backend = WidthBackend()
+        backend = MixedWidthBackend()
         speculative, _ = evolve(tmp_path, level, backend, **{**options, "episode": {**WIDE["episode"],
                                                                                     "speculate": level}})
         assert _comparable(speculative) == _comparable(plain), level
         assert _trials(tmp_path / level) == _trials(tmp_path / "off"), level
         assert _mlflow_rows(tmp_path / level) == _mlflow_rows(tmp_path / "off"), level
         assert len(backend.calls) >= len(plain_backend.calls), level
-    assert len(backend.calls) > len(plain_backend.calls)  # a whole generation at once plays users not needed
+    assert len(backend.calls) > len(plain_backend.calls)  # a whole generation at once: candidates not needed play
 
 
 @pytest.mark.parametrize("fraction", [0.3, 0.55, 0.8])
@@ -50,6 +62,9 @@ def test_a_killed_speculative_run_resumes_to_the_result_of_one_without_speculati
     killed_backend = CrashingBackend(world, proposer_mode="step", crash_after=int(len(full_backend.calls) * fraction))
     with pytest.raises(Killed):
         evolve(tmp_path, "killed", killed_backend, **options)
+    for thread in threading.enumerate():  # a killed process's start-up thread dies with it; this one is only left
+        if thread.name == "memevo-deferred-start":
+            thread.join()
     resumed_backend = CategoryBackend(world, proposer_mode="step")
     resumed, _ = evolve(tmp_path, "killed", resumed_backend, resume=True, **options)
     assert _comparable(resumed) == _comparable(plain)
