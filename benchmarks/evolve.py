@@ -6,13 +6,14 @@ endpoint with injected latency (tests/doubles/fault_server.py) that answers like
 first sample helps while its other samples hurt (``mixed`` mode).
 
 0. Speed (``--part speed``, the default): at each ``--latencies`` value (the last one on a smaller run,
-   ``--small-from``) the ``--strategies`` rows: the default strategy, ``first_accepted`` off beside it (all-at-once:
-   the time/calls trade) and the sequential race (``acceptance: sequential``, every candidate in the race at once).
-   Per run: LLM calls; sequential waits (seconds with at least one request in flight at the endpoint, over the
-   latency); mean requests in flight while any is; wall time; the floor, the larger of calls x latency / width
-   and the longest chain of dependent calls x latency, where the chain is counted from the data as a lower bound
-   ((generations + 2) x the longest user's rounds and question waves, plus one proposal wait per generation;
-   an agent's own memory writes are not counted); and wall / floor.
+   ``--small-from``) the ``--strategies`` rows: the default strategy (the sequential race, one candidate at a time),
+   with speculative episodes (``episode.speculate`` candidate, generation: the time/calls trade), all candidates in
+   the race at once (``first_accepted`` off), and validation first with the mean rule without and with speculation.
+   Per run: LLM calls; speculative calls wasted (the calls over those of the same row without speculation, which
+   makes the same needed calls: results do not depend on speculation); sequential waits (seconds with at least one
+   request in flight at the endpoint, over the latency); mean requests in flight while any is; wall time; the floor,
+   the larger of calls x latency / width and the longest chain of dependent calls x latency, the chain measured from
+   the run folder's records (``FLOOR_RULE``, printed with the table, with each run's longest path); and wall / floor.
    ``--part startup``: ``memevo evolve`` as a child process (tracking on, a fresh run folder): seconds from its
    launch to its first request at the endpoint, then a ``--resume`` of the finished run: its wall time. With
    ``--baseline`` (another checkout's ``memevo``) each try launches both, one after the other, and the last line
@@ -23,18 +24,18 @@ first sample helps while its other samples hurt (``mixed`` mode).
    at a time and all at once; wall time of each.
 
 Run: ``nice python benchmarks/evolve.py [--part speed|startup|pruning|concurrency] [--latencies 0.02 0.2 1]
-[--strategies default all-at-once sequential] [--baseline ../main/.venv/bin/memevo]`` from the repository root.
+[--strategies default spec-candidate ...] [--baseline ../main/.venv/bin/memevo]`` from the repository root.
 Measured 2026-11-26 on the shared 2-core box (load ~10): pruning saved 24% of agent calls (612 -> 468)
 at equal best validation score (1.000); concurrency x1.76 (candidates) and x2.32 (candidates + users).
-Speed, 2026-11-27 (same box, niced, load 4.2-6.3, before = main at e50069d, run alternately with after): wall/floor
-at 0.2 s 3.54 -> 2.66 (default) and 3.41 -> 2.54 (first_accepted off); at 1 s (smaller run) 3.65 -> 2.49 and
-3.70 -> 2.47; sequential waits 201 -> 145 and 110 -> 75; calls unchanged (582, 690; 362, 434).
 Start, 2026-11-27 (same box, niced, load 11-12, ``--part startup --repeats 4 --baseline`` = main at db5e0a4, run
 alternately): first request of ``memevo evolve`` median 18.5 -> 4.7 s (x0.26; Optuna's study, MLflow's store, DSPy and
-scipy.stats no longer before it); in-process (speed part) 0.5-1.1 -> 0.04-0.13 s. Speed after it (load 10-12): at 1 s
-wall/floor 2.59 (default, all-at-once) and 2.61 (sequential), 77 sequential waits each: the wall is the strategy's
-chain, four episode depths of ~19 waits (seed; candidate validation; its train check; test), where the floor counts
-~10 per depth (no memory writes) and three depths.
+scipy.stats no longer before it); in-process (speed part) 0.5-1.1 -> 0.04-0.13 s.
+Speed, 2026-11-27 (same box, niced, load 7.6-12, the 0.02 s rows beside other tests: CPU-bound and noisy), the chain
+measured from the records (25 waits per 3-period episode, 17 per 2-period one): wall/floor at 0.2 s 3.06 (default),
+2.01 with speculation per candidate (+214 calls, +35%), 1.88 per generation (+274); at 1 s (smaller run) 2.28, 1.26
+(+0 calls: the first candidate was kept) and 1.33 (+140); validation first 3.07 -> 2.87 (0.2 s) and 2.24 -> 1.31 (1 s).
+At 0.2 s the floor's path ends at generation 2's proposal: its one candidate repeats generation 1's second, not needed
+there, whose episodes a schedule could have played then; a run still plays it after generation 2's proposal.
 """
 
 from __future__ import annotations
