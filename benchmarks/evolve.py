@@ -30,7 +30,7 @@ at equal best validation score (1.000); concurrency x1.76 (candidates) and x2.32
 Start, 2026-11-27 (same box, niced, load 11-12, ``--part startup --repeats 4 --baseline`` = main at db5e0a4, run
 alternately): first request of ``memevo evolve`` median 18.5 -> 4.7 s (x0.26; Optuna's study, MLflow's store, DSPy and
 scipy.stats no longer before it); in-process (speed part) 0.5-1.1 -> 0.04-0.13 s.
-Speed, 2026-11-27 (same box, niced, load 7.6-12, the 0.02 s rows beside other tests: CPU-bound and noisy), the chain
+Speed, 2026-11-27 (same box, niced, load 9.3 then 7.6, the 0.02 s rows beside other tests: CPU-bound, noisy), the chain
 measured from the records (25 waits per 3-period episode, 17 per 2-period one): wall/floor at 0.2 s 3.06 (default),
 2.01 with speculation per candidate (+214 calls, +35%), 1.88 per generation (+274); at 1 s (smaller run) 2.28, 1.26
 (+0 calls: the first candidate was kept) and 1.33 (+140); validation first 3.07 -> 2.87 (0.2 s) and 2.24 -> 1.31 (1 s).

@@ -13,7 +13,7 @@ from tests.test_evolve_loop import CrashingBackend, Killed, WidthBackend, _compa
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
 
-WIDE = {"episode": {"rounds_init": 1, "rounds_update": 1}, "budget": {"generations": 2, "candidates": 2}}
+WIDE: dict[str, Any] = {"episode": {"rounds_init": 1, "rounds_update": 1}, "budget": {"generations": 2, "candidates": 2}}
 
 
 class MixedWidthBackend(WidthBackend):
