@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from collections.abc import Callable
 
 from memevo.agents.llm.protocol import ChatClient
 
@@ -56,11 +57,12 @@ def judge_verdict(reply: str) -> float | None:
     return 1.0 if first == "yes" else 0.0 if first == "no" else None
 
 
-async def judge_answer(judge: ChatClient, question: str, gold: str, reply: str,
-                       prompt: str = JUDGE_PROMPT) -> tuple[float, str]:
-    """The judge's [0, 1] verdict on ``reply`` and its raw reply; ``prompt`` takes {question} {gold} {reply}."""
+async def judge_answer(judge: ChatClient, question: str, gold: str, reply: str, prompt: str = JUDGE_PROMPT,
+                       verdict: Callable[[str], float | None] = judge_verdict) -> tuple[float, str]:
+    """The judge's [0, 1] verdict on ``reply`` and its raw reply; ``prompt`` takes {question} {gold} {reply};
+    ``verdict`` reads the judge's reply (a benchmark whose official scorer reads it differently passes its own)."""
     text = prompt.format(question=question, gold=gold, reply=reply)
     answer = await judge.chat([{"role": "user", "content": text}], role="judge", temperature=0.0, max_tokens=8)
-    verdict = judge_verdict(answer.text)
-    return (0.0 if verdict is None else verdict), answer.text
+    value = verdict(answer.text)
+    return (0.0 if value is None else value), answer.text
 

@@ -34,6 +34,9 @@ EnvironmentName = Annotated[str, typer.Option(
     "--environment", "-e",
     help="amemgym, or a benchmark whose downloaded files PATH names: locomo, longmemeval, memoryagentbench, "
          "memorybench.")]
+DialogField = Annotated[str | None, typer.Option(
+    "--dialog-field", help="memorybench: the field whose training dialogs are replayed (default: dialog; LoCoMo and "
+    "DialSim datasets have only per-baseline ones: dialog_mem0, dialog_a_mem, ...).")]
 
 
 @app.command()
@@ -42,12 +45,14 @@ def validate(
     split: Split = DEFAULT_SPLIT,
     min_state_variants: Annotated[int, typer.Option(min=1, help="Fewer choices than this is a warning.")] = 4,
     environment: EnvironmentName = "amemgym",
+    dialog_field: DialogField = None,
 ) -> None:
     """Check every item against its format's rules (AMemGym's invariants and that every id can name a run folder;
     a benchmark's records and fields); exit 0 when valid, 2 when any error is found."""
     if environment != "amemgym":
-        _validate_benchmark(environment, path)
+        _validate_benchmark(_benchmark(environment, dialog_field), path)
         return
+    _no_dialog_field(dialog_field)
     items = load_items(path, split=split)
     violations = validate_items(items, min_state_variants=min_state_variants)
     for violation in violations:
@@ -66,15 +71,20 @@ def stats(
     rounds_update: RoundsUpdate = 2,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     environment: EnvironmentName = "amemgym",
+    dialog_field: DialogField = None,
 ) -> None:
     """Users, periods, sessions, rounds, questions, choices, random baseline and transcript size (AMemGym); items,
-    sessions, exchanges, questions per category and transcript size (benchmarks)."""
+    sessions, exchanges, questions per category and transcript size (benchmarks; their load warnings on stderr)."""
     if environment != "amemgym":
         from memevo.environments.benchmarks.stats import benchmark_stats
 
-        figures_of = benchmark_stats(environment, Path(path), _benchmark(environment).load_items(path))
+        reader = _benchmark(environment, dialog_field)
+        figures_of = benchmark_stats(environment, Path(path), reader.load_items(path))
+        for warning in getattr(reader, "load_warnings", []):
+            typer.echo(f"warning: {warning}", err=True)
         typer.echo(figures_of.model_dump_json(indent=2) if as_json else _benchmark_table(figures_of))
         return
+    _no_dialog_field(dialog_field)
     figures = compute_stats(load_items(path, split=split), rounds_init=rounds_init, rounds_update=rounds_update)
     typer.echo(figures.model_dump_json(indent=2) if as_json else _table(figures))
 
@@ -121,22 +131,30 @@ def synth(
     typer.echo(_table(compute_stats(items, rounds_init=rounds_init, rounds_update=rounds_update)))
 
 
-def _benchmark(name: str) -> "Environment[Any]":
+def _benchmark(name: str, dialog_field: str | None = None) -> "Environment[Any]":
     from memevo.environments.registry import make_environment
     from memevo.environments.runner import EpisodeConfig
 
-    return make_environment(name, EpisodeConfig(), field="--environment")
+    if name != "memorybench":
+        _no_dialog_field(dialog_field)
+    options = {} if dialog_field is None else {"dialog_field": dialog_field}
+    return make_environment(name, EpisodeConfig(), field="--environment", options=options)
 
 
-def _validate_benchmark(name: str, path: str) -> None:
+def _no_dialog_field(dialog_field: str | None) -> None:
+    if dialog_field is not None:
+        raise UserInputError("applies to --environment memorybench only", field="--dialog-field")
+
+
+def _validate_benchmark(environment: "Environment[Any]", path: str) -> None:
     """A benchmark's files read in full: the first bad record stops it with its file and field (exit 2)."""
-    environment = _benchmark(name)
     items = environment.load_items(path)
     warnings: list[str] = getattr(environment, "load_warnings", [])
     for warning in warnings:
         typer.echo(f"warning: {warning}")
     questions = sum(len(item.questions) for item in items)
-    typer.echo(f"{path}: {len(items)} {name} items, {questions} questions: 0 errors, {len(warnings)} warnings")
+    typer.echo(f"{path}: {len(items)} {environment.name} items, {questions} questions: 0 errors, "
+               f"{len(warnings)} warnings")
 
 
 def _benchmark_table(figures: "BenchmarkStats") -> str:

@@ -276,6 +276,10 @@ def eval_command(
     judge_model: Annotated[str | None, typer.Option(
         "--judge-model", help="Model (the agent's endpoint) grading free-text answers where the benchmark uses an "
         "LLM judge; default: the agent's model.")] = None,
+    dialog_field: Annotated[str | None, typer.Option(
+        "--dialog-field", help="memorybench: the field whose training dialogs are replayed (default: dialog). Its "
+        "LoCoMo and DialSim datasets have only per-baseline dialogs: dialog_mem0, dialog_a_mem, dialog_bm25, ...; "
+        "other datasets replay their own dialog.")] = None,
 ) -> None:
     """Evaluate an agent on a benchmark (AMemGym on-policy by default) and write records and a summary (AMemGym:
     also a per-period plot)."""
@@ -286,12 +290,17 @@ def eval_command(
         for flag, given in set_flags.items():
             if given:
                 raise UserInputError("applies to --environment amemgym only", field=flag)
+        if dialog_field is not None and environment != "memorybench":
+            raise UserInputError("applies to --environment memorybench only", field="--dialog-field")
         benchmark = BenchmarkRun(agent=agent, data=env, out=out, environment=environment, resume=resume,
                                  users=users, no_cache=no_cache, concurrency=concurrency, seed=seed,
                                  max_concurrent_users=max_concurrent_users, judge_model=judge_model,
-                                 constrained_answers=constrained_answers)
+                                 constrained_answers=constrained_answers,
+                                 options={} if dialog_field is None else {"dialog_field": dialog_field})
         typer.echo(evaluate_benchmark(ctx, benchmark))
         return
+    if dialog_field is not None:
+        raise UserInputError("applies to --environment memorybench only", field="--dialog-field")
     policy = load_policy(agent)
     compat = amemgym_compat or policy.amemgym_compat
     policy = policy.model_copy(update={"amemgym_compat": compat})
@@ -366,16 +375,22 @@ class BenchmarkRun(LazyModel):
     max_concurrent_users: int | None
     judge_model: str | None
     constrained_answers: bool | None
+    options: dict[str, str] = {}
+    """The environment's own settings (``--dialog-field``)."""
 
 
 def evaluate_benchmark(ctx: typer.Context, run: BenchmarkRun) -> str:
     """Replay a benchmark's items through an agent (resumable per item in ``out/run``), score them and write
-    ``summary.json`` and ``questions.jsonl``; returns the headline."""
+    ``summary.json`` and ``questions.jsonl``; returns the headline.
+
+    The items are read before the LLM hub starts and played by an environment made inside it, with the judge: a
+    replayed benchmark's item holds everything its scoring reads, so which object read it does not matter."""
     policy = load_policy(run.agent)
     config = EpisodeConfig(constrained_answers=run.constrained_answers, seed=run.seed,
                            max_concurrent_users=run.max_concurrent_users or 1)
-    reader = make_environment(run.environment, config, field="--environment")
+    reader = make_environment(run.environment, config, field="--environment", options=run.options)
     items = reader.load_items(run.data, limit=run.users)
+    notes = [f"note: {warning}" for warning in getattr(reader, "load_warnings", [])]
     policy.llm.concurrency(embedded=False, override=run.concurrency)
     judge_llm = policy.llm if run.judge_model is None else policy.llm.model_copy(update={"model": run.judge_model})
     inputs = {"environment": run.environment, "data": item_fingerprints(items),
@@ -391,7 +406,8 @@ def evaluate_benchmark(ctx: typer.Context, run: BenchmarkRun) -> str:
             llm = hub.client(policy.llm)
             width = run.max_concurrent_users or llm.width
             run_config = config.model_copy(update={"max_concurrent_users": width})
-            environment = make_environment(run.environment, run_config, judge=hub.client(judge_llm))
+            environment = make_environment(run.environment, run_config, judge=hub.client(judge_llm),
+                                           options=run.options)
             with phase("items", len(items), "item") as bar:
                 episodes = await run_items(environment, lambda: build_agent(policy, llm), items, None,
                                            RunStore(run.out / "run"), on_period=lambda _: bar.advance(),
@@ -411,7 +427,8 @@ def evaluate_benchmark(ctx: typer.Context, run: BenchmarkRun) -> str:
                 "usage": {"by_role": {k: v.model_dump() for k, v in usage.by_role.items()},
                           "total": usage.total().model_dump()},
             })
-            return "\n".join([f"{run.environment}: {len(items)} items", *score_lines(scores), f"results: {run.out}"])
+            return "\n".join([f"{run.environment}: {len(items)} items", *score_lines(scores), *notes,
+                              f"results: {run.out}"])
 
     with claim_run_folder(run.out, flag="--out", kind="eval"):
         _prepare_out(run.out, run.resume)

@@ -152,6 +152,10 @@ class Environment(ABC, Generic[ItemT]):
         """The calls a user makes in order (orders users longest first; an estimate is enough)."""
         return self.n_periods(item)
 
+    def judged(self, item: ItemT) -> bool:
+        """Whether scoring the item's answers asks the LLM judge (runs check for one before any call)."""
+        return False
+
     # -- scoring ---------------------------------------------------------------------------------------------------
 
     @abstractmethod

@@ -8,6 +8,7 @@ here.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from memevo.core.errors import UserInputError
@@ -52,7 +53,8 @@ def environment_class(name: str, *, field: str = "environment") -> type[Environm
 
 
 def make_environment(name: str, episode: EpisodeConfig, *, judge: ChatClient | None = None,
-                     field: str = "environment") -> Environment[Any]:
-    """An instance of the environment registered under ``name``."""
-    return environment_class(name, field=field)(episode, judge=judge)
+                     field: str = "environment", options: Mapping[str, Any] | None = None) -> Environment[Any]:
+    """An instance of the environment registered under ``name``; ``options`` are its own settings (keyword
+    arguments of its class, e.g. MemoryBench's ``dialog_field``)."""
+    return environment_class(name, field=field)(episode, judge=judge, **(options or {}))
 

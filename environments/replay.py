@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime
-from typing import ClassVar, cast
+from typing import Any, ClassVar, cast
 
 from pydantic import Field
 
@@ -67,6 +67,11 @@ class ReplayQuestion(LazyModel):
     scoring: ScoringMethod = Field(default="token_f1", description="How the answer is scored ('choice' for options).")
     asked_at: datetime | None = Field(default=None, description="The agent's ``now`` when asked; default: the last session's.")
     abstention: bool = Field(default=False, description="Unanswerable from the sessions: the credit is for saying so.")
+    reference: dict[str, Any] = Field(
+        {}, exclude_if=lambda value: not value,
+        description="What the benchmark's own scorer reads beyond ``gold`` (MemoryBench's ``info``, MemoryAgentBench's "
+        "answer list), kept in the item so that scoring depends on the item alone, not on the object that read it; left "
+        "out of dumps when empty, so the other benchmarks' item fingerprints (resume checks) stay as they were.")
 
 
 class ReplayItem(LazyModel):
@@ -116,6 +121,9 @@ class ReplayEnvironment(Environment[ReplayItem]):
 
     def chain_length(self, item: ReplayItem) -> int:
         return sum(len(session.exchanges()) for session in item.sessions) + 1
+
+    def judged(self, item: ReplayItem) -> bool:
+        return any(question.scoring == "llm_judge" for question in item.questions)
 
     def answer_prompt(self, question: QuestionView) -> str:
         """The prompt a free-text question is asked with: a request for a short phrase, then the question."""

@@ -29,7 +29,7 @@ import logging
 import os
 import sys
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -236,8 +236,9 @@ def changed_fields(stored: Any, current: Any, path: str = "") -> list[str]:
     return [] if stored == current else [path or "(root)"]
 
 
-def check_inputs(folder: Path, inputs: dict[str, Any]) -> None:
-    """Record ``inputs`` on a run's first start; on a resume, refuse any difference, naming each field."""
+def check_inputs(folder: Path, inputs: dict[str, Any], *, may_add: Collection[str] = ()) -> None:
+    """Record ``inputs`` on a run's first start; on a resume, refuse any difference, naming each field, except a
+    field of ``may_add`` that the recorded inputs lack: it is recorded now, and from then on checked like the rest."""
     path = Path(folder) / INPUTS_FILE
     current = json.loads(json.dumps(inputs, ensure_ascii=False))
     if not path.exists():
@@ -246,6 +247,8 @@ def check_inputs(folder: Path, inputs: dict[str, Any]) -> None:
     stored = read_json(path, remedy=delete_and_resume("it", "the inputs given then are recorded again, unchecked: "
                                                       "give the same data, config and policy as before"))
     changed = changed_fields(stored, current)
+    added = [field for field in changed if field in may_add and _lacks(stored, field)]
+    changed = [field for field in changed if field not in added]
     if changed:
         shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
         raise UserInputError(
@@ -254,6 +257,16 @@ def check_inputs(folder: Path, inputs: dict[str, Any]) -> None:
             source=str(path),
             field=changed[0],
         )
+    if added:
+        write_json_atomic(path, current)
+
+
+def _lacks(inputs: Any, field: str) -> bool:
+    """Whether the dotted ``field`` is absent from ``inputs`` (a mapping on the way, but no value at the end)."""
+    *parents, last = field.split(".")
+    for key in parents:
+        inputs = inputs.get(key) if isinstance(inputs, dict) else None
+    return isinstance(inputs, dict) and last not in inputs
 
 
 def ledger_entries(text: str) -> Iterator[tuple[str, RoleUsage]]:

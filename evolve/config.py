@@ -7,9 +7,9 @@ Validated by pydantic; any error becomes a ``UserInputError`` naming the file an
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import ErrorDetails
@@ -21,6 +21,9 @@ from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
 from memevo.environments.feedback import FeedbackConfig
 from memevo.environments.registry import DEFAULT_ENVIRONMENT, EnvironmentName
+
+if TYPE_CHECKING:
+    from memevo.environments.protocol import Environment
 
 HYPERPARAMETER_NAMES = ("update_every", "short_term", "top_k")
 AMEMGYM_DEFAULTS = {"update_every": 2, "short_term": 4, "top_k": 30}
@@ -135,6 +138,14 @@ class DataConfig(_EitherOr):
     synth: dict[str, Any] | None = Field(None, description="A procedural world: the fields of the procedural "
                                          "environment below.")
     limit: int | None = Field(None, ge=1, description="Use only the first N items.")
+    dialog_field: str | None = Field(
+        None, description="memorybench: the field whose training dialogs are replayed (default: dialog). Its LoCoMo "
+        "and DialSim datasets have only per-baseline dialogs (dialog_mem0, dialog_a_mem, dialog_bm25, ...); other "
+        "datasets replay their own dialog.")
+
+    def environment_options(self) -> dict[str, str]:
+        """The environment's own settings this data section sets (keyword arguments of its class)."""
+        return {} if self.dialog_field is None else {"dialog_field": self.dialog_field}
 
 
 class TestEnvironmentConfig(_Strict):
@@ -445,6 +456,9 @@ class EvolveConfig(_Strict):
             payload.pop("test_environment", None)
         if isinstance(payload.get("llm"), dict) and payload["llm"].get("judge") is None:
             payload["llm"].pop("judge", None)
+        for data in (payload.get("data"), (payload.get("test_environment") or {}).get("data")):
+            if isinstance(data, dict) and data.get("dialog_field") is None:
+                data.pop("dialog_field", None)
         return payload
 
 
@@ -513,12 +527,28 @@ def check_environment(config: EvolveConfig, *, source: str | None) -> None:
             if wanted:
                 raise UserInputError(f"environment '{config.environment}': {what}", source=source, field=field)
     test = config.test_environment
+    for environment, data, prefix in ((config.environment, config.data, ""),
+                                      *(() if test is None else ((test.environment, test.data, "test_environment."),))):
+        if data.dialog_field is not None and environment != "memorybench":
+            raise UserInputError(f"environment '{environment}': dialog_field applies to memorybench only",
+                                 source=source, field=f"{prefix}data.dialog_field")
     if test is not None and test.environment != "amemgym" and test.data.synth is not None:
         raise UserInputError(f"environment '{test.environment}': a procedural world is AMemGym data; give a path",
                              source=source, field="test_environment.data.synth")
     if config.protocol == "amemgym_period" and test is not None:
         raise UserInputError("a test environment is reported by protocol outer_loop", source=source,
                              field="test_environment")
+
+
+def check_judge(config: EvolveConfig, environment: Environment[Any], items: Sequence[Any], field: str) -> None:
+    """An environment that judges some of these items' answers needs ``llm.judge``: said at start-up, before any
+    call, rather than when the first judged answer (perhaps the test users', after the whole evolution) is scored.
+    ``field`` names the config section the items come from."""
+    judged = sum(environment.judged(item) for item in items)
+    if judged and config.llm.judge is None:
+        raise UserInputError(f"environment '{environment.name}' ({field}) scores the answers of {judged} of its "
+                             f"{len(items)} items with an LLM judge: configure llm.judge",
+                             source=str(config.source or "evolve config"), field="llm.judge")
 
 
 def check_strategy(strategy: StrategyConfig, *, source: str | None) -> None:

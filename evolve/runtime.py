@@ -9,6 +9,7 @@ is counted), so budgets and reported usage hold across ``--resume`` and equal wh
 from __future__ import annotations
 
 import hashlib
+import logging
 import random
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -40,7 +41,7 @@ from memevo.environments.runner import EpisodeConfig
 from memevo.environments.simulators.factory import make_simulator
 from memevo.environments.table_cache import cached_table
 from memevo.evolve.candidates import Candidate
-from memevo.evolve.config import DataConfig, EvolveConfig, check_validation_users
+from memevo.evolve.config import DataConfig, EvolveConfig, check_judge, check_validation_users
 from memevo.evolve.deferred import Deferred, DeferredStart
 from memevo.evolve.evaluation import Evaluator
 from memevo.evolve.events import Observers, RunContext
@@ -168,7 +169,9 @@ def claim_run_dir(run_dir: Path, config: EvolveConfig, resume: bool, inputs: dic
         raise UserInputError("already holds a run; pass --resume to continue it or choose another --run-dir",
                              source=str(run_dir), field="--run-dir")
     run_dir.mkdir(parents=True, exist_ok=True)
-    check_inputs(run_dir, inputs)
+    # a run recorded without a judge judged nothing (a judged answer without one stops the run), so a judge added on
+    # resume changes no recorded result
+    check_inputs(run_dir, inputs, may_add=("config.llm.judge",))
     write_json_atomic(marker, config.hash_payload())
 
 
@@ -228,9 +231,32 @@ def endpoint_width(client: ChatClient, config: LLMConfig) -> int:
 
 
 def make_run_environment(config: EvolveConfig, episode: EpisodeConfig, judge: ChatClient | None,
-                         name: str | None = None, field: str = "environment") -> Environment[Any]:
-    """The environment ``name`` (default: the config's) with the run's episode settings and judge."""
-    return make_environment(name or config.environment, episode, judge=judge, field=field)
+                         name: str | None = None, field: str = "environment",
+                         data: DataConfig | None = None) -> Environment[Any]:
+    """The environment ``name`` (default: the config's) with the run's episode settings and judge, and the
+    settings ``data`` (default: the config's) gives it."""
+    return make_environment(name or config.environment, episode, judge=judge, field=field,
+                            options=(data or config.data).environment_options())
+
+
+def read_users(config: EvolveConfig) -> tuple[list[Any], list[Any]]:
+    """The users of the config's data and of its test environment's (none without one), read by environments
+    without a judge or an endpoint, so bad data stops a run before any client starts; each set checked against
+    ``llm.judge``, and its readers' warnings logged. The environments that play them are made later, with the
+    run's judge: an item holds everything its scoring reads."""
+    test = config.test_environment
+    sections = [(config.environment, config.data, "data", "environment")]
+    if test is not None:
+        sections.append((test.environment, test.data, "test_environment.data", "test_environment.environment"))
+    loaded = []
+    for name, data, field, name_field in sections:
+        reader = make_run_environment(config, EpisodeConfig(), None, name, field=name_field, data=data)
+        users = load_users(config, reader, data, field=field)
+        for warning in getattr(reader, "load_warnings", []):
+            logging.getLogger("memevo.evolve").warning("%s: %s", field, warning)
+        check_judge(config, reader, users, field)
+        loaded.append(users)
+    return loaded[0], loaded[1] if test is not None else []
 
 
 def make_proposers(hub: Hub, config: EvolveConfig) -> list[Proposer]:
@@ -267,20 +293,18 @@ class RunBase:
         self.hub = hub
         check_stores(config, run_dir)
         self.seed = Candidate(policy=seed_policy(config), origin="seed")
+        self.users, test_users = read_users(config)  # before the first client, which may start the embedded model
         self.clients: dict[LLMConfig, ChatClient] = {}
         self.client(self.seed.policy.llm)
         judge = self.client(config.llm.judge) if config.llm.judge is not None else None
         episode = episode_config(config, self.seed.policy,
                                  endpoint_width(self.client(self.seed.policy.llm), self.seed.policy.llm))
         self.environment = make_run_environment(config, episode, judge)
-        self.users = load_users(config, self.environment)
         self.items = {self.environment.item_id(item): item for item in self.users}
         fresh_split = make_split(self.users, config, self.environment)
         test = config.test_environment
         self.test_environment = None if test is None else make_run_environment(
-            config, episode, judge, test.environment, field="test_environment.environment")
-        test_users = [] if test is None or self.test_environment is None else load_users(
-            config, self.test_environment, test.data, field="test_environment.data")
+            config, episode, judge, test.environment, field="test_environment.environment", data=test.data)
         simulator_llm = self.client(config.llm.simulator) if config.llm.simulator and config.episode.simulator == "llm" else None
         simulator = make_simulator(config.episode.simulator, config.split.seed, simulator_llm,
                                    amemgym_compat=self.seed.policy.amemgym_compat)

@@ -85,6 +85,16 @@ async def test_judge_scores_with_the_rules_of_each_question_type(tmp_path: Path)
     assert "Correct answer: Lisbon" in prompts[0] and "Explanation: You never said" in prompts[2]
 
 
+@pytest.mark.parametrize(("verdict", "credit"), [("yes", 1.0), ("Yes.", 1.0), ("The answer is yes.", 1.0),
+                                                 ("**Yes**", 1.0), ("no", 0.0), ("No, it is not.", 0.0)])
+async def test_the_judge_credits_a_reply_with_yes_anywhere_as_longmemeval_reads_it(tmp_path: Path, verdict: str,
+                                                                                  credit: float) -> None:
+    environment = LongMemEvalEnvironment(EpisodeConfig(), judge=ScriptedLLM(lambda messages, role, wants_json: verdict))
+    (item,) = environment.load_items(write(tmp_path, [record("q1", "single-session-user")]))
+    scored = await environment.score_answer(item, 0, environment.questions(item, 0)[0], "Lisbon")
+    assert (scored.score, scored.detail) == (credit, verdict)
+
+
 async def test_a_judged_item_is_refused_before_replay_without_a_judge(tmp_path: Path) -> None:
     environment = LongMemEvalEnvironment(EpisodeConfig())
     (item,) = environment.load_items(write(tmp_path, [record("q1", "knowledge-update")]))
@@ -121,7 +131,7 @@ def test_env_stats_reads_json_lines_too(tmp_path: Path) -> None:
                     encoding="utf-8")
     result = runner.invoke(app, ["stats", "-e", "longmemeval", "--json", str(path)])
     assert result.exit_code == 0, result.output
-    figures = json.loads(result.output)
+    figures = json.loads(result.stdout)
     assert figures["items"] == 3 and figures["sessions"] == 6 and figures["exchanges"] == 9
 
 

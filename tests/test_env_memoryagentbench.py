@@ -115,7 +115,7 @@ def test_env_stats_and_validate_read_a_shard_folder(tmp_path: Path) -> None:
     path = write_parquet(tmp_path / "data", rows())
     result = runner.invoke(app, ["stats", "-e", "memoryagentbench", "--json", str(tmp_path / "data")])
     assert result.exit_code == 0, result.output
-    figures = json.loads(result.output)
+    figures = json.loads(result.stdout)
     assert figures["questions_per_category"] == {"factconsolidation_sh_6k": 2, "longmemeval_s_-1_500": 1}
     assert figures["questions_per_scoring"] == {"substring_match": 2, "llm_judge": 1}
     assert figures["items_per_split"] == {"Conflict_Resolution": 2}

@@ -34,11 +34,18 @@ def nfcats_record(index: int, with_dialog: bool = True) -> dict[str, Any]:
 
 
 def locomo_record(index: int, category: int, golden: Any) -> dict[str, Any]:
+    """A LoCoMo record as the Hub has it: no dialog of its own, only those recorded with each baseline."""
     return {"test_idx": index, "input_prompt": "What is Ana's dog called?", "dataset_name": "Locomo-0", "lang": "en",
             "info": str({"category": category, "golden_answer": golden, "evidence": ["D1:1"]}),
-            "dialog_wo_memory": json.dumps([{"role": "user", "content": "Who is Rex?"},
-                                            {"role": "assistant", "content": "Ana's dog."}]),
-            "implicit_feedback_wo_memory": "[]"}
+            "dialog_mem0": json.dumps([{"role": "user", "content": "Who is Rex?"},
+                                       {"role": "assistant", "content": "Ana's dog."}]),
+            "implicit_feedback_mem0": "[]",
+            "dialog_a_mem": json.dumps([{"role": "user", "content": "Is Rex a cat?"},
+                                        {"role": "assistant", "content": "No, a dog."}]),
+            "implicit_feedback_a_mem": json.dumps([{"round": 1, "implicit_action": "like"}])}
+
+
+MEM0 = {"dialog_field": "dialog_mem0"}
 
 
 def snapshot(root: Path) -> Path:
@@ -62,7 +69,7 @@ def snapshot(root: Path) -> Path:
 
 
 def test_training_dialogs_replay_with_implicit_feedback_and_corpus_first(tmp_path: Path) -> None:
-    environment = MemoryBenchEnvironment(EpisodeConfig())
+    environment = MemoryBenchEnvironment(EpisodeConfig(), **MEM0)
     items = {item.id: item for item in environment.load_items(snapshot(tmp_path / "MemoryBench"))}
     assert environment.load_warnings == ["dataset WritingPrompts left out: its metric needs METEOR (nltk with WordNet)"]
     nfcats = items["NFCats"]
@@ -75,12 +82,12 @@ def test_training_dialogs_replay_with_implicit_feedback_and_corpus_first(tmp_pat
     locomo = items["Locomo-0"]
     assert locomo.sessions[0].id == "corpus/session_1"
     assert locomo.sessions[0].exchanges() == [("Ana: My dog is Rex.", "")]
-    assert locomo.sessions[1].exchanges() == [("Who is Rex?", "Ana's dog.")]  # dialog_wo_memory: there is no dialog
+    assert locomo.sessions[1].exchanges() == [("Who is Rex?", "Ana's dog.")]  # dialog_mem0: there is no dialog
 
 
 async def test_each_dataset_scores_with_its_metric(tmp_path: Path) -> None:
     llm = ScriptedLLM(lambda messages, role, wants_json: "4")
-    environment = MemoryBenchEnvironment(EpisodeConfig(), judge=llm)
+    environment = MemoryBenchEnvironment(EpisodeConfig(), judge=llm, **MEM0)
     values = {}
     for item in environment.load_items(snapshot(tmp_path / "MemoryBench")):
         agent = ReplayRecordingAgent(lambda prompt, memory: "Rex" if "dog" in prompt else "Scattering of light.")
@@ -97,7 +104,7 @@ def test_a_split_folder_without_data_names_the_folder(tmp_path: Path) -> None:
     for file in (root / "dataset" / "NFCats" / "test").iterdir():
         file.unlink()
     with pytest.raises(UserInputError, match="no Arrow or Parquet files") as caught:
-        MemoryBenchEnvironment(EpisodeConfig()).load_items(root)
+        MemoryBenchEnvironment(EpisodeConfig(), **MEM0).load_items(root)
     assert caught.value.source == str(root / "dataset" / "NFCats" / "test")
 
 
@@ -114,9 +121,9 @@ def test_a_record_without_its_language_names_file_and_field(tmp_path: Path) -> N
 
 def test_env_stats_reads_the_snapshot(tmp_path: Path) -> None:
     root = snapshot(tmp_path / "MemoryBench")
-    result = runner.invoke(app, ["stats", "-e", "memorybench", "--json", str(root)])
+    result = runner.invoke(app, ["stats", "-e", "memorybench", "--json", "--dialog-field", "dialog_mem0", str(root)])
     assert result.exit_code == 0, result.output
-    figures = json.loads(result.output)
+    figures = json.loads(result.stdout)
     assert figures["items"] == 2 and figures["questions_per_category"] == {"Locomo-0": 2, "NFCats": 1}
 
 
@@ -142,3 +149,48 @@ async def test_dialsim_reads_its_script_corpus_and_judges_inexact_replies(tmp_pa
     judged = await environment.score_answer(item, 0, view, "It was Rachel Green")
     assert (exact.score, exact.method) == (1.0, "exact_match") and (judged.score, judged.method) == (1.0, "llm_judge")
     assert len(llm.calls_for("judge")) == 1
+
+
+def test_the_dialog_field_chooses_a_baselines_dialogs_and_other_datasets_keep_their_own(tmp_path: Path) -> None:
+    environment = MemoryBenchEnvironment(EpisodeConfig(), dialog_field="dialog_a_mem")
+    items = {item.id: item for item in environment.load_items(snapshot(tmp_path / "MemoryBench"))}
+    assert items["Locomo-0"].sessions[1].exchanges() == [("Is Rex a cat?", "No, a dog."),
+                                                        ("(Your last reply got: like.)", "")]
+    assert items["NFCats"].sessions[0].exchanges()[0] == ("Why is the sky blue? (0)", "Because of scattering.")
+
+
+def test_a_dataset_without_the_dialog_field_names_file_and_field_and_lists_those_it_has(tmp_path: Path) -> None:
+    root = snapshot(tmp_path / "MemoryBench")
+    with pytest.raises(UserInputError, match="dialog fields: dialog_a_mem, dialog_mem0") as caught:
+        MemoryBenchEnvironment(EpisodeConfig()).load_items(root)
+    assert caught.value.field == "dialog" and "Locomo-0/train" in (caught.value.source or "")
+    result = runner.invoke(app, ["validate", "-e", "memorybench", str(root)])
+    assert result.exit_code != 0 and isinstance(result.exception, UserInputError)
+
+
+def test_records_without_a_training_dialog_are_said_by_validate_and_stats(tmp_path: Path) -> None:
+    root = tmp_path / "MemoryBench"
+    for split, records in (("train", [nfcats_record(0), nfcats_record(1, with_dialog=False)]),
+                           ("test", [nfcats_record(2)])):
+        datasets.Dataset.from_list(records).save_to_disk(str(root / "dataset" / "NFCats" / split))
+    said = "dataset NFCats: 1 of 2 training records have no dialog under 'dialog'"
+    validated = runner.invoke(app, ["validate", "-e", "memorybench", str(root)])
+    assert validated.exit_code == 0 and said in validated.output and "1 warnings" in validated.output
+    stats = runner.invoke(app, ["stats", "-e", "memorybench", "--json", str(root)])
+    assert stats.exit_code == 0 and said in stats.stderr and json.loads(stats.stdout)["items"] == 1
+
+
+def test_dialog_field_is_refused_for_other_environments(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["stats", "-e", "locomo", "--dialog-field", "dialog_mem0", str(tmp_path)])
+    assert isinstance(result.exception, UserInputError) and result.exception.field == "--dialog-field"
+
+
+@pytest.mark.parametrize(("reply", "credit"), [("a", 1.0), ("(a)", 1.0), ("A", 1.0), ("b", 0.0), ("(b)", 0.0),
+                                               ("x", 0.0), ("Not mentioned in the conversation", 1.0),
+                                               ("(a) Rex", 0.0)])
+async def test_an_adversarial_reply_naming_an_option_by_letter_counts_as_that_option(tmp_path: Path, reply: str,
+                                                                                    credit: float) -> None:
+    environment = MemoryBenchEnvironment(EpisodeConfig(), **MEM0)
+    item = {item.id: item for item in environment.load_items(snapshot(tmp_path / "MemoryBench"))}["Locomo-0"]
+    view = environment.questions(item, 0)[1]
+    assert (await environment.score_answer(item, 0, view, reply)).score == credit

@@ -31,7 +31,7 @@ class BenchmarkEnvironment(ReplayEnvironment):
         sessions: SessionSource | None,
         run: ItemRun = PLAIN_RUN,
     ) -> EpisodeResult:
-        if self.judge is None and any(question.scoring == "llm_judge" for question in item.questions):
+        if self.judge is None and self.judged(item):
             raise UserInputError(f"environment '{self.name}' scores some answers with an LLM judge: configure "
                                  "llm.judge", field="llm.judge")
         return await super().run_item(agent, item, sessions, run)

@@ -2,7 +2,8 @@
 
 Each record is one question with its own haystack of user-assistant sessions; the sessions are replayed in date
 order (the oracle file does not sort them) with the ``has_answer`` evidence labels removed, then the question is
-asked. Scored as LongMemEval scores: an LLM judge says yes or no, with instructions per ``question_type``
+asked. Scored as LongMemEval scores: an LLM judge says yes or no (credit when its reply contains "yes", as
+LongMemEval's ``evaluate_qa.py`` reads it), with instructions per ``question_type``
 (off-by-one day counts allowed for temporal reasoning, an updated answer enough for knowledge updates, a rubric
 for preferences) and an abstention instruction for ids containing ``_abs``, reported per question type.
 LongMemEval also reports the mean over types (task-averaged accuracy) and the abstention questions' accuracy; the
@@ -116,6 +117,12 @@ def is_abstention(question_id: str) -> bool:
     return "_abs" in question_id
 
 
+def longmemeval_verdict(reply: str) -> float:
+    """LongMemEval's reading of the judge (``evaluate_qa.py``): credit when "yes" appears anywhere in the reply,
+    lower-cased ("Yes." and "The answer is yes." alike)."""
+    return float("yes" in reply.lower())
+
+
 Scoring = Literal["judge", "exact_match"]
 
 
@@ -161,8 +168,9 @@ class LongMemEvalEnvironment(BenchmarkEnvironment):
     async def score_answer(self, item: ReplayItem, period: int, question: QuestionView, reply: str) -> AnswerScore:
         if self.scoring != "judge" or self.judge is None:
             return await super().score_answer(item, period, question, reply)
-        template = judge_prompt(question.category or "", is_abstention(item.id))
-        score, verdict = await judge_answer(self.judge, question.query, question.gold, reply, prompt=template)
+        template = judge_prompt(question.category or "", item.questions[question.index].abstention)
+        score, verdict = await judge_answer(self.judge, question.query, question.gold, reply, prompt=template,
+                                            verdict=longmemeval_verdict)
         return AnswerScore(score=score, method="llm_judge", correct=score == 1.0, detail=verdict)
 
 

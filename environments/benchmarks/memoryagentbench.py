@@ -29,7 +29,7 @@ from memevo.environments.answer_scores import exact_match, judge_answer
 from memevo.environments.benchmarks.answer_scoring import answer_after_prefix, best_over, contains_all, substring_match
 from memevo.environments.benchmarks.base import BenchmarkEnvironment
 from memevo.environments.benchmarks.files import iter_json_records, iter_table_rows, table_files, validated
-from memevo.environments.benchmarks.longmemeval import is_abstention
+from memevo.environments.benchmarks.longmemeval import is_abstention, longmemeval_verdict
 from memevo.environments.benchmarks.longmemeval import judge_prompt as longmemeval_judge_prompt
 from memevo.environments.protocol import AnswerScore, QuestionView
 from memevo.environments.records import ScoringMethod
@@ -70,6 +70,14 @@ class Record(LazyModel):
         if len(self.questions) != len(self.answers):
             raise ValueError(f"{len(self.questions)} questions but {len(self.answers)} answer lists")
         return self
+
+
+class Reference(LazyModel):
+    """A question's scoring material, kept in its ``ReplayQuestion.reference``: every acceptable answer, and the
+    LongMemEval question type whose judge rubric applies (LongMemEval tasks only)."""
+
+    answers: list[str]
+    question_type: str = ""
 
 
 class TaskMetric(LazyModel):
@@ -165,7 +173,6 @@ class MemoryAgentBenchEnvironment(BenchmarkEnvironment):
                  chunk_chars: int = DEFAULT_CHUNK_CHARS) -> None:
         super().__init__(episode, judge=judge)
         self.chunk_chars = chunk_chars
-        self.records: dict[str, Record] = {}
 
     def load_items(self, source: str | Path, *, limit: int | None = None) -> list[ReplayItem]:
         self.load_warnings = []
@@ -180,38 +187,39 @@ class MemoryAgentBenchEnvironment(BenchmarkEnvironment):
         return items
 
     def _item(self, item_id: str, competency: str | None, record: Record) -> ReplayItem:
-        self.records[item_id] = record
         sessions = [ReplaySession(id=f"chunk{index}", time=_START + timedelta(minutes=index),
                                   messages=[{"role": "user", "content": f"Remember this material (part {index + 1}):"
                                                                          f"\n{piece}"},
                                             {"role": "assistant", "content": "Noted."}])
                     for index, piece in enumerate(chunks(record.context, self.chunk_chars))]
         scoring = task_metric(record.metadata.source).scoring
+        types, ids = record.metadata.question_types or [], record.metadata.question_ids or []
         questions = [ReplayQuestion(query=text, gold=" / ".join(golds), category=record.metadata.source,
-                                    scoring=scoring)
-                     for text, golds in zip(record.questions, record.answers, strict=True)]
+                                    scoring=scoring, abstention=is_abstention(ids[index] if index < len(ids) else ""),
+                                    reference=Reference(answers=golds, question_type=types[index] if index < len(types)
+                                                        else "").model_dump())
+                     for index, (text, golds) in enumerate(zip(record.questions, record.answers, strict=True))]
         return ReplayItem(id=item_id, sessions=sessions, questions=questions, split=competency)
 
     def answer_prompt(self, question: QuestionView) -> str:
         return prompt_for(question.category or "", question.query)
 
     async def score_answer(self, item: ReplayItem, period: int, question: QuestionView, reply: str) -> AnswerScore:
-        record = self.records[item.id]
-        task = task_metric(record.metadata.source)
+        asked = item.questions[question.index]
+        task = task_metric(question.category or "")
+        reference = Reference.model_validate(asked.reference)
         if task.prefix == "longmemeval":
-            return await self._judged(record, question, reply)
-        score = reference_score(task.prefix, reply, record.answers[question.index])
+            return await self._judged(reference.question_type, asked.abstention, question, reply)
+        score = reference_score(task.prefix, reply, reference.answers)
         return AnswerScore(score=score, method=task.scoring, correct=score == 1.0, detail=task.metric)
 
-    async def _judged(self, record: Record, question: QuestionView, reply: str) -> AnswerScore:
+    async def _judged(self, question_type: str, abstention: bool, question: QuestionView, reply: str) -> AnswerScore:
         if self.judge is None:
             raise UserInputError("MemoryAgentBench's LongMemEval task is scored by an LLM judge: configure llm.judge",
                                  field="llm.judge")
-        types, ids = record.metadata.question_types or [], record.metadata.question_ids or []
-        question_type = types[question.index] if question.index < len(types) else ""
-        question_id = ids[question.index] if question.index < len(ids) else ""
-        template = longmemeval_judge_prompt(question_type, is_abstention(question_id))
-        score, verdict = await judge_answer(self.judge, question.query, question.gold, reply, prompt=template)
+        template = longmemeval_judge_prompt(question_type, abstention)
+        score, verdict = await judge_answer(self.judge, question.query, question.gold, reply, prompt=template,
+                                            verdict=longmemeval_verdict)
         return AnswerScore(score=score, method="llm_judge", correct=score == 1.0, detail=verdict)
 
 

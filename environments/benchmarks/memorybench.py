@@ -6,7 +6,10 @@ records with ``test_idx``, ``input_prompt`` (or ``input_chat_messages``), ``data
 feedback) and ``implicit_feedback`` (the user's like / dislike / copy / none per round); datasets built on a long
 conversation also have a ``corpus`` (``corpus/<name>.jsonl``). Its off-policy protocol is followed: the corpus
 sessions, then every training dialog with its implicit feedback, are replayed into the agent; then the agent
-answers the test prompts. Scores use each dataset's own metric where memevo can compute it (LoCoMo's F1,
+answers the test prompts. LoCoMo and DialSim datasets have no dialogs of their own (no vanilla baseline), only those
+recorded with each baseline memory system (``dialog_mem0``, ``dialog_a_mem``, ...): the dialog field
+(``dialog_field``, default ``dialog``) names the one to replay, and a dataset without it is an error listing the
+ones it has. Scores use each dataset's own metric where memevo can compute it (LoCoMo's F1,
 DialSim's accuracy with a judge for inexact replies, NFCats' 1-5 judge rating); the others need models or
 tokenisers memevo does not run and are left out, each with a warning saying what it needs.
 
@@ -19,11 +22,12 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Collection
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
@@ -41,7 +45,6 @@ if TYPE_CHECKING:
     from memevo.agents.llm.protocol import ChatClient
     from memevo.environments.runner import EpisodeConfig
 
-SPLITS = ("train", "test")
 SCORED = ("Locomo", "DialSim", "NFCats")
 _START = datetime(2025, 1, 1)
 UNSUPPORTED = {
@@ -97,15 +100,21 @@ class Record(LazyModel):
         return "\n\n".join(f"{m.role}: {m.content}" for m in self.input_chat_messages or [])
 
 
+DIALOG_FIELD = "dialog"
+"""The training dialogs' field by default: the dialogs of MemoryBench's vanilla baseline."""
+
+
 class Dataset(LazyModel):
     name: str
     train: list[Record]
     test: list[Record]
     corpus: list[ReplaySession] = []
+    dialog_field: str = Field(description="The field the training dialogs were read from.")
 
 
-def read_datasets(root: Path, *, dialog_field: str = "dialog", limit: int | None = None) -> list[Dataset]:
-    """Every dataset under ``root`` (see the module docstring for the layouts), splits read row by row."""
+def read_datasets(root: Path, *, dialog_field: str = DIALOG_FIELD, limit: int | None = None) -> list[Dataset]:
+    """Every dataset under ``root`` (see the module docstring for the layouts), splits read row by row; the
+    training dialogs from ``dialog_field`` (see ``training_dialog_field``)."""
     if not root.is_dir():
         raise UserInputError("expected the MemoryBench folder (with dataset/ and corpus/) or one dataset's folder",
                              source=str(root))
@@ -123,23 +132,42 @@ def _dataset_folders(root: Path) -> list[Path]:
 
 
 def _dataset(folder: Path, corpus_root: Path, dialog_field: str) -> Dataset:
-    splits = {split: _records(folder / split, dialog_field) for split in SPLITS}
+    train, used = _records(folder / "train", dialog_field)
+    test, _ = _records(folder / "test", None)
     corpus_file = corpus_root / f"{folder.name}.jsonl"
     corpus = _corpus(corpus_file, folder.name) if corpus_file.is_file() else []
-    return Dataset(name=folder.name, train=splits["train"], test=splits["test"], corpus=corpus)
+    return Dataset(name=folder.name, train=train, test=test, corpus=corpus, dialog_field=used or dialog_field)
 
 
-def _records(folder: Path, dialog_field: str) -> list[Record]:
+def training_dialog_field(columns: Collection[str], chosen: str, source: Path) -> str:
+    """The field a training split's dialogs are read from: ``chosen`` where the split has it; else ``dialog``, a
+    dataset's own dialogs (MemoryBench replays them for every dataset that has them, a baseline's only for LoCoMo
+    and DialSim, which have no others); else a ``UserInputError`` naming the file and the field, listing the
+    dialog fields the split has."""
+    for field in (chosen, DIALOG_FIELD):
+        if field in columns:
+            return field
+    present = sorted(name for name in columns if name.startswith("dialog"))
+    raise UserInputError(f"no such field in this training split (its dialog fields: {', '.join(present) or 'none'}); "
+                         "choose one with --dialog-field (data.dialog_field in an evolve config)", source=str(source),
+                         field=chosen)
+
+
+def _records(folder: Path, dialog_field: str | None) -> tuple[list[Record], str | None]:
+    """The split's records and the field their dialogs came from; ``dialog_field`` None (a test split, whose dialogs
+    are never replayed) reads no dialogs."""
     files = table_files(folder)
     if not files:
         raise UserInputError("no Arrow or Parquet files in this split", source=str(folder))
-    records = []
+    records, used = [], None
     for file, index, row in iter_table_rows(files):
-        chosen = dialog_field if dialog_field in row or dialog_field != "dialog" else "dialog_wo_memory"
-        feedback = "implicit_feedback" + chosen.removeprefix("dialog")
-        row = {**row, "dialog": row.get(chosen, []), "implicit_feedback": row.get(feedback, [])}
+        if dialog_field is not None and used is None:
+            used = training_dialog_field(row.keys(), dialog_field, file)
+        feedback = "implicit_feedback" + (used or "").removeprefix("dialog")
+        row = {**row, "dialog": row.get(used, []) if used else [],
+               "implicit_feedback": row.get(feedback, []) if used else []}
         records.append(validated_record(Record, row, source=file, prefix=f"[{index}]"))
-    return records
+    return records, used
 
 
 def _corpus(path: Path, name: str) -> list[ReplaySession]:
@@ -208,6 +236,18 @@ def dialog_sessions(dataset: Dataset) -> list[ReplaySession]:
     return sessions
 
 
+def lettered_option(reply: str, options: dict[str, Any]) -> str:
+    """The text a reply to a LoCoMo adversarial question stands for, read as MemoryBench's scorer reads it: a
+    one-character reply is option (a) if it holds "a", else (b); a three-character one is (a) if it holds "(a)",
+    else (b); any longer reply stands for itself."""
+    text = reply.strip().lower()
+    if len(text) == 1:
+        return str(options.get("a" if "a" in text else "b", reply))
+    if len(text) == 3:
+        return str(options.get("a" if "(a)" in text else "b", reply))
+    return reply
+
+
 def scorer_needed(name: str) -> str | None:
     """What a dataset's metric needs that memevo lacks; None when memevo scores it."""
     if name.startswith(SCORED):
@@ -222,10 +262,9 @@ class MemoryBenchEnvironment(BenchmarkEnvironment):
     name: ClassVar[str] = "memorybench"
 
     def __init__(self, episode: EpisodeConfig, *, judge: ChatClient | None = None,
-                 dialog_field: str = "dialog") -> None:
+                 dialog_field: str = DIALOG_FIELD) -> None:
         super().__init__(episode, judge=judge)
         self.dialog_field = dialog_field
-        self.records: dict[tuple[str, int], Record] = {}
         self.stem = porter_stemmer()
 
     def load_items(self, source: str | Path, *, limit: int | None = None) -> list[ReplayItem]:
@@ -236,46 +275,50 @@ class MemoryBenchEnvironment(BenchmarkEnvironment):
             if needs is not None:
                 self.load_warnings.append(f"dataset {dataset.name} left out: its metric needs {needs}")
                 continue
+            empty = sum(not record.dialog for record in dataset.train)
+            if empty:
+                self.load_warnings.append(f"dataset {dataset.name}: {empty} of {len(dataset.train)} training records "
+                                          f"have no dialog under '{dataset.dialog_field}' (nothing of theirs is "
+                                          "replayed)")
             items.append(self._item(dataset))
         return items
 
     def _item(self, dataset: Dataset) -> ReplayItem:
         sessions = [*dataset.corpus, *dialog_sessions(dataset)]
         if not sessions:
-            raise UserInputError("no corpus and no training dialogs to replay", source=dataset.name)
+            raise UserInputError(f"no corpus and no training dialogs under '{dataset.dialog_field}' to replay",
+                                 source=dataset.name)
         asked_at = sessions[-1].time + timedelta(hours=1)
         questions = []
-        for index, record in enumerate(sorted(dataset.test, key=lambda r: r.test_idx)):
-            self.records[(dataset.name, index)] = record
+        for record in sorted(dataset.test, key=lambda r: r.test_idx):
             judged = not dataset.name.startswith("Locomo")
             questions.append(ReplayQuestion(query=record.prompt, gold=str(record.info.get("golden_answer", "")),
                                             category=dataset.name, scoring="llm_judge" if judged else "token_f1",
-                                            asked_at=asked_at))
+                                            asked_at=asked_at, reference=record.info))
         return ReplayItem(id=dataset.name, sessions=sessions, questions=questions, split="test")
 
     def answer_prompt(self, question: QuestionView) -> str:
         return question.query
 
     async def score_answer(self, item: ReplayItem, period: int, question: QuestionView, reply: str) -> AnswerScore:
-        record = self.records[(item.id, question.index)]
+        info = item.questions[question.index].reference
         if item.id.startswith("Locomo"):
-            return self._locomo(record, reply)
+            return self._locomo(info, reply)
         if self.judge is None:
             raise UserInputError(f"MemoryBench's {item.id} is scored by an LLM judge: configure llm.judge",
                                  field="llm.judge")
         if item.id.startswith("DialSim"):
             return await self._dialsim(self.judge, question, reply)
-        return await self._nfcats(self.judge, record, reply)
+        return await self._nfcats(self.judge, question.query, reply)
 
-    def _locomo(self, record: Record, reply: str) -> AnswerScore:
+    def _locomo(self, info: dict[str, Any], reply: str) -> AnswerScore:
         """LoCoMo's rules on MemoryBench's records: ``info`` holds the category and the gold answer (for category
-        5, the options by letter, so a one-letter reply means the option it names)."""
-        category = int(record.info.get("category", 0))
-        gold = record.info.get("golden_answer")
+        5, the two options by letter, which the prompt lists as "(a) ... (b) ...")."""
+        category = int(info.get("category", 0))
+        gold = info.get("golden_answer")
         if category == 5:
             options = json.loads(gold) if isinstance(gold, str) else gold
-            letter = reply.strip().lower()
-            chosen = str(options.get(letter, reply)) if isinstance(options, dict) and len(letter) == 1 else reply
+            chosen = lettered_option(reply, options) if isinstance(options, dict) else reply
             score = float("not mentioned" in chosen.lower() or "no information available" in chosen.lower())
             return AnswerScore(score=score, method="substring_match", correct=score == 1.0,
                                detail="LoCoMo adversarial: credit for saying it is not mentioned")
@@ -294,9 +337,9 @@ class MemoryBenchEnvironment(BenchmarkEnvironment):
         return AnswerScore(score=score, method="llm_judge", correct=score == 1.0, detail=verdict)
 
     @staticmethod
-    async def _nfcats(judge: ChatClient, record: Record, reply: str) -> AnswerScore:
+    async def _nfcats(judge: ChatClient, question: str, reply: str) -> AnswerScore:
         """NFCats' 1-5 rating, as credit (rating - 1) / 4; a reply without a rating scores 0, kept as the detail."""
-        prompt = NFCATS_JUDGE.format(question=record.prompt, reply=reply)
+        prompt = NFCATS_JUDGE.format(question=question, reply=reply)
         answer = await judge.chat([{"role": "user", "content": prompt}], role="judge", temperature=0.0, max_tokens=8)
         rating = next((int(n) for n in re.findall(r"\d+", answer.text) if 1 <= int(n) <= 5), None)
         score = 0.0 if rating is None else (rating - 1) / 4

@@ -23,6 +23,7 @@ from pydantic import Field
 from memevo.agents.llm.accounting import RoleUsage
 from memevo.core.lazy_model import LazyModel
 from memevo.environments.metrics.scores import Scores
+from memevo.environments.registry import DEFAULT_ENVIRONMENT
 from memevo.environments.score_text import failure_cell
 from memevo.evolve.ablation.config import DEFAULT_MIN_EFFECT
 from memevo.evolve.ablation.records import ArmSeedRecord, FailureRates, UnitScore
@@ -60,6 +61,16 @@ class SeedResult(LazyModel):
     failure_cell: str = Field(description="write / read / utilization shares, or n/a with the reason.")
 
 
+class CategoryResult(LazyModel):
+    """One benchmark category (LoCoMo's, LongMemEval's question types, MemoryAgentBench's sources, MemoryBench's
+    datasets) of an arm's held-out test: the best candidate's score per seed, averaged over seeds."""
+
+    category: str
+    n_questions: int = Field(description="Test questions of the category, over the distinct seeds.")
+    score: Interval = Field(description="Mean over seeds, bootstrap interval over seeds (the records keep the "
+                            "category's score per seed, not per user, so users are not resampled within a seed).")
+
+
 class ArmSummary(LazyModel):
     arm: str
     seeds: list[int]
@@ -75,6 +86,7 @@ class ArmSummary(LazyModel):
     failure_cell: str
     spend: RoleUsage = Field(description="All roles, summed over seeds.")
     identical_seeds: bool = False
+    per_category: list[CategoryResult] = Field([], description="Empty when the environment reports no categories.")
 
 
 class Comparison(LazyModel):
@@ -166,8 +178,17 @@ def _split_text(failure: FailureRates) -> str:
     return f"{fmt(failure.write)} / {fmt(failure.read)} / {fmt(failure.util)}"
 
 
+def _not_amemgym(record: ArmSeedRecord) -> str | None:
+    """Why the memory score and the failure split are absent on another environment: both need AMemGym's upper
+    bound and memory probes, so no setting would give them (an arm's seeds share their environment)."""
+    environment = str(record.config.get("environment", DEFAULT_ENVIRONMENT))
+    return None if environment == DEFAULT_ENVIRONMENT else f"AMemGym's figure; {environment} has none"
+
+
 def _seed_failure_cell(record: ArmSeedRecord) -> str:
     """The evolution report's cell for these test scores (the split, or why there is none)."""
+    if (reason := _not_amemgym(record)) is not None:
+        return na(reason)
     if record.scores is None:
         return _split_text(record.failure) if record.failure is not None else na(NOT_STORED)
     return failure_cell(record.scores)
@@ -183,7 +204,8 @@ def _memory(scores: Scores | None) -> tuple[float | None, str | None]:
 
 def _seed_result(record: ArmSeedRecord, pick: Callable[[UnitScore], float | None]) -> SeedResult:
     values = [value for value in map(pick, record.units) if value is not None]
-    memory, reason = _memory(record.scores)
+    absent = _not_amemgym(record)
+    memory, reason = (None, absent) if absent is not None else _memory(record.scores)
     return SeedResult(
         seed=record.seed, n_users=len(values), n_missing=len(record.units) - len(values),
         mean=fmean(values) if values else None, memory=memory, memory_na_reason=reason,
@@ -216,6 +238,19 @@ def _groups(records: Sequence[ArmSeedRecord], pick: Callable[[UnitScore], float 
     return [[value for unit in record.units if (value := pick(unit)) is not None] for record in records]
 
 
+def category_results(records: Sequence[ArmSeedRecord], confidence: float) -> list[CategoryResult]:
+    """Per category, in first-seen order, the seeds' scores as one-value groups of the headline's bootstrap:
+    under two seeds its interval is n/a with the reason."""
+    per_seed: dict[str, list[tuple[int, float]]] = {}
+    for record in records:
+        for category in record.scores.per_category if record.scores is not None else []:
+            per_seed.setdefault(category.category, []).append((category.n_questions, category.accuracy))
+    return [CategoryResult(category=name, n_questions=sum(n for n, _ in scored),
+                           score=hierarchical_bootstrap_ci([[value] for _, value in scored], confidence,
+                                                           group_name="seed"))
+            for name, scored in per_seed.items()]
+
+
 def _min_groups(level: Level) -> int:
     """At the seed level the spread between evolutions needs two seeds; at the unit level one seed's users do."""
     return 2 if level == "seed" else 1
@@ -234,8 +269,10 @@ def summarize_arm(arm: str, records: Sequence[ArmSeedRecord], *, metric: str, le
     spend = RoleUsage()
     for record in records:
         spend = spend.plus(record.usage.total())
-    memory, memory_reason = _arm_memory(per_seed)
     failure = pooled_failure(records)
+    absent = _not_amemgym(records[0])
+    memory, memory_reason = (None, absent) if absent is not None else _arm_memory(per_seed)
+    failure_text = na(absent) if absent is not None else _arm_failure_cell(failure, per_seed)
     return ArmSummary(
         arm=arm,
         seeds=[result.seed for result in per_seed],
@@ -248,9 +285,10 @@ def summarize_arm(arm: str, records: Sequence[ArmSeedRecord], *, metric: str, le
         memory=memory,
         memory_na_reason=memory_reason,
         failure=failure,
-        failure_cell=_arm_failure_cell(failure, per_seed),
+        failure_cell=failure_text,
         spend=spend,
         identical_seeds=_identical_seeds(records),
+        per_category=category_results(distinct, confidence),
     )
 
 

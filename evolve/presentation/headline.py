@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 
 from memevo.environments.answering import ANSWER_MODE_TEXT
 from memevo.environments.metrics import Scores, UserScores
-from memevo.environments.score_text import MEMORY_SCORE_SCALE, failure_text
+from memevo.environments.registry import DEFAULT_ENVIRONMENT
+from memevo.environments.score_text import MEMORY_SCORE_SCALE, failure_text, free_text
 from memevo.evolve.config import Objective
 from memevo.evolve.stats import fmt, fmt_interval, fmt_p, mean_ci, paired_test
 
@@ -20,10 +21,13 @@ WIDTH = 100
 INDENT = "  "
 
 
-def objective_label(objective: str) -> str:
-    """What an objective is called in text (a run folder written before the rename says ``memory_score``,
-    which decided on AMemGym's ratio)."""
-    return "accuracy" if objective == "accuracy" else "AMemGym memory score"
+def objective_label(objective: str, scores: Scores | None = None) -> str:
+    """What an objective is called in text: the accuracy objective is a mean score when some answers are free text
+    (graded by F1, exact match or a judge); a run folder written before the rename says ``memory_score``, which
+    decided on AMemGym's ratio."""
+    if objective != "accuracy":
+        return "AMemGym memory score"
+    return "score" if scores is not None and free_text(scores) else "accuracy"
 
 
 def _per_user(users: Sequence[UserScores], pick: Callable[[UserScores], float | None]) -> dict[str, float]:
@@ -36,7 +40,8 @@ def _pick(objective: str) -> Callable[[UserScores], float | None]:
     return lambda user: user.memory_score
 
 
-def _objective_line(objective: str, seed: Sequence[UserScores], best: Sequence[UserScores], best_label: str) -> str:
+def _objective_line(objective: str, label: str, seed: Sequence[UserScores], best: Sequence[UserScores],
+                    best_label: str) -> str:
     pick = _pick(objective)
     seed_values, best_values = _per_user(seed, pick), _per_user(best, pick)
     test = paired_test(seed_values, best_values)
@@ -50,7 +55,7 @@ def _objective_line(objective: str, seed: Sequence[UserScores], best: Sequence[U
     low, high = test.diff_low, test.diff_high
     if bounded and low is not None and high is not None:
         low, high = max(low, -1.0), min(high, 1.0)
-    return (f"{objective_label(objective)}: seed {interval(seed_values)} -> {best_label} {interval(best_values)}; "
+    return (f"{label}: seed {interval(seed_values)} -> {best_label} {interval(best_values)}; "
             f"{best_label} - seed {fmt(test.mean_diff)} [{fmt(low)}, {fmt(high)}], paired t p {p} over "
             f"{test.n} users" + (f" ({test.note})" if test.note else ""))
 
@@ -64,8 +69,8 @@ def _memory_line(seed: Scores, best: Scores, best_label: str) -> str:
             f"{fmt(best.memory_score)})")
 
 
-def _references_line(seed: Scores, best: Scores, best_label: str) -> str:
-    parts = [f"random {fmt(seed.random_baseline)}", f"upper bound {fmt(seed.upper_bound)}"]
+def _references_line(seed: Scores, best: Scores, best_label: str, *, amemgym: bool) -> str:
+    parts = [f"random {fmt(seed.random_baseline)}", f"upper bound {fmt(seed.upper_bound)}"] if amemgym else []
     if seed.no_memory_accuracy is not None:
         parts.append(f"no-memory accuracy {fmt(seed.no_memory_accuracy)}")
     parts.append(f"format errors seed {seed.format_error_rate:.1%} -> {best_label} {best.format_error_rate:.1%}")
@@ -86,14 +91,19 @@ def _diagnosis_lines(seed: Scores, best: Scores, best_label: str) -> list[str]:
 
 
 def held_out_lines(objective: Objective | str, seed: Scores, best: Scores, seed_users: Sequence[UserScores],
-                   best_users: Sequence[UserScores], *, best_label: str = "best") -> list[str]:
-    """The headline block: objective with intervals, paired difference, memory score, references, notes."""
+                   best_users: Sequence[UserScores], *, best_label: str = "best",
+                   environment: str = DEFAULT_ENVIRONMENT) -> list[str]:
+    """The headline block: objective with intervals, paired difference, memory score, references, notes. The memory
+    score, random guessing and the upper bound are AMemGym's figures: other environments name them once as absent."""
+    amemgym = environment == DEFAULT_ENVIRONMENT
     head = (f"held-out test: {seed.n_users} users, {seed.n_questions} questions; "
             "[95% t-intervals over users]")
+    memory = (_memory_line(seed, best, best_label) if amemgym else
+              f"memory score: not measured on {environment} (it needs AMemGym's upper bound and random baseline)")
     body = [
-        _objective_line(objective, seed_users, best_users, best_label),
-        _memory_line(seed, best, best_label),
-        _references_line(seed, best, best_label),
+        _objective_line(objective, objective_label(objective, seed), seed_users, best_users, best_label),
+        memory,
+        _references_line(seed, best, best_label, amemgym=amemgym),
         *_diagnosis_lines(seed, best, best_label),
     ]
     wrapped = [head]
@@ -107,4 +117,4 @@ def held_out_line(objective: Objective | str, seed: Scores, best: Scores, *, bes
     """Seed against best in the objective on one short log line (the full block is ``held_out_lines``)."""
     pick = seed.accuracy if objective == "accuracy" else seed.memory_score
     other = best.accuracy if objective == "accuracy" else best.memory_score
-    return f"test {objective_label(objective)}: seed {fmt(pick)} -> {best_label} {fmt(other)}"
+    return f"test {objective_label(objective, seed)}: seed {fmt(pick)} -> {best_label} {fmt(other)}"

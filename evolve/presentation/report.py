@@ -14,6 +14,7 @@ from memevo.agents.registry import agent_spec
 from memevo.core.errors import UserInputError
 from memevo.core.run_files import read_json
 from memevo.environments.metrics import Scores, UserScores
+from memevo.environments.registry import DEFAULT_ENVIRONMENT
 from memevo.environments.rundir import LEDGER_FILE, read_ledger
 from memevo.environments.score_text import (
     MEMORY_SCORE_SCALE,
@@ -73,7 +74,7 @@ def _history(run_dir: Path) -> list[GenerationOutcome]:
     return [read_written(path, GenerationOutcome, run_dir) for path in paths]
 
 
-def _history_table(history: list[GenerationOutcome], objective: str) -> list[str]:
+def _history_table(history: list[GenerationOutcome], objective: str, scores: Scores | None) -> list[str]:
     lines = [
         "| generation | kept | improved | best train | best val | kept val (running best) | candidates | pruned "
         "| rejected proposals |",
@@ -86,7 +87,7 @@ def _history_table(history: list[GenerationOutcome], objective: str) -> list[str
             f"| {fmt(row.parent_val)} | {len({*row.train, *row.val, *row.gated})} | {len(row.pruned)} "
             f"| {row.stats.rejected} |"
         )
-    lines += ["", f"Scores are the run's objective, {objective_label(objective)}, averaged over (user, period) cells. *best val* is n/a "
+    lines += ["", f"Scores are the run's objective, {objective_label(objective, scores)}, averaged over (user, period) cells. *best val* is n/a "
               "when every candidate of the generation was pruned on the training users before validation; *kept val* is the score of the candidate carried "
               "forward, which changes only when a candidate beats it on validation. *best train* covers only "
               "candidates run on all training users: validation first, the others' training score is not measured "
@@ -95,12 +96,19 @@ def _history_table(history: list[GenerationOutcome], objective: str) -> list[str
     return lines
 
 
-def score_header(scores: Scores) -> list[str]:
-    """The seed-vs-best table's header: accuracy, or the mean credit once free text is scored."""
+AMEMGYM_ONLY_COLUMNS = ("memory score (pooled)", "AMemGym memory score (cells used/all)",
+                        "write / read / utilization failures")
+"""Figures only AMemGym measures: the memory scores rest on its upper bound and the failure split on its probes."""
+
+
+def score_header(scores: Scores, amemgym: bool = True) -> list[str]:
+    """The seed-vs-best table's header: accuracy, or the mean credit once free text is scored; the AMemGym-only
+    columns on AMemGym runs only."""
     figure = "score (mean credit)" if free_text(scores) else "accuracy"
-    return [f"| candidate | test users | {figure} | random | memory score (pooled) | AMemGym memory score (cells "
-            f"used/all) | format errors | write / read / utilization failures | {figure} per period |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    memory, failures = (AMEMGYM_ONLY_COLUMNS[:2], AMEMGYM_ONLY_COLUMNS[2:]) if amemgym else ((), ())
+    columns = ["candidate", "test users", figure, "random", *memory, "format errors", *failures,
+               f"{figure} per period"]
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
 
 
 def _memory_cell(value: float | None, scores: Scores, cells: str = "") -> str:
@@ -109,23 +117,25 @@ def _memory_cell(value: float | None, scores: Scores, cells: str = "") -> str:
     return f"{fmt(value)}{cells}"
 
 
-def _scores_line(label: str, scores: Scores) -> str:
+def _scores_line(label: str, scores: Scores, amemgym: bool = True) -> str:
     cells = f" ({scores.n_memory_points}/{scores.n_memory_points + scores.n_excluded})"
-    return (
-        f"| {label} | {scores.n_users} | {fmt(scores.accuracy)} "
-        f"| {fmt(scores.random_baseline, reason='free-text answers')} "
-        f"| {_memory_cell(scores.pooled_memory_score, scores)} | {_memory_cell(scores.memory_score, scores, cells)} "
-        f"| {fmt(scores.format_error_rate)} | {failure_cell(scores)} "
-        f"| {' '.join(fmt(p.accuracy, 2) for p in scores.per_period)} |"
-    )
+    memory = [_memory_cell(scores.pooled_memory_score, scores), _memory_cell(scores.memory_score, scores, cells)]
+    failures = [failure_cell(scores)]
+    if not amemgym:
+        memory, failures = [], []
+    row = [label, str(scores.n_users), fmt(scores.accuracy), fmt(scores.random_baseline, reason="free-text answers"),
+           *memory, fmt(scores.format_error_rate), *failures, " ".join(fmt(p.accuracy, 2) for p in scores.per_period)]
+    return "| " + " | ".join(row) + " |"
 
 
-def _score_notes(result: EvolutionResult) -> list[str]:
+def _score_notes(result: EvolutionResult, amemgym: bool = True) -> list[str]:
     notes = [f"Memory score: {MEMORY_SCORE_SCALE}; below 0 is worse than random guessing. The pooled memory score "
              "is (sum of accuracy - sum of random) / (sum of upper bound - sum of random) over all questions; "
              "AMemGym's is the mean of per-(user, period) ratios over the cells whose upper bound differs from random "
              "(cells used/all), reported for comparison with published figures. Both are n/a, with the reason, when "
-             "the upper bound's 95% lower bound (Wilson) is not above random or over 20% of its replies are unreadable."]
+             "the upper bound's 95% lower bound (Wilson) is not above random or over 20% of its replies are unreadable."
+             ] if amemgym else [f"Environment {result.environment}: no memory score and no write / read / utilization "
+                                "split (both are AMemGym's: its upper bound and its memory probes)."]
     notes += [f"Note ({label}): {scores.answer_collapse}." for label, scores in
               (("seed", result.seed_scores), ("best", result.best_scores)) if scores.answer_collapse]
     if free_text(result.seed_scores):
@@ -134,9 +144,10 @@ def _score_notes(result: EvolutionResult) -> list[str]:
     notes += [f"{label.capitalize()}: {text}." for label, scores in (("seed", result.seed_scores),
                                                                      ("best", result.best_scores))
               for text in [benchmark_averages_text(scores)] if text]
-    notes.append("Write / read / utilization failures are shares of all questions that failed because the fact never "
-                 "reached memory, was in memory but not retrieved, or was retrieved but not used (AMemGym's "
-                 "diagnosis; n/a without `episode.diagnose: true`).")
+    if amemgym:
+        notes.append("Write / read / utilization failures are shares of all questions that failed because the fact "
+                     "never reached memory, was in memory but not retrieved, or was retrieved but not used (AMemGym's "
+                     "diagnosis; n/a without `episode.diagnose: true`).")
     return notes
 
 
@@ -155,9 +166,10 @@ def _category_lines(result: EvolutionResult) -> list[str]:
     return [*lines, ""]
 
 
-def _paired_lines(seed: list[UserScores], best: list[UserScores]) -> list[str]:
+def _paired_lines(seed: list[UserScores], best: list[UserScores], amemgym: bool = True) -> list[str]:
     lines = []
-    for metric, pick in (("accuracy", lambda u: u.accuracy), ("AMemGym memory score", lambda u: u.memory_score)):
+    metrics = (("accuracy", lambda u: u.accuracy), ("AMemGym memory score", lambda u: u.memory_score))
+    for metric, pick in metrics[:2 if amemgym else 1]:
         a = {u.user_id: pick(u) for u in seed if pick(u) is not None}
         b = {u.user_id: pick(u) for u in best if pick(u) is not None}
         test = paired_test(a, b)
@@ -202,7 +214,8 @@ def _point(value: float | None) -> Interval:
     return Interval(mean=value, low=None, high=None, n=1, method="t")
 
 
-def _evolution_plots(result: EvolutionResult, history: list[GenerationOutcome], out_dir: Path) -> list[Path]:
+def _evolution_plots(result: EvolutionResult, history: list[GenerationOutcome], out_dir: Path,
+                     amemgym: bool = True) -> list[Path]:
     # One scale for the whole figure: the pooled memory score only where every period can measure it.
     has_memory = all(p.pooled_memory_score is not None
                      for p in result.best_scores.per_period + result.seed_scores.per_period)
@@ -217,12 +230,12 @@ def _evolution_plots(result: EvolutionResult, history: list[GenerationOutcome], 
     ylabel = ("memory score, pooled (0 = random, 1 = upper bound)" if has_memory
               else "score (mean per-question credit)" if free_text(result.seed_scores)
               else "accuracy (share of questions right)")
-    plots = [
-        plot_period_curves(curves, out_dir, "test_periods.png", ylabel=ylabel, memory_score=has_memory,
-                           title=f"Seed vs best on {result.best_scores.n_users} test user(s), per period"),
-        plot_failure_split(split, out_dir, "test_failures.png", title="Why test questions failed: seed vs best",
-                           notes={"seed": failure_cell(result.seed_scores), "best": failure_cell(result.best_scores)}),
-    ]
+    plots = [plot_period_curves(curves, out_dir, "test_periods.png", ylabel=ylabel, memory_score=has_memory,
+                                title=f"Seed vs best on {result.best_scores.n_users} test user(s), per period")]
+    if amemgym:
+        plots.append(plot_failure_split(
+            split, out_dir, "test_failures.png", title="Why test questions failed: seed vs best",
+            notes={"seed": failure_cell(result.seed_scores), "best": failure_cell(result.best_scores)}))
     if history:
         plots.append(plot_score_per_generation(
             generation_points(history), out_dir, title="Score per generation (training and validation users)",
@@ -245,34 +258,36 @@ def evolution_report(run_dir: Path) -> str:
     environment = config.get("environment", "amemgym")
     lines = [f"# Evolution: {config.get('name', run_dir.name)} ({config.get('protocol', 'outer_loop')}, "
              f"environment {environment})", ""]
-    if history:
-        lines += _history_table(history, config.get("objective", "accuracy")) + [""]
     result_path = run_dir / "result.json"
-    if not result_path.exists():
+    result = read_written(result_path, EvolutionResult, run_dir) if result_path.exists() else None
+    if history:
+        scores = None if result is None else result.seed_scores
+        lines += _history_table(history, config.get("objective", "accuracy"), scores) + [""]
+    if result is None:
         lines.append(f"Unfinished: no result.json yet. Continue it with `memevo evolve CONFIG --run-dir {run_dir} --resume`.")
         ledger = run_dir / LEDGER_FILE
         if ledger.exists():
             lines += ["", *_spend_lines(read_ledger(ledger))]
         return "\n".join(lines) + "\n"
-    result = read_written(result_path, EvolutionResult, run_dir)
     best_label = "evolving (per user)" if result.protocol == "amemgym_period" else f"best {result.best.id[:8]}"
+    amemgym = result.environment == DEFAULT_ENVIRONMENT
     lines += [
         f"Stopped: {result.stop_reason}",
         "",
-        *score_header(result.seed_scores),
-        _scores_line(f"seed {result.seed.id[:8]}", result.seed_scores),
-        _scores_line(best_label, result.best_scores),
+        *score_header(result.seed_scores, amemgym),
+        _scores_line(f"seed {result.seed.id[:8]}", result.seed_scores, amemgym),
+        _scores_line(best_label, result.best_scores, amemgym),
         "",
         *_category_lines(result),
         *_cross_lines(run_dir),
-        *_score_notes(result),
+        *_score_notes(result, amemgym),
         "",
-        *_paired_lines(result.seed_user_scores, result.best_user_scores),
+        *_paired_lines(result.seed_user_scores, result.best_user_scores, amemgym),
         "",
         *_best_candidate_lines(result),
         "",
         *_spend_lines(result.usage),
     ]
-    plots = _evolution_plots(result, history, run_dir / REPORT_DIR)
+    plots = _evolution_plots(result, history, run_dir / REPORT_DIR, amemgym)
     lines += ["", "Plots: " + ", ".join(str(path) for path in plots), f"MLflow: {mlflow_ui_command(run_dir)}"]
     return "\n".join(lines) + "\n"
