@@ -6,13 +6,14 @@ endpoint with injected latency (tests/doubles/fault_server.py) that answers like
 first sample helps while its other samples hurt (``mixed`` mode).
 
 0. Speed (``--part speed``, the default): at each ``--latencies`` value (the last one on a smaller run,
-   ``--small-from``) the ``--strategies`` rows: the default strategy, ``first_accepted`` off beside it (all-at-once:
-   the time/calls trade) and the sequential race (``acceptance: sequential``, every candidate in the race at once).
-   Per run: LLM calls; sequential waits (seconds with at least one request in flight at the endpoint, over the
-   latency); mean requests in flight while any is; wall time; the floor, the larger of calls x latency / width
-   and the longest chain of dependent calls x latency, where the chain is counted from the data as a lower bound
-   ((generations + 2) x the longest user's rounds and question waves, plus one proposal wait per generation;
-   an agent's own memory writes are not counted); and wall / floor.
+   ``--small-from``) the ``--strategies`` rows: the default strategy (the sequential race, one candidate at a time),
+   with speculative episodes (``episode.speculate`` candidate, generation: the time/calls trade), all candidates in
+   the race at once (``first_accepted`` off), and validation first with the mean rule without and with speculation.
+   Per run: LLM calls; speculative calls wasted (the calls over those of the same row without speculation, which
+   makes the same needed calls: results do not depend on speculation); sequential waits (seconds with at least one
+   request in flight at the endpoint, over the latency); mean requests in flight while any is; wall time; the floor,
+   the larger of calls x latency / width and the longest chain of dependent calls x latency, the chain measured from
+   the run folder's records (``FLOOR_RULE``, printed with the table, with each run's longest path); and wall / floor.
    ``--part startup``: ``memevo evolve`` as a child process (tracking on, a fresh run folder): seconds from its
    launch to its first request at the endpoint, then a ``--resume`` of the finished run: its wall time. With
    ``--baseline`` (another checkout's ``memevo``) each try launches both, one after the other, and the last line
@@ -23,23 +24,24 @@ first sample helps while its other samples hurt (``mixed`` mode).
    at a time and all at once; wall time of each.
 
 Run: ``nice python benchmarks/evolve.py [--part speed|startup|pruning|concurrency] [--latencies 0.02 0.2 1]
-[--strategies default all-at-once sequential] [--baseline ../main/.venv/bin/memevo]`` from the repository root.
+[--strategies default spec-candidate ...] [--baseline ../main/.venv/bin/memevo]`` from the repository root.
 Measured 2026-11-26 on the shared 2-core box (load ~10): pruning saved 24% of agent calls (612 -> 468)
 at equal best validation score (1.000); concurrency x1.76 (candidates) and x2.32 (candidates + users).
-Speed, 2026-11-27 (same box, niced, load 4.2-6.3, before = main at e50069d, run alternately with after): wall/floor
-at 0.2 s 3.54 -> 2.66 (default) and 3.41 -> 2.54 (first_accepted off); at 1 s (smaller run) 3.65 -> 2.49 and
-3.70 -> 2.47; sequential waits 201 -> 145 and 110 -> 75; calls unchanged (582, 690; 362, 434).
 Start, 2026-11-27 (same box, niced, load 11-12, ``--part startup --repeats 4 --baseline`` = main at db5e0a4, run
 alternately): first request of ``memevo evolve`` median 18.5 -> 4.7 s (x0.26; Optuna's study, MLflow's store, DSPy and
-scipy.stats no longer before it); in-process (speed part) 0.5-1.1 -> 0.04-0.13 s. Speed after it (load 10-12): at 1 s
-wall/floor 2.59 (default, all-at-once) and 2.61 (sequential), 77 sequential waits each: the wall is the strategy's
-chain, four episode depths of ~19 waits (seed; candidate validation; its train check; test), where the floor counts
-~10 per depth (no memory writes) and three depths.
+scipy.stats no longer before it); in-process (speed part) 0.5-1.1 -> 0.04-0.13 s.
+Speed, 2026-11-27 (same box, niced, load 9.3 then 7.6, the 0.02 s rows beside other tests: CPU-bound, noisy), the chain
+measured from the records (25 waits per 3-period episode, 17 per 2-period one): wall/floor at 0.2 s 3.06 (default),
+2.01 with speculation per candidate (+214 calls, +35%), 1.88 per generation (+274); at 1 s (smaller run) 2.28, 1.26
+(+0 calls: the first candidate was kept) and 1.33 (+140); validation first 3.07 -> 2.87 (0.2 s) and 2.24 -> 1.31 (1 s).
+At 0.2 s the floor's path ends at generation 2's proposal: its one candidate repeats generation 1's second, not needed
+there, whose episodes a schedule could have played then; a run still plays it after generation 2's proposal.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -53,10 +55,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memevo.agents.llm.hub import LLMHub  # noqa: E402
-from memevo.environments.data.io import load_items, save_items  # noqa: E402
-from memevo.environments.runner import EpisodeConfig, period_plan  # noqa: E402
+from memevo.environments.data.io import save_items  # noqa: E402
+from memevo.environments.records import EpisodeResult  # noqa: E402
+from memevo.environments.store import RunStore  # noqa: E402
 from memevo.evolve.config import parse_evolve_config  # noqa: E402
 from memevo.evolve.loop import EvolutionResult, run_evolution  # noqa: E402
+from memevo.evolve.records import GenerationOutcome, GenerationPlan, read_record  # noqa: E402
 from tests.doubles.category_backend import CategoryBackend, category_world  # noqa: E402
 from tests.doubles.fault_server import FaultServer  # noqa: E402
 
@@ -72,6 +76,8 @@ class TimedServer(FaultServer):
         self.spans: list[tuple[float, float]] = []
         self._starts: dict[int, float] = {}
         self._span_lock = threading.Lock()
+        # a cancelled call (a speculative episode's) resets its connection: not an error of the run
+        self._server.handle_error = lambda request, client_address: None  # type: ignore[method-assign]
 
     def _begin(self, body: dict[str, Any], headers: dict[str, str], path: str = "") -> Any:
         with self._span_lock:
@@ -94,8 +100,14 @@ class SpeedRow:
     waits: float
     in_flight: float
     wall: float
-    floor: float
+    calls_floor: float
+    chain: Chain | str
     first_request: float
+
+    @property
+    def floor(self) -> float:
+        chain = self.chain.waits * self.latency if isinstance(self.chain, Chain) else 0.0
+        return max(self.calls_floor, chain)
 
 
 def busy_seconds(spans: list[tuple[float, float]]) -> float:
@@ -108,14 +120,111 @@ def busy_seconds(spans: list[tuple[float, float]]) -> float:
     return busy
 
 
-def chain_waits(data: Path, overrides: dict[str, Any]) -> int:
-    """A lower bound of the run's longest chain of dependent calls, in waits (see the module docstring)."""
-    episode = overrides.get("episode", {})
-    config = EpisodeConfig(rounds_init=episode.get("rounds_init", 1), rounds_update=episode.get("rounds_update", 1))
-    periods = episode.get("max_periods")
-    longest = max(sum(period_plan(item, config).calls_per_period[:periods]) for item in load_items(data))
-    generations = overrides.get("budget", {}).get("generations", 2)
-    return (generations + 2) * longest + generations
+FLOOR_RULE = (
+    "chain = the longest path of calls that depend on one another, from the run folder's records, that no schedule "
+    "of the same calls could shorten. Within an episode, per period: one reply per round, and the memory writes "
+    "(requests and retries, each reading the memory the one before it wrote), of which as many as there are "
+    "simulator follow-ups may overlap them (the next reply needs both); plus one wave for the last period's "
+    "questions (asked at once; an earlier period's questions could overlap the next period). Between episodes: a "
+    "candidate's episodes start after its first proposal (one proposed again later could have been played then), which "
+    "needs one proposer wait (samples and components could go at once) after the shortest of its parent's train "
+    "episodes (its evidence) ended; the seed's start at 0; a generation's proposal is on the path too. Not "
+    "counted: a tuner's dependence on earlier trials' values, and the order the strategy decides in (race rounds, "
+    "train check after validation, test after the choice of the best): a schedule that knew the outcome could run "
+    "them at once, as speculation does at the price of calls.")
+"""How the speed table's chain term of the floor is counted (printed with the table)."""
+
+
+@dataclass
+class Chain:
+    waits: int
+    path: str
+    """The longest path, part by part."""
+    unrecorded_writes: int
+    """Episodes whose memory writes were not recorded (counted as none: the chain is still a lower bound)."""
+
+
+def episode_chain(episode: EpisodeResult) -> tuple[int, bool]:
+    """Calls of one stored episode that depend on one another (see ``FLOOR_RULE``), and whether its writes were
+    recorded."""
+    waits, recorded = 0, True
+    for period in episode.periods:
+        rounds = [len(transcript) // 2 for transcript in period.transcripts]
+        follow_ups = sum(max(0, count - 1) for count in rounds)
+        writes = 0
+        if period.memory_writes is None:
+            recorded = False
+        else:
+            writes = period.memory_writes.requests + period.memory_writes.retries
+        waits += sum(rounds) + max(follow_ups, writes)
+    return waits + bool(episode.periods), recorded
+
+
+def stored_chains(evals: Path, candidate_id: str) -> dict[str, list[tuple[int, bool]]]:
+    """Per split store of a candidate, the chains of its stored episodes."""
+    chains: dict[str, list[tuple[int, bool]]] = {}
+    for split_dir in sorted(path for path in (evals / candidate_id).glob("*") if path.is_dir()):
+        store = RunStore(split_dir)
+        for meta in sorted(split_dir.glob("users/*/meta.json")):
+            episode = store.load_episode(json.loads(meta.read_text())["user_id"])
+            if episode is not None and episode.periods:
+                chains.setdefault(split_dir.name, []).append(episode_chain(episode))
+    return chains
+
+
+def proposer_calls(run_dir: Path, generation: int) -> int | None:
+    """Proposer calls made in a generation (its ``spend.json`` less the one before), None when not recorded."""
+    def calls(gen: int) -> int | None:
+        path = run_dir / "generations" / f"gen_{gen:03d}" / "spend.json"
+        if not path.exists():
+            return None
+        return int(json.loads(path.read_text())["by_role"].get("proposer", {}).get("calls", 0))
+
+    now, before = calls(generation), calls(generation - 1)
+    return None if now is None or before is None else now - before
+
+
+def run_chain(run_dir: Path) -> Chain | str:
+    """The chain term of the floor from a finished run's folder (``FLOOR_RULE``), or why it cannot be counted."""
+    evals = run_dir / "evals"
+    zero = read_record(run_dir / "generations" / "gen_000" / "outcome.json", GenerationOutcome)
+    if zero is None:
+        return "n/a (no generation 0 outcome in the run folder)"
+    plans = [read_record(path, GenerationPlan) for path in sorted(run_dir.glob("generations/gen_*/plan.json"))]
+    proposed: dict[str, int] = {}  # a candidate proposed again later could have been played after its first proposal
+    for plan in plans:
+        assert plan is not None
+        for candidate in plan.candidates:
+            proposed.setdefault(candidate.id, plan.generation)
+    chains = {path.name: stored_chains(evals, path.name) for path in sorted(evals.glob("*")) if path.is_dir()}
+    starts: dict[str, tuple[int, str]] = {zero.parent_id: (0, "seed")}
+    by_generation = {plan.generation: plan for plan in plans if plan is not None}
+
+    def proposal_end(generation: int) -> tuple[int, str]:
+        parent_id = by_generation[generation].parent_id
+        before, path = start(parent_id)
+        evidence = min((waits for waits, _ in chains.get(parent_id, {}).get("train", [])), default=0)
+        proposing = proposer_calls(run_dir, generation)
+        proposal = 1 if proposing is None or proposing > 0 else 0
+        return before + evidence + proposal, f"{path} {evidence} -> g{generation} proposal {proposal}"
+
+    def start(candidate_id: str) -> tuple[int, str]:
+        if candidate_id not in starts:
+            end, path = proposal_end(proposed[candidate_id])
+            starts[candidate_id] = (end, f"{path} -> {candidate_id[:8]}")
+        return starts[candidate_id]
+
+    best: tuple[int, str] = max((proposal_end(generation) for generation in by_generation), default=(0, "no proposal"))
+    unrecorded = 0
+    for candidate_id, by_split in chains.items():
+        if candidate_id not in starts and candidate_id not in proposed:
+            continue  # not a candidate of this run's plans (none such is expected)
+        offset, path = start(candidate_id)
+        for split, episodes in by_split.items():
+            unrecorded += sum(not recorded for _, recorded in episodes)
+            longest = max(waits for waits, _ in episodes)
+            best = max(best, (offset + longest, f"{path} {split} episode {longest}"))
+    return Chain(waits=best[0], path=best[1], unrecorded_writes=unrecorded)
 
 
 def speed_run(data: Path, latency: float, workdir: Path, name: str, **overrides: Any) -> SpeedRow:
@@ -127,9 +236,9 @@ def speed_run(data: Path, latency: float, workdir: Path, name: str, **overrides:
         wall = time.perf_counter() - started
         calls = hub.accounting.report().total().calls
     busy = busy_seconds(server.spans)
-    floor = max(calls * latency / WIDTH, chain_waits(data, overrides) * latency)
     return SpeedRow(label=name, latency=latency, calls=calls, waits=busy / latency,
-                    in_flight=sum(end - start for start, end in server.spans) / busy, wall=wall, floor=floor,
+                    in_flight=sum(end - start for start, end in server.spans) / busy, wall=wall,
+                    calls_floor=calls * latency / WIDTH, chain=run_chain(workdir / name),
                     first_request=min(start for start, _ in server.spans) - started)
 
 
@@ -145,30 +254,54 @@ SMALL_RUN: dict[str, Any] = {**SPEED_RUN, "budget": {"generations": 1, "candidat
 
 STRATEGIES: dict[str, dict[str, Any]] = {
     "default": {},
-    "all-at-once": {"first_accepted": False},
-    "sequential": {"acceptance": "sequential", "first_accepted": False},
+    "spec-candidate": {"episode": {"speculate": "candidate"}},
+    "spec-generation": {"episode": {"speculate": "generation"}},
+    "all-at-once": {"strategy": {"first_accepted": False}},
+    "val-first": {"strategy": {"acceptance": "mean"}},
+    "val-first-spec": {"strategy": {"acceptance": "mean"}, "episode": {"speculate": "generation"}},
 }
-"""The speed table's rows per latency: ``strategy`` overrides (all-at-once: the time/calls trade of first_accepted;
-sequential: the race, all candidates still in it at once)."""
+"""The speed table's rows per latency, as config overrides: the default (the sequential race, one candidate at a time),
+with speculative episodes (``episode.speculate``: the time/calls trade), all candidates in the race at once (first_accepted
+off), and validation first with the mean rule, without and with speculation."""
+WITHOUT_SPECULATION = {"spec-candidate": "default", "spec-generation": "default", "val-first-spec": "val-first"}
+"""The row that makes the same needed calls: a speculative row's extra calls are its speculative calls wasted."""
 
 
 def speed_table(data: Path, workdir: Path, latencies: list[float], small_from: float, strategies: list[str]) -> None:
     print(f"speed: {', '.join(strategies)}; width {WIDTH}; load "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start")
-    print("| run | latency s | calls | sequential waits | mean in flight | wall s | floor s | wall/floor "
+    print(f"floor = max(calls x latency / width, chain x latency); {FLOOR_RULE}")
+    print("| run | latency s | calls | speculative calls wasted | sequential waits | mean in flight | wall s "
+          "| floor: calls x latency / width s | floor: chain waits | floor: chain x latency s | wall/floor "
           "| first request s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    paths = []
     for latency in latencies:
         base = SMALL_RUN if latency >= small_from else SPEED_RUN
+        calls: dict[str, int] = {}
         for strategy in strategies:
-            overrides = {**base, "episode": {**base["episode"], "user_concurrency": None,
-                                             "candidate_concurrency": None}}
-            if STRATEGIES[strategy]:
-                overrides["strategy"] = STRATEGIES[strategy]
+            chosen = STRATEGIES[strategy]
+            overrides = {**base, "strategy": chosen.get("strategy", {}),
+                         "episode": {**base["episode"], "user_concurrency": None, "candidate_concurrency": None,
+                                     **chosen.get("episode", {})}}
             name = f"{strategy}-{latency:g}" + ("-small" if base is SMALL_RUN else "")
             row = speed_run(data, latency, workdir, name, **overrides)
-            print(f"| {name} | {latency:g} | {row.calls} | {row.waits:.0f} | {row.in_flight:.1f} | {row.wall:.1f} | "
-                  f"{row.floor:.1f} | {row.wall / row.floor:.2f} | {row.first_request:.2f} |", flush=True)
+            calls[strategy] = row.calls
+            plain = WITHOUT_SPECULATION.get(strategy)
+            wasted = ("0" if plain is None else str(row.calls - calls[plain]) if plain in calls
+                      else f"n/a ({plain} not run)")
+            if isinstance(row.chain, Chain):
+                chain_cells = f"{row.chain.waits} | {row.chain.waits * latency:.1f}"
+                paths.append(f"{name}: {row.chain.path}" + (f" ({row.chain.unrecorded_writes} episode(s) without "
+                             "recorded writes, counted as none)" if row.chain.unrecorded_writes else ""))
+            else:
+                chain_cells = f"{row.chain} | {row.chain}"
+            print(f"| {name} | {latency:g} | {row.calls} | {wasted} | {row.waits:.0f} | {row.in_flight:.1f} | "
+                  f"{row.wall:.1f} | {row.calls_floor:.1f} | {chain_cells} | {row.wall / row.floor:.2f} | "
+                  f"{row.first_request:.2f} |", flush=True)
+    print("longest chains (waits along the path):")
+    for path in paths:
+        print(f"  {path}")
     print(f"load {os.getloadavg()[0]:.1f} at the end")
 
 

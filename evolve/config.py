@@ -203,6 +203,15 @@ class EpisodeSettings(_Strict):
         None, ge=1, description="Candidates evaluated at once; default: all of a generation (the users at once and "
         "the endpoint's limit bound the work in flight). Under strategy.first_accepted (the default with "
         "validation_first) they run one at a time whatever this says.")
+    speculate: Literal["off", "candidate", "generation"] = Field(
+        "off", description="Episodes played before the loop knows it needs them: less waiting on the run's chain of "
+        "dependent calls for more calls (those not needed are cancelled; the evolution benchmark shows the trade). "
+        "candidate: a candidate, as it starts, plays every user it may still need (sequential acceptance: all its "
+        "race users and its other validation users, and the parent its race users; validation_first: the train check "
+        "beside validation); generation: the generation's later candidates start at once too (their results are "
+        "still taken in the plan's order). Either way the seed plays its test users from the start, and in the last "
+        "generation the candidates and the best so far play theirs. Off while a call, token or dollar budget is set. "
+        "Results do not depend on it.")
 
 
 class TrackingConfig(_Strict):
@@ -346,7 +355,7 @@ class StrategyConfig(_Strict):
     )
 
 
-EPISODE_WIDTH_FIELDS = ("user_concurrency", "candidate_concurrency")
+EPISODE_WIDTH_FIELDS = ("user_concurrency", "candidate_concurrency", "speculate")
 
 
 class EvolveConfig(_Strict):

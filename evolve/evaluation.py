@@ -43,6 +43,7 @@ from memevo.environments.store import RunStore
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import Objective, stored_objective
 from memevo.evolve.records import SUMMARY_REMEDY, Instance
+from memevo.evolve.speculation import Speculator
 
 
 class UserOutcome(LazyModel):
@@ -170,6 +171,9 @@ class Evaluator:
         # Users at once over every evaluation of the run (the candidates of a generation share them), so the
         # endpoint stays full while the agents in memory stay as many as it serves.
         self._user_slots = asyncio.Semaphore(episode_config.max_concurrent_users)
+        self._playing: set[tuple[str, str, str]] = set()
+        """(candidate, split, user) an evaluation is playing: not speculated again."""
+        self.speculation = Speculator(root, self._play_slotted)
         self._scores: dict[tuple[str, str, tuple[str, ...]], tuple[Scores, list[UserScores]]] = {}
 
     def n_periods(self, user_id: str) -> int:
@@ -238,6 +242,19 @@ class Evaluator:
             ItemRun(store=store, user_id=user_id, after_period=after_period, on_period=saved),
         )
 
+    async def _play_slotted(self, candidate: Candidate, user_id: str, store: RunStore) -> EpisodeResult:
+        async with self._user_slots:
+            return await self.run_user(candidate.policy, user_id, store)
+
+    def speculate(self, candidate: Candidate, split: str, user_ids: Sequence[str]) -> None:
+        """Start playing users the loop may ask for later (``speculation``), except those an evaluation has."""
+        store = self.store(candidate.id, split)
+
+        def needed(user_id: str) -> bool:
+            return (candidate.id, split, user_id) in self._playing or store.user_dir(user_id).exists()
+
+        self.speculation.start(candidate, split, user_ids, needed=needed)
+
     async def evaluate(
         self,
         candidate: Candidate,
@@ -258,8 +275,14 @@ class Evaluator:
         store = self.store(candidate.id, split)
 
         async def one(user_id: str) -> UserOutcome:
-            async with self._user_slots:
-                episode = await self.run_user(candidate.policy, user_id, store, on_period=on_period)
+            key = (candidate.id, split, user_id)
+            self._playing.add(key)
+            try:
+                await self.speculation.adopt(candidate.id, split, user_id, store)
+                async with self._user_slots:
+                    episode = await self.run_user(candidate.policy, user_id, store, on_period=on_period)
+            finally:
+                self._playing.discard(key)
             self._episodes[(candidate.id, split, user_id)] = episode.without_traces()
             if self.upper_bound_pending is not None:
                 await asyncio.shield(self.upper_bound_pending)  # scored against the table once it is there

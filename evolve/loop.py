@@ -190,6 +190,8 @@ class OuterLoop(runtime.RunBase):
         """Gate, then train users (reporting to the candidate's trial, so it can be pruned), then validation;
         validation first, only the validation users (the train users follow in ``_confirm_on_train``)."""
         if parent is not None and self._validation_first:
+            if self._speculation != "off":
+                self._speculate(candidate, self._check_users(candidate, parent))
             return CandidateRun(train=None, val=await self._evaluate(candidate, "val", self.split.val))
         gated = await self._minibatch(candidate, parent)
         if gated is not None:
@@ -202,6 +204,34 @@ class OuterLoop(runtime.RunBase):
     @property
     def _validation_first(self) -> bool:
         return self.config.strategy.order == "validation_first"
+
+    @property
+    def _speculation(self) -> str:
+        """``episode.speculate`` in effect: off while a call, token or dollar budget is set (speculative calls would
+        move where the run stops)."""
+        budget = self.config.budget
+        capped = (budget.max_calls, budget.max_tokens, budget.max_dollars) != (None, None, None)
+        return "off" if capped else self.config.episode.speculate
+
+    def _speculate(self, candidate: Candidate, users: list[str]) -> None:
+        """Speculative episodes (``speculation``) of these search users, each in its split's store, in this order; a
+        candidate of the last generation also plays the test users (it may be the best)."""
+        for split, members in self._users.items():
+            self.evaluator.speculate(candidate, split, [user for user in dict.fromkeys(users) if user in members])
+        if candidate.generation == self.config.budget.generations and candidate.origin != "seed":
+            self.evaluator.speculate(candidate, "test", self.split.test)
+
+    async def close(self) -> None:
+        await self.evaluator.speculation.cancel()
+        await super().close()
+
+    def _check_users(self, candidate: Candidate, parent: Candidate) -> list[str]:
+        """Validation first: the train users a candidate preferred on validation is checked on (see
+        ``_confirm_on_train``)."""
+        parent_users = [user.user_id for user in self._parent_train(parent).users]
+        if len(parent_users) < len(self.split.train):  # the parent kept its minibatch: check on the same users
+            return parent_users
+        return self.gate.sample(self.split.train, candidate.generation) if self.gate else self.split.train
 
     async def _confirm_on_train(self, ran: list[tuple[Candidate, CandidateRun]],
                                 parent: Candidate) -> tuple[list[tuple[Candidate, CandidateRun]], bool]:
@@ -216,14 +246,10 @@ class OuterLoop(runtime.RunBase):
                       if result.val is not None and self._decide(result.val, parent).accepted}
         preferred = sorted(val_scores, key=lambda i: -val_scores[i])  # stable: equal scores keep the plan's order
         parent_train = self._parent_train(parent)
-        parent_users = [user.user_id for user in parent_train.users]
         confirmed = list(ran)
         for i in preferred:
             candidate, result = ran[i]
-            if len(parent_users) < len(self.split.train):  # the parent kept its minibatch: check on the same users
-                users = parent_users
-            else:
-                users = self.gate.sample(self.split.train, candidate.generation) if self.gate else self.split.train
+            users = self._check_users(candidate, parent)
             if len(users) == len(self.split.train):
                 check = await self._evaluate(candidate, "train", users)
                 confirmed[i] = (candidate, CandidateRun(train=check, val=result.val))
@@ -369,13 +395,18 @@ class OuterLoop(runtime.RunBase):
 
         groups = [[c] for c in plan.candidates] if strategy.first_accepted else [plan.candidates][:len(plan.candidates)]
         with self.observers.phase(CandidatesPhase(generation, len(plan.candidates))) as bar:
-            for group in groups:
+            for index, group in enumerate(groups):
+                if self._speculation == "candidate" or (self._speculation == "generation" and index == 0):
+                    for candidate in group if self._speculation == "candidate" else plan.candidates:
+                        self._speculate(candidate, [*users, *self.split.val])  # the winner plays every validation user
+                    self._speculate(parent, users)
                 record = RaceRecord(parent_id=parent.id, candidate_ids=[c.id for c in group], users=users)
                 records.append(record)
                 await race(group, parent, users, chunk=strategy.race_users, test=test,
                            play=self._round_player(generation, parent, group, record), may_start=may_start,
                            record=record, on_round=save)
                 bar.advance(len(group))
+                await self.evaluator.speculation.cancel(c.id for c in group if c.id != record.winner_id)
                 if record.winner_id is not None or record.stop_reason is not None:
                     break
             bar.skip(len(plan.candidates) - sum(len(record.candidate_ids) for record in records))
@@ -387,8 +418,11 @@ class OuterLoop(runtime.RunBase):
                                                   for round_ in record.rounds[-1:]
                                                   for cid, verdict in round_.verdicts.items()))
         accepted = [self.candidates[r.winner_id] for r in records if r.winner_id is not None]
+        await self.evaluator.speculation.cancel(c.id for c in plan.candidates if c not in accepted)
+        await self.evaluator.speculation.cancel([parent.id], keep_split="test")  # test users: for the best (``_finish``)
         for winner in accepted:
             await self._play(winner, self.split.val)
+        await self.evaluator.speculation.cancel((c.id for c in accepted), keep_split="test")
         ran = [(c, CandidateRun(train=self.evaluator.finished(c.id, "train"), val=self.evaluator.finished(c.id, "val")))
                for c in plan.candidates if c.id in raced]
         left = [c for c in plan.candidates if c.id not in raced]
@@ -502,6 +536,8 @@ class OuterLoop(runtime.RunBase):
         # waits on its train score. Its trial is asked at its first report to the pruner (or after its episodes), so
         # the first requests do not wait for Optuna's study.
         seed_trial = Deferred(lambda: self.tuner.seed_trial())
+        if self._speculation != "off":  # the seed is scored on the test users in any case
+            self.evaluator.speculate(self.seed, "test", self.split.test)
         train, val = await asyncio.gather(self._evaluate(self.seed, "train", self.split.train, trial=seed_trial.result),
                                           self._evaluate(self.seed, "val", self.split.val))
         seed = self.seed.model_copy(update={"trial_number": seed_trial.result()})
@@ -523,9 +559,15 @@ class OuterLoop(runtime.RunBase):
             return stored
         plan = await self._plan(generation, parent)
         self.observers.notify(GenerationPlanned(plan, parent))
+        if self._speculation != "off" and generation == self.config.budget.generations:  # the best so far may stay it
+            incumbent = parent if self.sequential else best_of(self.pool, self.val_instances)
+            self.evaluator.speculate(incumbent, "test", self.split.test)
         if self.sequential:
             ran, not_started, not_needed, accepted, budget_stop = await self._race(generation, parent, plan)
         else:
+            if self._speculation == "generation" and self._validation_first:
+                for candidate in plan.candidates:
+                    self._speculate(candidate, [*self.split.val, *self._check_users(candidate, parent)])
             with self.observers.phase(CandidatesPhase(generation, len(plan.candidates))) as bar:
                 gathered = await self._schedule(plan.candidates, parent, bar)
             budget_stop = [] if gathered.budget_stop is None else [gathered.budget_stop]
@@ -535,6 +577,8 @@ class OuterLoop(runtime.RunBase):
             if self._validation_first and not self.config.one_candidate_at_a_time:
                 ran, _ = await self._confirm_on_train(ran, parent)
             accepted = [c for c, result in ran if self._accepts(c, result, parent)]
+            await self.evaluator.speculation.cancel(c.id for c in plan.candidates if c not in accepted)
+            await self.evaluator.speculation.cancel(keep_split="test")  # test users: for the best (``_finish``)
         scores = {**self.val_instances, **{c.id: r.val.instances() for c, r in ran if r.val is not None}}
         kept = (accepted[0] if accepted else parent) if self.sequential else best_of([*self.pool, *accepted], scores)
         stop = None
@@ -649,6 +693,7 @@ class OuterLoop(runtime.RunBase):
                                     run_dir=self.run_dir)
 
     async def _finish(self, best: Candidate, history: list[GenerationOutcome], stop: str) -> EvolutionResult:
+        await self.evaluator.speculation.cancel(set(self.candidates) - {self.seed.id, best.id})
         with self.observers.phase(FinalScoringPhase(2 * sum(self.evaluator.n_periods(user) for user in self.split.test))) as bar:
             # both at once; the seed once when it is the best (one candidate's store is written by one evaluation)
             both = [self.seed] if best.id == self.seed.id else [self.seed, best]

@@ -38,8 +38,9 @@ from tests.doubles.killing_endpoint import KillingEndpoint, Signalling, Trigger,
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
 
 WORLD = {"n_users": 3, "n_periods": 2}
-EVOLVE_KINDS = ("evolve", "in-episode")
-"""Kinds run by ``memevo evolve``: the outer loop and AMemGym's in-episode protocol; the other is ``ablate``."""
+EVOLVE_KINDS = ("evolve", "in-episode", "evolve-speculative")
+"""Kinds run by ``memevo evolve``: the outer loop, AMemGym's in-episode protocol, and the outer loop with speculative
+episodes (``episode.speculate``), which must end as the outer loop does; the other is ``ablate``."""
 USAGE_METRICS = ("spend/",)
 """Metrics whose value is the usage so far: a kill adds calls, so only their rows are compared."""
 
@@ -76,6 +77,8 @@ def _write(folder: Path, url: str, kind: str) -> Path:
     if kind in EVOLVE_KINDS:
         path = folder / "evolve.yaml"
         protocol = {"protocol": "amemgym_period", "split": {"train": 0, "val": 0, "test": 2}} if kind == "in-episode" else {}
+        if kind == "evolve-speculative":
+            protocol = {"episode": {**evolve["episode"], "speculate": "generation"}}
         path.write_text(yaml.safe_dump({**evolve, **protocol}), encoding="utf-8")
         return path
     (folder / "base.yaml").write_text(yaml.safe_dump({**evolve, "budget": {"generations": 1, "candidates": 1}}),
@@ -267,6 +270,11 @@ KILL_PLANS: dict[str, tuple[str, list[Kill]]] = {
         after_file("complete/seed-0/generations/gen_001/trials.json"),
         kill_point(LOG_BATCH, 1, "after", "out/ablation.md"),
     ]),
+    "evolve, speculating: mid generation 0; after a plan; in closing artifacts": ("evolve-speculative", [
+        at_request(9),
+        after_file("generations/gen_001/plan.json"),
+        kill_point(LOG_TEXT, 1, "after", "out/result.json"),
+    ]),
     "evolve: SIGTERM mid generation 0; SIGINT mid generation 1": ("evolve", [
         Signalling(at_request(9), signal.SIGTERM),
         Signalling(after_file("generations/gen_001/plan.json"), signal.SIGINT),
@@ -297,7 +305,7 @@ def test_killed_run_resumes_to_the_uninterrupted_one(plan: str, endpoint: Killin
     code, output = _run(endpoint, kind, config, out, resume=True)
     assert code == 0, output[-3000:]
     state = _state(out, kind)
-    reference = references[kind]
+    reference = references["evolve" if kind == "evolve-speculative" else kind]  # speculation changes no result
     assert state["results"] == reference["results"]
     assert state["mlflow"] == reference["mlflow"]
     assert state["registry"] == reference["registry"]
