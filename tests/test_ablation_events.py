@@ -133,3 +133,18 @@ def test_a_new_tracker_for_the_ablation_is_one_module_and_one_registry_entry(
     manifest = load_manifest(run_dir)
     assert manifest is not None and manifest.parent_run_id is None and outcome.parent_run_id is None
     assert _mlflow_state(manifest.tracking_uri, manifest.name)["parents"] == []
+
+
+def test_a_worker_taking_the_summary_over_logs_its_rows_at_the_stamp_the_dead_writer_saved(tmp_path: Path) -> None:
+    config = load_ablation_config(write_tiny_ablation(tmp_path, seeds=[0]))
+    run_dir = tmp_path / "run"
+    run_ablation(config, run_dir=run_dir, hub=make_hub(), progress=lambda _: None)  # the writer, then it "died"
+    manifest = load_manifest(run_dir)
+    assert manifest is not None and manifest.summary_stamp is not None
+    before = _mlflow_state(manifest.tracking_uri, manifest.name)
+
+    stale, observers = ablation_module.start_ablation(config, run_dir, resume=True)
+    stale.summary_stamp = None  # what a worker that read the manifest before the summary holds
+    ablation_module.finish_ablation(observers, stale, run_dir)
+    assert stale.summary_stamp == manifest.summary_stamp
+    assert _mlflow_state(manifest.tracking_uri, manifest.name) == before, "no summary row written twice"

@@ -27,7 +27,7 @@ from memevo.evolve.ablation.events import (
 )
 from memevo.evolve.ablation.records import ArmSeedRecord
 from memevo.evolve.ablation.render import arm_table
-from memevo.evolve.ablation.run import summary_metrics
+from memevo.evolve.ablation.run import load_manifest, summary_metrics
 from memevo.evolve.ablation.summary import AblationSummary
 from memevo.evolve.tracking.ablation_pages import ablation_note
 from memevo.evolve.tracking.store import (
@@ -113,6 +113,9 @@ class AblationMlflowObserver(AblationObserver):
 
     def _log_summary(self, summary: AblationSummary, outputs: dict[str, Path]) -> None:
         manifest, client, run_id = self.context.manifest, self.client, self.parent_id
+        if manifest.summary_stamp is None:  # a worker taking the summary over reads the stamp its writer saved
+            saved = load_manifest(self.context.run_dir)
+            manifest.summary_stamp = None if saved is None else saved.summary_stamp
         if manifest.summary_stamp is None:
             manifest.summary_stamp = int(time.time() * 1000)
             manifest.save(self.context.run_dir)
