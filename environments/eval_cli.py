@@ -53,7 +53,7 @@ from memevo.environments.plot_process import PLOT_FILE, PlotProcess
 from memevo.environments.progress import configure_terminal, phase
 from memevo.environments.records import EpisodeResult
 from memevo.environments.registry import DEFAULT_ENVIRONMENT, make_environment
-from memevo.environments.resume import resumable
+from memevo.environments.resume import resumable, run_resumable
 from memevo.environments.rundir import (
     INPUTS_FILE,
     LEDGER_FILE,
@@ -355,7 +355,7 @@ def eval_command(
         # (a rerun's figure is usually drawn already: its child starts only if the scores changed)
         with resumable(ctx), PlotProcess(start=not (out / PLOT_FILE).exists()) as plot:
             plot.prepare(max(len(item.periods) for item in items), upper_bound, plot_title(policy.kind, env))
-            headline = asyncio.run(main(plot))
+            headline = run_resumable(main(plot))
             plot.wait()  # drawn while the other files were written and the LLM hub closed
     typer.echo(headline)
 
@@ -434,7 +434,7 @@ def evaluate_benchmark(ctx: typer.Context, run: BenchmarkRun) -> str:
         _prepare_out(run.out, run.resume)
         check_inputs(run.out, inputs)
         with resumable(ctx):
-            return asyncio.run(main())
+            return run_resumable(main())
 
 
 def _check_replay(folder: Path, items: Sequence[Item]) -> None:

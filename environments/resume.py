@@ -5,7 +5,10 @@
 - SIGINT (Ctrl-C) and SIGTERM stop the run as an exception, so finished work is closed and saved as on any
   error, and the command line prints ``interrupted by SIGTERM; ... resume with: memevo evolve ... --resume``
   (exit 130 or 143). SIGTERM is turned into the same exception as SIGINT while the work runs; a second
-  SIGTERM ends the process at once.
+  SIGTERM ends the process at once. Work that runs an event loop does so through ``run_resumable``: there, as
+  ``asyncio.Runner`` does for SIGINT, SIGTERM cancels the main task, so its ``async with`` clean-ups run on the
+  loop, and the exception is raised once the loop has closed (raised in whatever frame runs, it could land in
+  asyncio's own shutdown and leave the loop's clean-ups to the garbage collector).
 - A failure a resume fixes (an endpoint still failing after its retries, a run that stopped part-way, a full
   disk, however deep in a library it surfaced: ``full_disk``) gets the same command appended, and so does a damaged
   run file (after its remedy); other bad input (``UserInputError``) does not, since a resume repeats it.
@@ -16,21 +19,24 @@ every option given a value other than its default, and ``--resume``.
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from enum import Enum
 from types import FrameType
-from typing import Any
-
-import typer
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memevo.core.errors import DamagedFileError, Interrupted, MemevoError, RunFailedError, UserInputError
 from memevo.core.full_disk import full_disk
 
+if TYPE_CHECKING:  # the evolution engine runs through run_resumable without the command line's packages
+    import typer
+
 RESUME_FLAG = "--resume"
+T = TypeVar("T")
 
 
 class Terminated(KeyboardInterrupt):
@@ -103,6 +109,51 @@ def _signal_behind(error: BaseException) -> KeyboardInterrupt | None:
 def _raise_terminated(signal_number: int, frame: FrameType | None) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
     raise Terminated()
+
+
+class _CancelOnSigterm:
+    """The SIGTERM handler while an event loop runs the work: it cancels the main task and notes the signal."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.task: asyncio.Task[Any] | None = None
+        self.received = False
+
+    def __call__(self, signal_number: int, frame: FrameType | None) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+        self.received = True
+        if self.task is not None:
+            self.task.cancel()
+            self.loop.call_soon_threadsafe(lambda: None)  # wakes the loop if it waits for I/O
+
+    async def main(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        self.task = asyncio.current_task()
+        if self.received and self.task is not None:  # the signal came before the task started
+            self.task.cancel()
+        return await coroutine
+
+
+def run_resumable(coroutine: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(coroutine)``, except that under ``resumable()`` SIGTERM cancels the coroutine and raises
+    ``Terminated`` once the loop has closed (module docstring)."""
+    if signal.getsignal(signal.SIGTERM) is not _raise_terminated:  # not under resumable(), or not the main thread
+        return asyncio.run(coroutine)
+    runner = asyncio.Runner()
+    handler = _CancelOnSigterm(runner.get_loop())
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        with runner:  # the loop (and its left-over tasks) closes with the handler still set
+            result = runner.run(handler.main(coroutine))
+    except BaseException:  # the cancellation, or whatever the clean-ups raised on their way out
+        if handler.received:
+            raise Terminated()  # the error it interrupted stays its __context__
+        raise
+    finally:
+        if not handler.received:
+            signal.signal(signal.SIGTERM, _raise_terminated)
+    if handler.received:  # the coroutine finished in spite of it, or it came while the loop closed
+        raise Terminated()
+    return result
 
 
 @contextmanager

@@ -46,6 +46,7 @@ from memevo.agents.registry import agent_spec
 from memevo.core.atomic_files import write_json_atomic
 from memevo.core.run_files import RESTORE, delete_and_resume, read_json
 from memevo.environments.metrics import Scores, UserScores
+from memevo.environments.resume import run_resumable
 from memevo.evolve import runtime
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
@@ -731,4 +732,4 @@ def run_evolution(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resu
 
     Nothing is written to ``run_dir`` until the config has been checked against the data; with
     ``resume`` a folder without a run starts one."""
-    return asyncio.run(evolve(config, run_dir=run_dir, hub=hub, resume=resume))
+    return run_resumable(evolve(config, run_dir=run_dir, hub=hub, resume=resume))
