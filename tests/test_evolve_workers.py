@@ -1,0 +1,67 @@
+"""Evolve workers without a server: the strategies they refuse, and turns on an SQLite claim store."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from memevo.evolve.config import load_evolve_config
+from memevo.evolve.workers.claims import ClaimStore
+from memevo.evolve.workers.evolve_worker import check_shareable
+from memevo.evolve.workers.turns import SharedTurns
+from memevo.evolve.workers.worker import WorkerSettings
+from tests.doubles.worker_evolution import write_evolution
+
+
+@pytest.mark.parametrize(("strategy", "field"), [
+    ({}, "strategy.acceptance"),  # the default: the sequential race
+    ({"acceptance": "mean", "order": "validation_first", "first_accepted": True}, "strategy.first_accepted"),
+])
+def test_strategies_that_run_one_candidate_at_a_time_refuse_workers(tmp_path: Path, strategy: dict, field: str) -> None:
+    path = write_evolution(tmp_path, "http://127.0.0.1:9/v1", f"sqlite:///{tmp_path / 'mlflow.db'}", "refused")
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    config["strategy"] = strategy
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    check_shareable(load_evolve_config(path), 1)  # one worker runs any strategy
+    done = subprocess.run([sys.executable, "-m", "memevo.evolve.cli", "evolve", str(path), "--run-dir",
+                           str(tmp_path / "run"), "--workers", "2"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"field '{field}'" in lines[0] and str(path) in lines[0], done.stderr
+    assert not (tmp_path / "run").exists()  # refused before anything was written
+
+
+def test_a_turn_is_one_workers_and_a_dead_workers_turn_is_taken_over(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'claims.db'}"
+
+    def turns(name: str) -> SharedTurns:
+        settings = WorkerSettings(store=url, name=name, heartbeat_s=0.1, grace_s=0.6, poll_s=0.05)
+        return SharedTurns(ClaimStore(url), "job", settings)
+
+    first, second, heir = turns("first"), turns("second"), turns("heir")
+    done: list[str] = []
+
+    async def work(worker: SharedTurns, name: str, unit: str) -> bool:
+        async with worker.turn(unit) as mine:
+            if mine:
+                await asyncio.sleep(0.3)
+                done.append(f"{name}:{unit}")
+            return mine
+
+    async def scene() -> tuple[bool, bool, bool]:
+        mine = await asyncio.gather(work(first, "first", "a"), work(second, "second", "a"))
+        dead = ClaimStore(url)
+        dead.register("job", ["b"])
+        assert dead.claim("job", "dead", grace_s=60, units=["b"]) == "b"  # and never beats again
+        return (*mine, await work(heir, "heir", "b"))
+
+    first_mine, second_mine, heir_mine = asyncio.run(scene())
+    assert sorted([first_mine, second_mine]) == [False, True]  # one did it, the other waited for it
+    assert len([entry for entry in done if entry.endswith(":a")]) == 1
+    assert heir_mine and "heir:b" in done
+    assert ClaimStore(url).claim_counts("job") == {"a": 1, "b": 2}
