@@ -585,7 +585,7 @@ class OuterLoop(runtime.RunBase):
         candidate's run) before its outcome is saved, so a kill in between repeats it on resume."""
         self.observers.notify(GenerationEnded(
             outcome=outcome, ran=ran, never_run=never_run or [], lineage=self.candidates, feedback=feedback,
-            usage=self.budget.recorded(self._gen_dir(outcome.generation)), spend=self.usage.report().total()))
+            usage=self.budget.recorded(self._gen_dir(outcome.generation)), spend=self.budget.report().total()))
 
     def _decide(self, val: CandidateEval, parent: Candidate) -> Decision:
         return self.acceptance.decide(val.instances(), self.val_instances[parent.id])
@@ -693,7 +693,7 @@ class OuterLoop(runtime.RunBase):
             protocol="outer_loop", environment=self.config.environment, objective=self.config.objective,
             seed=self.seed, best=best,
             seed_scores=seed_scores, best_scores=best_scores, seed_user_scores=seed_users,
-            best_user_scores=best_users, history=history, stop_reason=stop, usage=self.usage.report(),
+            best_user_scores=best_users, history=history, stop_reason=stop, usage=self.budget.report(),
         )
         write_record(self.run_dir / "result.json", result)
         self.observers.notify(RunEnded(result, cross))

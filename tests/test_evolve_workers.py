@@ -65,3 +65,28 @@ def test_a_turn_is_one_workers_and_a_dead_workers_turn_is_taken_over(tmp_path: P
     assert len([entry for entry in done if entry.endswith(":a")]) == 1
     assert heir_mine and "heir:b" in done
     assert ClaimStore(url).claim_counts("job") == {"a": 1, "b": 2}
+
+
+def test_workers_judge_the_budget_on_the_usage_of_all_of_them(tmp_path: Path) -> None:
+    from memevo.agents.llm.shared_usage import SharedUsage
+    from memevo.evolve.config import BudgetConfig
+    from memevo.evolve.spend import BudgetKeeper
+
+    url = f"sqlite:///{tmp_path / 'usage.db'}"
+    first, second = (SharedUsage(url, "run", name, flush_s=60) for name in ("first", "second"))
+    other_run = SharedUsage(url, "another run", "third", flush_s=60)
+    try:
+        for usage, calls in ((first, 3), (second, 2), (other_run, 9)):
+            for _ in range(calls):
+                usage.record_call("agent", model="gpt-4.1-mini", prompt_tokens=100, completion_tokens=10, wall_s=0.1,
+                                  cached=False)
+        keeper = BudgetKeeper(BudgetConfig(max_calls=5), first)
+        assert keeper.spent() is None  # the second's calls are not written yet: in flight, as far as others know
+        second.flush()  # its background write (every flush_s)
+        assert keeper.spent() == "call budget (5)"  # 3 of its own and the second's 2; the other run's are not counted
+        total = second.report().total()
+        assert (total.calls, total.prompt_tokens, total.completion_tokens) == (5, 500, 50)
+        assert total.dollars == pytest.approx(5 * (100 * 0.40 + 10 * 1.60) / 1_000_000)
+    finally:
+        for usage in (first, second, other_run):
+            usage.close()

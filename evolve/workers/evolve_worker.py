@@ -18,6 +18,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from memevo.agents.llm.shared_usage import SharedUsage
 from memevo.core.errors import UserInputError
 from memevo.evolve import runtime
 from memevo.evolve.config import EvolveConfig
@@ -54,6 +55,12 @@ def evolution_job(config: EvolveConfig) -> str:
     return f"evolve/{config.name}/{digest}"
 
 
+def usage_job(config: EvolveConfig, run_dir: Path) -> str:
+    """The shared ledger's name for this run: its name and folder, so a resume with a changed config (a larger
+    budget) counts on from the same usage."""
+    return f"evolve/{config.name}@{run_dir.resolve()}"
+
+
 def shared_study(config: EvolveConfig, store: str) -> EvolveConfig:
     """The config with its Optuna study on the claim store's database server (workers on several machines), unless
     it names a storage; an SQLite claim store keeps the study in the run folder, as one process does."""
@@ -68,16 +75,23 @@ async def evolve_as_worker(config: EvolveConfig, *, run_dir: Path, hub: runtime.
     result (written once, by whichever worker scored it)."""
     turns = SharedTurns(ClaimStore(settings.store), evolution_job(config), settings,
                         slots=config.episode.candidate_concurrency or 1)
-    async with turns.turn("prepare") as mine:
-        run = OuterLoop(config, Path(run_dir), hub, resume=resume or not mine, turns=turns)
-        if mine:  # made once, before any other worker opens them
-            run.tuner  # noqa: B018  # the study and its enqueued first trial
-            if config.tracking.enabled:
-                run.tracker  # noqa: B018  # mlflow_ids.json with the run's tracking id
+    usage = SharedUsage(settings.store, usage_job(config, Path(run_dir)), settings.name)
+    hub.accounting.attach(usage)
     try:
-        return await run.run()
+        async with turns.turn("prepare") as mine:
+            run = OuterLoop(config, Path(run_dir), hub, resume=resume or not mine, turns=turns)
+            if mine:  # made once, before any other worker opens them
+                run.tuner  # noqa: B018  # the study and its enqueued first trial
+                if config.tracking.enabled:
+                    run.tracker  # noqa: B018  # mlflow_ids.json with the run's tracking id
+        run.budget.usage = usage  # the budget is every worker's, and so are the usage figures of the result
+        try:
+            return await run.run()
+        finally:
+            await run.close()
     finally:
-        await run.close()
+        hub.accounting.detach(usage)
+        usage.close()
 
 
 def run_evolution_worker(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resume: bool,
