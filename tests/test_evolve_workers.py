@@ -10,26 +10,25 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memevo.evolve.config import load_evolve_config
 from memevo.evolve.workers.claims import ClaimStore
-from memevo.evolve.workers.evolve_worker import check_shareable
 from memevo.evolve.workers.turns import SharedTurns
 from memevo.evolve.workers.worker import WorkerSettings
 from tests.doubles.worker_evolution import write_evolution
 
 
-@pytest.mark.parametrize(("strategy", "field"), [
-    ({}, "strategy.acceptance"),  # the default: the sequential race
-    ({"acceptance": "mean", "order": "validation_first", "first_accepted": True}, "strategy.first_accepted"),
+@pytest.mark.parametrize(("strategy", "flags", "field"), [
+    ({}, ["--workers", "2"], "strategy.acceptance"),  # the default: the sequential race
+    ({"acceptance": "mean", "order": "validation_first", "first_accepted": True}, ["--store", "sqlite:///claims.db"],
+     "strategy.first_accepted"),  # a worker joining with --store alone is refused too
 ])
-def test_strategies_that_run_one_candidate_at_a_time_refuse_workers(tmp_path: Path, strategy: dict, field: str) -> None:
+def test_strategies_that_run_one_candidate_at_a_time_refuse_workers(tmp_path: Path, strategy: dict, flags: list[str],
+                                                                    field: str) -> None:
     path = write_evolution(tmp_path, "http://127.0.0.1:9/v1", f"sqlite:///{tmp_path / 'mlflow.db'}", "refused")
     config = yaml.safe_load(path.read_text(encoding="utf-8"))
     config["strategy"] = strategy
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    check_shareable(load_evolve_config(path), 1)  # one worker runs any strategy
     done = subprocess.run([sys.executable, "-m", "memevo.evolve.cli", "evolve", str(path), "--run-dir",
-                           str(tmp_path / "run"), "--workers", "2"], capture_output=True, text=True, timeout=120)
+                           str(tmp_path / "run"), *flags], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and f"field '{field}'" in lines[0] and str(path) in lines[0], done.stderr

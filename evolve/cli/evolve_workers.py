@@ -28,7 +28,7 @@ def evolve_with_workers(ctx: typer.Context, settings: EvolveConfig, config: Path
     from memevo.evolve.workers.launch import sibling_workers, worker_store
     from memevo.evolve.workers.worker import WorkerSettings
 
-    check_shareable(settings, workers)
+    check_shareable(settings, f"--workers {workers}" if workers > 1 else "--store")
     url = worker_store(store, folder)
     check_database_url(url, source="command line", field="--store")
     settings = shared_study(settings, url)

@@ -29,12 +29,11 @@ from memevo.evolve.workers.turns import SharedTurns
 from memevo.evolve.workers.worker import WorkerSettings
 
 
-def check_shareable(config: EvolveConfig, workers: int) -> None:
-    """Refuse several workers for a strategy whose candidates run one at a time or depend on each other."""
-    if workers <= 1:
-        return
+def check_shareable(config: EvolveConfig, flag: str) -> None:
+    """Refuse workers (``flag``: the option that asked for them) for a strategy whose candidates run one at a time or
+    depend on each other: one worker would hold each generation while the others wait."""
     source = str(config.source or "evolve config")
-    why = f"--workers {workers} runs a generation's candidates in several processes, but"
+    why = f"{flag} runs a generation's candidates in several processes, but"
     if config.protocol != "outer_loop":
         raise UserInputError(f"{why} protocol {config.protocol} evolves inside one episode: use 1 worker",
                              source=source, field="protocol")
