@@ -13,7 +13,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from memevo.agents.llm.accounting import Accounting, Counts, RoleUsage, UsageReport
+from memevo.agents.llm.accounting import Accounting, Counts, EndpointUsage, RoleUsage, UsageReport
 from memevo.agents.shared_database import create_table, shared_engine
 
 if TYPE_CHECKING:
@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 TABLE = "memevo_usage"
 FIELDS = tuple(RoleUsage.model_fields)
 WHOLE = {name for name, field in RoleUsage.model_fields.items() if field.annotation is int}
+SERVER = "@"
+"""A row whose role starts with it holds a server's requests (``@<url>``), in the columns of the same names:
+calls are its answered requests, errors its failed attempts."""
+AS_COLUMNS = {"requests": "calls", "failures": "errors", "prompt_tokens": "prompt_tokens",
+              "completion_tokens": "completion_tokens"}
 
 
 def _role_usage(sums: Sequence[float]) -> RoleUsage:
@@ -58,6 +63,9 @@ class SharedUsage(Accounting):
         with self._write_lock:
             with self._lock:
                 totals = {role: dict(counts) for role, counts in self._by_role.items()}
+                totals |= {SERVER + url: {name: 0.0 for name in FIELDS} | {AS_COLUMNS[name]: value
+                                                                           for name, value in counts.items()}
+                           for url, counts in self._by_endpoint.items()}
             assignments = ", ".join(f"{name} = :{name}" for name in FIELDS)
             for role, counts in totals.items():
                 if self._written.get(role) == counts:
@@ -77,15 +85,20 @@ class SharedUsage(Accounting):
                 self._written[role] = counts
 
     def report(self) -> UsageReport:
-        """Every worker's usage of the job, this worker's counts written first."""
+        """Every worker's usage of the job (by role and by server), this worker's counts written first."""
         from sqlalchemy import text
 
         self.flush()
-        sums = ", ".join(f"SUM({name})" for name in FIELDS)
+        summed = ", ".join(f"SUM({name})" for name in FIELDS)
         with self.engine.connect() as db:
-            rows = db.execute(text(f"SELECT role, {sums} FROM {TABLE} WHERE job = :job GROUP BY role ORDER BY role"),
+            rows = db.execute(text(f"SELECT role, {summed} FROM {TABLE} WHERE job = :job GROUP BY role ORDER BY role"),
                               {"job": self.job}).all()
-        return UsageReport(by_role={str(row[0]): _role_usage(tuple(row[1:])) for row in rows})
+        sums = {str(row[0]): _role_usage(tuple(row[1:])) for row in rows}
+        return UsageReport(
+            by_role={role: usage for role, usage in sums.items() if not role.startswith(SERVER)},
+            by_endpoint={role.removeprefix(SERVER): EndpointUsage(**{name: getattr(usage, column)
+                                                                     for name, column in AS_COLUMNS.items()})
+                         for role, usage in sums.items() if role.startswith(SERVER)})
 
     def close(self) -> None:
         """Stop the background writes and write the last counts."""
