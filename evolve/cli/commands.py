@@ -33,7 +33,8 @@ def evolve_command(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the LLM response cache.")] = False,
     concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help=CONCURRENCY_HELP)] = None,
     workers: Annotated[int, typer.Option("--workers", min=1, help="Worker processes to run on this machine; they "
-                                         "share the run folder and the Optuna study and claim its candidates.")] = 1,
+                                         "share the run folder and the Optuna study and claim a generation's "
+                                         "candidates (strategy.acceptance mean or paired, candidates at once).")] = 1,
     store: Annotated[str | None, typer.Option("--store", help="Database URL where workers claim their work and "
                                               "share the Optuna study (e.g. postgresql+psycopg://host/memevo): start "
                                               "workers on other machines with the same URL and --run-dir. Default "
