@@ -7,10 +7,17 @@ Used by ``memevo eval`` and by every report that prints scores, so the wording i
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Literal
 
 from memevo.environments.answering import ANSWER_MODE_TEXT
 from memevo.environments.metrics import PeriodScores, Scores, ScoreSummary
 from memevo.environments.records import SCORING_NAMES
+
+if TYPE_CHECKING:
+    from memevo.environments.protocol import Environment
+
+FigureName = Literal["accuracy", "score"]
 
 
 def _num(value: float | None) -> str:
@@ -65,6 +72,26 @@ def failure_text(scores: Scores) -> str | None:
 def free_text(scores: Scores) -> bool:
     """Whether any question was scored on its text, so the headline figure is a mean credit, not a share right."""
     return any(method != "choice" for method in scores.scoring)
+
+
+def figure_name(*, multiple_choice: bool) -> FigureName:
+    """What metric names call the headline figure (``val_accuracy``, ``cross_locomo_seed_score``): ``accuracy``, the
+    share right, when every question is multiple choice; ``score``, a mean of per-question credit, otherwise."""
+    return "accuracy" if multiple_choice else "score"
+
+
+def data_figure_name(environment: Environment[Any], items: Iterable[Any]) -> FigureName:
+    """``figure_name`` of every question ``environment`` asks of ``items``: decided once per run from its data, so a
+    split or a candidate that happened to meet only multiple-choice questions logs under the run's one name."""
+    return figure_name(multiple_choice=all(
+        question.multiple_choice for item in items for period in range(environment.n_periods(item))
+        for question in environment.questions(item, period)))
+
+
+def scored_figure_name(*scores: Scores) -> FigureName:
+    """``figure_name`` of the questions behind ``scores`` (every one scored by choice: multiple choice); one name for
+    all of them, so scores of the same items are logged under one name."""
+    return figure_name(multiple_choice=not any(free_text(each) for each in scores))
 
 
 def headline_figure(scores: Scores) -> str:

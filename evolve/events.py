@@ -1,10 +1,11 @@
 """What the evolution loop tells the world: event records, the observer base, and the fan-out.
 
 The loop orders generations and emits an event at each point something outside it may care about (a plan made, a
-phase of work started or advanced, a generation or the run ended). Observers (MLflow runs, Optuna trials, the
-terminal, the score plot; ``memevo.evolve.observers`` names them) turn events into their own records, so the loop
-imports none of them. Events are handed to the observers one at a time, in the registry's order, in the loop's
-thread: a resumed run emits the same events in the same order, so every observer writes the same records.
+phase of work started or advanced, a generation or the run ended); AMemGym's in-episode protocol emits its own (a
+user's prompts evolved, the run ended). Observers (MLflow runs, Optuna trials, the terminal, the score plot;
+``memevo.evolve.observers`` names them) turn events into their own records, so neither imports any of them. Events
+are handed to the observers one at a time, in the registry's order, in the loop's thread: a resumed run emits the
+same events in the same order, so every observer writes the same records.
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from memevo.environments.score_text import FigureName, data_figure_name
 
 if TYPE_CHECKING:
     from memevo.agents.base import AgentSpec
@@ -24,6 +28,7 @@ if TYPE_CHECKING:
     from memevo.evolve.cross_test import CrossTestResult
     from memevo.evolve.deferred import Deferred, DeferredStart
     from memevo.evolve.evaluation import CandidateEval, Evaluator
+    from memevo.evolve.in_episode import EvolutionStep
     from memevo.evolve.records import EvolutionResult, GenerationOutcome, GenerationPlan
     from memevo.evolve.runtime import Split
     from memevo.evolve.scheduling import CandidateRun
@@ -152,8 +157,26 @@ class RunEnded:
     cross: CrossTestResult | None
 
 
+# ----- AMemGym's in-episode protocol ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class UserEvolved:
+    """One user's prompts were rewritten after one of its periods (``evolved`` names the components the proposal
+    changed, empty when it changed none); the step is saved. A resume does not repeat it for a restored period."""
+
+    step: EvolutionStep
+    evolved: Sequence[str]
+
+
+@dataclass(frozen=True)
+class InEpisodeEnded:
+    """Seed and the evolving arm scored on the test users; ``result.json`` and every user's steps are saved."""
+
+    result: EvolutionResult
+
+
 Event = (PhaseStarted | PhaseAdvanced | PhaseSkipped | PhaseEnded | CandidateProposed | ProposalRepeated
-         | GenerationPlanned | ParentTrainCompleted | GenerationEnded | RunEnded)
+         | GenerationPlanned | ParentTrainCompleted | GenerationEnded | RunEnded | UserEvolved | InEpisodeEnded)
 
 
 # ----- observers ---------------------------------------------------------------------------------------------------
@@ -178,6 +201,18 @@ class RunContext:
     @property
     def users(self) -> dict[str, list[str]]:
         return {"train": self.split.train, "val": self.split.val}
+
+    @cached_property
+    def figure(self) -> FigureName:
+        """What the run's metric names call the headline figure (``val_accuracy`` or ``val_score``): decided once
+        from every question of the run's data, so no candidate or split logs it under another name."""
+        return data_figure_name(self.evaluator.environment, self.items)
+
+    @property
+    def objective_name(self) -> str:
+        """The objective as the run's tags and attributes name it (``val_<objective_name>``): the headline figure's
+        name for ``accuracy``, AMemGym's memory score under its own."""
+        return self.figure if self.config.objective == "accuracy" else self.config.objective
 
 
 class Observer:

@@ -8,12 +8,12 @@ substituted without brace escaping (I.17, I.19). Every step is saved under
 continues with the prompts it had evolved (every call is in the run's usage ledger as it is made). The same
 users are also run without evolution (the seed), so one run yields both rows of AMemGym's Table 3.
 The proposal takes the outer loop's path: the period's evidence, rendered to the token budget, goes to
-the configured proposers (one variant per step).
+the configured proposers (one variant per step). Like the outer loop it tells the world through events
+(``UserEvolved``, ``InEpisodeEnded``): the tracker and the terminal are observers.
 """
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 from memevo.agents.base import MemoryAgent
@@ -29,12 +29,10 @@ from memevo.environments.store import RunStore
 from memevo.evolve import runtime
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
+from memevo.evolve.events import InEpisodeEnded, UserEvolved
 from memevo.evolve.evidence import evidence_from_periods, render_evidence
-from memevo.evolve.presentation.headline import held_out_line
 from memevo.evolve.proposers import ProposalContext, propose_all
 from memevo.evolve.records import EvolutionResult, ProposalStats
-
-log = logging.getLogger("memevo.evolve")
 
 
 class EvolutionStep(LazyModel):
@@ -75,8 +73,7 @@ class InEpisodeEvolution(runtime.RunBase):
         step = EvolutionStep(user_id=result.user_id, period=result.period, prompts=dict(agent.policy.prompts),
                              changes=changes, stats=stats)
         write_json_atomic(self._step_path(result.user_id, result.period), step.model_dump(mode="json"))
-        log.info("user %s period %d: evolved %s (%d rejected)", result.user_id, result.period,
-                 sorted(prompts) or "nothing", stats.rejected)
+        self.observers.notify(UserEvolved(step, evolved=sorted(prompts)))
 
     def _period_saved(self, agent: MemoryAgent, result: PeriodResult) -> None:
         """A period (and the step evolved after it) is on disk. On resume, a restored period brings back
@@ -111,24 +108,6 @@ class InEpisodeEvolution(runtime.RunBase):
             stop_reason="all periods evolved", usage=self.usage.report(),
         )
         write_json_atomic(self.run_dir / "result.json", result.model_dump(mode="json"))
-        self._track(result)
-        log.info("in-episode evolution, %s", held_out_line(self.config.objective, seed_scores, evolved_scores,
-                                                         best_label="evolving"))
+        self.observers.notify(InEpisodeEnded(result))
         return result
 
-    def _track(self, result: EvolutionResult) -> None:
-        """Parent run: per-period accuracy/memory score of both arms (step = period), steps as artifacts."""
-        if self.tracker is None:
-            return
-        self.start_tracking()
-        for label, scores in (("seed", result.seed_scores), ("evolved", result.best_scores)):
-            for period in scores.per_period:
-                values = {f"{label}_accuracy": period.accuracy}
-                if period.memory_score is not None:
-                    values[f"{label}_memory_score"] = period.memory_score
-                self.tracker.log_metrics(values, step=period.period)
-        steps = sorted((self.run_dir / "in_episode").glob("*/period_*.json"))
-        artifacts = {f"steps/{path.parent.name}/{path.name}": path.read_text(encoding="utf-8") for path in steps}
-        artifacts["result.json"] = result.model_dump_json(indent=2)
-        final = {"test_seed_accuracy": result.seed_scores.accuracy, "test_best_accuracy": result.best_scores.accuracy}
-        self.tracker.finish(final, artifacts, step=0, tags={}, best_run_id=None)

@@ -13,7 +13,7 @@ import random
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.llm.config import LLMConfig
@@ -57,8 +57,6 @@ from memevo.evolve.tracking.stores import (
 from memevo.evolve.validation import LengthBounds
 
 if TYPE_CHECKING:
-    from memevo.evolve.observers.mlflow_runs import MlflowObserver
-    from memevo.evolve.tracking.store import Tracker
     from memevo.evolve.tuner import Tuner
 
 
@@ -332,21 +330,6 @@ class RunBase:
         """The configured proposers; DSPy is imported in the start-up thread once the first requests are in flight,
         and the first proposal waits for it."""
         return self._proposers.result()
-
-    @property
-    def mlflow(self) -> MlflowObserver | None:
-        """The run's MLflow observer, None when tracking is off (for protocols that log outside events)."""
-        return cast("MlflowObserver | None", self.observers.named.get("mlflow"))
-
-    @property
-    def tracker(self) -> Tracker | None:
-        """The run's MLflow writer, None when tracking is off (the first use waits for MLflow to load)."""
-        return None if self.mlflow is None else self.mlflow.tracker
-
-    def start_tracking(self) -> None:
-        """Open (or reopen) the MLflow parent run with this evolution's params, config and user split."""
-        assert self.mlflow is not None
-        self.mlflow.start()
 
     async def upper_bound_table(self, items: Sequence[Item]) -> UpperBoundTable | None:
         """The upper-bound table on ``items`` (computed once per run folder), None when the config switches

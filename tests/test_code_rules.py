@@ -47,8 +47,8 @@ def test_no_module_imports_a_later_layer(layer: str):
     assert not offenders, sorted(offenders)
 
 
-ENGINE = ("loop.py", "evaluation.py", "candidates.py", "scheduling.py", "spend.py", "events.py", "selection",
-          "proposers")
+ENGINE = ("loop.py", "in_episode.py", "evaluation.py", "candidates.py", "scheduling.py", "spend.py", "events.py",
+          "selection", "proposers")
 """The evolution engine (under ``evolve/``): it emits events (``events.py``) and never talks to a display or a tracker."""
 NOT_IN_THE_ENGINE = ("mlflow", "matplotlib", "tqdm", "memevo.evolve.presentation", "memevo.evolve.tracking",
                      "memevo.evolve.observers", "memevo.environments.progress", "memevo.environments.plots",
@@ -71,6 +71,37 @@ def test_the_engine_imports_no_presentation_and_no_tracker():
         if name in NOT_IN_THE_ENGINE or name.startswith(tuple(f"{module}." for module in NOT_IN_THE_ENGINE))
     }
     assert not offenders, sorted(offenders)
+
+
+TRACKER_FREE = ("ablation", "cli")
+"""Folders under ``evolve/`` that reach the tracker through its implementations only: the ablation through its
+observers (``evolve/ablation/events.py``), ``memevo ui`` through the tracker's UI (``observers/tracker_ui.py``)."""
+
+
+def _tracker_free_files() -> list[Path]:
+    return sorted(file for folder in TRACKER_FREE for file in (REPO / "evolve" / folder).rglob("*.py"))
+
+
+def test_the_ablation_and_the_command_line_import_no_mlflow():
+    files = _tracker_free_files()
+    assert len(files) > len(TRACKER_FREE), files
+    offenders = {
+        f"{path.relative_to(REPO)} imports {name}"
+        for path in files
+        for name in _imported_modules(path)
+        if name == "mlflow" or name.startswith("mlflow.")
+    }
+    assert not offenders, sorted(offenders)
+
+
+def test_loading_the_ablation_and_the_command_line_loads_no_mlflow():
+    """Also what they import at their top: MLflow loads only when a tracker implementation is opened."""
+    modules = [".".join(("memevo", *path.relative_to(REPO).with_suffix("").parts)).removesuffix(".__init__")
+               for path in _tracker_free_files() if path.stem != "__main__"]
+    code = f"import importlib, sys\nfor name in {modules!r}:\n    importlib.import_module(name)\nprint('mlflow' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "memevo.evolve.ablation.run" in modules and "memevo.evolve.cli.ui_server" in modules
+    assert result.stdout.strip() == "False"
 
 
 def test_ruff_lint_and_import_order_pass():

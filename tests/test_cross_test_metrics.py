@@ -1,12 +1,18 @@
-"""The cross-benchmark test's tracker metrics are named by what the figure is: accuracy where every question was a
-choice (AMemGym's names stay as they were), score where free text was scored."""
+"""Metric names say what the headline figure is: accuracy where every question is multiple choice (AMemGym's names
+stay as they were), score where free text is scored; the cross-benchmark test's names, and the run's, decided from
+its data."""
 
 from __future__ import annotations
 
 import pytest
 
+from memevo.environments.amemgym import AMemGymEnvironment
 from memevo.environments.metrics import Scores
+from memevo.environments.runner import EpisodeConfig
+from memevo.environments.score_text import data_figure_name
 from memevo.evolve.cross_test import CrossTestResult, cross_test_metrics
+from tests.doubles.category_backend import category_world
+from tests.doubles.replay_environment import TinyReplayEnvironment, tiny_items
 
 
 def scores(accuracy: float, scoring: dict[str, int]) -> Scores:
@@ -30,3 +36,21 @@ def test_free_text_scores_are_logged_as_scores_not_accuracy() -> None:
     metrics = cross_test_metrics(result("locomo", {"token_f1": 4, "choice": 1}))
     assert metrics == {"cross_locomo_seed_score": 0.25, "cross_locomo_best_score": 0.5}
     assert not any(name.endswith("accuracy") for name in metrics)
+
+
+def test_seed_and_best_are_named_alike_when_one_of_them_met_free_text() -> None:
+    mixed = CrossTestResult(environment="locomo", data="data.json", seed_id="seed", best_id="best",
+                            seed_scores=scores(0.25, {"choice": 5}),
+                            best_scores=scores(0.5, {"token_f1": 4, "choice": 1}))
+    assert cross_test_metrics(mixed) == {"cross_locomo_seed_score": 0.25, "cross_locomo_best_score": 0.5}
+
+
+def test_a_run_names_its_figure_from_every_question_of_its_data() -> None:
+    episode = EpisodeConfig()
+    assert data_figure_name(AMemGymEnvironment(episode), category_world(3, 2)) == "accuracy"
+    replay, items = TinyReplayEnvironment(episode), tiny_items(3)
+    assert data_figure_name(replay, items) == "score"  # free text and one multiple-choice question each
+    choice_only = [item.model_copy(update={"questions": [q for q in item.questions if q.choices is not None]})
+                   for item in items]
+    assert data_figure_name(replay, choice_only) == "accuracy"
+    assert data_figure_name(replay, [*choice_only, items[0]]) == "score"  # one user's free text names the run's

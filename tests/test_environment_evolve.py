@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import optuna
 import pytest
+from mlflow import MlflowClient
 
 from memevo.core.errors import UserInputError
 from memevo.environments.data.io import save_items
@@ -110,6 +112,31 @@ def test_evolve_on_a_split_of_a_replayed_benchmark(tmp_path: Path, tiny_benchmar
     proposer_feedback = [call["messages"][-1]["content"] for call in backend.calls_for("proposer")]
     assert proposer_feedback and all("Which option should I pick" in text for text in proposer_feedback)
     assert "environment locomo" in report_run(tmp_path / "run")
+
+
+def test_a_free_text_environment_logs_scores_under_score_names_in_every_split(tmp_path: Path,
+                                                                           tiny_benchmark: str) -> None:
+    """One user's data holds a free-text question: the run's figure is a mean credit, so every split (also those
+    whose users met only multiple choice) and the test logs it as ``_score``, never as ``_accuracy``."""
+    items = replayed(category_world(6, 2))
+    first = items[0].questions[0]
+    free = first.model_copy(update={"choices": None, "scoring": "exact_match"})
+    items[0] = items[0].model_copy(update={"questions": [*items[0].questions, free]})
+    data = write_replay(tmp_path / "bench.json", items)
+    settings = config(tmp_path, environment=tiny_benchmark, data={"path": str(data)}, tracking={"enabled": True})
+    result = run_evolution(settings, run_dir=tmp_path / "run", hub=CategoryHub(CategoryBackend(category_world(6, 2))),
+                           resume=False)
+    client = MlflowClient(f"sqlite:///{tmp_path / 'run' / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("env-evolution").experiment_id])
+    names = {name for run in runs for name in run.data.metrics}
+    assert {"train_score", "val_score", "train_score_p00", "val_score_p00", "test_seed_score",
+            "test_best_score"} <= names
+    assert not [name for name in names if "accuracy" in name]
+    (parent,) = [run for run in runs if run.info.run_name == "env-evolution"]
+    assert parent.data.metrics["test_best_score"] == pytest.approx(result.best_scores.accuracy)
+    study = optuna.load_study(study_name="env-evolution", storage=f"sqlite:///{tmp_path / 'run' / 'optuna.db'}")
+    attributes = {name for trial in study.trials for name in trial.user_attrs}
+    assert "val_score" in attributes and "val_accuracy" not in attributes
 
 
 @pytest.mark.parametrize(("overrides", "field"), [

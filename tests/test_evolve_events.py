@@ -3,6 +3,7 @@ tracker added as one module plus one registry entry."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import optuna
@@ -16,6 +17,7 @@ from memevo.evolve.events import (
     FinalScoringPhase,
     GenerationEnded,
     GenerationPlanned,
+    InEpisodeEnded,
     Observer,
     Observers,
     PhaseAdvanced,
@@ -23,6 +25,7 @@ from memevo.evolve.events import (
     PhaseSkipped,
     PhaseStarted,
     RunEnded,
+    UserEvolved,
 )
 from memevo.evolve.scheduling import CandidateRun, CandidateScheduler
 from tests.doubles import recording_observer
@@ -120,3 +123,24 @@ def test_a_new_tracker_is_one_module_and_one_registry_entry(tmp_path: Path, monk
     study = optuna.load_study(study_name="test-evolution", storage=f"sqlite:///{tmp_path / 'recorded' / 'optuna.db'}")
     links = {trial.user_attrs.get("mlflow_run_id") for trial in study.trials if trial.user_attrs.get("candidate")}
     assert links and all(str(link).startswith("recorded-g") for link in links)  # the trial names the tracker's run
+
+
+def test_in_episode_evolution_tells_observers_each_step_and_its_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    entry = observers.ObserverEntry("tests.doubles.recording_observer", lambda run: True)
+    monkeypatch.setitem(observers.OBSERVERS, "recording", entry)
+    recording_observer.RECORDED.clear()
+    with caplog.at_level(logging.INFO, logger="memevo.evolve"):
+        result, _ = evolve(tmp_path, "period", protocol="amemgym_period", split={"train": 0, "val": 0, "test": 2})
+    lines = [record.getMessage() for record in caplog.records]
+    assert any(line.endswith("period 0: evolved ['memory_types'] (0 rejected)") for line in lines)  # the terminal's
+    assert any(line.startswith("in-episode evolution, test accuracy: seed ") and " -> evolving " in line
+               for line in lines)
+    events = recording_observer.RECORDED
+    steps = sorted((event.step.user_id, event.step.period) for event in events if isinstance(event, UserEvolved))
+    saved = sorted((tmp_path / "period" / "in_episode").glob("user-*/period_*.json"))
+    assert len(steps) == len(saved) == 4 and {period for _, period in steps} == {0, 1}  # never after the last
+    assert events[-1] == InEpisodeEnded(result) and not any(isinstance(event, RunEnded) for event in events)
+    recording_observer.RECORDED.clear()
+    evolve(tmp_path, "period", resume=True, protocol="amemgym_period", split={"train": 0, "val": 0, "test": 2})
+    assert recording_observer.RECORDED == [InEpisodeEnded(result)]  # restored steps are not told again

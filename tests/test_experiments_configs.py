@@ -22,6 +22,8 @@ def test_the_documented_experiments_exist() -> None:
         "quickstart.yaml", "feedback-ablation.yaml", "sweep-awe.yaml", "sweep-rag.yaml",
         "amemgym/no-evolution.yaml", "amemgym/question-only.yaml", "amemgym/complete.yaml", "amemgym/ablation.yaml",
         "outer-loop/no-evolution.yaml", "outer-loop/question-only.yaml", "outer-loop/complete.yaml",
+        "benchmarks/locomo.yaml", "benchmarks/longmemeval.yaml", "benchmarks/memoryagentbench.yaml",
+        "benchmarks/memorybench.yaml", "benchmarks/locomo-to-longmemeval.yaml",
     } <= names
 
 

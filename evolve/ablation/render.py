@@ -27,6 +27,8 @@ OUTPUT_FILES = {
     "period_plot": "ablation_periods.png",
     "failure_plot": "ablation_failures.png",
 }
+CATEGORIES_CSV = "ablation_categories.csv"
+"""Written (and returned as ``categories_csv``) only when the environment reports categories."""
 FAILURES = "write / read / utilization failures"
 
 
@@ -164,6 +166,24 @@ def _period_rows(summary: AblationSummary, metric: str) -> list[str]:
     ]
 
 
+def _category_rows(summary: AblationSummary, level: str) -> list[str]:
+    """Arms side by side per benchmark category; none when no arm has categories (AMemGym)."""
+    categories = list(dict.fromkeys(c.category for arm in summary.arms for c in arm.per_category))
+    if not categories:
+        return []
+    cells = {(arm.arm, c.category): fmt_interval(c.score) for arm in summary.arms for c in arm.per_category}
+    return [
+        "Per category, held-out test: the best candidate's mean credit per question of the category (the "
+        f"benchmark's own scoring: share right, token F1 or the judge's verdict), mean over seeds [{level} bootstrap "
+        "CI over seeds; a category's score is kept per seed, not per user]:",
+        "",
+        "| category | " + " | ".join(arm.arm for arm in summary.arms) + " |",
+        "|---|" + "---|" * len(summary.arms),
+        *[f"| {category} | " + " | ".join(cells.get((arm.arm, category), na("not asked in this arm's test"))
+                                         for arm in summary.arms) + " |" for category in categories],
+    ]
+
+
 def _warnings(summary: AblationSummary) -> list[str]:
     lines = [f"Note: {note}" for note in summary.notes]
     copies = [arm.arm for arm in summary.arms if arm.identical_seeds]
@@ -185,6 +205,7 @@ def render_markdown(summary: AblationSummary) -> str:
         _seed_rows(summary, metric),
         _conditional_rows(summary, level) if summary.level == "seed" else [],
         _period_rows(summary, metric),
+        _category_rows(summary, level),
         _warnings(summary),
     ]
     return "\n\n".join("\n".join(section) for section in sections if section) + "\n"
@@ -257,6 +278,12 @@ def write_ablation_outputs(summary: AblationSummary, records: list[ArmSeedRecord
         ["arm", "seed", "user_id", "memory", "overall"],
         [[u.arm, u.seed, u.user_id, u.memory, u.overall] for r in records for u in r.units],
     )
+    categories = [[arm.arm, c.category, summary.metric, c.n_questions, c.score.n, c.score.mean, c.score.low,
+                   c.score.high, c.score.note] for arm in summary.arms for c in arm.per_category]
+    if categories:
+        paths["categories_csv"] = _write_csv(
+            out_dir / CATEGORIES_CSV,
+            ["arm", "category", "metric", "n_questions", "seeds", "mean", "low", "high", "note"], categories)
     _plots(summary, paths)
     return paths
 

@@ -1,32 +1,35 @@
-"""Runs an ablation: every (arm, seed) evolution into its own folder, then statistics, tables, plots, MLflow.
+"""Runs an ablation: every (arm, seed) evolution into its own folder, then statistics, tables and plots.
 
 Resumable: a finished (arm, seed) has an ``arm_result.json`` and is skipped; a started one is handed to
-``run_evolution(resume=True)``. The ablation's own MLflow parent run is created once, tagged with the hash of
-the manifest, and found by that tag on resume (also when a kill came before its id was saved); each
-evolution's MLflow run is attached to it as a child (``mlflow.parentRunId``) after it finishes. The summary's
-metric rows carry a timestamp saved before their first write, so a repeat after a kill adds no row.
+``run_evolution(resume=True)``. Tracking is the observers' job (``memevo.evolve.ablation.events``; MLflow's
+parent run with each evolution nested under it is ``memevo.evolve.observers.ablation_mlflow``): the ablation emits
+its events and keeps, in its manifest, what they note to find their records again on a resume.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-from mlflow.entities import Metric
-from mlflow.tracking import MlflowClient
 
 from memevo.agents.llm.accounting import priced_dollars
 from memevo.core.atomic_files import write_json_atomic
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
-from memevo.core.run_files import delete_and_resume, read_json, read_model
+from memevo.core.run_files import delete_and_resume, read_model
 from memevo.environments.metrics.scores import Scores, UserScores
 from memevo.evolve import runtime
 from memevo.evolve.ablation.config import DEFAULT_MIN_EFFECT, REPORT_ONLY_FIELDS, AblationConfig, resolve_all
+from memevo.evolve.ablation.events import (
+    AblationContext,
+    AblationEnded,
+    AblationObservers,
+    AblationStarted,
+    EvolutionFinished,
+    SummaryReady,
+)
 from memevo.evolve.ablation.records import (
     ArmSeedRecord,
     FailureRates,
@@ -36,22 +39,14 @@ from memevo.evolve.ablation.records import (
     load_arm_record,
     save_arm_record,
 )
-from memevo.evolve.ablation.render import arm_table, write_ablation_outputs
+from memevo.evolve.ablation.render import write_ablation_outputs
 from memevo.evolve.ablation.summary import REPLICATE_NAMES, AblationSummary, summarize
 from memevo.evolve.config import EvolveConfig, without_widths
 from memevo.evolve.loop import EvolutionResult, run_evolution
-from memevo.evolve.tracking.ablation_pages import ablation_note
-from memevo.evolve.tracking.store import (
-    MLFLOW_IDS_FILE,
-    PARENT_TAG,
-    default_tracking_uri,
-    find_run,
-    retire_default_experiment,
-)
+from memevo.evolve.observers.ablation_observers import open_ablation_observers
+from memevo.evolve.tracking.stores import default_tracking_uri
 
 MANIFEST_FILE = "ablation.json"
-MANIFEST_TAG = "memevo.ablation_manifest"
-"""The ablation parent run's tag: the hash of the manifest as first written."""
 
 
 class AblationManifest(LazyModel):
@@ -66,8 +61,9 @@ class AblationManifest(LazyModel):
     config: dict
     tracking_uri: str
     parent_run_id: str | None = None
+    """The tracker's run of the ablation, noted by its observer when the ablation starts."""
     summary_stamp: int | None = None
-    """Timestamp of the summary's metric rows, saved before their first write."""
+    """Timestamp of the summary's metric rows, noted by the tracker's observer before their first write."""
     min_effect: float = DEFAULT_MIN_EFFECT
     """The difference the report plans seeds for; the latest config's (absent from manifests written before it)."""
 
@@ -76,6 +72,9 @@ class AblationManifest(LazyModel):
         report uses)."""
         payload = self.model_dump(mode="json", exclude={"parent_run_id", "summary_stamp", *REPORT_ONLY_FIELDS})
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+    def save(self, run_dir: Path) -> None:
+        write_json_atomic(run_dir / MANIFEST_FILE, self.model_dump(mode="json"))
 
 
 class AblationOutcome(LazyModel):
@@ -88,10 +87,6 @@ def load_manifest(run_dir: Path) -> AblationManifest | None:
     remedy = delete_and_resume("it", "it is written again from the config; the summary's MLflow metrics are then "
                                "logged once more, at a new time")
     return read_model(run_dir / MANIFEST_FILE, AblationManifest, remedy=remedy)
-
-
-def _save_manifest(manifest: AblationManifest, run_dir: Path) -> None:
-    write_json_atomic(run_dir / MANIFEST_FILE, manifest.model_dump(mode="json"))
 
 
 def _identity(dump: dict[str, Any]) -> dict[str, Any]:
@@ -127,7 +122,7 @@ def _prepare(config: AblationConfig, run_dir: Path, resume: bool) -> AblationMan
             )
         if stored.min_effect != config.min_effect:
             stored.min_effect = config.min_effect
-            _save_manifest(stored, run_dir)
+            stored.save(run_dir)
         return stored
     run_dir.mkdir(parents=True, exist_ok=True)
     manifest = AblationManifest(
@@ -141,37 +136,8 @@ def _prepare(config: AblationConfig, run_dir: Path, resume: bool) -> AblationMan
         tracking_uri=config.tracking_uri or default_tracking_uri(run_dir),
         min_effect=config.min_effect,
     )
-    _save_manifest(manifest, run_dir)
+    manifest.save(run_dir)
     return manifest
-
-
-def _parent_run(client: MlflowClient, manifest: AblationManifest, run_dir: Path) -> str:
-    """The ablation's MLflow run: created on first start, found by its manifest tag on resume, with its params
-    (logging the same param again is a no-op)."""
-    if manifest.parent_run_id is not None:
-        client.update_run(manifest.parent_run_id, status="RUNNING")
-        return manifest.parent_run_id
-    experiment = client.get_experiment_by_name(manifest.name)
-    if experiment is not None:
-        experiment_id = experiment.experiment_id
-    else:
-        local = manifest.tracking_uri.startswith("sqlite")
-        location = (run_dir / "mlartifacts").resolve().as_uri() if local else None
-        experiment_id = client.create_experiment(manifest.name, artifact_location=location)
-    if manifest.tracking_uri == default_tracking_uri(run_dir):
-        retire_default_experiment(client)
-    run_id = find_run(client, experiment_id, MANIFEST_TAG, manifest.digest())
-    if run_id is None:
-        tags = {"memevo.kind": "ablation", MANIFEST_TAG: manifest.digest()}
-        run_id = client.create_run(experiment_id, run_name=f"ablation-{manifest.name}", tags=tags).info.run_id
-    else:
-        client.update_run(run_id, status="RUNNING")
-    for key in ("arms", "seeds", "baseline", "ci_method", "confidence"):
-        client.log_param(run_id, key, getattr(manifest, key))
-    client.log_param(run_id, "run_dir", str(run_dir.resolve()))
-    manifest.parent_run_id = run_id
-    _save_manifest(manifest, run_dir)
-    return run_id
 
 
 def _with_tracking(evolve_config: EvolveConfig, manifest: AblationManifest) -> EvolveConfig:
@@ -202,19 +168,8 @@ def _failure(scores: Scores) -> FailureRates | None:
     return FailureRates(write=split.write, read=split.read, util=split.utilization, n_questions=split.n_questions)
 
 
-def _evolution_run_id(folder: Path) -> str | None:
-    """The evolution's MLflow parent run, as its tracker recorded it (None when tracking was off)."""
-    ids_path = folder / MLFLOW_IDS_FILE
-    if not ids_path.exists():
-        return None
-    ids = read_json(ids_path, remedy=delete_and_resume("it", "this arm's evolution is then not nested under the "
-                                                                  "ablation's run"))
-    parent = ids.get("parent") if isinstance(ids, dict) else None
-    return parent.get("id") if isinstance(parent, dict) else None
-
-
 def record_from_result(
-    result: EvolutionResult, arm: str, seed: int, evolve_config: EvolveConfig, folder: Path
+    result: EvolutionResult, arm: str, seed: int, evolve_config: EvolveConfig, evolution_run_id: str | None
 ) -> ArmSeedRecord:
     """The engine's result reduced to what the ablation's statistics and reports need."""
     return ArmSeedRecord(
@@ -225,7 +180,7 @@ def record_from_result(
         failure=_failure(result.best_scores),
         scores=result.best_scores,
         usage=result.usage,
-        evolution_run_id=_evolution_run_id(folder),
+        evolution_run_id=evolution_run_id,
         best_policy_id=result.best.id,
         config=evolve_config.hash_payload(),
     )
@@ -254,57 +209,37 @@ def summary_metrics(summary: AblationSummary) -> dict[str, float]:
     return {name: float(value) for name, value in metrics.items() if value is not None}
 
 
-def _log_summary(client: MlflowClient, run_id: str, manifest: AblationManifest, run_dir: Path,
-                 summary: AblationSummary, outputs: dict[str, Path]) -> None:
-    if manifest.summary_stamp is None:
-        manifest.summary_stamp = int(time.time() * 1000)
-        _save_manifest(manifest, run_dir)
-    rows = [Metric(name, float(value), manifest.summary_stamp, 0) for name, value in summary_metrics(summary).items()]
-    client.log_batch(run_id, metrics=rows)
-    client.set_tag(run_id, "memevo.environment", summary.environment)  # a tag: the summary is logged again on resume
-    for name, value in ablation_note(summary, arm_table(summary)).items():
-        client.set_tag(run_id, name, value)
-    for path in outputs.values():
-        client.log_artifact(run_id, str(path))
-
-
-def _attach(client: MlflowClient, parent_id: str, record: ArmSeedRecord) -> None:
-    """Nest an (arm, seed)'s evolution run under the ablation's run (tags: repeating them is a no-op)."""
-    if record.evolution_run_id:
-        client.set_tag(record.evolution_run_id, PARENT_TAG, parent_id)
-        client.set_tag(parent_id, f"evolution_run.{record.arm}.seed-{record.seed}", record.evolution_run_id)
-
-
-def start_ablation(config: AblationConfig, run_dir: Path, resume: bool) -> tuple[AblationManifest, MlflowClient, str]:
-    """The manifest, the MLflow client on its store and the parent run's id, made or found."""
+def start_ablation(config: AblationConfig, run_dir: Path, resume: bool) -> tuple[AblationManifest, AblationObservers]:
+    """The manifest, made or checked, and the ablation's observers, told it started."""
     manifest = _prepare(config, run_dir, resume)
-    client = MlflowClient(tracking_uri=manifest.tracking_uri)
-    return manifest, client, _parent_run(client, manifest, run_dir)
+    observers = open_ablation_observers(AblationContext(manifest=manifest, run_dir=run_dir))
+    observers.notify(AblationStarted())
+    return manifest, observers
 
 
 def run_unit(arm: str, seed: int, evolve_config: EvolveConfig, *, manifest: AblationManifest, run_dir: Path,
-             hub: runtime.Hub, client: MlflowClient, parent_id: str, progress: Callable[[str], None]) -> None:
-    """Run, resume or skip one (arm, seed) evolution and nest its run under the parent."""
+             hub: runtime.Hub, observers: AblationObservers, progress: Callable[[str], None]) -> None:
+    """Run, resume or skip one (arm, seed) evolution, then tell the observers it finished."""
     finished = load_arm_record(run_dir, arm, seed)
     if finished is not None:
         progress(f"[{arm} seed {seed}] finished earlier: skipped")
-        _attach(client, parent_id, finished)  # a kill may have come before its tags
+        observers.notify(EvolutionFinished(finished))  # a kill may have come before a tracker noted it
         return
     folder = arm_seed_dir(run_dir, arm, seed)
     started = folder.exists() and any(folder.iterdir())
     progress(f"[{arm} seed {seed}] {'resuming' if started else 'running'} evolution in {folder}")
     arm_config = _with_tracking(evolve_config, manifest)
     result = run_evolution(arm_config, run_dir=folder, hub=hub, resume=started)
-    record = record_from_result(result, arm, seed, arm_config, folder)
+    record = record_from_result(result, arm, seed, arm_config, observers.evolution_run(folder))
     save_arm_record(record, run_dir)
-    _attach(client, parent_id, record)
+    observers.notify(EvolutionFinished(record))
 
 
-def finish_ablation(client: MlflowClient, parent_id: str, manifest: AblationManifest, run_dir: Path) -> AblationOutcome:
-    """Summarize every (arm, seed), render, log to the parent run and close it."""
+def finish_ablation(observers: AblationObservers, manifest: AblationManifest, run_dir: Path) -> AblationOutcome:
+    """Summarize every (arm, seed), render, and tell the observers (a tracker logs the summary and closes)."""
     outcome = render_ablation(run_dir, manifest)
-    _log_summary(client, parent_id, manifest, run_dir, outcome.summary, outcome.outputs)
-    client.set_terminated(parent_id, status="FINISHED")
+    observers.notify(SummaryReady(outcome.summary, outcome.outputs))
+    observers.notify(AblationEnded(succeeded=True))
     return outcome
 
 
@@ -316,16 +251,16 @@ def run_ablation(
     resume: bool = False,
     progress: Callable[[str], None] = print,
 ) -> AblationOutcome:
-    """Run (or finish) every (arm, seed), then summarize, render and log to one MLflow parent run."""
+    """Run (or finish) every (arm, seed), then summarize and render; the observers track it."""
     resolved = resolve_all(config)
-    manifest, client, parent_id = start_ablation(config, run_dir, resume)
+    manifest, observers = start_ablation(config, run_dir, resume)
     try:
         for (arm, seed), evolve_config in resolved.items():
-            run_unit(arm, seed, evolve_config, manifest=manifest, run_dir=run_dir, hub=hub, client=client,
-                     parent_id=parent_id, progress=progress)
-        return finish_ablation(client, parent_id, manifest, run_dir)
+            run_unit(arm, seed, evolve_config, manifest=manifest, run_dir=run_dir, hub=hub, observers=observers,
+                     progress=progress)
+        return finish_ablation(observers, manifest, run_dir)
     except BaseException:
-        client.set_terminated(parent_id, status="FAILED")
+        observers.notify(AblationEnded(succeeded=False))
         raise
 
 

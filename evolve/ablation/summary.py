@@ -60,6 +60,16 @@ class SeedResult(LazyModel):
     failure_cell: str = Field(description="write / read / utilization shares, or n/a with the reason.")
 
 
+class CategoryResult(LazyModel):
+    """One benchmark category (LoCoMo's, LongMemEval's question types, MemoryAgentBench's sources, MemoryBench's
+    datasets) of an arm's held-out test: the best candidate's score per seed, averaged over seeds."""
+
+    category: str
+    n_questions: int = Field(description="Test questions of the category, over the distinct seeds.")
+    score: Interval = Field(description="Mean over seeds, bootstrap interval over seeds (the records keep the "
+                            "category's score per seed, not per user, so users are not resampled within a seed).")
+
+
 class ArmSummary(LazyModel):
     arm: str
     seeds: list[int]
@@ -75,6 +85,7 @@ class ArmSummary(LazyModel):
     failure_cell: str
     spend: RoleUsage = Field(description="All roles, summed over seeds.")
     identical_seeds: bool = False
+    per_category: list[CategoryResult] = Field([], description="Empty when the environment reports no categories.")
 
 
 class Comparison(LazyModel):
@@ -216,6 +227,19 @@ def _groups(records: Sequence[ArmSeedRecord], pick: Callable[[UnitScore], float 
     return [[value for unit in record.units if (value := pick(unit)) is not None] for record in records]
 
 
+def category_results(records: Sequence[ArmSeedRecord], confidence: float) -> list[CategoryResult]:
+    """Per category, in first-seen order, the seeds' scores as one-value groups of the headline's bootstrap:
+    under two seeds its interval is n/a with the reason."""
+    per_seed: dict[str, list[tuple[int, float]]] = {}
+    for record in records:
+        for category in record.scores.per_category if record.scores is not None else []:
+            per_seed.setdefault(category.category, []).append((category.n_questions, category.accuracy))
+    return [CategoryResult(category=name, n_questions=sum(n for n, _ in scored),
+                           score=hierarchical_bootstrap_ci([[value] for _, value in scored], confidence,
+                                                           group_name="seed"))
+            for name, scored in per_seed.items()]
+
+
 def _min_groups(level: Level) -> int:
     """At the seed level the spread between evolutions needs two seeds; at the unit level one seed's users do."""
     return 2 if level == "seed" else 1
@@ -251,6 +275,7 @@ def summarize_arm(arm: str, records: Sequence[ArmSeedRecord], *, metric: str, le
         failure_cell=_arm_failure_cell(failure, per_seed),
         spend=spend,
         identical_seeds=_identical_seeds(records),
+        per_category=category_results(distinct, confidence),
     )
 
 

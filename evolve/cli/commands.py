@@ -1,4 +1,4 @@
-"""``memevo evolve`` and ``memevo ui``: run an evolution, then look at it in the MLflow UI."""
+"""``memevo evolve`` and ``memevo ui``: run an evolution, then look at it in the tracker's UI (MLflow's)."""
 
 # Annotations are evaluated at import (no ``from __future__ import annotations``): typer builds the options from
 # them at every start, and evaluating a command's string annotations (twice, in typer) cost ~20 ms for eval.
@@ -6,7 +6,7 @@ import json
 import shlex
 import socket
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -17,6 +17,9 @@ from memevo.environments.rundir import claim_run_folder
 from memevo.evolve.config import load_evolve_config
 from memevo.evolve.presentation.explain import spend_line
 from memevo.evolve.presentation.progress import show_progress
+
+if TYPE_CHECKING:
+    from memevo.evolve.observers.tracker_ui import TrackerUI
 
 
 def _default_run_dir(config_path: Path) -> Path:
@@ -82,7 +85,7 @@ def _best_label(protocol: str) -> str:
     return "evolving" if protocol == "amemgym_period" else "best"
 
 
-def _store(run_dir: Path | None, tracking_uri: str | None) -> tuple[str, str | None]:
+def _store(ui: "TrackerUI", run_dir: Path | None, tracking_uri: str | None) -> tuple[str, str | None]:
     """The store and experiment name of an evolution folder (``config.json``) or an ablation folder
     (``ablation.json``); a bare ``--tracking-uri`` names no experiment."""
     if tracking_uri:
@@ -100,9 +103,7 @@ def _store(run_dir: Path | None, tracking_uri: str | None) -> tuple[str, str | N
                              source=str(run_dir), field="--run-dir")
     config = json.loads(ids.read_text(encoding="utf-8"))
     tracking = config.get("tracking", {})
-    from memevo.evolve.tracking.store import default_tracking_uri  # mlflow: only for the UI
-
-    return tracking.get("uri") or default_tracking_uri(run_dir), tracking.get("experiment") or config.get("name")
+    return tracking.get("uri") or ui.default_store(run_dir), tracking.get("experiment") or config.get("name")
 
 
 def _check_port_free(port: int) -> None:
@@ -123,9 +124,13 @@ def ui_command(
     workers: Annotated[int, typer.Option(min=1, help="Server worker processes (one is plenty for one person).")] = 1,
 ) -> None:
     """Open the MLflow UI on the store an evolution or ablation used (exit 1 if it cannot serve)."""
-    uri, experiment = _store(run_dir, tracking_uri)
-    if uri.startswith(("http://", "https://")):  # a tracking server (many workers): it serves the UI itself
-        typer.echo(f"MLflow UI: {uri}" + (f" (experiment {experiment!r})" if experiment else ""))
+    from memevo.evolve.observers.tracker_ui import tracker_ui
+
+    ui = tracker_ui()
+    uri, experiment = _store(ui, run_dir, tracking_uri)
+    address = ui.served_at(uri)
+    if address is not None:  # e.g. a tracking server (many workers): nothing to start
+        typer.echo(f"{ui.name} UI: {address}" + (f" (experiment {experiment!r})" if experiment else ""))
         return
     _check_port_free(port)
     from memevo.evolve.cli.ui_server import serve

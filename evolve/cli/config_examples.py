@@ -18,13 +18,18 @@ seed:                           # the policy evolution starts from
 components: [write_prompt]      # the prompt components the proposer rewrites
 feedback: {mode: complete, with_ground_truth: true}   # what the proposer learns about each question
 objective: accuracy
+environment: amemgym            # the benchmark the data is: amemgym, locomo, longmemeval, memoryagentbench, memorybench
 data:
   synth: {users: 8, periods: 2, questions: 3, seed: 0}   # a procedural world, made without an LLM
-  # path: data.json             # instead of synth: your own data in AMemGym's format
+  # path: data.json             # instead of synth: AMemGym-format data, or the environment's downloaded file
+# test_environment:             # also score seed and best on another benchmark's items (held out, never evolved on)
+#   environment: longmemeval
+#   data: {path: longmemeval_s.json}
 split: {train: 4, val: 2, test: 2, seed: 0}   # users per split: counts, or fractions below 1
 budget: {generations: 2, candidates: 2}       # also max_calls, max_tokens, max_dollars, patience
 llm:
   proposer: {temperature: 0.8, max_tokens: 768}   # the model that writes new prompts
+  # judge: {model: gpt-4o, temperature: 0.0}      # grades free-text answers (longmemeval, memorybench, ...)
 episode: {rounds_init: 1, rounds_update: 1, simulator: template}
 # hyperparameters:              # let Optuna tune policy settings as well
 #   update_every: {low: 1, high: 4}

@@ -39,8 +39,8 @@ KINDS: dict[str, Kind] = {
                   "The file of `memevo eval --agent`, an evolution's `seed.policy_file`, or inline as "
                   "`seed.policy` (an AMemGym agent JSON is read too)."),
     "llm": Kind("LLM endpoint", "memevo.agents.llm.config:LLMConfig",
-                "Every `llm` section: the agent policy's, an evolution's `llm.agent`, `llm.proposer` and "
-                "`llm.simulator`, and the generation config's."),
+                "Every `llm` section: the agent policy's, an evolution's `llm.agent`, `llm.proposer`, "
+                "`llm.simulator` and `llm.judge`, and the generation config's."),
     "env": Kind("Environment generation config", "memevo.environments.generation.config:GenerationConfig",
                 "The YAML file of `memevo env generate --config`: AMemGym's LLM pipeline that writes a "
                 "`data.json`."),

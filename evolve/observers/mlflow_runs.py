@@ -1,4 +1,5 @@
-"""MLflow as an observer: a parent run per evolution, a child per generation, a grandchild per candidate.
+"""MLflow as an observer: a parent run per evolution, a child per generation, a grandchild per candidate; an in-episode
+evolution (AMemGym's protocol) is one parent run with both arms' per-period scores and every user's steps.
 
 Every write goes through ``Tracker`` (``memevo.evolve.tracking.store``), which skips what is done and repeats what a
 kill interrupted, so a resumed run that emits the same events logs the same rows, none twice. Importing MLflow and
@@ -15,6 +16,7 @@ from memevo.evolve.cross_test import cross_test_metrics
 from memevo.evolve.events import (
     Event,
     GenerationEnded,
+    InEpisodeEnded,
     Observer,
     ParentTrainCompleted,
     RunContext,
@@ -26,7 +28,9 @@ from memevo.evolve.tracking.entries import (
     completed_train_entry,
     final_metrics,
     generation_counts,
+    in_episode_period_metrics,
     memory_tags,
+    test_figures,
 )
 from memevo.evolve.tracking.payloads import (
     SCORE_PLOT_FILE,
@@ -44,6 +48,7 @@ from memevo.evolve.tracking.payloads import (
 from memevo.evolve.tracking.stores import git_commit
 
 if TYPE_CHECKING:
+    from memevo.evolve.records import EvolutionResult
     from memevo.evolve.tracking.store import Tracker
 
 
@@ -80,10 +85,13 @@ class MlflowObserver(Observer):
                 self._generation(event)
             case ParentTrainCompleted(parent, train):
                 tracker = self.tracker
-                metrics, artifacts = completed_train_entry(self.context.evaluator, self.context.users, parent, train)
+                metrics, artifacts = completed_train_entry(self.context.evaluator, self.context.users, parent, train,
+                                                           self.context.figure)
                 tracker.update_candidate(parent.generation, parent.label, metrics, artifacts, key="completed_train")
             case RunEnded():
                 self._run_ended(event)
+            case InEpisodeEnded(result):
+                self._in_episode_ended(result)
 
     def start(self) -> None:
         """Open (or reopen) the parent run with this evolution's params, config and user split as its input."""
@@ -120,7 +128,7 @@ class MlflowObserver(Observer):
         entries = [
             candidate_entry(context.evaluator, context.users, context.spec, candidate, event.parent_of(candidate),
                             runs[candidate.id].evals() if candidate.id in runs else {}, event.feedback,
-                            outcome=outcome)
+                            outcome=outcome, figure=context.figure)
             for candidate in [*(candidate for candidate, _ in event.ran), *event.never_run]
         ]
         (point,) = generation_points([outcome])
@@ -134,21 +142,34 @@ class MlflowObserver(Observer):
                        for name in context.config.components}
             run_id = self.tracker.candidate_run_id(kept.generation, kept.label)
             tags = prompt_version_tags(candidate_id=kept.id, generation=kept.generation,
-                                       scores={f"val_{context.config.objective}": outcome.parent_val}, run_id=run_id)
+                                       scores={f"val_{context.objective_name}": outcome.parent_val}, run_id=run_id)
             self.tracker.register_prompts(context.config.name, kept.id, prompts, best=True, tags=tags, run_id=run_id)
 
     def _run_ended(self, event: RunEnded) -> None:
         self.start()
         result, best = event.result, event.result.best
-        figure = self.context.run_dir / SCORE_PLOT_FILE
+        plot = self.context.run_dir / SCORE_PLOT_FILE
         extra = {} if event.cross is None else cross_test_metrics(event.cross)
-        self.tracker.finish(final_metrics(result) | objective_summary(generation_points(result.history)) | extra,
+        metrics = final_metrics(result, self.context.figure) | objective_summary(generation_points(result.history))
+        self.tracker.finish(metrics | extra,
                             {"result.json": result.model_dump_json(indent=2),
                              "best_policy.json": best.policy.model_dump_json(indent=2)},
                             step=len(result.history),
                             tags=parent_tags(best_id=best.id, best_label=best.label) | memory_tags(result),
                             best_run_id=self.tracker.candidate_run_id(best.generation, best.label),
-                            figures=(figure,) if figure.exists() else ())
+                            figures=(plot,) if plot.exists() else ())
+
+    def _in_episode_ended(self, result: EvolutionResult) -> None:
+        """The parent run: both arms' per-period scores (step = period), then the test figures, every user's steps
+        and the result. A repeat after a kill stores no second row (``Tracker``)."""
+        self.start()
+        tracker, figure = self.tracker, self.context.figure
+        for step, values in in_episode_period_metrics(result, figure):
+            tracker.log_metrics(values, step=step)
+        steps = sorted((self.context.run_dir / "in_episode").glob("*/period_*.json"))
+        artifacts = {f"steps/{path.parent.name}/{path.name}": path.read_text(encoding="utf-8") for path in steps}
+        artifacts["result.json"] = result.model_dump_json(indent=2)
+        tracker.finish(test_figures(result, figure), artifacts, step=0, tags={}, best_run_id=None)
 
 
 def make_observer(context: RunContext) -> Observer:

@@ -47,7 +47,7 @@ class OptunaObserver(Observer):
 
     def _close_trials(self, event: GenerationEnded) -> None:
         """Gate, pruner, budget, not needed, or validation first rejected on validation: told no value."""
-        outcome, objective = event.outcome, self.context.config.objective
+        outcome, objective = event.outcome, self.context.objective_name
         runs = [(candidate, CandidateRun(train=None)) for candidate in event.never_run] + list(event.ran)
         for candidate, result in runs:
             assert candidate.trial_number is not None

@@ -1,10 +1,12 @@
-"""The terminal: one progress bar per phase of work, and the lines that say what a generation and the run did."""
+"""The terminal: one progress bar per phase of work, and the lines that say what a generation, an in-episode step and
+the run did."""
 
 from __future__ import annotations
 
 import importlib
 import logging
 from contextlib import AbstractContextManager, ExitStack
+from typing import TYPE_CHECKING
 
 from memevo.environments.progress import Phase
 from memevo.evolve.cross_test import cross_test_lines
@@ -14,6 +16,7 @@ from memevo.evolve.events import (
     Event,
     GenerationEnded,
     GenerationPlanned,
+    InEpisodeEnded,
     Observer,
     PhaseAdvanced,
     PhaseEnded,
@@ -22,9 +25,13 @@ from memevo.evolve.events import (
     PhaseStarted,
     RunContext,
     RunEnded,
+    UserEvolved,
 )
 from memevo.evolve.presentation.explain import generation_line, proposals_line
 from memevo.evolve.presentation.progress import candidates_phase, evaluation_phase, test_phase
+
+if TYPE_CHECKING:
+    from memevo.evolve.records import EvolutionResult
 
 log = logging.getLogger("memevo.evolve")
 
@@ -66,6 +73,11 @@ class TerminalObserver(Observer):
                 self._ended(event)
             case RunEnded():
                 self._run_ended(event)
+            case UserEvolved(step, evolved):
+                log.info("user %s period %d: evolved %s (%d rejected)", step.user_id, step.period,
+                         list(evolved) or "nothing", step.stats.rejected)
+            case InEpisodeEnded(result):
+                log.info("in-episode evolution, %s", self._held_out(result, best_label="evolving"))
 
     @staticmethod
     def _planned(event: GenerationPlanned) -> None:
@@ -87,14 +99,16 @@ class TerminalObserver(Observer):
                                  generation_best=max(outcome.val.values(), default=None), kept=event.kept.label,
                                  improved=event.improved, kept_objective=outcome.parent_val, usage=event.spend))
 
-    def _run_ended(self, event: RunEnded) -> None:
+    def _held_out(self, result: EvolutionResult, *, best_label: str = "best") -> str:
         from memevo.evolve.presentation.headline import (
             held_out_line,  # scipy.stats: not on the way to the first request
         )
 
+        return held_out_line(self.objective, result.seed_scores, result.best_scores, best_label=best_label)
+
+    def _run_ended(self, event: RunEnded) -> None:
         result = event.result
-        log.info("stopped: %s. %s", result.stop_reason,
-                 held_out_line(self.objective, result.seed_scores, result.best_scores))
+        log.info("stopped: %s. %s", result.stop_reason, self._held_out(result))
         for line in [] if event.cross is None else cross_test_lines(event.cross):
             log.info("%s", line)
 

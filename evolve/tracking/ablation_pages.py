@@ -1,8 +1,9 @@
 """What an ablation's parent run tells MLflow: a description that says what the ablation compared and how its runs
 nest, with the summary table on top, so the run page reads like the report's first screen.
 
-``ablation.py`` is to write it: each tag of ``ablation_note(summary, table)`` set on the parent run after the summary,
-with the arm table ``ablation_render`` already builds. A pure function, like the evolution's payloads.
+The ablation's MLflow observer (``memevo.evolve.observers.ablation_mlflow``) writes it: each tag of
+``ablation_note(summary, table)`` set on the parent run after the summary, with the arm table the report already
+builds. A pure function, like the evolution's payloads.
 """
 
 from __future__ import annotations

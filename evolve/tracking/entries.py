@@ -2,7 +2,9 @@
 
 The payloads are built here from the run's records and the evaluator's scores; ``store.Tracker``
 writes them. Metric names keep the split and the objective in them (``val_objective`` is the value the
-loop compared; ``val_accuracy`` and ``val_memory_score`` are always both logged when defined).
+loop compared; ``val_accuracy`` and ``val_memory_score`` are always both logged when defined). The headline figure
+is named by what it is, once per run from the environment's questions (``score_text.data_figure_name``):
+``val_accuracy`` when every question is multiple choice, ``val_score`` (a mean of per-question credit) otherwise.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 from memevo.agents.base import AgentSpec
 from memevo.agents.llm.accounting import UsageReport
 from memevo.environments.metrics import Scores
-from memevo.environments.score_text import extra_metrics
+from memevo.environments.score_text import FigureName, extra_metrics
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.evaluation import CandidateEval, Evaluator
 from memevo.evolve.records import EvolutionResult, GenerationOutcome
@@ -33,14 +35,15 @@ SPLITS = ("train", "val")
 """The splits whose episodes are logged; a minibatch's episodes are part of the train split's."""
 
 
-def score_metrics(prefix: str, summary: Scores) -> dict[str, float]:
-    """Accuracy, memory score, their per-period values, the failure split and the figures behind the memory
-    score (cells, pooled score, memory gain, probe coverage, write failures) of one split's scores."""
-    metrics: dict[str, float] = {f"{prefix}_accuracy": summary.accuracy}
+def score_metrics(prefix: str, summary: Scores, figure: FigureName) -> dict[str, float]:
+    """The headline figure (named ``figure``), memory score, their per-period values, the failure split and the
+    figures behind the memory score (cells, pooled score, memory gain, probe coverage, write failures) of one
+    split's scores."""
+    metrics: dict[str, float] = {f"{prefix}_{figure}": summary.accuracy}
     if summary.memory_score is not None:
         metrics[f"{prefix}_memory_score"] = summary.memory_score
     for period in summary.per_period:
-        metrics[f"{prefix}_accuracy_p{period.period:02d}"] = period.accuracy
+        metrics[f"{prefix}_{figure}_p{period.period:02d}"] = period.accuracy
         if period.memory_score is not None:
             metrics[f"{prefix}_memory_score_p{period.period:02d}"] = period.memory_score
     if summary.failure is not None:
@@ -101,7 +104,8 @@ def evaluation_span(evaluator: Evaluator, candidate_id: str) -> tuple[int, int] 
 
 
 def candidate_metrics(
-    evaluator: Evaluator, users: dict[str, list[str]], candidate: Candidate, evals: dict[str, CandidateEval | None]
+    evaluator: Evaluator, users: dict[str, list[str]], candidate: Candidate, evals: dict[str, CandidateEval | None],
+    figure: FigureName,
 ) -> dict[str, float]:
     train = evals.get("train")
     metrics: dict[str, float] = {
@@ -114,23 +118,24 @@ def candidate_metrics(
             metrics[f"{label}_objective"] = result.score
     for split in SPLITS:
         if evals.get(split) is not None:
-            metrics |= split_metrics(evaluator, users, candidate.id, split)
+            metrics |= split_metrics(evaluator, users, candidate.id, split, figure)
     return metrics
 
 
-def split_metrics(evaluator: Evaluator, users: dict[str, list[str]], candidate_id: str, split: str) -> dict[str, float]:
+def split_metrics(evaluator: Evaluator, users: dict[str, list[str]], candidate_id: str, split: str,
+                  figure: FigureName) -> dict[str, float]:
     """``score_metrics`` of a candidate's finished episodes on one split (nothing when none finished)."""
     scored = evaluator.scores(candidate_id, split, users[split])
-    return score_metrics(split, scored[0]) if scored is not None else {}
+    return score_metrics(split, scored[0], figure) if scored is not None else {}
 
 
 def completed_train_entry(evaluator: Evaluator, users: dict[str, list[str]], candidate: Candidate,
-                          train: CandidateEval) -> tuple[dict[str, float], dict[str, str]]:
+                          train: CandidateEval, figure: FigureName) -> tuple[dict[str, float], dict[str, str]]:
     """The train scores and the answers table of a candidate that ran on the other train users when it became a
     parent (validation first): the metric names and the ``RESULTS_ARTIFACT`` its run would have had, had its
     generation run it on them all."""
     metrics = ({"train_users_evaluated": len(train.users), "train_objective": train.score}
-               | split_metrics(evaluator, users, candidate.id, "train"))
+               | split_metrics(evaluator, users, candidate.id, "train", figure))
     return metrics, {RESULTS_ARTIFACT: qa_table(evaluator, users, candidate.id)}
 
 
@@ -176,6 +181,7 @@ def candidate_entry(
     feedback: str,
     *,
     outcome: GenerationOutcome,
+    figure: FigureName,
 ) -> dict[str, Any]:
     """One candidate's MLflow run: its metrics, params, prompts, diff and answers, and the decision (also for a
     candidate the generation never ran: evals empty)."""
@@ -191,7 +197,7 @@ def candidate_entry(
                           decision=decision)
     return {
         "label": candidate.label,
-        "metrics": candidate_metrics(evaluator, users, candidate, evals),
+        "metrics": candidate_metrics(evaluator, users, candidate, evals, figure),
         "tags": tags | candidate_note(decision, label=candidate.label, parent_label=parent.label,
                                       changes=candidate.changes),
         "span": evaluation_span(evaluator, candidate.id),
@@ -233,11 +239,30 @@ def memory_tags(result: EvolutionResult) -> dict[str, str]:
     return {} if reason is None else {"test_memory_score": f"n/a ({reason})"}
 
 
-def final_metrics(result: EvolutionResult) -> dict[str, float]:
-    metrics = {"test_seed_accuracy": result.seed_scores.accuracy, "test_best_accuracy": result.best_scores.accuracy}
+def test_figures(result: EvolutionResult, figure: FigureName) -> dict[str, float]:
+    """The seed's and the best's headline figure on the test users, named ``figure``."""
+    return {f"test_seed_{figure}": result.seed_scores.accuracy, f"test_best_{figure}": result.best_scores.accuracy}
+
+
+def final_metrics(result: EvolutionResult, figure: FigureName) -> dict[str, float]:
+    """``test_figures`` and, when both are defined, the seed's and the best's memory score."""
+    metrics = test_figures(result, figure)
     if result.seed_scores.memory_score is not None and result.best_scores.memory_score is not None:
         metrics |= {
             "test_seed_memory_score": result.seed_scores.memory_score,
             "test_best_memory_score": result.best_scores.memory_score,
         }
     return metrics
+
+
+def in_episode_period_metrics(result: EvolutionResult, figure: FigureName) -> list[tuple[int, dict[str, float]]]:
+    """An in-episode run's per-period rows (step = period): the headline figure (named ``figure``) and memory score
+    of the seed arm (``seed_...``), then of the evolving arm (``evolved_...``)."""
+    rows = []
+    for label, scores in (("seed", result.seed_scores), ("evolved", result.best_scores)):
+        for period in scores.per_period:
+            values = {f"{label}_{figure}": period.accuracy}
+            if period.memory_score is not None:
+                values[f"{label}_memory_score"] = period.memory_score
+            rows.append((period.period, values))
+    return rows

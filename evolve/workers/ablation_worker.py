@@ -18,7 +18,7 @@ from pathlib import Path
 
 from memevo.evolve import runtime
 from memevo.evolve.ablation.config import AblationConfig, resolve_all
-from memevo.evolve.ablation.run import AblationOutcome, finish_ablation, load_manifest, run_unit, start_ablation
+from memevo.evolve.ablation.run import AblationOutcome, finish_ablation, run_unit, start_ablation
 from memevo.evolve.workers.claims import DONE, ClaimStore
 from memevo.evolve.workers.worker import WorkerSettings, work_through
 
@@ -47,19 +47,17 @@ def run_ablation_worker(config: AblationConfig, *, run_dir: Path, hub: runtime.H
         progress(f"[{settings.name}] this ablation is finished: nothing to do")
         return None
     work_through(store, job, [PREPARE], settings, lambda unit: start_ablation(config, run_dir, resume=True))
-    manifest = load_manifest(run_dir)
-    assert manifest is not None and manifest.parent_run_id is not None  # written by the prepare unit
-    _, client, parent_id = start_ablation(config, run_dir, resume=True)
+    manifest, observers = start_ablation(config, run_dir, resume=True)  # as the prepare unit left it
 
     def run_one(unit: str) -> None:
         arm, seed, evolve_config = resolved[unit]
         progress(f"[{settings.name}] claimed {unit}")
-        run_unit(arm, seed, evolve_config, manifest=manifest, run_dir=run_dir, hub=hub, client=client,
-                 parent_id=parent_id, progress=progress)
+        run_unit(arm, seed, evolve_config, manifest=manifest, run_dir=run_dir, hub=hub, observers=observers,
+                 progress=progress)
 
     work_through(store, job, list(resolved), settings, run_one)
     outcomes: list[AblationOutcome] = []
     work_through(store, job, [SUMMARY], settings,
-                 lambda unit: outcomes.append(finish_ablation(client, parent_id, manifest, run_dir)), wait=False)
+                 lambda unit: outcomes.append(finish_ablation(observers, manifest, run_dir)), wait=False)
     return outcomes[0] if outcomes else None
 
