@@ -79,10 +79,10 @@ async def evolve_as_worker(config: EvolveConfig, *, run_dir: Path, hub: runtime.
     try:
         async with turns.turn("prepare") as mine:
             run = OuterLoop(config, Path(run_dir), hub, resume=resume or not mine, turns=turns)
-            if mine:  # made once, before any other worker opens them
-                run.tuner  # noqa: B018  # the study and its enqueued first trial
-                if config.tracking.enabled:
-                    run.tracker  # noqa: B018  # mlflow_ids.json with the run's tracking id
+            if mine:  # the study and its enqueued first trial, made once before any other worker opens it. (The
+                # tracker's ids are written by generation 0's holder before the others make a request, which is
+                # when their trackers open.)
+                run.tuner  # noqa: B018
         run.budget.usage = usage  # the budget is every worker's, and so are the usage figures of the result
         try:
             return await run.run()
