@@ -46,6 +46,7 @@ from memevo.agents.registry import agent_spec
 from memevo.core.atomic_files import write_json_atomic
 from memevo.core.run_files import RESTORE, delete_and_resume, read_json
 from memevo.environments.metrics import Scores, UserScores
+from memevo.environments.score_text import data_figure_name
 from memevo.evolve import runtime
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
@@ -63,6 +64,7 @@ from memevo.evolve.events import (
     Progress,
     ProposalRepeated,
     RunEnded,
+    objective_name,
 )
 from memevo.evolve.evidence import evidence_from_episodes, render_evidence
 from memevo.evolve.proposers import ProposalContext, propose_all
@@ -89,12 +91,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("memevo.evolve")
 
 
-def open_tuner(config: EvolveConfig, *, storage: str, first_trial: dict[str, int]) -> Tuner:
+def open_tuner(config: EvolveConfig, *, storage: str, first_trial: dict[str, int], metric: str) -> Tuner:
     """The run's tuner; Optuna loads and opens its study here, in the start-up thread (``deferred``)."""
     from memevo.evolve.tuner import Tuner
 
     return Tuner(config.optuna, {str(name): space for name, space in config.hyperparameters.items()}, storage=storage,
-                 study_name=config.name, first_trial=first_trial, metric=config.objective)
+                 study_name=config.name, first_trial=first_trial, metric=metric)
 
 
 __all__ = ["EvolutionResult", "GenerationOutcome", "GenerationPlan", "OuterLoop", "evolve", "run_evolution"]
@@ -131,7 +133,9 @@ class OuterLoop(runtime.RunBase):
         config = self.config
         return self.start_later.defer(partial(
             open_tuner, config, storage=config.optuna.storage or f"sqlite:///{(self.run_dir / 'optuna.db').resolve()}",
-            first_trial={name: getattr(self.seed.policy, name) for name in config.hyperparameters}), first=True)
+            first_trial={name: getattr(self.seed.policy, name) for name in config.hyperparameters},
+            metric=objective_name(config.objective, data_figure_name(self.evaluator.environment, self.users))),
+            first=True)
 
     @property
     def tuner(self) -> Tuner:
