@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 import orjson
 
-from memevo.agents.llm.accounting import Accounting, Counts, RoleUsage, UsageReport
+from memevo.agents.llm.accounting import Accounting, Counts, EndpointUsage, RoleUsage, UsageReport
 from memevo.core.atomic_files import write_json_atomic
 from memevo.core.errors import DamagedFileError, RunFailedError, UserInputError
 from memevo.core.full_disk import FULL_ERRNOS, allocate_past_end, full_disk
@@ -285,11 +285,20 @@ def _ledger_text(path: Path) -> str:
 
 
 def _summed(text: str) -> UsageReport:
-    """The usage in a ledger's text, summed per role."""
+    """The usage in a ledger's text, summed per role and per server (its ``endpoint`` lines)."""
     by_role: dict[str, RoleUsage] = {}
     for role, usage in ledger_entries(text):
         by_role[role] = by_role.get(role, RoleUsage()).plus(usage)
-    return UsageReport(by_role=by_role)
+    by_endpoint: dict[str, EndpointUsage] = {}
+    for line in text.splitlines():
+        if line.startswith('{"endpoint":'):
+            try:
+                entry = json.loads(line)
+                url = entry.pop("endpoint")
+                by_endpoint[url] = by_endpoint.get(url, EndpointUsage()).plus(EndpointUsage.model_validate(entry))
+            except (json.JSONDecodeError, ValueError):
+                continue
+    return UsageReport(by_role=by_role, by_endpoint=by_endpoint)
 
 
 def read_ledger(path: Path) -> UsageReport:
@@ -310,8 +319,11 @@ class UsageLedger(Accounting):
         super().__init__()
         self.path = Path(path)
         earlier = _ledger_text(self.path)
-        for role, usage in _summed(earlier).by_role.items():
+        summed = _summed(earlier)
+        for role, usage in summed.by_role.items():
             super()._add(role, usage.model_dump())
+        for url, requests in summed.by_endpoint.items():
+            super()._add_endpoint(url, requests.model_dump())
         if earlier and not earlier.endswith("\n"):
             with self.path.open("a", encoding="utf-8") as ledger:  # end a line torn by a kill: the next count starts clean
                 ledger.write("\n")
@@ -324,8 +336,15 @@ class UsageLedger(Accounting):
 
     def _add(self, role: str, counts: Counts) -> None:
         super()._add(role, counts)
+        self._append({"role": role, **counts})
+
+    def _add_endpoint(self, url: str, counts: Counts) -> None:
+        super()._add_endpoint(url, counts)
+        self._append({"endpoint": url, **counts})
+
+    def _append(self, entry: dict[str, object]) -> None:
         # orjson: json.dumps cost ~9 us of this per-call line, orjson ~1 us (the same JSON, without spaces).
-        self._end += os.write(self._fd, orjson.dumps({"role": role, **counts}, option=orjson.OPT_APPEND_NEWLINE))
+        self._end += os.write(self._fd, orjson.dumps(entry, option=orjson.OPT_APPEND_NEWLINE))
         if self._reserved_to - self._end < LEDGER_RESERVE_BYTES // 2:
             self._reserve()
 

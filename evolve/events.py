@@ -181,6 +181,12 @@ Event = (PhaseStarted | PhaseAdvanced | PhaseSkipped | PhaseEnded | CandidatePro
 
 # ----- observers ---------------------------------------------------------------------------------------------------
 
+def objective_name(objective: str, figure: FigureName) -> str:
+    """What the run's tags, attributes and Optuna study call its objective: the headline figure's name for
+    ``accuracy`` (``score`` on free-text answers), AMemGym's memory score under its own."""
+    return figure if objective == "accuracy" else objective
+
+
 @dataclass
 class RunContext:
     """What observers may read about the run beyond the events: its settings, folder, evaluations and users."""
@@ -212,7 +218,7 @@ class RunContext:
     def objective_name(self) -> str:
         """The objective as the run's tags and attributes name it (``val_<objective_name>``): the headline figure's
         name for ``accuracy``, AMemGym's memory score under its own."""
-        return self.figure if self.config.objective == "accuracy" else self.config.objective
+        return objective_name(self.config.objective, self.figure)
 
 
 class Observer:

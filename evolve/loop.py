@@ -47,6 +47,7 @@ from memevo.core.atomic_files import write_json_atomic
 from memevo.core.run_files import RESTORE, delete_and_resume, read_json
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.resume import run_resumable
+from memevo.environments.score_text import data_figure_name
 from memevo.evolve import runtime
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
@@ -64,6 +65,7 @@ from memevo.evolve.events import (
     Progress,
     ProposalRepeated,
     RunEnded,
+    objective_name,
 )
 from memevo.evolve.evidence import evidence_from_episodes, render_evidence
 from memevo.evolve.proposers import ProposalContext, propose_all
@@ -76,7 +78,7 @@ from memevo.evolve.records import (
     read_record,
     write_record,
 )
-from memevo.evolve.scheduling import CandidateRun, CandidateScheduler, Scheduled
+from memevo.evolve.scheduling import CandidateRun, CandidateScheduler, OneProcess, Scheduled, Turns
 from memevo.evolve.selection import Decision, MinibatchGate, best_of, make_acceptance, make_parent_selector
 from memevo.evolve.selection.gate import not_worse
 from memevo.evolve.selection.parents import mean_score
@@ -90,12 +92,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("memevo.evolve")
 
 
-def open_tuner(config: EvolveConfig, *, storage: str, first_trial: dict[str, int]) -> Tuner:
+def open_tuner(config: EvolveConfig, *, storage: str, first_trial: dict[str, int], metric: str) -> Tuner:
     """The run's tuner; Optuna loads and opens its study here, in the start-up thread (``deferred``)."""
     from memevo.evolve.tuner import Tuner
 
     return Tuner(config.optuna, {str(name): space for name, space in config.hyperparameters.items()}, storage=storage,
-                 study_name=config.name, first_trial=first_trial, metric=config.objective)
+                 study_name=config.name, first_trial=first_trial, metric=metric)
 
 
 __all__ = ["EvolutionResult", "GenerationOutcome", "GenerationPlan", "OuterLoop", "evolve", "run_evolution"]
@@ -104,12 +106,16 @@ __all__ = ["EvolutionResult", "GenerationOutcome", "GenerationPlan", "OuterLoop"
 class OuterLoop(runtime.RunBase):
     """One evolution run over generations (see the module docstring)."""
 
-    def __init__(self, config: EvolveConfig, run_dir: Path, hub: runtime.Hub, *, resume: bool) -> None:
+    def __init__(self, config: EvolveConfig, run_dir: Path, hub: runtime.Hub, *, resume: bool,
+                 turns: Turns | None = None) -> None:
         super().__init__(config, run_dir, hub, resume=resume)
         self.spec = agent_spec(self.seed.policy.kind)
         self.budget = BudgetKeeper(config.budget, self.usage)
+        self.turns = turns or OneProcess()
+        """Worker processes sharing this run (``memevo.evolve.workers``): who does generation 0, each generation's
+        plan, candidates and outcome, and the end; each unit is the resumable code one process runs."""
         self.scheduler = CandidateScheduler(self.budget, concurrency=config.episode.candidate_concurrency,
-                                            started=self.evaluator.started)
+                                            started=self.evaluator.started, turns=self.turns)
         self.start_later.defer(self.observers.warm_up)
         strategy = config.strategy
         self.parents = make_parent_selector(strategy.parents, seed=config.split.seed)
@@ -128,7 +134,9 @@ class OuterLoop(runtime.RunBase):
         config = self.config
         return self.start_later.defer(partial(
             open_tuner, config, storage=config.optuna.storage or f"sqlite:///{(self.run_dir / 'optuna.db').resolve()}",
-            first_trial={name: getattr(self.seed.policy, name) for name in config.hyperparameters}), first=True)
+            first_trial={name: getattr(self.seed.policy, name) for name in config.hyperparameters},
+            metric=objective_name(config.objective, data_figure_name(self.evaluator.environment, self.users))),
+            first=True)
 
     @property
     def tuner(self) -> Tuner:
@@ -563,14 +571,27 @@ class OuterLoop(runtime.RunBase):
         if self._speculation != "off" and generation == self.config.budget.generations:  # the best so far may stay it
             incumbent = parent if self.sequential else best_of(self.pool, self.val_instances)
             self.evaluator.speculate(incumbent, "test", self.split.test)
-        if self.sequential:
-            ran, not_started, not_needed, accepted, budget_stop = await self._race(generation, parent, plan)
-        else:
+        gathered = None
+        if not self.sequential:  # the race's rounds are one process's (several workers refuse it: ``workers``)
             if self._speculation == "generation" and self._validation_first:
                 for candidate in plan.candidates:
                     self._speculate(candidate, [*self.split.val, *self._check_users(candidate, parent)])
             with self.observers.phase(CandidatesPhase(generation, len(plan.candidates))) as bar:
                 gathered = await self._schedule(plan.candidates, parent, bar)
+        async with self.turns.turn(f"gen-{generation:03d}/outcome") as mine:
+            if not mine:  # ended by another worker: its observers logged it
+                outcome = read_record(path, GenerationOutcome)
+                assert outcome is not None, f"generation {generation} ended in another worker without its outcome"
+                return outcome
+            return await self._outcome(generation, parent, plan, gathered)
+
+    async def _outcome(self, generation: int, parent: Candidate, plan: GenerationPlan,
+                       gathered: Scheduled | None) -> GenerationOutcome:
+        """The generation's race (sequential acceptance) or its scheduled candidates decided, logged and saved."""
+        path = self._gen_dir(generation) / "outcome.json"
+        if gathered is None:
+            ran, not_started, not_needed, accepted, budget_stop = await self._race(generation, parent, plan)
+        else:
             budget_stop = [] if gathered.budget_stop is None else [gathered.budget_stop]
             tried, not_needed = plan.candidates[:len(gathered.runs)], plan.candidates[len(gathered.runs):]
             not_started = [c for c, result in zip(tried, gathered.runs, strict=True) if result is None]
@@ -613,7 +634,7 @@ class OuterLoop(runtime.RunBase):
         candidate's run) before its outcome is saved, so a kill in between repeats it on resume."""
         self.observers.notify(GenerationEnded(
             outcome=outcome, ran=ran, never_run=never_run or [], lineage=self.candidates, feedback=feedback,
-            usage=self.budget.recorded(self._gen_dir(outcome.generation)), spend=self.usage.report().total()))
+            usage=self.budget.recorded(self._gen_dir(outcome.generation)), spend=self.budget.report().total()))
 
     def _decide(self, val: CandidateEval, parent: Candidate) -> Decision:
         return self.acceptance.decide(val.instances(), self.val_instances[parent.id])
@@ -641,29 +662,28 @@ class OuterLoop(runtime.RunBase):
     # ----- the run ------------------------------------------------------------------------------
 
     async def run(self) -> EvolutionResult:
-        table = asyncio.ensure_future(self.upper_bound_table(self.users))
-        self.evaluator.upper_bound_pending = table  # the seed's episodes play meanwhile; their scores wait for it
-        try:
-            history = [await self._generation_zero()]
-            await table
-        finally:
-            table.cancel()
-            self.evaluator.upper_bound_pending = None
+        async with self.turns.turn("gen-000"):  # the upper-bound table and the seed's episodes
+            table = asyncio.ensure_future(self.upper_bound_table(self.users))
+            self.evaluator.upper_bound_pending = table  # the seed's episodes play meanwhile; their scores wait for it
+            try:
+                history = [await self._generation_zero()]
+                await table
+            finally:
+                table.cancel()
+                self.evaluator.upper_bound_pending = None
         self._admit(history[0].accepted_ids)
         stale, stop = 0, "max generations"
         for generation in range(1, self.config.budget.generations + 1):
             stored = read_record(self._gen_dir(generation) / "outcome.json", GenerationOutcome)
-            if stored is None and not self._started_path(generation).exists():  # a started one continues
-                exceeded = self.budget.spent()
-                if exceeded:
-                    stop = exceeded
-                    break
-                if self.config.budget.patience is not None and stale >= self.config.budget.patience:
-                    stop = f"patience ({self.config.budget.patience})"
-                    break
             parent = self._incumbent(history) if self.sequential else self.parents.select(
                 self.pool, self.val_instances, generation)
-            plan = await self._plan(generation, parent)
+            async with self.turns.turn(f"gen-{generation:03d}/plan"):  # another worker's decision: the same one
+                exceeded = None if stored is not None else self._stop_before(generation, stale)
+                if exceeded is None:
+                    plan = await self._plan(generation, parent)
+            if exceeded is not None:
+                stop = exceeded
+                break
             for candidate in plan.candidates:
                 self.candidates[candidate.id] = candidate
             outcome = stored or await self._generation(generation, parent)
@@ -676,6 +696,16 @@ class OuterLoop(runtime.RunBase):
                 break
         best = self._incumbent(history) if self.sequential else best_of(self.pool, self.val_instances)
         return await self._finish(best, history, stop)
+
+    def _stop_before(self, generation: int, stale: int) -> str | None:
+        """The budget or patience that ends the run before this generation (a started one continues). Budgets only
+        grow spent, so a worker that reads this after another decided gets the same answer."""
+        if self._started_path(generation).exists():
+            return None
+        exceeded = self.budget.spent()
+        if exceeded is None and self.config.budget.patience is not None and stale >= self.config.budget.patience:
+            exceeded = f"patience ({self.config.budget.patience})"
+        return exceeded
 
     async def _test_scores(self, candidate: Candidate, bar: Progress) -> tuple[Scores, list[UserScores]]:
         """Scores on the test users (never empty: the split guarantees at least one)."""
@@ -694,6 +724,14 @@ class OuterLoop(runtime.RunBase):
                                     run_dir=self.run_dir)
 
     async def _finish(self, best: Candidate, history: list[GenerationOutcome], stop: str) -> EvolutionResult:
+        async with self.turns.turn("finish") as mine:
+            if not mine:  # scored and logged by another worker
+                stored = read_record(self.run_dir / "result.json", EvolutionResult)
+                assert stored is not None, "the run ended in another worker without its result"
+                return stored
+            return await self._score_and_end(best, history, stop)
+
+    async def _score_and_end(self, best: Candidate, history: list[GenerationOutcome], stop: str) -> EvolutionResult:
         await self.evaluator.speculation.cancel(set(self.candidates) - {self.seed.id, best.id})
         with self.observers.phase(FinalScoringPhase(2 * sum(self.evaluator.n_periods(user) for user in self.split.test))) as bar:
             # both at once; the seed once when it is the best (one candidate's store is written by one evaluation)
@@ -705,7 +743,7 @@ class OuterLoop(runtime.RunBase):
             protocol="outer_loop", environment=self.config.environment, objective=self.config.objective,
             seed=self.seed, best=best,
             seed_scores=seed_scores, best_scores=best_scores, seed_user_scores=seed_users,
-            best_user_scores=best_users, history=history, stop_reason=stop, usage=self.usage.report(),
+            best_user_scores=best_users, history=history, stop_reason=stop, usage=self.budget.report(),
         )
         write_record(self.run_dir / "result.json", result)
         self.observers.notify(RunEnded(result, cross))
@@ -713,7 +751,8 @@ class OuterLoop(runtime.RunBase):
 
 
 async def evolve(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resume: bool) -> EvolutionResult:
-    """Async form of ``run_evolution`` (for callers already inside an event loop)."""
+    """Async form of ``run_evolution`` (for callers already inside an event loop; several workers on one run:
+    ``memevo.evolve.workers.evolve_worker``)."""
     run_dir = Path(run_dir)
     if config.protocol == "amemgym_period":
         from memevo.evolve.in_episode import InEpisodeEvolution

@@ -9,8 +9,10 @@ under any interleaving, since each candidate's episodes are seeded and stored on
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
+from typing import Protocol
 
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.evaluation import CandidateEval
@@ -49,6 +51,23 @@ class CandidateRun:
         return {"minibatch": self.minibatch, "train": self.train, "val": self.val}
 
 
+class Turns(Protocol):
+    """Who does a unit of a run's work (``gen-003/<candidate>``, ``finish``) when several processes run it: ``turn``
+    enters when this process holds the unit (True) or another one has done it (False: its files are written, and
+    what it told observers is not told again). The units' code is the resumable code of one process, so both
+    ways end with the same files."""
+
+    def turn(self, unit: str) -> AbstractAsyncContextManager[bool]: ...
+
+
+class OneProcess:
+    """Every unit is this process's: the run as one process."""
+
+    @asynccontextmanager
+    async def turn(self, unit: str) -> AsyncIterator[bool]:
+        yield True
+
+
 RunOne = Callable[[Candidate], Awaitable[CandidateRun]]
 Settle = Callable[[Candidate, CandidateRun], Awaitable[tuple[CandidateRun, bool]]]
 """One at a time: the candidate's run completed (e.g. checked on the train users) and whether it was accepted."""
@@ -66,11 +85,14 @@ class Scheduled:
 class CandidateScheduler:
     """Starts a generation's candidates and asks the budget keeper before each one."""
 
-    def __init__(self, budget: BudgetKeeper, *, concurrency: int | None, started: Callable[[str], bool]) -> None:
+    def __init__(self, budget: BudgetKeeper, *, concurrency: int | None, started: Callable[[str], bool],
+                 turns: Turns | None = None) -> None:
         self.budget = budget
         self.concurrency = concurrency
         self.started = started
         """Whether a candidate was started by a killed process: it was allowed to start, so it continues."""
+        self.turns = turns or OneProcess()
+        """Several worker processes: each candidate (its budget check and its run) is one unit of work."""
 
     async def run(self, candidates: Sequence[Candidate], run_one: RunOne, progress: Progress, *,
                   settle: Settle | None = None) -> Scheduled:
@@ -79,7 +101,7 @@ class CandidateScheduler:
         stops: list[str] = []
 
         async def start(candidate: Candidate) -> CandidateRun | None:
-            async with semaphore:
+            async with self.turns.turn(f"gen-{candidate.generation:03d}/{candidate.id}"), semaphore:
                 exceeded = None if self.started(candidate.id) else self.budget.spent()
                 if exceeded:
                     stops.append(exceeded)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Protocol
 
 from memevo.agents.llm.accounting import UsageReport
 from memevo.core.atomic_files import write_json_atomic
@@ -26,16 +27,26 @@ def budget_exceeded(budget: BudgetConfig, usage: UsageReport) -> str | None:
     return None
 
 
+class Usage(Protocol):
+    def report(self) -> UsageReport: ...
+
+
 class BudgetKeeper:
     """What the loop asks before work starts (is a budget spent?) and the usage it records with a generation."""
 
     def __init__(self, budget: BudgetConfig, usage: UsageLedger) -> None:
         self.budget = budget
-        self.usage = usage
+        self.usage: Usage = usage
+        """The run's usage over all its processes: its ledger file, or with several workers at once the ledger they
+        share (``agents.llm.shared_usage``), so together they stop where one process would."""
 
     def spent(self) -> str | None:
         """The budget used up so far, if any (see ``budget_exceeded``)."""
         return budget_exceeded(self.budget, self.usage.report())
+
+    def report(self) -> UsageReport:
+        """The run's usage so far."""
+        return self.usage.report()
 
     def recorded(self, folder: Path) -> UsageReport:
         """The run's usage when a generation's evaluations ended (``spend.json`` in its ``folder``, beside its

@@ -137,6 +137,7 @@ def test_a_free_text_environment_logs_scores_under_score_names_in_every_split(tm
     study = optuna.load_study(study_name="env-evolution", storage=f"sqlite:///{tmp_path / 'run' / 'optuna.db'}")
     attributes = {name for trial in study.trials for name in trial.user_attrs}
     assert "val_score" in attributes and "val_accuracy" not in attributes
+    assert study.metric_names == ["score"], "the study names its objective as the runs do"
 
 
 @pytest.mark.parametrize(("overrides", "field"), [

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Mapping
+from typing import Any
 
 from memevo.agents.llm.config import LOCAL_MODEL_NAME
 from memevo.core.lazy_model import LazyModel
@@ -63,10 +65,25 @@ class RoleUsage(LazyModel):
         return RoleUsage(**{name: getattr(self, name) - getattr(other, name) for name in RoleUsage.model_fields})
 
 
+class EndpointUsage(LazyModel):
+    """What one server (a base URL) was sent: requests it answered, attempts that failed there (each retry is one),
+    and the tokens of its answers. Cache hits reach no server and are not here."""
+
+    requests: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def plus(self, other: EndpointUsage) -> EndpointUsage:
+        return EndpointUsage(**{name: getattr(self, name) + getattr(other, name) for name in EndpointUsage.model_fields})
+
+
 class UsageReport(LazyModel):
-    """A snapshot of usage by role."""
+    """A snapshot of usage by role, and of the requests by server (``llm.extra_base_urls`` spreads a role over
+    several)."""
 
     by_role: dict[str, RoleUsage] = {}
+    by_endpoint: dict[str, EndpointUsage] = {}
 
     def total(self) -> RoleUsage:
         total = RoleUsage()
@@ -102,6 +119,7 @@ class Accounting:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_role: dict[str, Counts] = {}
+        self._by_endpoint: dict[str, Counts] = {}
         self._attached: tuple[Accounting, ...] = ()
 
     def attach(self, other: Accounting) -> None:
@@ -157,6 +175,24 @@ class Accounting:
     def record_retry(self, role: str) -> None:
         self._add(role, {"retries": 1})
 
+    def record_endpoint(self, url: str, completion: Mapping[str, Any] | None) -> None:
+        """One attempt at the server ``url``: answered (``completion``, whose usage gives the tokens) or failed
+        (None)."""
+        if completion is None:
+            self._add_endpoint(url, {"failures": 1})
+            return
+        usage = completion.get("usage") or {}
+        self._add_endpoint(url, _nonzero(requests=1, prompt_tokens=usage.get("prompt_tokens") or 0,
+                                         completion_tokens=usage.get("completion_tokens") or 0))
+
+    def _add_endpoint(self, url: str, counts: Counts) -> None:
+        with self._lock:
+            totals = self._by_endpoint.setdefault(url, {name: 0 for name in EndpointUsage.model_fields})
+            for name, value in counts.items():
+                totals[name] += value
+        for attached in self._attached:
+            attached._add_endpoint(url, counts)
+
     def _add(self, role: str, counts: Counts) -> None:
         with self._lock:
             totals = self._by_role.get(role)
@@ -169,7 +205,8 @@ class Accounting:
 
     def report(self) -> UsageReport:
         with self._lock:
-            return UsageReport(by_role={role: RoleUsage(**totals) for role, totals in self._by_role.items()})
+            return UsageReport(by_role={role: RoleUsage(**totals) for role, totals in self._by_role.items()},
+                               by_endpoint={url: EndpointUsage(**totals) for url, totals in self._by_endpoint.items()})
 
 
 def dollars_text(usage: RoleUsage) -> str:

@@ -308,10 +308,13 @@ class LLMGateway:
                     completion = await route.transport.post(path, payload)
                     ticket.settle(completion)
                     route.succeeded()
+                    self.accounting.record_endpoint(route.url, completion)
                     return completion
             except RefusedHTTPError as error:
+                self.accounting.record_endpoint(route.url, None)
                 raise LLMRequestError(f"{model} at {route.url} refused the request: {error}") from error
             except TransientHTTPError as error:
+                self.accounting.record_endpoint(route.url, None)
                 if error.connection and self.health_check is not None:
                     self.health_check()
                 failure, retry_after = error.failure, error.retry_after_s

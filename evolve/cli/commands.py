@@ -35,6 +35,13 @@ def evolve_command(
     )] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the LLM response cache.")] = False,
     concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help=CONCURRENCY_HELP)] = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Worker processes to run on this machine; they "
+                                         "share the run folder and the Optuna study and claim a generation's "
+                                         "candidates (strategy.acceptance mean or paired, candidates at once).")] = 1,
+    store: Annotated[str | None, typer.Option("--store", help="Database URL where workers claim their work and "
+                                              "share the Optuna study (e.g. postgresql+psycopg://host/memevo): start "
+                                              "workers on other machines with the same URL and --run-dir. Default "
+                                              "with --workers: an SQLite file in the run folder.")] = None,
 ) -> None:
     """Evolve a memory agent's prompts and settings; prints seed vs best on the test users."""
     from memevo.agents.llm.hub import LLMHub
@@ -44,9 +51,15 @@ def evolve_command(
     show_progress()
     settings = load_evolve_config(config)
     folder = run_dir or _default_run_dir(config)
-    with (claim_run_folder(folder, flag="--run-dir", kind="evolution"), resumable(ctx),
-          LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub):
-        result = run_evolution(settings, run_dir=folder, hub=hub, resume=resume)
+    if workers > 1 or store:
+        from memevo.evolve.cli.evolve_workers import evolve_with_workers
+
+        result = evolve_with_workers(ctx, settings, config, folder, workers=workers, store=store, resume=resume,
+                                     no_cache=no_cache, concurrency=concurrency)
+    else:
+        with (claim_run_folder(folder, flag="--run-dir", kind="evolution"), resumable(ctx),
+              LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub):
+            result = run_evolution(settings, run_dir=folder, hub=hub, resume=resume)
     from memevo.evolve.presentation.headline import held_out_lines, objective_label  # scipy.stats: after the run
 
     typer.echo(f"run folder: {folder} (environment {settings.environment})")

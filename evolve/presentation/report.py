@@ -188,6 +188,10 @@ def _spend_lines(usage: UsageReport) -> list[str]:
             f"| {role} | {spent.calls} | {spent.cache_hits} | {spent.prompt_tokens} | {spent.completion_tokens} "
             f"| {dollars_text(spent)} |"
         )
+    if usage.by_endpoint:  # requests by server: how llm.extra_base_urls spread the load
+        lines += ["", "| server | requests | failed attempts | prompt tokens | completion tokens |", "|---|---|---|---|---|"]
+        lines += [f"| {url} | {sent.requests} | {sent.failures} | {sent.prompt_tokens} | {sent.completion_tokens} |"
+                  for url, sent in sorted(usage.by_endpoint.items())]
     return lines
 
 

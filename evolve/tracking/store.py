@@ -122,7 +122,14 @@ class Tracker:
         self.ids = noted if isinstance(noted, dict) and self._in_store(noted) else self._recover(noted, own=uri is None)
         if "tracking_id" not in self.ids:  # saved before any run exists: every key tag of this folder uses it
             self.ids["tracking_id"] = uuid.uuid4().hex[:16]
-        self._save_ids()
+        if self.ids != noted:  # unchanged, not written: a worker of the same run may be writing it meanwhile
+            self._save_ids()
+
+    def reread(self) -> None:
+        """Continue from what the file notes: another worker process of the same run may have logged since."""
+        noted = read_ids(self.ids_path)
+        if isinstance(noted, dict) and noted.get("tracking_id") == self.tracking_id:
+            self.ids = noted
 
     def _in_store(self, ids: dict[str, Any]) -> bool:
         """Whether noted ids belong to this store: a tracking id, and the parent run (if noted) exists in it."""
@@ -195,6 +202,7 @@ class Tracker:
     def start(self, name: str, params: dict[str, Any], config_payload: dict[str, Any],
               dataset: DatasetInput | None = None) -> None:
         """Open (or reopen) the parent run and record what defines this evolution (``dataset``: its user split)."""
+        self.reread()
         claimed = self.run_dir / "config.json"  # the run folder's first write: when the evolution started
         started = int(claimed.stat().st_mtime * 1000) if claimed.exists() else None
         run_id = self._run("parent", name, None, {ROLE_TAG: "evolution", FOLDER_TAG: str(self.run_dir.resolve())},
@@ -264,6 +272,7 @@ class Tracker:
         candidate's own run: metrics at its generation's step, like the rest of its scores, and artifacts replacing
         the ones at the same paths. Repeatable: a repeat under the same ``key`` stores no second metric row, and an
         artifact written again replaces its file."""
+        self.reread()
         cand_key = f"gen{generation}/{label}"
         run_id = self.ids[cand_key]["id"]
         self._log_metrics(run_id, metrics, generation, stamp_key=f"{cand_key}@{key}")

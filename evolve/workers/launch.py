@@ -1,4 +1,5 @@
-"""``memevo ablate --workers N`` on one machine: this process is one worker and starts N-1 more of itself."""
+"""``memevo ablate --workers N`` and ``memevo evolve --workers N`` on one machine: this process is one worker and
+starts N-1 more of itself."""
 
 from __future__ import annotations
 
@@ -20,10 +21,11 @@ def worker_store(store: str | None, folder: Path) -> str:
 
 
 @contextmanager
-def sibling_workers(count: int, config: Path, folder: Path, store: str, extra: list[str]) -> Iterator[None]:
-    """Start ``count`` more ``memevo ablate`` workers on ``store``; on leaving, wait for them and fail when one
-    failed (a worker stopped by an error leaves its unit to the others and to a resume)."""
-    command = [sys.executable, "-m", "memevo.evolve.cli", "ablate", str(config), "--run-dir", str(folder),
+def sibling_workers(count: int, config: Path, folder: Path, store: str, extra: list[str], *,
+                    command_name: str = "ablate") -> Iterator[None]:
+    """Start ``count`` more ``memevo <command_name>`` workers on ``store``; on leaving, wait for them and fail when
+    one failed (a worker stopped by an error leaves its unit to the others and to a resume)."""
+    command = [sys.executable, "-m", "memevo.evolve.cli", command_name, str(config), "--run-dir", str(folder),
                "--store", store, *extra]
     siblings = [subprocess.Popen(command) for _ in range(count)]
     try:
@@ -37,4 +39,4 @@ def sibling_workers(count: int, config: Path, folder: Path, store: str, extra: l
     failed = [code for code in codes if code != 0]
     if failed:
         raise SystemExit(f"memevo: {len(failed)} of {count} other worker(s) failed (exit {failed[0]}); "
-                         "rerun the same command to finish the ablation")
+                         f"rerun the same command to finish the {'ablation' if command_name == 'ablate' else 'evolution'}")

@@ -1,0 +1,108 @@
+"""Evolve workers benchmark: one evolution sweep run by one process and by 1 and 2 worker processes on PostgreSQL.
+
+Everything is real except the model: PostgreSQL (a throwaway cluster) holds the work claims, the Optuna study and
+the shared usage ledger, an MLflow server on it takes every run, and the workers talk over loopback HTTP to the
+category test double (tests/doubles/category_backend.py served by tests/doubles/fault_server.py with injected
+latency). The sweep (tests/doubles/worker_evolution.py) runs a generation's candidates at once (acceptance mean,
+train first), the strategy several workers can share; each worker runs ``episode.candidate_concurrency``
+candidates at once (1 here), one process all of them. For each run: wall time, candidates per minute, requests,
+and whether the result, the trials (numbers, parameters, values, reports, states) and the MLflow run names equal
+the one-process run on SQLite. The response cache is off, so every run sends the same requests.
+
+Run: ``python benchmarks/workers_evolve.py [--latency 0.05] [--candidates 4] [--generations 2]`` from the
+repository root (needs PostgreSQL's server binaries, ``bash .ci/services.sh``, and psycopg).
+Measured 2026-11-27 on the shared 2-core box (load ~10), ``--latency 0.2 --generations 1`` (928 requests per run):
+one process 110 s, 1 worker 105 s, 2 workers 81 s (2.17, 2.28, 2.95 candidates/min); every run's result, trials
+and MLflow runs equal one process's. One process is no faster than 1 worker because ``episode.user_concurrency``
+(2) bounds the users in play over all of a process's candidates; two workers have twice that. With the defaults
+(latency 0.05 s, 2 generations, 1254 requests) the box's CPU was the bound: 64, 51 and 52 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.workers import TimedEndpoint  # noqa: E402
+from memevo.evolve.workers.services import MlflowServer, PostgresCluster, postgres_bin  # noqa: E402
+from tests.doubles.fault_server import FaultServer  # noqa: E402
+from tests.doubles.worker_evolution import candidate_runs, outcome, trials, write_evolution  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def environment(folder: Path) -> dict[str, str]:
+    return {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1", "OPENAI_API_KEY": "test",
+            "MEMEVO_CACHE_DIR": str(folder / "cache"), "PYTHONPATH": str(ROOT)}
+
+
+def one_candidate_per_worker(path: Path) -> None:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["episode"]["candidate_concurrency"] = 1
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+
+
+def run(work: Path, label: str, workers: int | None, endpoint: TimedEndpoint, fake: FaultServer,
+        cluster: PostgresCluster, server: MlflowServer, args: argparse.Namespace) -> dict[str, Any]:
+    """``workers`` None: one process on SQLite (study and MLflow in the run folder); else that many workers. All
+    runs use one endpoint: its URL is part of every candidate's identity."""
+    folder = work / label
+    endpoint.arrivals.clear()
+    tracking = f"sqlite:///{folder / 'mlflow.db'}" if workers is None else server.url
+    path = write_evolution(folder, fake.url, tracking, label, generations=args.generations,
+                           candidates=args.candidates)
+    if workers is not None:
+        one_candidate_per_worker(path)
+    extra = [] if workers is None else ["--workers", str(workers), "--store", cluster.url()]
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "memevo.evolve.cli", "evolve", "evolve.yaml", "--run-dir", "run",
+                           "--no-cache", *extra], cwd=folder, env=environment(folder), capture_output=True,
+                          text=True)
+    wall = time.monotonic() - started
+    if done.returncode != 0:
+        sys.exit(f"{label} failed:\n{done.stderr[-3000:]}")
+    study = f"sqlite:///{folder / 'run' / 'optuna.db'}" if workers is None else cluster.url()
+    names = [name for name in candidate_runs(tracking, label) if name != label]
+    return {"wall": wall, "requests": len(endpoint.arrivals), "outcome": outcome(folder / "run"),
+            "trials": trials(study, label), "runs": names}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.05, help="the fake endpoint's seconds per request")
+    parser.add_argument("--candidates", type=int, default=4, help="candidates per generation")
+    parser.add_argument("--generations", type=int, default=2)
+    args = parser.parse_args()
+    if postgres_bin() is None:
+        sys.exit("n/a (PostgreSQL server binaries are not installed: bash .ci/services.sh)")
+    total = args.candidates * args.generations
+    print(f"evolution sweep: {args.generations} generations x {args.candidates} candidates; endpoint latency "
+          f"{args.latency:.3f} s")
+    with tempfile.TemporaryDirectory(prefix="memevo-evolve-workers-bench-") as temporary, PostgresCluster() as cluster, \
+            MlflowServer(cluster.url("mlflow"), Path(temporary) / "artifacts") as server:
+        work = Path(temporary)
+        endpoint = TimedEndpoint()
+        with FaultServer(endpoint.reply, latency_s=args.latency) as fake:
+            results = {label: run(work, name, workers, endpoint, fake, cluster, server, args) for label, name, workers
+                       in (("1 process", "alone", None), ("1 worker", "one-worker", 1), ("2 workers", "two-workers", 2))}
+        reference = results["1 process"]
+        print(f"{'run':>10} {'wall s':>7} {'candidates/min':>14} {'requests':>8} {'result =':>8} {'trials =':>8} "
+              f"{'MLflow runs =':>13}")
+        for label, result in results.items():
+            print(f"{label:>10} {result['wall']:>7.1f} {total / result['wall'] * 60:>14.2f} {result['requests']:>8} "
+                  f"{str(result['outcome'] == reference['outcome']):>8} {str(result['trials'] == reference['trials']):>8}"
+                  f" {str(result['runs'] == reference['runs']):>8} ({len(result['runs'])})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""One worker of an evolution spread over several processes: the loop itself, with its units claimed.
+
+Every worker runs the same loop on the same run folder (one machine, or a network folder every machine mounts
+at the same path) and the same Optuna study. The units (``loop.OuterLoop.turns``): ``prepare`` (the run folder,
+the study and its enqueued first trial, the MLflow ids; the others then open the run as a resume), ``gen-000``,
+and per generation its ``plan`` (budget check, proposals and Optuna's asks), one unit per candidate and its
+``outcome`` (decisions, MLflow rows, trials told), then ``finish`` (test scores, the run's end). Whoever holds a
+unit tells the observers of it, so each MLflow row is written once; the others read its files. Trials are told
+when their generation ends and every draw is seeded by (seed, trial number, name), so the trials, scores and
+runs are those of one process. A generation's race (sequential acceptance) and one candidate at a time are one
+process's work: several workers refuse them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from pathlib import Path
+
+from memevo.agents.llm.shared_usage import SharedUsage
+from memevo.core.errors import UserInputError
+from memevo.evolve import runtime
+from memevo.evolve.config import EvolveConfig
+from memevo.evolve.loop import OuterLoop
+from memevo.evolve.records import EvolutionResult
+from memevo.evolve.workers.claims import ClaimStore
+from memevo.evolve.workers.turns import SharedTurns
+from memevo.evolve.workers.worker import WorkerSettings
+
+
+def check_shareable(config: EvolveConfig, flag: str) -> None:
+    """Refuse workers (``flag``: the option that asked for them) for a strategy whose candidates run one at a time or
+    depend on each other: one worker would hold each generation while the others wait."""
+    source = str(config.source or "evolve config")
+    why = f"{flag} runs a generation's candidates in several processes, but"
+    if config.protocol != "outer_loop":
+        raise UserInputError(f"{why} protocol {config.protocol} evolves inside one episode: use 1 worker",
+                             source=source, field="protocol")
+    if config.strategy.acceptance == "sequential":
+        raise UserInputError(f"{why} the sequential race plays its candidates round by round together: set "
+                             "strategy.acceptance to mean or paired, or use 1 worker", source=source,
+                             field="strategy.acceptance")
+    if config.one_candidate_at_a_time:
+        raise UserInputError(f"{why} validation_first with first_accepted runs them one at a time: set "
+                             "strategy.first_accepted: false, or use 1 worker", source=source,
+                             field="strategy.first_accepted")
+    if config.episode.speculate != "off":
+        raise UserInputError(f"{why} speculative episodes are played beside one process's own candidates: set "
+                             "episode.speculate: off, or use 1 worker", source=source, field="episode.speculate")
+
+
+def evolution_job(config: EvolveConfig) -> str:
+    """The claim store's name for this evolution: its name and a hash of its config (a changed budget is a new
+    job: its units are decided again, from the same files)."""
+    digest = hashlib.sha256(json.dumps(config.hash_payload(), sort_keys=True).encode()).hexdigest()[:16]
+    return f"evolve/{config.name}/{digest}"
+
+
+def usage_job(config: EvolveConfig, run_dir: Path) -> str:
+    """The shared ledger's name for this run: its name and folder, so a resume with a changed config (a larger
+    budget) counts on from the same usage."""
+    return f"evolve/{config.name}@{run_dir.resolve()}"
+
+
+def shared_study(config: EvolveConfig, store: str) -> EvolveConfig:
+    """The config with its Optuna study on the claim store's database server (workers on several machines), unless
+    it names a storage; an SQLite claim store keeps the study in the run folder, as one process does."""
+    if config.optuna.storage or store.startswith("sqlite"):
+        return config
+    return config.model_copy(update={"optuna": config.optuna.model_copy(update={"storage": store})})
+
+
+async def evolve_as_worker(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resume: bool,
+                           settings: WorkerSettings) -> EvolutionResult:
+    """Work on the evolution in ``run_dir`` with the other workers on ``settings.store`` until it has ended; the
+    result (written once, by whichever worker scored it)."""
+    turns = SharedTurns(ClaimStore(settings.store), evolution_job(config), settings,
+                        slots=config.episode.candidate_concurrency or 1)
+    usage = SharedUsage(settings.store, usage_job(config, Path(run_dir)), settings.name)
+    hub.accounting.attach(usage)
+    try:
+        async with turns.turn("prepare") as mine:
+            run = OuterLoop(config, Path(run_dir), hub, resume=resume or not mine, turns=turns)
+            if mine:  # the study and its enqueued first trial, made once before any other worker opens it. (The
+                # tracker's ids are written by generation 0's holder before the others make a request, which is
+                # when their trackers open.)
+                run.tuner  # noqa: B018
+        run.budget.usage = usage  # the budget is every worker's, and so are the usage figures of the result
+        try:
+            return await run.run()
+        finally:
+            await run.close()
+    finally:
+        hub.accounting.detach(usage)
+        usage.close()
+
+
+def run_evolution_worker(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resume: bool,
+                         settings: WorkerSettings) -> EvolutionResult:
+    return asyncio.run(evolve_as_worker(config, run_dir=run_dir, hub=hub, resume=resume, settings=settings))

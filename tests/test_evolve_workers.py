@@ -1,0 +1,94 @@
+"""Evolve workers without a server: the strategies they refuse, and turns on an SQLite claim store."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from memevo.evolve.workers.claims import ClaimStore
+from memevo.evolve.workers.turns import SharedTurns
+from memevo.evolve.workers.worker import WorkerSettings
+from tests.doubles.worker_evolution import write_evolution
+
+
+@pytest.mark.parametrize(("overrides", "flags", "field"), [
+    ({"strategy": {}}, ["--workers", "2"], "strategy.acceptance"),  # the default: the sequential race
+    ({"strategy": {"acceptance": "mean", "order": "validation_first", "first_accepted": True}},
+     ["--store", "sqlite:///claims.db"], "strategy.first_accepted"),  # a worker joining with --store alone too
+    ({"strategy": {"acceptance": "mean", "first_accepted": False}, "episode": {"speculate": "candidate"}},
+     ["--workers", "2"], "episode.speculate"),
+])
+def test_strategies_that_run_one_candidate_at_a_time_refuse_workers(tmp_path: Path, overrides: dict,
+                                                                    flags: list[str], field: str) -> None:
+    path = write_evolution(tmp_path, "http://127.0.0.1:9/v1", f"sqlite:///{tmp_path / 'mlflow.db'}", "refused")
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    for key, value in overrides.items():
+        config[key] = {**config.get(key, {}), **value} if key == "episode" else value
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "memevo.evolve.cli", "evolve", str(path), "--run-dir",
+                           str(tmp_path / "run"), *flags], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"field '{field}'" in lines[0] and str(path) in lines[0], done.stderr
+    assert not (tmp_path / "run").exists()  # refused before anything was written
+
+
+def test_a_turn_is_one_workers_and_a_dead_workers_turn_is_taken_over(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'claims.db'}"
+
+    def turns(name: str) -> SharedTurns:
+        settings = WorkerSettings(store=url, name=name, heartbeat_s=0.1, grace_s=0.6, poll_s=0.05)
+        return SharedTurns(ClaimStore(url), "job", settings)
+
+    first, second, heir = turns("first"), turns("second"), turns("heir")
+    done: list[str] = []
+
+    async def work(worker: SharedTurns, name: str, unit: str) -> bool:
+        async with worker.turn(unit) as mine:
+            if mine:
+                await asyncio.sleep(0.3)
+                done.append(f"{name}:{unit}")
+            return mine
+
+    async def scene() -> tuple[bool, bool, bool]:
+        mine = await asyncio.gather(work(first, "first", "a"), work(second, "second", "a"))
+        dead = ClaimStore(url)
+        dead.register("job", ["b"])
+        assert dead.claim("job", "dead", grace_s=60, units=["b"]) == "b"  # and never beats again
+        return (*mine, await work(heir, "heir", "b"))
+
+    first_mine, second_mine, heir_mine = asyncio.run(scene())
+    assert sorted([first_mine, second_mine]) == [False, True]  # one did it, the other waited for it
+    assert len([entry for entry in done if entry.endswith(":a")]) == 1
+    assert heir_mine and "heir:b" in done
+    assert ClaimStore(url).claim_counts("job") == {"a": 1, "b": 2}
+
+
+def test_workers_judge_the_budget_on_the_usage_of_all_of_them(tmp_path: Path) -> None:
+    from memevo.agents.llm.shared_usage import SharedUsage
+    from memevo.evolve.config import BudgetConfig
+    from memevo.evolve.spend import BudgetKeeper
+
+    url = f"sqlite:///{tmp_path / 'usage.db'}"
+    first, second = (SharedUsage(url, "run", name, flush_s=60) for name in ("first", "second"))
+    other_run = SharedUsage(url, "another run", "third", flush_s=60)
+    try:
+        for usage, calls in ((first, 3), (second, 2), (other_run, 9)):
+            for _ in range(calls):
+                usage.record_call("agent", model="gpt-4.1-mini", prompt_tokens=100, completion_tokens=10, wall_s=0.1,
+                                  cached=False)
+        keeper = BudgetKeeper(BudgetConfig(max_calls=5), first)
+        assert keeper.spent() is None  # the second's calls are not written yet: in flight, as far as others know
+        second.flush()  # its background write (every flush_s)
+        assert keeper.spent() == "call budget (5)"  # 3 of its own and the second's 2; the other run's are not counted
+        total = second.report().total()
+        assert (total.calls, total.prompt_tokens, total.completion_tokens) == (5, 500, 50)
+        assert total.dollars == pytest.approx(5 * (100 * 0.40 + 10 * 1.60) / 1_000_000)
+    finally:
+        for usage in (first, second, other_run):
+            usage.close()
