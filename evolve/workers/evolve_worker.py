@@ -13,13 +13,13 @@ process's work: several workers refuse them.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 from pathlib import Path
 
 from memevo.agents.llm.shared_usage import SharedUsage
 from memevo.core.errors import UserInputError
+from memevo.environments.resume import run_resumable
 from memevo.evolve import runtime
 from memevo.evolve.config import EvolveConfig
 from memevo.evolve.loop import OuterLoop
@@ -98,4 +98,4 @@ async def evolve_as_worker(config: EvolveConfig, *, run_dir: Path, hub: runtime.
 
 def run_evolution_worker(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resume: bool,
                          settings: WorkerSettings) -> EvolutionResult:
-    return asyncio.run(evolve_as_worker(config, run_dir=run_dir, hub=hub, resume=resume, settings=settings))
+    return run_resumable(evolve_as_worker(config, run_dir=run_dir, hub=hub, resume=resume, settings=settings))
