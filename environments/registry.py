@@ -31,6 +31,13 @@ ENVIRONMENTS: dict[str, str] = {
 """name -> "module:class"."""
 
 
+def measures_memory(environment: str) -> bool:
+    """Whether runs on ``environment`` have a memory score, random baseline, upper bound and failure split: they rest
+    on AMemGym's perfect-information upper bound and memory probes, which the replayed benchmarks have no
+    counterpart of."""
+    return environment == DEFAULT_ENVIRONMENT
+
+
 def environment_names() -> tuple[str, ...]:
     return tuple(ENVIRONMENTS)
 

@@ -23,7 +23,7 @@ from pydantic import Field
 from memevo.agents.llm.accounting import RoleUsage
 from memevo.core.lazy_model import LazyModel
 from memevo.environments.metrics.scores import Scores
-from memevo.environments.registry import DEFAULT_ENVIRONMENT
+from memevo.environments.registry import DEFAULT_ENVIRONMENT, measures_memory
 from memevo.environments.score_text import failure_cell
 from memevo.evolve.ablation.config import DEFAULT_MIN_EFFECT
 from memevo.evolve.ablation.records import ArmSeedRecord, FailureRates, UnitScore
@@ -179,10 +179,10 @@ def _split_text(failure: FailureRates) -> str:
 
 
 def _not_amemgym(record: ArmSeedRecord) -> str | None:
-    """Why the memory score and the failure split are absent on another environment: both need AMemGym's upper
-    bound and memory probes, so no setting would give them (an arm's seeds share their environment)."""
+    """Why the memory score and the failure split are absent on another environment (``measures_memory``): no
+    setting would give them (an arm's seeds share their environment)."""
     environment = str(record.config.get("environment", DEFAULT_ENVIRONMENT))
-    return None if environment == DEFAULT_ENVIRONMENT else f"AMemGym's figure; {environment} has none"
+    return None if measures_memory(environment) else f"AMemGym's figure; {environment} has none"
 
 
 def _seed_failure_cell(record: ArmSeedRecord) -> str:

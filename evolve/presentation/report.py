@@ -14,7 +14,7 @@ from memevo.agents.registry import agent_spec
 from memevo.core.errors import UserInputError
 from memevo.core.run_files import read_json
 from memevo.environments.metrics import Scores, UserScores
-from memevo.environments.registry import DEFAULT_ENVIRONMENT
+from memevo.environments.registry import measures_memory
 from memevo.environments.rundir import LEDGER_FILE, read_ledger
 from memevo.environments.score_text import (
     MEMORY_SCORE_SCALE,
@@ -274,7 +274,7 @@ def evolution_report(run_dir: Path) -> str:
             lines += ["", *_spend_lines(read_ledger(ledger))]
         return "\n".join(lines) + "\n"
     best_label = "evolving (per user)" if result.protocol == "amemgym_period" else f"best {result.best.id[:8]}"
-    amemgym = result.environment == DEFAULT_ENVIRONMENT
+    amemgym = measures_memory(result.environment)
     lines += [
         f"Stopped: {result.stop_reason}",
         "",
