@@ -8,9 +8,11 @@ command that resumes it, as does a failure a resume fixes: ``environments.resume
 from __future__ import annotations
 
 import atexit
+import gc
 import importlib
 import os
 import sys
+import warnings
 from typing import NoReturn, cast
 
 import typer
@@ -104,14 +106,27 @@ def main() -> None:
             _end_at_once()
         raise
     except UserInputError as error:
-        print(f"memevo: error: {error}", file=sys.stderr)
-        sys.exit(2)
+        verdict = (f"memevo: error: {error}", 2)
     except Interrupted as stopped:  # SIGINT or SIGTERM during a run: how to resume it
-        print(f"memevo: {stopped}", file=sys.stderr)
-        sys.exit(stopped.exit_code)
+        verdict = (f"memevo: {stopped}", stopped.exit_code)
     except MemevoError as error:  # RunFailedError, LLMError after its retries, ...
-        print(f"memevo: run failed: {error}", file=sys.stderr)
-        sys.exit(1)
+        verdict = (f"memevo: run failed: {error}", 1)
+    _exit_with(*verdict)
+
+
+def _exit_with(line: str, code: int) -> NoReturn:
+    """Print a failed run's one line and exit with ``code``; the line stays the last one printed.
+
+    The error's tracebacks kept the failed run's frames alive, and with them, at times, an HTTP library's
+    connection attempt that the cancellation never started; freed at the interpreter's teardown, it printed a
+    "coroutine ... was never awaited" warning after the line. The error is gone once its ``except`` has ended, so
+    what it held is collected here first, and that warning is not shown for a run that has already failed.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"coroutine .* was never awaited", category=RuntimeWarning)
+        gc.collect()
+    print(line, file=sys.stderr)
+    sys.exit(code)
 
 
 if __name__ == "__main__":
