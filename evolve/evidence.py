@@ -44,8 +44,6 @@ from memevo.environments.runner import EpisodeConfig
 CHARS_PER_TOKEN = 4
 MIN_MEMORY_TOKENS = 40
 MAX_USERS_NAMED = 10
-NOTE_TOKENS = 40 + 8 * MAX_USERS_NAMED
-"""Room kept for the header and the closing note."""
 
 
 ENCODING = "cl100k_base"
@@ -170,7 +168,7 @@ def render_evidence(evidence: Evidence, max_tokens: int, count: Callable[[str], 
     queues = [_priority(feedback, s, len(strata)) for s, feedback in enumerate(strata)]
     chosen: list[list[int]] = [[] for _ in strata]
     costs = [0] * len(strata)
-    budget = max_tokens - NOTE_TOKENS
+    budget = max_tokens - _reserve(evidence, max_tokens, count)
     for round_index in range(max(len(queue) for queue in queues)):
         for s, feedback in enumerate(strata):
             if round_index >= len(queues[s]):
@@ -179,14 +177,23 @@ def render_evidence(evidence: Evidence, max_tokens: int, count: Callable[[str], 
             cost = count(_block(_subset(feedback, trial, memory_tokens)))
             if sum(costs) - costs[s] + cost <= budget:
                 chosen[s], costs[s] = trial, cost
-    shown = sum(len(c) for c in chosen)
-    users = sorted({feedback.user_id for feedback in strata})
-    header = (
-        f"Evidence from {len(users)} user(s), {len(strata)} (user, period) pair(s): "
-        f"{shown} of {evidence.n_questions} questions shown.\n\n"
-    )
     blocks = [_block(_subset(feedback, c, memory_tokens)) for feedback, c in zip(strata, chosen, strict=True) if c]
-    return header + "\n".join(blocks) + _omission_note(evidence, chosen, max_tokens)
+    return (_header(evidence, sum(len(c) for c in chosen)) + "\n".join(blocks)
+            + _omission_note(evidence, chosen, max_tokens))
+
+
+def _header(evidence: Evidence, shown: int) -> str:
+    users = {feedback.user_id for feedback in evidence.periods}
+    return (f"Evidence from {len(users)} user(s), {len(evidence.periods)} (user, period) pair(s): "
+            f"{shown} of {evidence.n_questions} questions shown.\n\n")
+
+
+def _reserve(evidence: Evidence, max_tokens: int, count: Callable[[str], int]) -> int:
+    """The most the header and the closing note can take: both written as if every question were left out. Kept
+    to what they need, so a small budget is spent on questions (a fixed allowance left none for one question's
+    block in the quickstart, and the proposer wrote blind)."""
+    nothing: list[list[int]] = [[] for _ in evidence.periods]
+    return count(_header(evidence, evidence.n_questions)) + count(_omission_note(evidence, nothing, max_tokens))
 
 
 def _omission_note(evidence: Evidence, chosen: list[list[int]], max_tokens: int) -> str:

@@ -132,3 +132,18 @@ def test_a_memory_is_cut_to_its_share_in_tokens() -> None:
         period.memories = {key: "7" * 3000 for key in period.memories}
     text = render_evidence(evidence_from_episodes([long], BY_ID, COMPLETE_GT), max_tokens=2000)
     assert "(memory cut for the budget)" in text and count_tokens(text) <= 2000
+
+
+def test_a_budget_that_holds_one_question_and_the_closing_lines_shows_that_question() -> None:
+    """The header and the closing note keep only the room they take: a small budget (the quickstart's) is not
+    spent on an allowance, leaving the proposer no question to read."""
+    whole = episode(ITEMS[0], wrong={(0, 2)})
+    one_period = whole.model_copy(update={"periods": whole.periods[:1]})
+    evidence = evidence_from_episodes([one_period], BY_ID, COMPLETE_GT)
+    block = render_evidence(evidence, max_tokens=100_000).split("\n\n", 1)[1]
+    one_question = block.split("\nQuestion 2:")[0]
+    nothing = render_evidence(evidence, max_tokens=1)
+    budget = count_tokens(one_question) + count_tokens(nothing) + 12
+    text = render_evidence(evidence, max_tokens=budget)
+    assert f"1 of {len(ITEMS[0].qas)} questions shown" in text and count_tokens(text) <= budget
+    assert "Question 3:" in text  # the failure, first
