@@ -145,3 +145,14 @@ def test_the_sqlite_file_is_read_as_sqlalchemy_reads_it(uri: str) -> None:
     database = make_url(uri).database if uri.startswith("sqlite") else None
     expected = Path(database) if database and database != ":memory:" else None
     assert sqlite_file(uri) == expected
+
+
+def test_a_new_store_is_created_without_mlflow_s_set_up_lines(tmp_path: Path) -> None:
+    """The run's terminal shows memevo's lines, not MLflow's INFO lines about creating and updating its tables."""
+    opener = "import sys; from memevo.evolve.tracking.stores import open_tracking_store; open_tracking_store(sys.argv[1])"
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1"}
+    done = subprocess.run([sys.executable, "-c", opener, f"sqlite:///{tmp_path / 'mlflow.db'}"], capture_output=True,
+                          text=True, env=env, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "mlflow.db").is_file()
+    assert "database tables" not in done.stderr + done.stdout, done.stderr

@@ -215,6 +215,7 @@ def open_tracking_store(uri: str) -> MlflowClient:
     killed while creating it (the store opens beside a run's first requests) leaves no half-made store."""
     from mlflow import MlflowClient
 
+    logging.getLogger(MLFLOW_SETUP_LOGGER).setLevel(logging.WARNING)
     database = sqlite_file(uri)
     if database is None:
         return MlflowClient(tracking_uri=uri)
@@ -228,6 +229,10 @@ def open_tracking_store(uri: str) -> MlflowClient:
         client.search_experiments(max_results=1)  # creates (or upgrades) the tables, once
     return client
 
+
+MLFLOW_SETUP_LOGGER = "mlflow.store.db.utils"
+"""MLflow's "Creating initial MLflow database tables..." and "Updating database tables" at INFO: its set-up told in its
+own format between the run's lines, which say nothing of it. Its warnings and errors still show."""
 
 RESTORE_MLFLOW = ("restore it from a copy, or delete it and resume (MLflow then holds the generations still to "
                   "run; the run folder keeps every result)")
