@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Self
 
 from memevo.agents.llm.config import LOCAL_MODEL_NAME
 from memevo.core.lazy_model import LazyModel
@@ -42,7 +42,17 @@ def price_of(model: str) -> tuple[float, float] | None:
     return None
 
 
-class RoleUsage(LazyModel):
+class Tally(LazyModel):
+    """Usage figures that add up field by field."""
+
+    def plus(self, other: Self) -> Self:
+        return type(self)(**{name: getattr(self, name) + getattr(other, name) for name in type(self).model_fields})
+
+    def minus(self, other: Self) -> Self:
+        return type(self)(**{name: getattr(self, name) - getattr(other, name) for name in type(self).model_fields})
+
+
+class RoleUsage(Tally):
     """Totals for one role. ``calls`` counts completed replies, cached or not."""
 
     calls: int = 0
@@ -58,14 +68,8 @@ class RoleUsage(LazyModel):
     """Requests sent whose answer no count recorded: in flight, or lost to a kill or a cancellation. Neither their
     tokens nor their dollars are known; the endpoint may have served them."""
 
-    def plus(self, other: RoleUsage) -> RoleUsage:
-        return RoleUsage(**{name: getattr(self, name) + getattr(other, name) for name in RoleUsage.model_fields})
 
-    def minus(self, other: RoleUsage) -> RoleUsage:
-        return RoleUsage(**{name: getattr(self, name) - getattr(other, name) for name in RoleUsage.model_fields})
-
-
-class EndpointUsage(LazyModel):
+class EndpointUsage(Tally):
     """What one server (a base URL) was sent: requests it answered, attempts that failed there (each retry is one),
     and the tokens of its answers. Cache hits reach no server and are not here."""
 
@@ -73,9 +77,6 @@ class EndpointUsage(LazyModel):
     failures: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-
-    def plus(self, other: EndpointUsage) -> EndpointUsage:
-        return EndpointUsage(**{name: getattr(self, name) + getattr(other, name) for name in EndpointUsage.model_fields})
 
 
 class UsageReport(LazyModel):

@@ -115,7 +115,7 @@ def main() -> None:
 
 
 def _exit_with(line: str, code: int) -> NoReturn:
-    """Print a failed run's one line and exit with ``code``; the line stays the last one printed.
+    """Print the command's one error line and exit with ``code``; the line stays the last one printed.
 
     The error's tracebacks kept the failed run's frames alive, and with them, at times, an HTTP library's
     connection attempt that the cancellation never started; freed at the interpreter's teardown, it printed a

@@ -49,6 +49,9 @@ DRIVER_PACKAGES = {"psycopg": "psycopg[binary]", "psycopg2": "psycopg2-binary", 
                    "mariadb": "mariadb", "asyncpg": "asyncpg", "aiosqlite": "aiosqlite"}
 """The pip package that provides a database driver module, where its name differs."""
 SQLITE_HEADER = b"SQLite format 3\x00"
+MLFLOW_SETUP_LOGGER = "mlflow.store.db.utils"
+"""MLflow's "Creating initial MLflow database tables..." and "Updating database tables" at INFO: its set-up told in its
+own format between the run's lines, which say nothing of it. Its warnings and errors still show."""
 
 
 def default_tracking_uri(run_dir: Path) -> str:
@@ -229,10 +232,6 @@ def open_tracking_store(uri: str) -> MlflowClient:
         client.search_experiments(max_results=1)  # creates (or upgrades) the tables, once
     return client
 
-
-MLFLOW_SETUP_LOGGER = "mlflow.store.db.utils"
-"""MLflow's "Creating initial MLflow database tables..." and "Updating database tables" at INFO: its set-up told in its
-own format between the run's lines, which say nothing of it. Its warnings and errors still show."""
 
 RESTORE_MLFLOW = ("restore it from a copy, or delete it and resume (MLflow then holds the generations still to "
                   "run; the run folder keeps every result)")
