@@ -107,15 +107,15 @@ class RunStore:
 
     def save_period(self, result: PeriodResult, state: dict[str, Any]) -> None:
         """Persist one finished period: state first, result next (the result marks completion), then drop
-        the previous period's state, which nothing needs any more."""
+        the earlier periods' states, which nothing needs any more (a run killed before its last drop left one)."""
         # Compact UTF-8 JSON straight to bytes by orjson: json's encoder took ~4 ms per period for a long native
         # history; for the result, pydantic's own serializer gave the same bytes in ~4 times orjson's time (1.8 ms
         # for an AMemGym-sized native period), holding the GIL the event loop needs meanwhile.
         write_bytes_atomic(self._state_path(result.user_id, result.period), _gzipped(orjson.dumps(state)))
         write_bytes_atomic(self._result_path(result.user_id, result.period),
                            _gzipped(orjson.dumps(result.model_dump())))
-        if result.period > 0:
-            for path in _both_forms(self._state_path(result.user_id, result.period - 1)):
+        for earlier in range(result.period):
+            for path in _both_forms(self._state_path(result.user_id, earlier)):
                 path.unlink(missing_ok=True)
 
     async def save_period_async(self, result: PeriodResult, state: dict[str, Any]) -> None:

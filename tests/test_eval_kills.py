@@ -196,11 +196,12 @@ def test_a_signalled_eval_says_how_to_resume_and_resumes_to_the_same_results(
 
 
 def _truncate(pattern: str) -> Callable[[Path], Path]:
-    """Cut the first run file matching ``pattern`` to half its size, as a failed copy or another tool's write
-    leaves it."""
+    """Cut the last run file matching ``pattern`` (by name: the newest period) to half its size, as a failed copy
+    or another tool's write leaves it. A kill may come before the previous period's state is dropped, so a state
+    pattern can match two files: the newest is the one a resume reads."""
 
     def damage(out: Path) -> Path:
-        path = sorted(out.glob(pattern))[0]
+        path = sorted(out.glob(pattern))[-1]
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
         return path
 

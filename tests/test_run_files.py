@@ -189,3 +189,11 @@ def test_a_large_data_file_with_a_late_json_error_fails_before_any_item_is_built
     with pytest.raises(UserInputError, match=r"data\.json: invalid JSON at line 1 column \d+: Unterminated string"):
         load_items(tmp_path / "data.json")
     assert len(made) == built  # a small file builds the items before the error; a large one none
+
+
+def test_a_state_left_by_a_kill_between_two_writes_goes_with_the_next_period(tmp_path: Path) -> None:
+    store = _store_with_two_periods(tmp_path)
+    folder = store.user_dir("u1")
+    (folder / "period_00.state.json.gz").write_bytes((folder / "period_01.state.json.gz").read_bytes())  # not dropped
+    store.save_period(PeriodResult(user_id="u1", period=2), {"memory": 2})
+    assert sorted(path.name for path in folder.glob("*.state.json.gz")) == ["period_02.state.json.gz"]
