@@ -104,7 +104,17 @@ class UsageReport(LazyModel):
 Counts = dict[str, float]
 """Some fields of a ``RoleUsage`` as plain numbers, the non-zero ones in field order: what one count adds. Plain
 dictionaries because a count is made on every call, where building and adding pydantic models cost more."""
-_ZERO: Counts = RoleUsage().model_dump()
+_ZERO_ROLE: Counts = RoleUsage().model_dump()
+_ZERO_ENDPOINT: Counts = EndpointUsage().model_dump()
+
+
+def _add_into(table: dict[str, Counts], key: str, counts: Counts, zero: Counts) -> None:
+    """Add ``counts`` to the totals of ``key`` in ``table``, starting them at ``zero``; the caller holds the lock."""
+    totals = table.get(key)
+    if totals is None:
+        totals = table[key] = dict(zero)
+    for name, value in counts.items():
+        totals[name] += value
 
 
 def _nonzero(**fields: float) -> Counts:
@@ -188,19 +198,13 @@ class Accounting:
 
     def _add_endpoint(self, url: str, counts: Counts) -> None:
         with self._lock:
-            totals = self._by_endpoint.setdefault(url, {name: 0 for name in EndpointUsage.model_fields})
-            for name, value in counts.items():
-                totals[name] += value
+            _add_into(self._by_endpoint, url, counts, _ZERO_ENDPOINT)
         for attached in self._attached:
             attached._add_endpoint(url, counts)
 
     def _add(self, role: str, counts: Counts) -> None:
         with self._lock:
-            totals = self._by_role.get(role)
-            if totals is None:
-                totals = self._by_role[role] = dict(_ZERO)
-            for name, value in counts.items():
-                totals[name] += value
+            _add_into(self._by_role, role, counts, _ZERO_ROLE)
         for attached in self._attached:
             attached._add(role, counts)
 
