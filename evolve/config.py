@@ -165,7 +165,8 @@ class BudgetConfig(_Strict):
                                   "were made.")
     max_tokens: int | None = Field(None, ge=1, description="Stop once this many prompt and completion tokens "
                                    "were used.")
-    max_dollars: float | None = Field(None, gt=0, description="Stop once this much was spent (priced models only).")
+    max_dollars: float | None = Field(None, gt=0, description="Stop once this much was spent, or at a call with no "
+                                      "known price (set llm.price).")
     patience: int | None = Field(None, ge=1, description="Stop after this many generations without improvement.")
 
 

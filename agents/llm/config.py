@@ -17,6 +17,7 @@ from pydantic import (
     model_validator,
 )
 
+from memevo.agents.llm.pricing import Price
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
 
@@ -35,8 +36,9 @@ CONCURRENCY_HELP = (
     f"else {REMOTE_CONCURRENCY} for a remote endpoint and {EMBEDDED_CONCURRENCY} for the embedded model)."
 )
 
-SPEED_ONLY_FIELDS = frozenset({"max_concurrency", "extra_base_urls"})
-"""Fields that change how fast replies come, never what they are: left out of ids, and free to change on a resume."""
+SPEED_ONLY_FIELDS = frozenset({"max_concurrency", "extra_base_urls", "price"})
+"""Fields that change how fast replies come or what they are counted to cost, never what they are: left out of ids,
+and free to change on a resume."""
 
 _served_models: dict[str, str] = {}
 """The model each remote endpoint was found to serve, asked once per process."""
@@ -116,6 +118,11 @@ class LLMConfig(LazyModel):
         description="More OpenAI-compatible /v1 URLs serving the same model: each request goes to the least busy "
         "endpoint, each with its own max_concurrency and rate limit. Cached replies stay keyed by the first URL.",
     )
+    price: Price | None = Field(
+        None,
+        description="What this model costs, USD per 1M prompt and completion tokens; unset: litellm's model table, "
+        "else free for an endpoint on this machine, else unpriced.",
+    )
 
     @field_validator("extra_base_urls")
     @classmethod
@@ -133,10 +140,14 @@ class LLMConfig(LazyModel):
 
     @model_serializer(mode="wrap")
     def _without_empty_extras(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """No ``extra_base_urls`` in a dump when there are none: configs written before the field hash as they did."""
+        """No ``extra_base_urls`` nor ``price`` in a dump when unset: configs written before these fields hash as
+        they did."""
         dumped = handler(self)
-        if isinstance(dumped, dict) and not self.extra_base_urls:
-            dumped.pop("extra_base_urls", None)
+        if isinstance(dumped, dict):
+            if not self.extra_base_urls:
+                dumped.pop("extra_base_urls", None)
+            if self.price is None:
+                dumped.pop("price", None)
         return dumped
 
     @model_validator(mode="before")
