@@ -61,6 +61,9 @@ def served_model(base_url: str, api_key_env: str = DEFAULT_KEY_ENV) -> str:
     """The only model ``base_url`` lists at ``/models``; several or none is a ``UserInputError`` naming MEMEVO_MODEL."""
     import httpx  # only when an endpoint must be asked: keeps start-up light
 
+    from memevo.agents.llm.proxies import check_proxies
+
+    check_proxies()
     base_url = base_url.rstrip("/")
     if base_url in _served_models:
         return _served_models[base_url]
