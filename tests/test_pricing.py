@@ -43,6 +43,7 @@ def test_the_configs_price_wins_and_an_unknown_model_on_this_machine_is_free() -
     assert remote.price_for("gpt-4o") == table_price("gpt-4o")  # the override is for the config's model only
     assert Pricing(endpoint="http://127.0.0.1:8080/v1").price_for("Qwen/Qwen2.5-7B-Instruct") == FREE
     assert Pricing(endpoint="http://[::1]:8080/v1").price_for("qwen2.5:7b") == FREE
+    assert Pricing(endpoint="http://127.0.1.1:8080/v1").price_for("qwen2.5:7b") == FREE
     assert Pricing(endpoint="http://localhost:8080/v1").price_for("gpt-4o") == table_price("gpt-4o")  # a proxy bills
 
 

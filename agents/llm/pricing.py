@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import ipaddress
 import re
 import sys
 from pathlib import Path
@@ -22,7 +23,6 @@ from pydantic import ConfigDict, Field
 from memevo.core.lazy_model import LazyModel
 
 TABLE_FILE = "model_prices_and_context_window_backup.json"
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 _DATE_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8})$")
 """A dated snapshot (``gpt-4o-2024-08-06``, ``claude-3-5-haiku-20241022``) costs what its undated name does."""
 _named: set[str] = set()
@@ -84,7 +84,11 @@ def table_price(model: str) -> Price | None:
 
 def on_this_machine(base_url: str) -> bool:
     """Whether ``base_url`` is a loopback address: a server on this machine (the embedded model, vLLM, Ollama)."""
-    return (urlsplit(base_url).hostname or "").lower() in LOOPBACK_HOSTS
+    host = (urlsplit(base_url).hostname or "").lower()
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name, not an address
+        return host == "localhost"
 
 
 class Pricing:
