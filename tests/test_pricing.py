@@ -99,3 +99,14 @@ def test_a_dollar_budget_stops_at_an_unpriced_call_instead_of_counting_it_free()
 
 def test_the_spend_line_names_the_fix_for_unpriced_calls() -> None:
     assert dollars_text(RoleUsage(calls=4, dollars=0.5, unpriced_calls=1)).endswith("(no known price: set llm.price)")
+
+
+def test_a_price_changes_no_policy_id_and_a_resume_may_change_it() -> None:
+    from memevo.agents.policy import MemoryPolicy
+    from memevo.evolve.config import without_widths
+
+    unpriced = MemoryPolicy(kind="native", llm=LLMConfig(model="house-model"))
+    priced = MemoryPolicy(kind="native", llm=LLMConfig(model="house-model", price={"prompt": 1, "completion": 2}))
+    assert priced.policy_id == unpriced.policy_id
+    payload = {"llm": {"agent": {"model": "m", "price": {"prompt": 1, "completion": 2}}}}
+    assert without_widths(payload) == {"llm": {"agent": {"model": "m"}}}
