@@ -422,6 +422,17 @@ class EvolveConfig(_Strict):
             raise ValueError("episode.simulator 'llm' needs llm.simulator")
         return self
 
+    @model_validator(mode="after")
+    def _priced_for_a_dollar_budget(self) -> EvolveConfig:
+        """A dollar budget cannot weigh a model without a price: refused before any call rather than stopped at it."""
+        if self.budget.max_dollars is not None:
+            for role, config in self.llm:
+                if config is not None and not config.has_price():
+                    raise ValueError(f"budget.max_dollars needs a price for llm.{role} ('{config.model}' is not in "
+                                     f"litellm's table): set llm.{role}.price: {{prompt: USD, completion: USD}} per "
+                                     "1M tokens")
+        return self
+
     @property
     def required_splits(self) -> tuple[str, ...]:
         """The splits that must not be empty: the outer loop trains, selects on validation and reports

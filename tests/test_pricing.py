@@ -110,3 +110,22 @@ def test_a_price_changes_no_policy_id_and_a_resume_may_change_it() -> None:
     assert priced.policy_id == unpriced.policy_id
     payload = {"llm": {"agent": {"model": "m", "price": {"prompt": 1, "completion": 2}}}}
     assert without_widths(payload) == {"llm": {"agent": {"model": "m"}}}
+
+
+def test_a_dollar_budget_with_a_remote_model_of_no_price_is_refused_before_any_call(tmp_path) -> None:
+    import yaml
+
+    from memevo.core.errors import UserInputError
+    from memevo.evolve.config import load_evolve_config
+
+    proposer = {"model": "house-model", "base_url": REMOTE}
+    config = {"seed": {"policy": {"kind": "awi"}}, "data": {"path": "data.json"}, "budget": {"max_dollars": 2.0},
+              "llm": {"proposer": proposer}}
+    path = tmp_path / "evolve.yaml"
+    path.write_text(yaml.safe_dump(config))
+    with pytest.raises(UserInputError, match=r"set llm\.proposer\.price"):
+        load_evolve_config(path)
+    for fixed in ({**proposer, "price": {"prompt": 1, "completion": 2}}, {**proposer, "model": "gpt-5-mini"},
+                  {"model": "house-model", "base_url": "http://127.0.0.1:8000/v1"}):
+        path.write_text(yaml.safe_dump({**config, "llm": {"proposer": fixed}}))
+        assert load_evolve_config(path).budget.max_dollars == 2.0

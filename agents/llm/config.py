@@ -17,7 +17,7 @@ from pydantic import (
     model_validator,
 )
 
-from memevo.agents.llm.pricing import Price
+from memevo.agents.llm.pricing import Price, on_this_machine, table_price
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
 
@@ -186,6 +186,13 @@ class LLMConfig(LazyModel):
         if override is not None:
             return override
         return env_concurrency() or self.max_concurrency or (EMBEDDED_CONCURRENCY if embedded else REMOTE_CONCURRENCY)
+
+    def has_price(self) -> bool:
+        """Whether this model's calls get a dollar figure (see ``pricing``): its ``price``, litellm's table, or an
+        endpoint on this machine (the embedded model's too), free."""
+        base_url = self.resolved_base_url()
+        return (self.price is not None or table_price(self.model) is not None or base_url is None
+                or on_this_machine(base_url))
 
     def api_key(self) -> str:
         """The key read from the environment at call time; local servers accept any placeholder."""
