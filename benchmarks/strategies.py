@@ -43,9 +43,10 @@ import json
 import logging
 import sys
 import tempfile
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from statistics import fmean, pstdev
 from typing import Any
@@ -55,10 +56,11 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.gepa_arm import MemevoAdapter, run_gepa  # noqa: E402
+from benchmarks.worlds.base import WorldRun  # noqa: E402
+from benchmarks.worlds.family import family_world  # noqa: E402
 from memevo.agents.policy import MemoryPolicy  # noqa: E402
 from memevo.agents.registry import agent_spec, build_agent  # noqa: E402
 from memevo.environments.data.io import save_items  # noqa: E402
-from memevo.environments.data.models import Item  # noqa: E402
 from memevo.environments.simulators.factory import make_simulator  # noqa: E402
 from memevo.evolve.candidates import Candidate  # noqa: E402
 from memevo.evolve.config import EvolveConfig, parse_evolve_config  # noqa: E402
@@ -75,25 +77,32 @@ QUESTIONS = {"commute": 1, "instrument": 3, "beverage": 2, "genre": 1, "plant": 
 NEVER_ASKED = dict.fromkeys(["pet", "sport", "cuisine", "hobby", "color", "city"], 0)
 
 
+SEED_TYPES = "- commute (how the user gets to work)\n- footwear (the shoes the user wears)"
+SPLIT = {"train": 4, "val": 4, "test": 4}
+USERS = sum(SPLIT.values())
+
+
 @dataclass(frozen=True)
 class World:
+    """One of the project's three hand-made worlds: the same rules at every seed, the noise from ``--noise``."""
+
     questions: dict[str, int]
     pairs: dict[tuple[str, str], int] = field(default_factory=dict)
     steps_from: str = "feedback"
 
-    def items(self, seed: int) -> list[Item]:
-        return category_world(USERS, 3, seed=seed, questions=self.questions, pairs=self.pairs)
+    def at(self, seed: int, noise: float) -> WorldRun:
+        items = category_world(USERS, 3, seed=seed, questions=self.questions, pairs=self.pairs)
+        return WorldRun(items=items, seed_types=SEED_TYPES, noise=noise, backend=lambda noise: CategoryBackend(
+            items, proposer_mode="step", answer_noise=noise, seed=seed, steps_from=self.steps_from))
 
 
-WORLDS = {
-    "category": World(QUESTIONS),
-    "neutral": World(QUESTIONS | NEVER_ASKED, steps_from="world"),
+WORLDS: dict[str, Callable[[int, float], WorldRun]] = {
+    "category": World(QUESTIONS).at,
+    "neutral": World(QUESTIONS | NEVER_ASKED, steps_from="world").at,
     "interact": World({"commute": 1, "footwear": 1, "instrument": 2, "beverage": 1, "plant": 1},
-                      {("instrument", "genre"): 2, ("beverage", "plant"): 2}),
+                      {("instrument", "genre"): 2, ("beverage", "plant"): 2}).at,
+    "family": lambda seed, _noise: family_world(seed, USERS),
 }
-SEED_TYPES = "- commute (how the user gets to work)\n- footwear (the shoes the user wears)"
-SPLIT = {"train": 4, "val": 4, "test": 4}
-USERS = sum(SPLIT.values())
 CANDIDATES = 3
 """Proposals per generation (memevo) and proposer samples cycled per iteration (GEPA)."""
 REFERENCE = "memevo"
@@ -128,10 +137,10 @@ def arm_strategy(arm: str) -> dict[str, Any]:
 
 
 def make_config(data: Path, seed: int, strategy: dict[str, Any], max_calls: int, generations: int,
-                candidates: int) -> EvolveConfig:
+                candidates: int, seed_types: str = SEED_TYPES) -> EvolveConfig:
     return parse_evolve_config({
         "name": "strategies",
-        "seed": {"policy": {"kind": "awi", "update_every": 2, "short_term": 0, "prompts": {"memory_types": SEED_TYPES}}},
+        "seed": {"policy": {"kind": "awi", "update_every": 2, "short_term": 0, "prompts": {"memory_types": seed_types}}},
         "components": ["memory_types"],
         "data": {"path": str(data)},
         "split": {**SPLIT, "seed": seed},
@@ -150,17 +159,31 @@ class ArmRun:
     accepted: int
     false_accepted: int
     calls: int
+    seed_test: float = 0.0
+    """The seed's noise-free held-out accuracy (no evolution) in the same world."""
+    oracle_test: float | None = None
+    """The best reachable noise-free held-out accuracy, where the world knows it."""
+    agent_calls: int = 0
+    proposer_calls: int = 0
+    wall_s: float = 0.0
     curse: list[float] = field(default_factory=list)
     """Per comparison with a parent that was itself selected: its noisy minus noise-free score on those users."""
+
+    @property
+    def headroom(self) -> float | None:
+        """The share of the headroom (oracle minus seed) the arm closed; None when there is none to close."""
+        if self.oracle_test is None or self.oracle_test - self.seed_test <= 1e-9:
+            return None
+        return (self.best_test - self.seed_test) / (self.oracle_test - self.seed_test)
 
 
 class Clean:
     """Noise-free accuracy of policies on any users (their real quality), each evaluation done once."""
 
-    def __init__(self, config: EvolveConfig, items: list[Item], folder: Path) -> None:
-        self.backend = CategoryBackend(items)
-        self.config, self.items, self.folder = config, items, folder
-        self.test = make_split(items, config).test
+    def __init__(self, config: EvolveConfig, world: WorldRun, folder: Path) -> None:
+        self.backend = world.backend(0.0)
+        self.config, self.items, self.folder = config, world.items, folder
+        self.test = make_split(world.items, config).test
 
     def per_user(self, policy: MemoryPolicy, users: Sequence[str]) -> dict[str, float]:
         evaluator = Evaluator(  # one per call: each call runs its own event loop
@@ -179,14 +202,13 @@ def seed_policy(config: EvolveConfig) -> MemoryPolicy:
     return config.seed.policy
 
 
-def episode_calls(world: World, seed: int, config: EvolveConfig, folder: Path) -> int:
+def episode_calls(world: WorldRun, seed: int, config: EvolveConfig, folder: Path) -> int:
     """The calls of one seed episode in this world (the budget's unit)."""
-    items = world.items(seed)
-    backend = CategoryBackend(items)
-    evaluator = Evaluator(root=folder, items=items, make_agent=lambda policy: build_agent(policy, backend),
+    backend = world.backend(0.0)
+    evaluator = Evaluator(root=folder, items=world.items, make_agent=lambda policy: build_agent(policy, backend),
                           simulator=make_simulator("template", seed),
                           episode_config=episode_config(config, seed_policy(config)))
-    asyncio.run(evaluator.evaluate(Candidate(policy=seed_policy(config)), "probe", [items[0].id]))
+    asyncio.run(evaluator.evaluate(Candidate(policy=seed_policy(config)), "probe", [world.items[0].id]))
     return len(backend.calls)
 
 
@@ -221,22 +243,25 @@ def winners_curse(run_dir: Path, result: EvolutionResult, policies: dict[str, Me
     return gaps
 
 
-def run_memevo(workdir: Path, world: World, seed: int, arm: str, noise: float, max_calls: int) -> ArmRun:
-    items = world.items(seed)
+def role_calls(backend: CategoryBackend, role: str) -> int:
+    return sum(call["role"] == role for call in backend.calls)
+
+
+def run_memevo(workdir: Path, world: WorldRun, seed: int, arm: str, max_calls: int) -> ArmRun:
     run_dir = workdir / "run"
     data = workdir / "data.json"
-    save_items(items, data)
+    save_items(world.items, data)
     best_of_n = arm == "best-of-n"
     generations, candidates = (1, 24) if best_of_n else (50, CANDIDATES)
-    config = make_config(data, seed, arm_strategy(arm), max_calls, generations, candidates)
-    backend = CategoryBackend(items, proposer_mode="step", answer_noise=noise, seed=seed, steps_from=world.steps_from)
+    config = make_config(data, seed, arm_strategy(arm), max_calls, generations, candidates, world.seed_types)
+    backend = world.backend(world.noise)
     result = run_evolution(config, run_dir=run_dir, hub=CategoryHub(backend), resume=False)
     plans = [GenerationPlan.model_validate_json(path.read_text())
              for path in sorted((run_dir / "generations").glob("gen_*/plan.json"))]
     known = {result.seed.id: result.seed.policy} | {c.id: c.policy for plan in plans for c in plan.candidates}
     parents = {c.id: c.parent_id for plan in plans for c in plan.candidates}
     accepted = [i for o in result.history[1:] for i in o.accepted_ids]
-    clean = Clean(config, items, workdir / "clean")
+    clean = Clean(config, world, workdir / "clean")
     scores = {cid: clean.score(known[cid]) for cid in {result.best.id, *accepted, *(parents[i] for i in accepted)}}
     last = max(o.generation for o in result.history)
     spend = json.loads((run_dir / "generations" / f"gen_{last:03d}" / "spend.json").read_text())
@@ -244,52 +269,58 @@ def run_memevo(workdir: Path, world: World, seed: int, arm: str, noise: float, m
         best_test=scores[result.best.id], accepted=len(accepted),
         false_accepted=sum(scores[i] < scores[parents[i] or ""] for i in accepted),
         calls=sum(role["calls"] for role in spend["by_role"].values()),
-        curse=winners_curse(run_dir, result, known, clean, make_split(items, config).val, noise),
+        agent_calls=role_calls(backend, "agent"), proposer_calls=role_calls(backend, "proposer"),
+        curse=winners_curse(run_dir, result, known, clean, make_split(world.items, config).val, world.noise),
     )
 
 
-def run_gepa_arm(workdir: Path, world: World, seed: int, noise: float, max_calls: int) -> ArmRun:
-    items = world.items(seed)
+def run_gepa_arm(workdir: Path, world: WorldRun, seed: int, max_calls: int) -> ArmRun:
     data = workdir / "data.json"
-    save_items(items, data)
-    config = make_config(data, seed, {}, max_calls, 1, CANDIDATES)
-    split = make_split(items, config)
-    backend = CategoryBackend(items, proposer_mode="step", answer_noise=noise, seed=seed, steps_from=world.steps_from)
+    save_items(world.items, data)
+    config = make_config(data, seed, {}, max_calls, 1, CANDIDATES, world.seed_types)
+    split = make_split(world.items, config)
+    backend = world.backend(world.noise)
     hub = CategoryHub(backend)
     seed_pol = seed_policy(config)
 
     def evaluator() -> Evaluator:
-        return Evaluator(root=workdir / "gepa", items=items, make_agent=lambda policy: build_agent(policy, backend),
+        return Evaluator(root=workdir / "gepa", items=world.items,
+                         make_agent=lambda policy: build_agent(policy, backend),
                          simulator=make_simulator("template", seed), episode_config=episode_config(config, seed_pol))
 
     adapter = MemevoAdapter(
-        config=config, seed=seed_pol, spec=agent_spec("awi"), items={item.id: item for item in items},
+        config=config, seed=seed_pol, spec=agent_spec("awi"), items={item.id: item for item in world.items},
         make_evaluator=evaluator, proposer=make_proposer("reflection", ProposerSettings(lm=hub.dspy_lm(config.llm.proposer))),
         train_users=set(split.train), samples_per_iteration=CANDIDATES,
     )
     outcome = run_gepa(adapter, config.components, split.train, split.val, lambda: len(backend.calls), max_calls,
                        seed, workdir / "gepa-run")
-    clean = Clean(config, items, workdir / "clean")
+    clean = Clean(config, world, workdir / "clean")
     scores = [clean.score(policy) for policy in outcome.policies]
     pool = [(i, parent) for i, parent in enumerate(outcome.parents) if i > 0 and parent is not None]
     return ArmRun(best_test=clean.score(outcome.best), accepted=len(pool),
-                  false_accepted=sum(scores[i] < scores[parent] for i, parent in pool), calls=len(backend.calls))
+                  false_accepted=sum(scores[i] < scores[parent] for i, parent in pool), calls=len(backend.calls),
+                  agent_calls=role_calls(backend, "agent"), proposer_calls=role_calls(backend, "proposer"))
 
 
 def run_arm(world_name: str, seed: int, arm: str, noise: float, budget_episodes: int) -> ArmRun:
-    world = WORLDS[world_name]
+    world = WORLDS[world_name](seed, noise)
+    started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        config = make_config(workdir / "unused.json", seed, {}, 1, 1, 1)
+        save_items(world.items, workdir / "items.json")
+        config = make_config(workdir / "items.json", seed, {}, 1, 1, 1, world.seed_types)
         max_calls = budget_episodes * episode_calls(world, seed, config, workdir / "probe")
+        clean = Clean(config, world, workdir / "clean")
+        seed_test = clean.score(seed_policy(config))
+        oracle_test = world.oracle(clean.test) if world.oracle else None
         if arm == "none":
-            items = world.items(seed)
-            save_items(items, workdir / "unused.json")
-            return ArmRun(best_test=Clean(config, items, workdir / "clean").score(seed_policy(config)), accepted=0,
-                          false_accepted=0, calls=0)
-        if arm == "gepa":
-            return run_gepa_arm(workdir, world, seed, noise, max_calls)
-        return run_memevo(workdir, world, seed, arm, noise, max_calls)
+            run = ArmRun(best_test=seed_test, accepted=0, false_accepted=0, calls=0)
+        elif arm == "gepa":
+            run = run_gepa_arm(workdir, world, seed, max_calls)
+        else:
+            run = run_memevo(workdir, world, seed, arm, max_calls)
+    return replace(run, seed_test=seed_test, oracle_test=oracle_test, wall_s=time.monotonic() - started)
 
 
 def paired(rows: list[ArmRun], reference: list[ArmRun]) -> str:
