@@ -1,7 +1,12 @@
 """Strategy benchmark: memevo's loop against no evolution, best-of-N and GEPA, at the same call budget.
 
-Worlds are built from the category double (tests/doubles/category_backend.py, a TEST DOUBLE, not a model): a fact
-reaches memory only when the memory-types section names its category; the seed names two categories of one
+Two kinds of worlds. ``family`` (benchmarks/worlds/, the one the report uses): world ``seed`` draws its own rules
+(which facts a memory-types text makes the writer keep and under which word, questions needing two facts,
+cancelling pairs, a length cost, answer noise from 10% to 40%, the proposer's mix of helpful, neutral and harmful
+edits, feedback-blind or feedback-using) and knows its oracle, so every result is also the share of the headroom
+(oracle minus seed, noise-free on the test users) it closes; its protocol is benchmarks/worlds/PROTOCOL.md.
+The project's three hand-made worlds are built from the category double (tests/doubles/category_backend.py, a
+TEST DOUBLE, not a model): a fact reaches memory only when the memory-types section names its category; the seed names two categories of one
 question each; the proposer makes one small step per sample (adds a category, or on later samples drops one the
 text names); every agent answer is replaced by a random option with probability ``--noise`` (seeded by the
 request, so reruns and resumes see the same noise). The worlds differ in what a step does:
@@ -14,8 +19,8 @@ request, so reruns and resumes see the same noise). The worlds differ in what a 
   the other is named too, and dropping one then costs both.
 
 Arms, each given the same budget of calls (``--budget-episodes`` times the calls of one seed episode of the world;
-agent and proposer calls together, as ``budget.max_calls`` counts them): ``memevo`` (sequential acceptance with
-its defaults, memevo's default),
+agent and proposer calls together, as ``budget.max_calls`` counts them): ``memevo`` (EvolveConfig's default
+strategy: no ``strategy`` section),
 ``none`` (no evolution: the seed), ``best-of-n`` (one generation of as many proposals from the seed as the budget
 plays on the validation users, the best there kept after a check on one train user), ``gepa`` (GEPA 0.1.4 through
 ``gepa.optimize``, see benchmarks/gepa_arm.py), and memevo strategies named by ``+``-joined words: ``mean``,
@@ -26,13 +31,15 @@ EvolveConfig's previous default (``mean+first``).
 Per world, seed (a new world, split and noise for each) and arm one run goes in-process. Reported per world and arm:
 the noise-free held-out accuracy of the arm's final best (a fresh evaluation of it on the 4 test users without
 answer noise), its paired difference to memevo's default over seeds (mean, wins/ties/losses, two-sided Wilcoxon
-signed-rank p, ties split), candidates accepted and false acceptances (accepted but below their parent noise-free),
-the calls the search spent, and for memevo's loops the winner's curse: how far the parent's score on the users its
-children are compared on lies above its noise-free score there. Tune on other seeds than the ones reported
+signed-rank p, ties split), the share of the headroom closed where the world knows its oracle, candidates accepted
+and false acceptances (accepted but below their parent noise-free), the calls the search spent (all, agent,
+proposer), the wall time of a run (search and noise-free scoring), every run's figures per seed, and for memevo's
+loops the winner's curse: how far the parent's score on the users its children are compared on lies above its
+noise-free score there. Tune on other seeds than the ones reported
 (``--first-seed``): a setting chosen on the reported worlds would be fitted to their noise.
 
-Run: ``python benchmarks/strategies.py [--seeds 16] [--first-seed 0] [--worlds category,neutral,interact]
-[--arms memevo,none,best-of-n,gepa] [--jobs 2]`` from the repository root.
+Run: ``python benchmarks/strategies.py [--seeds 16] [--first-seed 0] [--worlds category,neutral,interact,family]
+[--arms memevo,none,best-of-n,gepa] [--budget-episodes 40] [--jobs 2]`` from the repository root.
 """
 
 from __future__ import annotations
@@ -93,7 +100,8 @@ class World:
     def at(self, seed: int, noise: float) -> WorldRun:
         items = category_world(USERS, 3, seed=seed, questions=self.questions, pairs=self.pairs)
         return WorldRun(items=items, seed_types=SEED_TYPES, noise=noise, backend=lambda noise: CategoryBackend(
-            items, proposer_mode="step", answer_noise=noise, seed=seed, steps_from=self.steps_from))
+            items, proposer_mode="step", answer_noise=noise, seed=seed, steps_from=self.steps_from),
+            label=f"noise {noise:.2f}")
 
 
 WORLDS: dict[str, Callable[[int, float], WorldRun]] = {
@@ -112,7 +120,7 @@ ARMS = ["memevo", "none", "best-of-n", "gepa"]
 def arm_strategy(arm: str) -> dict[str, Any]:
     """The ``strategy`` section a memevo arm stands for (see the module docstring)."""
     if arm == "memevo":
-        return {"acceptance": "sequential"}
+        return {}  # EvolveConfig's default strategy, whatever it is when the benchmark runs
     if arm == "one-at-a-time":
         return {"acceptance": "mean", "first_accepted": True}
     if arm == "best-of-n":
@@ -234,7 +242,10 @@ def winners_curse(run_dir: Path, result: EvolutionResult, policies: dict[str, Me
         if outcome.parent_id == result.seed.id or outcome.parent_id not in policies:
             continue
         race = run_dir / "generations" / f"gen_{outcome.generation:03d}" / "race.json"
-        users = RaceRecord.model_validate(json.loads(race.read_text())[0]).users if race.exists() else val_users
+        rounds = json.loads(race.read_text()) if race.exists() else None
+        if rounds == []:  # no race was played in this generation: no parent compared
+            continue
+        users = RaceRecord.model_validate(rounds[0]).users if rounds else val_users
         noisy = noisy_per_user(run_dir, outcome.parent_id, outcome.generation)
         users = [u for u in users if u in noisy]
         if users:
@@ -269,7 +280,8 @@ def run_memevo(workdir: Path, world: WorldRun, seed: int, arm: str, max_calls: i
         best_test=scores[result.best.id], accepted=len(accepted),
         false_accepted=sum(scores[i] < scores[parents[i] or ""] for i in accepted),
         calls=sum(role["calls"] for role in spend["by_role"].values()),
-        agent_calls=role_calls(backend, "agent"), proposer_calls=role_calls(backend, "proposer"),
+        agent_calls=spend["by_role"].get("agent", {}).get("calls", 0),
+        proposer_calls=spend["by_role"].get("proposer", {}).get("calls", 0),
         curse=winners_curse(run_dir, result, known, clean, make_split(world.items, config).val, world.noise),
     )
 
@@ -333,11 +345,20 @@ def paired(rows: list[ArmRun], reference: list[ArmRun]) -> str:
     return f"{fmean(diffs):+.3f}, {wins}/{ties}/{len(diffs) - wins - ties}, p {p_value:.3f}"
 
 
+def headroom_text(rows: list[ArmRun]) -> str:
+    shares = [row.headroom for row in rows if row.headroom is not None]
+    if not shares:
+        return "n/a (no world with headroom: oracle not above the seed, or unknown)"
+    left_out = len(rows) - len(shares)
+    return f"{fmean(shares):.0%}" + (f" ({left_out} runs n/a: no headroom)" if left_out else "")
+
+
 def table(title: str, runs: dict[str, list[ArmRun]]) -> list[str]:
     reference = runs.get(REFERENCE)
     lines = [f"**{title}**", "",
-             f"| arm | held-out accuracy (noise-free) | {REFERENCE} minus arm (mean, W/T/L, p) | accepted | "
-             "false acceptances | calls spent | winner's curse (parent's bar above its expected noisy score) |", "|---|---|---|---|---|---|---|"]
+             f"| arm | held-out accuracy (noise-free) | headroom closed | {REFERENCE} minus arm (mean, W/T/L, p) | "
+             "accepted | false acceptances | calls spent | agent calls | proposer calls | wall time per run | "
+             "winner's curse (parent's bar above its expected noisy score) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for arm, rows in runs.items():
         best = [r.best_test for r in rows]
         accepted, false = sum(r.accepted for r in rows), sum(r.false_accepted for r in rows)
@@ -345,8 +366,27 @@ def table(title: str, runs: dict[str, list[ArmRun]]) -> list[str]:
         versus = "-" if arm == REFERENCE or reference is None else paired(rows, reference)
         curse = [g for r in rows for g in r.curse]
         curse_text = f"{fmean(curse):+.3f} ({len(curse)} parents)" if curse else "n/a (no selected parent compared)"
-        lines.append(f"| {arm} | {fmean(best):.3f} ± {pstdev(best):.3f} | {versus} | {accepted} | {share} | "
-                     f"{fmean(r.calls for r in rows):.0f} | {curse_text} |")
+        lines.append(f"| {arm} | {fmean(best):.3f} ± {pstdev(best):.3f} | {headroom_text(rows)} | {versus} | {accepted} | "
+                     f"{share} | {fmean(r.calls for r in rows):.0f} | {fmean(r.agent_calls for r in rows):.0f} | "
+                     f"{fmean(r.proposer_calls for r in rows):.1f} | {fmean(r.wall_s for r in rows):.1f} s | {curse_text} |")
+    return lines
+
+
+def run_table(title: str, labels: dict[int, str], runs: dict[str, list[ArmRun]]) -> list[str]:
+    """Every run of one world: per seed, the seed's and the oracle's held-out accuracy and each arm's, with the
+    share of the headroom it closed."""
+    arms = list(runs)
+    lines = [f"**{title}: every run**", "", "| seed | world | seed prompt | oracle | " + " | ".join(arms) + " |",
+             "|---|---|---|---|" + "---|" * len(arms)]
+    for index, (seed, label) in enumerate(labels.items()):
+        first = runs[arms[0]][index]
+        oracle = "n/a (unknown)" if first.oracle_test is None else f"{first.oracle_test:.3f}"
+        cells = []
+        for arm in arms:
+            row = runs[arm][index]
+            closed = "n/a" if row.headroom is None else f"{row.headroom:.0%}"
+            cells.append(f"{row.best_test:.3f} ({closed})")
+        lines.append(f"| {seed} | {label} | {first.seed_test:.3f} | {oracle} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -356,7 +396,8 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=0, help="Seeds run are first-seed .. first-seed+seeds-1.")
     parser.add_argument("--noise", type=float, default=0.3, help="Share of agent answers replaced at random.")
     parser.add_argument("--budget-episodes", type=int, default=40, help="The call budget, in seed episodes.")
-    parser.add_argument("--worlds", default=",".join(WORLDS))
+    parser.add_argument("--worlds", default="category,neutral,interact",
+                        help=f"Comma-separated, of {', '.join(WORLDS)} (default: %(default)s).")
     parser.add_argument("--jobs", type=int, default=1, help="Runs in parallel (processes).")
     parser.add_argument("--arms", default=",".join(ARMS), help="Comma-separated arm names (default: %(default)s).")
     parser.add_argument("--per-seed", type=Path, help="Also write every run's figures here (JSON: world, arm, seed).")
@@ -378,11 +419,15 @@ def main() -> None:
     if args.per_seed:
         args.per_seed.write_text(json.dumps({world: {arm: {seed: asdict(futures[world, arm, seed].result()) for seed in seeds}
                                                      for arm in arms} for world in worlds}, indent=1))
-    print(f"{args.seeds} seeds ({seeds.start}-{seeds.stop - 1}), answer noise {args.noise}, budget "
+    print(f"{args.seeds} seeds ({seeds.start}-{seeds.stop - 1}), answer noise {args.noise} (family: each world's "
+          f"own), budget "
           f"{args.budget_episodes} seed episodes of calls, train/val/test users {SPLIT['train']}/{SPLIT['val']}/"
           f"{SPLIT['test']}; means over seeds ± sd\n")
     for world in worlds:
         print("\n".join(table(f"world: {world}", runs[world])) + "\n")
+    for world in worlds:
+        labels = {seed: WORLDS[world](seed, args.noise).label for seed in seeds}
+        print("\n".join(run_table(f"world: {world}", labels, runs[world])) + "\n")
     if len(worlds) > 1:
         pooled = {arm: [row for world in worlds for row in runs[world][arm]] for arm in arms}
         print("\n".join(table(f"all worlds ({len(worlds)} x {args.seeds} paired runs)", pooled)))

@@ -20,3 +20,5 @@ class WorldRun:
     """A fresh LLM double with the given answer noise (0: the noise-free judge of held-out scores)."""
     oracle: Callable[[Sequence[str]], float] | None = None
     """The best reachable noise-free accuracy on the given users, where the world knows it."""
+    label: str = ""
+    """The world's rules in a few words, for the table of every run."""

@@ -41,4 +41,5 @@ def family_world(seed: int, users: int) -> WorldRun:
         return oracle(rules, [by_id[user] for user in user_ids]).score
 
     return WorldRun(items=items, seed_types="\n".join(rules.seed_lines), noise=rules.noise,
-                    backend=lambda noise: WorldBackend(rules, items, answer_noise=noise), oracle=best)
+                    backend=lambda noise: WorldBackend(rules, items, answer_noise=noise), oracle=best,
+                    label=rules.summary())

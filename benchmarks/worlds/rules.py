@@ -58,6 +58,15 @@ class WorldRules(BaseModel):
         """Both words for a category, accepted or not (what a proposer may write)."""
         return [category, SYNONYMS[category]]
 
+    def summary(self) -> str:
+        asked = sum(count > 0 for count in self.questions.values())
+        synonym_only = sum(category not in words for category, words in self.names.items())
+        proposer = "feedback-using" if self.uses_feedback else "feedback-blind"
+        return (f"noise {self.noise:.2f}; {asked} asked + {len(self.questions) - asked} unasked categories, "
+                f"{synonym_only} kept only by synonym; {len(self.pairs)} pair, {len(self.cancels)} cancelling; "
+                f"reads {self.capacity or 'all'} lines; {proposer} proposer {self.helpful:.0%}/{self.neutral:.0%}/"
+                f"{self.harmful:.0%} helpful/neutral/harmful")
+
     def kept(self, memory_types: str) -> frozenset[str]:
         """The categories whose facts the writer keeps under this memory-types text."""
         lines = [line.lower() for line in memory_types.splitlines() if line.strip()]
