@@ -36,7 +36,8 @@ class WorldBackend(CategoryBackend):
         if section is None:
             raise ValueError("world double: the write prompt has no 'Worth noting:' ... 'Rules:' section")
         kept = self.rules.kept(section.group(1))
-        conversation = next((json.loads(line) for line in prompt.splitlines() if line.startswith('[{"role"')), [])
+        conversation: list[dict[str, str]] = next(
+            (json.loads(line) for line in prompt.splitlines() if line.startswith('[{"role"')), [])
         notes = {category: value for message in conversation if message["role"] == "user"
                  for category, value in ANNOUNCE.findall(message["content"]) if category in kept}
         return json.dumps(notes)
