@@ -4,11 +4,13 @@ episodes, its proposer follows the drawn mix."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from benchmarks.strategies import Clean, make_config
+from benchmarks.strategies import Clean, make_config, run_arm, winners_curse
 from benchmarks.worlds.backend import WorldBackend
 from benchmarks.worlds.family import family_world
 from benchmarks.worlds.rules import NOISE_RANGE, SYNONYMS, WorldRules, draw_rules
@@ -102,3 +104,24 @@ def test_a_proposer_that_uses_feedback_adds_only_what_it_names() -> None:
     named = rules.categories[0]
     added = {backend._step("", f"a {named} of x", f"request {i}", 0)[0] for i in range(20)}
     assert added <= {f"\n- {word}" for word in rules.words(named)}
+
+
+def test_a_world_run_knows_its_seed_and_oracle_and_the_share_of_headroom() -> None:
+    run = run_arm("family", 500, "none", 0.3, 1)
+    assert run.oracle_test is not None and run.oracle_test > run.seed_test
+    assert run.best_test == run.seed_test and run.headroom == 0
+    assert replace(run, best_test=run.oracle_test).headroom == pytest.approx(1)
+    assert replace(run, oracle_test=run.seed_test).headroom is None  # no headroom: n/a, not a division by zero
+
+
+def test_a_generation_without_a_race_round_has_no_parent_to_compare(tmp_path: Path) -> None:
+    """A race file with no rounds (the generation raced nothing) is skipped, not read as a first round."""
+    race = tmp_path / "generations" / "gen_002" / "race.json"
+    race.parent.mkdir(parents=True)
+    race.write_text("[]")
+    seed = SimpleNamespace(id="seed")
+    history = [SimpleNamespace(generation=1, parent_id="seed"), SimpleNamespace(generation=2, parent_id="kept")]
+    clean = SimpleNamespace(items=family_world(0, 1).items)
+    result = SimpleNamespace(seed=seed, history=history)
+    policies = {"kept": MemoryPolicy(kind="awi")}
+    assert winners_curse(tmp_path, result, policies, clean, ["user-0"], 0.3) == []  # type: ignore[arg-type]
