@@ -6,10 +6,10 @@ cancelling pairs, a length cost, answer noise from 10% to 40%, the proposer's mi
 edits, feedback-blind or feedback-using) and knows its oracle, so every result is also the share of the headroom
 (oracle minus seed, noise-free on the test users) it closes; its protocol is benchmarks/worlds/PROTOCOL.md.
 The project's three hand-made worlds are built from the category double (tests/doubles/category_backend.py, a
-TEST DOUBLE, not a model): a fact reaches memory only when the memory-types section names its category; the seed names two categories of one
-question each; the proposer makes one small step per sample (adds a category, or on later samples drops one the
-text names); every agent answer is replaced by a random option with probability ``--noise`` (seeded by the
-request, so reruns and resumes see the same noise). The worlds differ in what a step does:
+TEST DOUBLE, not a model): a fact reaches memory only when the memory-types section names its category; the seed
+names two categories of one question each; the proposer makes one small step per sample (adds a category, or on
+later samples drops one the text names); every agent answer is replaced by a random option with probability
+``--noise`` (seeded by the request, so reruns and resumes see the same noise). The worlds differ in what a step does:
 
 - ``category``: six categories asked about by 1-3 questions per period; a step adds one seen in the feedback
   (helps by 1-3 questions in 10) or drops one (hurts);
@@ -99,8 +99,8 @@ class World:
 
     def at(self, seed: int, noise: float) -> WorldRun:
         items = category_world(USERS, 3, seed=seed, questions=self.questions, pairs=self.pairs)
-        return WorldRun(items=items, seed_types=SEED_TYPES, noise=noise, backend=lambda noise: CategoryBackend(
-            items, proposer_mode="step", answer_noise=noise, seed=seed, steps_from=self.steps_from),
+        return WorldRun(items=items, seed_types=SEED_TYPES, noise=noise, backend=lambda answer_noise: CategoryBackend(
+            items, proposer_mode="step", answer_noise=answer_noise, seed=seed, steps_from=self.steps_from),
             label=f"noise {noise:.2f}")
 
 
