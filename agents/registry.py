@@ -18,7 +18,7 @@ from memevo.core.errors import UserInputError, nested_in
 
 ENTRY_POINT_GROUP = "memevo.agents"
 _BUILTIN_MODULES = {"native": "native", "rag": "rag", "awi": "awi", "awe": "awe",
-                    "mem0": "memory_systems.mem0_agent"}
+                    "mem0": "memory_systems.mem0_agent", "amem": "memory_systems.amem_agent"}
 """Each built-in kind and its module under ``memevo.agents``."""
 _registry: dict[str, type[MemoryAgent]] = {}
 _discovered = False
