@@ -17,8 +17,6 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field
-
 from memevo.agents.base import AgentSpec
 from memevo.agents.buffered import BufferedMemoryAgent, BufferedMessage, MalformedReply
 from memevo.agents.llm.protocol import ChatClient
@@ -55,10 +53,10 @@ class Note(LazyModel):
     id: int
     content: str
     timestamp: datetime
-    keywords: list[str] = Field(default_factory=list)
-    tags: list[str] = Field(default_factory=list)
+    keywords: list[str] = []
+    tags: list[str] = []
     context: str = ""
-    links: list[int] = Field(default_factory=list)
+    links: list[int] = []
 
     def ranked_text(self) -> str:
         """What retrieval compares with a query: the content with its keywords, tags and context."""

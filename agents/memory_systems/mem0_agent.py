@@ -42,8 +42,8 @@ def import_mem0() -> Any:
     it earlier with telemetry on, those globals are switched off here."""
     os.environ["MEM0_TELEMETRY"] = "False"
     main = import_extra("mem0.memory.main", extra="mem0", kind="mem0")
-    main.MEM0_TELEMETRY = False
-    sys.modules["mem0.memory.telemetry"].MEM0_TELEMETRY = False
+    for module in (main, sys.modules["mem0.memory.telemetry"]):
+        setattr(module, "MEM0_TELEMETRY", False)  # a module global mypy cannot see
     return main
 
 
