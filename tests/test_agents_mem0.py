@@ -123,3 +123,14 @@ def test_an_evolved_fact_prompt_must_keep_the_reply_format():
     with pytest.raises(UserInputError, match="missing output-format clause") as caught:
         validate_policy(POLICY.with_prompts(fact_extraction_prompt="List the facts."))
     assert caught.value.field == "prompts.fact_extraction_prompt"
+
+
+async def test_a_reply_mem0_cannot_read_is_counted_as_a_failed_write():
+    def reply(body: dict) -> str:
+        return "no facts today" if "response_format" in body else "ok"
+
+    with FaultServer(reply) as server:
+        agent, _ = agent_on(server)
+        await tell(agent, "I live in Paris")
+    assert agent.state()["counters"] == {"requests": 1, "retries": 0, "failures": 1}
+    assert (await agent.answer("q", query="Paris", now=day(2))).consulted_memory == ""

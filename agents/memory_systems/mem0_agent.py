@@ -13,6 +13,7 @@ gateway does not make.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import warnings
@@ -45,6 +46,17 @@ def import_mem0() -> Any:
     for module in (main, sys.modules["mem0.memory.telemetry"]):
         setattr(module, "MEM0_TELEMETRY", False)  # a module global mypy cannot see
     return main
+
+
+def mem0_reads_object(text: str) -> bool:
+    """Whether Mem0's own reply cleaning (code fences, then the outermost braces) gives a JSON object."""
+    utils = sys.modules["mem0.memory.utils"]
+    for candidate in (utils.remove_code_blocks(text), utils.extract_json(text)):
+        try:
+            return isinstance(json.loads(candidate, strict=False), dict)
+        except json.JSONDecodeError:
+            continue
+    return False
 
 
 @register_agent("mem0")
@@ -112,12 +124,16 @@ class Mem0Agent(BufferedMemoryAgent):
         with warnings.catch_warnings():  # Qdrant's in-process mode says Mem0's payload indexes do nothing there
             warnings.simplefilter("ignore", UserWarning)
             memory = self.mem0.Memory(config)
-        memory.llm = SyncChat(self.llm, max_tokens=self.policy.write_max_tokens, on_call=self._count_request)
+        memory.llm = SyncChat(self.llm, max_tokens=self.policy.write_max_tokens, on_reply=self._count_write)
         memory.embedding_model = SyncEmbedder(self.embedder, self.embedding_model)
         self.memory, self.dimensions = memory, dimensions
 
-    def _count_request(self) -> None:
+    def _count_write(self, reply: str) -> None:
+        """One write request; a failure when Mem0 cannot read its reply as a JSON object (Mem0 then skips the step
+        without a word, and retries nothing)."""
         self.counters.requests += 1
+        if not mem0_reads_object(reply):
+            self.counters.failures += 1
 
     def memory_state(self) -> dict[str, Any]:
         """Every stored point (id, vector, payload) in id order; Mem0's history table is not kept."""

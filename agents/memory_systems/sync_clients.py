@@ -16,22 +16,22 @@ from memevo.agents.llm.sync_bridge import run_sync
 class SyncChat:
     """``generate_response`` as Mem0's LLM classes offer it, answered by ``client`` under the role ``agent``.
 
-    ``on_call`` is told of every request (the agent counts its write requests). Tool calls are refused: the gateway
-    makes none, and only Mem0's graph memory asks for them."""
+    ``on_reply`` is given the text of every reply (the agent counts its write requests and their failures). Tool
+    calls are refused: the gateway makes none, and only Mem0's graph memory asks for them."""
 
-    def __init__(self, client: ChatClient, *, max_tokens: int | None, on_call: Callable[[], None]) -> None:
+    def __init__(self, client: ChatClient, *, max_tokens: int | None, on_reply: Callable[[str], None]) -> None:
         self.client = client
         self.max_tokens = max_tokens
-        self.on_call = on_call
+        self.on_reply = on_reply
 
     def generate_response(self, messages: list[Message], response_format: Any = None, tools: Any = None,
                           tool_choice: str = "auto", **_: Any) -> str:
         if tools:
             raise NotImplementedError("memevo's gateway makes no tool calls (Mem0's graph memory needs them)")
-        self.on_call()
         wants_json = isinstance(response_format, dict) and response_format.get("type") == "json_object"
         messages = [{"role": m["role"], "content": m["content"]} for m in messages]
         reply = run_sync(self.client.chat(messages, role="agent", json_mode=wants_json, max_tokens=self.max_tokens))
+        self.on_reply(reply.text)
         return reply.text
 
 
