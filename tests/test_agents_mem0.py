@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections.abc import AsyncIterator
@@ -95,6 +96,15 @@ async def test_answers_do_not_change_state_and_state_round_trips(server):
     twin.load_state(json.loads(before))
     assert twin.state() == agent.state()
     assert await twin.answer("q", query="tea", now=day(9)) == answer
+
+
+async def test_concurrent_answers_leave_the_saved_vectors_as_they_were(server):
+    """Qdrant's in-process store hands back a vector in other bits after searches; the state keeps the endpoint's."""
+    agent, _ = agent_on(server)
+    await tell(agent, "I live in Paris", "I love oolong tea", "My dog is Rex")
+    before = json.dumps(agent.state())
+    await asyncio.gather(*(agent.answer("q", query=q, now=day(9)) for q in ("home?", "tea?", "dog?", "Rex")))
+    assert json.dumps(agent.state()) == before
 
 
 async def test_an_empty_agent_round_trips_and_answers_from_nothing(server):

@@ -136,16 +136,18 @@ class Mem0Agent(BufferedMemoryAgent):
             self.counters.failures += 1
 
     def memory_state(self) -> dict[str, Any]:
-        """Every stored point (id, vector, payload) in id order; Mem0's history table is not kept."""
+        """Every stored point (id, vector, payload) in id order; Mem0's history table is not kept. A point's vector
+        is its text's embedding (Mem0 embeds a memory's text to store it), as the endpoint gave it."""
         if self.memory is None:
             return {"dimensions": None, "points": []}
         client = self.memory.vector_store.client
         count = client.count(COLLECTION).count
-        points, _ = client.scroll(COLLECTION, limit=max(count, 1), with_payload=True, with_vectors=True)
+        points, _ = client.scroll(COLLECTION, limit=max(count, 1), with_payload=True, with_vectors=False)
+        vectors = self.memory.embedding_model.vectors
         return {
             "dimensions": self.dimensions,
-            "points": sorted(({"id": str(p.id), "vector": list(p.vector), "payload": p.payload} for p in points),
-                             key=lambda p: p["id"]),
+            "points": sorted(({"id": str(p.id), "vector": vectors[p.payload["data"]], "payload": p.payload}
+                              for p in points), key=lambda p: p["id"]),
         }
 
     def load_memory_state(self, data: dict[str, Any]) -> None:
@@ -157,3 +159,4 @@ class Mem0Agent(BufferedMemoryAgent):
         self._build(int(data["dimensions"]))
         if data["points"]:
             self.memory.vector_store.client.upsert(COLLECTION, [PointStruct(**p) for p in data["points"]])
+        self.memory.embedding_model.vectors.update({p["payload"]["data"]: p["vector"] for p in data["points"]})

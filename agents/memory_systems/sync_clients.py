@@ -36,11 +36,17 @@ class SyncChat:
 
 
 class SyncEmbedder:
-    """``embed`` as Mem0's embedders offer it: one vector for one text, from ``client``'s ``model``."""
+    """``embed`` as Mem0's embedders offer it: one vector for one text, from ``client``'s ``model``.
+
+    Every vector is kept by its text, exactly as the endpoint gave it: a text is embedded once, and the agent saves
+    its stored memories' vectors from here (a vector store may hand back a vector it normalised, in other bits)."""
 
     def __init__(self, client: EmbeddingClient, model: str) -> None:
         self.client = client
         self.model = model
+        self.vectors: dict[str, list[float]] = {}
 
     def embed(self, text: str, memory_action: str | None = None) -> list[float]:
-        return run_sync(self.client.embed([text], role="agent", model=self.model))[0]
+        if text not in self.vectors:
+            self.vectors[text] = run_sync(self.client.embed([text], role="agent", model=self.model))[0]
+        return self.vectors[text]
