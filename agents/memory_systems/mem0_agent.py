@@ -2,11 +2,12 @@
 
 memevo's buffer decides when messages are written (``update_every``, ``short_term``); each write is one
 ``Memory.add`` of Mem0's: fact extraction, a vector search per fact, then one update call choosing ADD / UPDATE /
-DELETE / NONE. Mem0 is pinned at 1.0.11, the last release with those two prompts (2.x replaced them with one
+DELETE / NONE. The extra keeps Mem0 at 1.0.x, the last line with those two prompts (2.x replaced them with one
 additive extraction prompt and no update step). Its LLM and embedder are the agent's gateway (``sync_clients``);
-its vector store is Qdrant's in-process mode, one collection per agent, so nothing is written to disk and no
-service is needed. A memory's ``created_at`` is the simulated time of its write; memories retrieved for a reply are
-listed oldest first by it (an updated memory keeps its creation time: Mem0 stamps updates with the wall clock). Mem0's graph memory (Mem0-G) is not offered: its LLM calls are tool calls, which the
+its vector store is Qdrant's in-process mode, one collection per agent, so no service is needed (Mem0 itself still
+writes a user id to ~/.mem0 when imported). A memory's ``created_at`` is the simulated time of its write; memories
+retrieved for a reply are listed oldest first by it (an updated memory keeps its creation time: Mem0 stamps
+updates with the wall clock). Mem0's graph memory (Mem0-G) is not offered: its LLM calls are tool calls, which the
 gateway does not make.
 """
 
