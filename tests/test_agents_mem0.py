@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import sys
 from collections.abc import AsyncIterator
+from importlib.util import find_spec
 
 import pytest
 
@@ -13,6 +15,7 @@ from memevo.agents.base import MemoryAgent
 from memevo.agents.llm.accounting import Accounting
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.llm.gateway import LLMGateway
+from memevo.agents.memory_systems.mem0_agent import import_mem0
 from memevo.agents.memory_systems.mem0_prompts import FACT_EXTRACTION_PROMPT
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import build_agent, validate_policy
@@ -21,7 +24,8 @@ from tests.doubles.fault_server import FaultServer
 from tests.doubles.memory_system_replies import memory_system_reply
 from tests.test_agents_support import day, scripted
 
-pytest.importorskip("mem0")
+# Found, not imported: the agent imports Mem0 itself, with its telemetry off.
+pytestmark = pytest.mark.skipif(find_spec("mem0") is None, reason="needs pip install 'memevo[mem0]'")
 
 POLICY = MemoryPolicy(kind="mem0", update_every=2, short_term=0, top_k=5, embedding_model="fake-embed")
 EVOLVED_FACTS = ("Write down each thing the user tells about themselves; the date is {today}.\n"
@@ -144,3 +148,11 @@ async def test_a_reply_mem0_cannot_read_is_counted_as_a_failed_write():
         await tell(agent, "I live in Paris")
     assert agent.state()["counters"] == {"requests": 1, "retries": 0, "failures": 1}
     assert (await agent.answer("q", query="Paris", now=day(2))).consulted_memory == ""
+
+
+def test_mem0s_telemetry_is_off_even_when_mem0_was_imported_with_it_on(monkeypatch):
+    monkeypatch.setenv("MEM0_TELEMETRY", "True")
+    telemetry = importlib.import_module("mem0.memory.telemetry")
+    monkeypatch.setattr(telemetry, "MEM0_TELEMETRY", True)
+    import_mem0()
+    assert telemetry.MEM0_TELEMETRY is False and sys.modules["mem0.memory.main"].MEM0_TELEMETRY is False
