@@ -155,18 +155,24 @@ class AMemAgent(BufferedMemoryAgent):
                     **(attributes or {}))
         candidates = await self.similar(note.ranked_text(), NEIGHBOURS)
         self.notes.append(note)
-        if not candidates:
-            return
+        linked = await self._link(note, candidates, at) if candidates else []
+        if linked:
+            await self._evolve(note, linked, at)
+
+    async def _link(self, note: Note, candidates: list[Note], at: datetime) -> list[Note]:
+        """Link generation: the candidates the LLM relates to ``note``, linked both ways."""
         values = {"note": note.ranked_text(),
                   "candidates": json.dumps([c.shown(i) for i, c in enumerate(candidates)], ensure_ascii=False)}
         chosen = await self.ask_prompt(
             "link_prompt", LINK_COMPONENT.placeholders, at, values, LINK_SCHEMA, link_parser(len(candidates)))
         linked = [candidates[i] for i in chosen or []]
-        if not linked:
-            return
         for other in linked:
             note.links.append(other.id)
             other.links.append(note.id)
+        return linked
+
+    async def _evolve(self, note: Note, linked: list[Note], at: datetime) -> None:
+        """Memory evolution: the new context and tags the LLM gives the linked notes ``note`` changes."""
         values = {"note": note.ranked_text(),
                   "neighbours": json.dumps([n.shown(i) for i, n in enumerate(linked)], ensure_ascii=False)}
         changes = await self.ask_prompt("evolution_prompt", EVOLUTION_COMPONENT.placeholders, at, values,
