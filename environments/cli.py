@@ -132,18 +132,20 @@ def synth(
 
 
 def _benchmark(name: str, dialog_field: str | None = None) -> "Environment[Any]":
-    from memevo.environments.registry import make_environment
+    from memevo.environments.registry import capabilities_of, make_environment
     from memevo.environments.runner import EpisodeConfig
 
-    if name != "memorybench":
+    if "dialog_field" not in capabilities_of(name, field="--environment").options:
         _no_dialog_field(dialog_field)
     options = {} if dialog_field is None else {"dialog_field": dialog_field}
     return make_environment(name, EpisodeConfig(), field="--environment", options=options)
 
 
 def _no_dialog_field(dialog_field: str | None) -> None:
+    from memevo.environments.registry import option_owners
+
     if dialog_field is not None:
-        raise UserInputError("applies to --environment memorybench only", field="--dialog-field")
+        raise UserInputError(f"applies to --environment {option_owners('dialog_field')} only", field="--dialog-field")
 
 
 def _validate_benchmark(environment: "Environment[Any]", path: str) -> None:

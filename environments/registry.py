@@ -15,6 +15,7 @@ from memevo.core.errors import UserInputError
 
 if TYPE_CHECKING:
     from memevo.agents.llm.protocol import ChatClient
+    from memevo.environments.capabilities import Capabilities
     from memevo.environments.protocol import Environment
     from memevo.environments.runner import EpisodeConfig
 
@@ -31,11 +32,16 @@ ENVIRONMENTS: dict[str, str] = {
 """name -> "module:class"."""
 
 
-def measures_memory(environment: str) -> bool:
-    """Whether runs on ``environment`` have a memory score, random baseline, upper bound and failure split: they rest
-    on AMemGym's perfect-information upper bound and memory probes, which the replayed benchmarks have no
-    counterpart of."""
-    return environment == DEFAULT_ENVIRONMENT
+def capabilities_of(name: str, *, field: str = "environment") -> Capabilities:
+    """What the environment registered under ``name`` can measure (its class's ``capabilities``), for callers that
+    hold a name (configs, records, summaries) rather than an environment."""
+    return environment_class(name, field=field).capabilities
+
+
+def option_owners(option: str) -> str:
+    """The environments that take ``option`` (one of their ``Capabilities.options``), for the error that refuses it
+    elsewhere: 'memorybench' for ``dialog_field``."""
+    return ", ".join(name for name in ENVIRONMENTS if option in capabilities_of(name).options)
 
 
 def environment_names() -> tuple[str, ...]:
