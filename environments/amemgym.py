@@ -15,7 +15,8 @@ from memevo.core.errors import UserInputError
 from memevo.environments.capabilities import Capabilities
 from memevo.environments.data.models import Item
 from memevo.environments.feedback import FeedbackConfig, PeriodFeedback, build_feedback
-from memevo.environments.protocol import PLAIN_RUN, AnswerScore, Environment, ItemRun, QuestionView
+from memevo.environments.item_run import PLAIN_RUN, ItemRun
+from memevo.environments.protocol import AnswerScore, Environment, QuestionView
 from memevo.environments.records import EpisodeResult, PeriodResult
 from memevo.environments.runner import SessionSource, period_plan, run_episode
 

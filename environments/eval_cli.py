@@ -49,6 +49,7 @@ from memevo.environments.metrics import (
 )
 from memevo.environments.metrics._items import item_lookup, item_of
 from memevo.environments.metrics.upper_bound import needed_states
+from memevo.environments.play import run_items
 from memevo.environments.plot_process import PLOT_FILE, PlotProcess
 from memevo.environments.progress import configure_terminal, phase
 from memevo.environments.records import EpisodeResult
@@ -62,7 +63,7 @@ from memevo.environments.rundir import (
     claim_run_folder,
     item_fingerprints,
 )
-from memevo.environments.runner import EpisodeConfig, run_episodes, run_items
+from memevo.environments.runner import EpisodeConfig, run_episodes
 from memevo.environments.score_text import score_lines
 from memevo.environments.simulators.base import UserSimulator
 from memevo.environments.simulators.factory import make_simulator

@@ -16,8 +16,6 @@ outcome need ``with_ground_truth`` (complete mode).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
@@ -27,12 +25,12 @@ from memevo.agents.base import MemoryAgent
 from memevo.core.lazy_model import LazyModel
 from memevo.environments.capabilities import Capabilities, Session
 from memevo.environments.feedback import FeedbackConfig, FeedbackMode, FeedbackRecord, PeriodFeedback, letter
+from memevo.environments.item_run import PLAIN_RUN, ItemRun
 from memevo.environments.records import EpisodeResult, PeriodResult, QARecord, ScoringMethod
 
 if TYPE_CHECKING:
     from memevo.agents.llm.protocol import ChatClient
     from memevo.environments.runner import EpisodeConfig, SessionSource
-    from memevo.environments.store import RunStore
 
 ItemT = TypeVar("ItemT")
 
@@ -59,29 +57,6 @@ class AnswerScore(LazyModel):
     method: ScoringMethod
     correct: bool = Field(description="Full credit (score 1); what pass/fail tables and the evidence show.")
     detail: str | None = Field(default=None, description="The judge's reply, or why the answer got no credit.")
-
-
-AfterPeriod = Callable[[MemoryAgent, PeriodResult], Awaitable[None]]
-"""Called after a period's questions, before its state is saved (in-episode evolution hooks here)."""
-OnPeriod = Callable[[PeriodResult], None]
-"""Progress callback: called once per finished (or resumed) period."""
-
-
-@dataclass(frozen=True)
-class ItemRun:
-    """How an item is played, beyond the agent and its sessions: where finished periods are kept (a killed run
-    resumes per period), the user id records carry (default: the item's), hooks after each period, and whether
-    the periods keep their traces. One value, so every environment's ``run_item`` has the same short signature."""
-
-    store: RunStore | None = None
-    user_id: str | None = None
-    after_period: AfterPeriod | None = None
-    on_period: OnPeriod | None = None
-    traces: bool = True
-
-
-PLAIN_RUN = ItemRun()
-"""An item played once, in memory, with traces: what tests and off-line scorers ask for."""
 
 
 class Environment(ABC, Generic[ItemT]):

@@ -28,7 +28,8 @@ from memevo.core.lazy_model import LazyModel
 from memevo.environments.answer_scores import exact_match, judge_answer, token_f1
 from memevo.environments.answering import AgentResponder, answer_chooser, resolve_answer_mode
 from memevo.environments.capabilities import Capabilities
-from memevo.environments.protocol import PLAIN_RUN, AnswerScore, Environment, ItemRun, QuestionView
+from memevo.environments.item_run import PLAIN_RUN, ItemRun
+from memevo.environments.protocol import AnswerScore, Environment, QuestionView
 from memevo.environments.qa import AnswerMode, ChoiceOutcome, parse_choice
 from memevo.environments.records import EpisodeResult, PeriodResult, QARecord, ScoringMethod, remember
 from memevo.environments.runner import PeriodPlan, SessionSource, Transcript, run_periods

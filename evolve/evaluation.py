@@ -34,8 +34,9 @@ from memevo.core.atomic_files import write_json_atomic
 from memevo.core.lazy_model import LazyModel
 from memevo.core.run_files import read_model
 from memevo.environments.amemgym import AMemGymEnvironment
+from memevo.environments.item_run import AfterPeriod, ItemRun
 from memevo.environments.metrics import Scores, UpperBoundTable, UserScores, score_episodes, user_scores
-from memevo.environments.protocol import AfterPeriod, Environment, ItemRun
+from memevo.environments.protocol import Environment
 from memevo.environments.records import EpisodeResult
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.simulators.base import UserSimulator
