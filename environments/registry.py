@@ -8,7 +8,7 @@ here.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from memevo.core.errors import UserInputError
@@ -38,10 +38,15 @@ def capabilities_of(name: str, *, field: str = "environment") -> Capabilities:
     return environment_class(name, field=field).capabilities
 
 
+def environments_with(has: Callable[[Capabilities], bool]) -> str:
+    """The environments whose capabilities pass ``has``, for the error that refuses a setting elsewhere ('amemgym'
+    for the upper bound, 'memorybench' for ``dialog_field``)."""
+    return ", ".join(name for name in ENVIRONMENTS if has(capabilities_of(name)))
+
+
 def option_owners(option: str) -> str:
-    """The environments that take ``option`` (one of their ``Capabilities.options``), for the error that refuses it
-    elsewhere: 'memorybench' for ``dialog_field``."""
-    return ", ".join(name for name in ENVIRONMENTS if option in capabilities_of(name).options)
+    """The environments that take ``option`` (one of their ``Capabilities.options``)."""
+    return environments_with(lambda capabilities: option in capabilities.options)
 
 
 def environment_names() -> tuple[str, ...]:
