@@ -16,7 +16,7 @@ from memevo.agents.config_file import load_policy
 from memevo.agents.llm.config import CONCURRENCY_HELP
 from memevo.environments.evaluate import EvalRequest, evaluate
 from memevo.environments.metrics import DEFAULT_MIN_PROBE_COVERAGE
-from memevo.environments.registry import DEFAULT_ENVIRONMENT
+from memevo.environments.registry import DEFAULT_ENVIRONMENT, NAMES_HELP, OPTION_HELP, parse_options
 from memevo.environments.resume import resume_command
 
 
@@ -68,8 +68,8 @@ def eval_command(
         min=1, help="Users run at the same time (default: as many as the concurrency).")] = None,
     seed: Annotated[int, typer.Option(help="Seed for the simulator and the compat fallback.")] = 0,
     environment: Annotated[str, typer.Option(
-        "--environment", help="Which benchmark --env holds: amemgym (simulated users, live) or locomo, longmemeval, "
-        "memoryagentbench, memorybench (their sessions replayed, then their questions).")] = DEFAULT_ENVIRONMENT,
+        "--environment", help=f"Which benchmark --env holds, {NAMES_HELP}: simulated users played live (the "
+        "default), or a benchmark's sessions replayed, then its questions.")] = DEFAULT_ENVIRONMENT,
     judge_model: Annotated[str | None, typer.Option(
         "--judge-model", help="Model (the agent's endpoint) grading free-text answers where the benchmark uses an "
         "LLM judge; default: the agent's model.")] = None,
@@ -77,12 +77,13 @@ def eval_command(
         "--dialog-field", help="memorybench: the field whose training dialogs are replayed (default: dialog). Its "
         "LoCoMo and DialSim datasets have only per-baseline dialogs: dialog_mem0, dialog_a_mem, dialog_bm25, ...; "
         "other datasets replay their own dialog.")] = None,
+    env_option: Annotated[list[str] | None, typer.Option("--env-option", metavar="NAME=VALUE", help=OPTION_HELP)] = None,
 ) -> None:
     """Evaluate an agent on a benchmark (AMemGym on-policy by default) and write records and a summary (AMemGym:
     also a per-period plot)."""
     request = EvalRequest(
         policy=load_policy(agent), data=env, out=out, environment=environment,
-        options={} if dialog_field is None else {"dialog_field": dialog_field}, resume=resume, users=users,
+        options=_options(env_option or [], dialog_field), resume=resume, users=users,
         use_cache=not no_cache, concurrency=concurrency, max_concurrent_users=max_concurrent_users, seed=seed,
         constrained_answers=constrained_answers, judge_model=judge_model, upper_bound=upper_bound,
         no_memory_baseline=no_memory_baseline, diagnose=diagnose, min_probe_coverage=min_probe_coverage,
@@ -90,3 +91,10 @@ def eval_command(
         rounds_update=rounds_update, off_policy=off_policy, amemgym_compat=amemgym_compat,
         amemgym_source=amemgym_source)
     typer.echo(evaluate(request, resume_hint=resume_command(ctx)).headline)
+
+
+def _options(words: list[str], dialog_field: str | None) -> dict[str, str]:
+    """The environment's own settings: ``--env-option`` words, and ``--dialog-field`` (memorybench's, kept as a
+    flag of its own)."""
+    options = parse_options(words, field="--env-option")
+    return options if dialog_field is None else {**options, "dialog_field": dialog_field}

@@ -24,9 +24,9 @@ from memevo.environments.play import run_items
 from memevo.environments.progress import configure_terminal, phase
 from memevo.environments.registry import (
     capabilities_of,
+    check_options,
     environments_with,
     make_environment,
-    option_owners,
 )
 from memevo.environments.resume import resumable_as, run_resumable
 from memevo.environments.rundir import (
@@ -58,9 +58,7 @@ def check_request(request: EvalRequest, capabilities: Capabilities) -> None:
         if getattr(request, field) not in (False, None) and not getattr(capabilities, needs):
             raise UserInputError(f"applies to --environment {environments_with(_having(needs))} only",
                                  field=flag(field))
-    for option in request.options:
-        if option not in capabilities.options:
-            raise UserInputError(f"applies to --environment {option_owners(option)} only", field=flag(option))
+    check_options(request.environment, request.options)
 
 
 def _having(capability: str) -> Callable[[Capabilities], bool]:
