@@ -57,9 +57,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.gepa_arm import MemevoAdapter, run_gepa  # noqa: E402
 from memevo.agents.policy import MemoryPolicy  # noqa: E402
 from memevo.agents.registry import agent_spec, build_agent  # noqa: E402
-from memevo.environments.data.io import save_items  # noqa: E402
-from memevo.environments.data.models import Item  # noqa: E402
-from memevo.environments.simulators.factory import make_simulator  # noqa: E402
+from memevo.environments.amemgym.data.io import save_items  # noqa: E402
+from memevo.environments.amemgym.data.models import Item  # noqa: E402
+from memevo.environments.amemgym.simulators.factory import make_simulator  # noqa: E402
 from memevo.evolve.candidates import Candidate  # noqa: E402
 from memevo.evolve.config import EvolveConfig, parse_evolve_config  # noqa: E402
 from memevo.evolve.evaluation import CandidateEval, Evaluator  # noqa: E402

@@ -13,9 +13,11 @@ import typer
 from pydantic import ValidationError
 
 from memevo.core.errors import RunFailedError, UserInputError
-from memevo.environments.data.io import DEFAULT_SPLIT, format_validation_error, load_items, save_items
-from memevo.environments.data.validate import validate_items
-from memevo.environments.generation.command import generate_command
+from memevo.environments.amemgym.data.io import DEFAULT_SPLIT, format_validation_error, load_items, save_items
+from memevo.environments.amemgym.data.validate import validate_items
+from memevo.environments.amemgym.generation.command import generate_command
+from memevo.environments.amemgym.stats import DatasetStats, compute_stats
+from memevo.environments.amemgym.synth import SynthConfig, synthesize
 from memevo.environments.registry import (
     DEFAULT_ENVIRONMENT,
     NAMES_HELP,
@@ -25,8 +27,6 @@ from memevo.environments.registry import (
     make_environment,
     parse_options,
 )
-from memevo.environments.stats import DatasetStats, compute_stats
-from memevo.environments.synth import SynthConfig, synthesize
 
 if TYPE_CHECKING:
     from memevo.environments.benchmarks.stats import BenchmarkStats

@@ -1,5 +1,5 @@
 """What an evaluation is asked and what it returns, and the run folder it starts in: shared by the evaluation of
-replayed benchmarks (``environments.evaluate``) and of live ones (``environments.live_eval``)."""
+replayed benchmarks (``environments.evaluate``) and of live ones (``environments.amemgym.evaluation``)."""
 
 from __future__ import annotations
 

@@ -3,9 +3,9 @@
 The request names the environment; its ``Capabilities`` decide what may be asked (an upper bound, a no-memory
 baseline, probes, a recorded run to replay, AMemGym's protocol switches, the environment's own options: anything
 else is refused naming its flag) and how the items are played: live with a user simulator
-(``environments.live_eval``: per-period records, tables, plot) or replayed from their own sessions (here). Either
-way the items are read, prepared and played through the ``Environment`` protocol, in a run folder guarded by
-``rundir`` (``.lock``, ``inputs.json`` that a resume must match, ``usage.jsonl``) and resumable per period.
+(``environments.amemgym.evaluation``: per-period records, tables, plot) or replayed from their own sessions
+(here). Either way the items are read, prepared and played through the ``Environment`` protocol, in a run folder
+guarded by ``rundir`` (``.lock``, ``inputs.json`` that a resume must match, ``usage.jsonl``), resumable per period.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from collections.abc import Callable
 from memevo.agents.registry import build_agent
 from memevo.core.atomic_files import write_json_atomic
 from memevo.core.errors import UserInputError
+from memevo.environments.amemgym.evaluation import evaluate_live
 from memevo.environments.capabilities import Capabilities
 from memevo.environments.eval_run import EvalReport, EvalRequest, prepare_out, usage_summary
-from memevo.environments.live_eval import evaluate_live
 from memevo.environments.metrics import score_episodes, user_scores
 from memevo.environments.play import run_items
 from memevo.environments.progress import configure_terminal, phase

@@ -23,7 +23,7 @@ EnvironmentName = Literal["amemgym", "memorybench", "locomo", "longmemeval", "me
 DEFAULT_ENVIRONMENT: EnvironmentName = "amemgym"
 
 ENVIRONMENTS: dict[str, str] = {
-    "amemgym": "memevo.environments.amemgym:AMemGymEnvironment",
+    "amemgym": "memevo.environments.amemgym.environment:AMemGymEnvironment",
     "memorybench": "memevo.environments.benchmarks.memorybench:MemoryBenchEnvironment",
     "locomo": "memevo.environments.benchmarks.locomo:LoCoMoEnvironment",
     "longmemeval": "memevo.environments.benchmarks.longmemeval:LongMemEvalEnvironment",

@@ -26,14 +26,14 @@ from memevo.agents.llm.protocol import Message
 from memevo.agents.llm.urgency import Chain, chain_remaining, current_chain
 from memevo.core.errors import RunFailedError, UserInputError
 from memevo.core.lazy_model import LazyModel
+from memevo.environments.amemgym.data.models import Item, Session
+from memevo.environments.amemgym.data.times import parse_time
+from memevo.environments.amemgym.simulators.base import UserSimulator, opening_message
 from memevo.environments.answering import AgentResponder, AnswerModeSetting, answer_chooser, resolve_answer_mode
-from memevo.environments.data.models import Item, Session
-from memevo.environments.data.times import parse_time
 from memevo.environments.diagnosis import run_probe
 from memevo.environments.item_run import AfterPeriod, OnPeriod
 from memevo.environments.qa import QuestionPrompts
 from memevo.environments.records import EpisodeResult, PeriodResult, QARecord, remember
-from memevo.environments.simulators.base import UserSimulator, opening_message
 from memevo.environments.store import RunStore
 
 Transcript = list[Message]

@@ -28,9 +28,9 @@ from memevo.agents.registry import register_agent, validate_policy
 from memevo.core.atomic_files import write_json_atomic
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
-from memevo.environments.data.io import save_items
-from memevo.environments.data.models import Item
-from memevo.environments.data.validate import check_runnable
+from memevo.environments.amemgym.data.io import save_items
+from memevo.environments.amemgym.data.models import Item
+from memevo.environments.amemgym.data.validate import check_runnable
 from memevo.environments.eval_run import EvalReport, EvalRequest
 from memevo.environments.evaluate import evaluate as run_evaluation
 from memevo.environments.metrics import Scores, UserScores
@@ -244,7 +244,8 @@ class _Inputs:
     def checked(items: Sequence[Item]) -> list[Item]:
         """``items`` if a run can use them, before anything is written."""
         if not all(isinstance(item, Item) for item in items):
-            raise UserInputError("give a list of memevo.environments.data.models.Item, or a data file", field="data")
+            raise UserInputError("give a list of memevo.environments.amemgym.data.models.Item, or a data file",
+                                 field="data")
         check_runnable(list(items), source="data")
         return list(items)
 

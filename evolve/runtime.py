@@ -25,8 +25,9 @@ from memevo.core.atomic_files import write_json_atomic
 from memevo.core.errors import UserInputError, nested_in
 from memevo.core.lazy_model import LazyModel
 from memevo.core.run_files import read_or_recompute
-from memevo.environments.amemgym import AMemGymEnvironment
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.data.models import Item
+from memevo.environments.amemgym.environment import AMemGymEnvironment
+from memevo.environments.amemgym.simulators.factory import make_simulator
 from memevo.environments.metrics import (
     UPPER_BOUND_FILE,
     Scores,
@@ -37,7 +38,6 @@ from memevo.environments.protocol import Environment
 from memevo.environments.registry import make_environment
 from memevo.environments.rundir import LEDGER_FILE, UsageLedger, check_inputs, item_fingerprints
 from memevo.environments.runner import EpisodeConfig
-from memevo.environments.simulators.factory import make_simulator
 from memevo.environments.table_cache import cached_table
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import DataConfig, EvolveConfig, check_judge, check_validation_users
@@ -91,7 +91,7 @@ def load_users(config: EvolveConfig, environment: Environment[Any] | None = None
         source = str(path) if path.exists() else data.path  # else a hub id
         items: list[Any] = environment.load_items(source)
     else:
-        from memevo.environments.synth import SynthConfig, synthesize
+        from memevo.environments.amemgym.synth import SynthConfig, synthesize
 
         try:
             synth = SynthConfig.model_validate(data.synth)

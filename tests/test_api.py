@@ -15,7 +15,7 @@ from experiments import api_example
 from memevo.agents import registry
 from memevo.agents.policy import MemoryPolicy
 from memevo.core.errors import UserInputError
-from memevo.environments.data.io import save_items
+from memevo.environments.amemgym.data.io import save_items
 from memevo.evolve.api import evaluate, optimize
 from tests.doubles.fault_server import FaultServer
 

@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 
 from memevo.agents.base import MemoryAgent
 from memevo.core.errors import UserInputError
+from memevo.environments.amemgym.data.models import Item
 from memevo.environments.capabilities import Capabilities
-from memevo.environments.data.models import Item
 from memevo.environments.feedback import FeedbackConfig, PeriodFeedback, build_feedback
 from memevo.environments.item_run import PLAIN_RUN, ItemRun
 from memevo.environments.protocol import AnswerScore, Environment, QuestionView
@@ -30,14 +30,14 @@ class AMemGymEnvironment(Environment[Item]):
         diagnosis=True, procedural_worlds=True, in_episode=True, amemgym_protocol=True)
 
     def load_items(self, source: str | Path, *, limit: int | None = None) -> list[Item]:
-        from memevo.environments.data.io import load_items
+        from memevo.environments.amemgym.data.io import load_items
 
         items = load_items(source)
         return items[:limit] if limit else items
 
     def prepared(self, items: list[Item], *, max_periods: int | None = None, max_questions: int | None = None,
                  source: str) -> list[Item]:
-        from memevo.environments.data.validate import check_runnable
+        from memevo.environments.amemgym.data.validate import check_runnable
 
         items = [truncate(item, max_periods, max_questions) for item in items]
         check_runnable(items, source=source)

@@ -27,9 +27,11 @@ from memevo.agents.templates import placeholders_in
 from memevo.core.atomic_files import write_json_atomic
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
-from memevo.environments.amemgym import AMemGymEnvironment
-from memevo.environments.amemgym_prompts import AMemGymPrompts, load_amemgym_prompts
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.data.models import Item
+from memevo.environments.amemgym.environment import AMemGymEnvironment
+from memevo.environments.amemgym.prompts import AMemGymPrompts, load_amemgym_prompts
+from memevo.environments.amemgym.simulators.base import UserSimulator
+from memevo.environments.amemgym.simulators.factory import make_simulator
 from memevo.environments.eval_run import EvalReport, EvalRequest, prepare_out, usage_summary
 from memevo.environments.metrics import (
     DEFAULT_MIN_PROBE_COVERAGE,
@@ -54,8 +56,6 @@ from memevo.environments.resume import resumable_as, run_resumable
 from memevo.environments.rundir import LEDGER_FILE, UsageLedger, check_inputs, claim_run_folder, item_fingerprints
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.score_text import score_lines
-from memevo.environments.simulators.base import UserSimulator
-from memevo.environments.simulators.factory import make_simulator
 from memevo.environments.store import RunStore
 from memevo.environments.table_cache import cached_table
 
