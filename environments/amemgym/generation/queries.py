@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from memevo.agents.llm.protocol import ChatClient, Role
-from memevo.environments.generation.ask import (
+from memevo.environments.amemgym.generation.ask import (
     StageError,
     Validator,
     array_schema,
@@ -29,7 +29,7 @@ from memevo.environments.generation.ask import (
     string_schema,
     text_field,
 )
-from memevo.environments.generation.config import GenerationConfig
+from memevo.environments.amemgym.generation.config import GenerationConfig
 
 TEXT_SCHEMA, TEXT_VALID = text_field("query")
 

@@ -12,8 +12,15 @@ import random
 from typing import Any
 
 from memevo.agents.llm.protocol import ChatClient
-from memevo.environments.generation.ask import StageError, ask_json, object_schema, prompt, string_schema, text_field
-from memevo.environments.generation.config import GenerationConfig
+from memevo.environments.amemgym.generation.ask import (
+    StageError,
+    ask_json,
+    object_schema,
+    prompt,
+    string_schema,
+    text_field,
+)
+from memevo.environments.amemgym.generation.config import GenerationConfig
 
 TEXT_SCHEMA, TEXT_VALID = text_field("answer")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import Field, model_validator
 
 from memevo.core.errors import UserInputError
-from memevo.environments.synth.simulator_parts import DEFAULT_VOCABULARY, SimulatorParts, StrictPart, checked
+from memevo.environments.amemgym.synth.simulator_parts import DEFAULT_VOCABULARY, SimulatorParts, StrictPart, checked
 
 
 class ValueText(StrictPart):

@@ -29,8 +29,8 @@ from pydantic import ValidationError
 
 from memevo.core.atomic_files import write_text_atomic
 from memevo.core.errors import UserInputError
-from memevo.environments.data.json_stream import CHUNK_CHARS, JSONStreamError, array_elements
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.data.json_stream import CHUNK_CHARS, JSONStreamError, array_elements
+from memevo.environments.amemgym.data.models import Item
 
 DEFAULT_SPLIT = "v1.base"
 SYNTAX_FIRST_BYTES = 32 * 2**20

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from memevo.agents.llm.protocol import ChatClient
-from memevo.environments.simulators.base import UserSimulator
+from memevo.environments.amemgym.simulators.base import UserSimulator
 
 SimulatorName = Literal["template", "llm"]
 
@@ -25,12 +25,12 @@ def make_simulator(
     """
     # Imported here: only the chosen simulator's module is needed.
     if kind == "template":
-        from memevo.environments.simulators.template import TemplateUserSimulator
+        from memevo.environments.amemgym.simulators.template import TemplateUserSimulator
 
         return TemplateUserSimulator(seed=seed)
     if llm is None:
         raise ValueError("the llm simulator needs an LLM client")
-    from memevo.environments.simulators.llm import LLMUserSimulator
+    from memevo.environments.amemgym.simulators.llm import LLMUserSimulator
 
     return LLMUserSimulator(llm, seed=seed, current_date="period_end" if amemgym_compat else "session",
                             template=template)  # fmt: skip

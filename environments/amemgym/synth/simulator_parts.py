@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
-from memevo.environments.data.io import format_validation_error
+from memevo.environments.amemgym.data.io import format_validation_error
 
 DEFAULT_VOCABULARY = Path(__file__).resolve().parent.parent / "assets" / "synth_vocabulary.json"
 Checked = TypeVar("Checked", bound=BaseModel)

@@ -8,13 +8,15 @@ Everything here delegates to the modules that ran AMemGym before the protocol ex
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from memevo.agents.base import MemoryAgent
 from memevo.core.errors import UserInputError
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.data.models import Item
+from memevo.environments.capabilities import Capabilities
 from memevo.environments.feedback import FeedbackConfig, PeriodFeedback, build_feedback
-from memevo.environments.protocol import PLAIN_RUN, AnswerScore, Environment, ItemRun, QuestionView, Session
+from memevo.environments.item_run import PLAIN_RUN, ItemRun
+from memevo.environments.protocol import AnswerScore, Environment, QuestionView
 from memevo.environments.records import EpisodeResult, PeriodResult
 from memevo.environments.runner import SessionSource, period_plan, run_episode
 
@@ -23,13 +25,23 @@ class AMemGymEnvironment(Environment[Item]):
     """AMemGym-format items (``data.json``, a dataset folder, a synth world)."""
 
     name: ClassVar[str] = "amemgym"
-    sessions: ClassVar[Session] = "on_policy"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        sessions="on_policy", answers="choice", upper_bound=True, random_baseline=True, no_memory_baseline=True,
+        diagnosis=True, procedural_worlds=True, in_episode=True, amemgym_protocol=True)
 
     def load_items(self, source: str | Path, *, limit: int | None = None) -> list[Item]:
-        from memevo.environments.data.io import load_items
+        from memevo.environments.amemgym.data.io import load_items
 
         items = load_items(source)
         return items[:limit] if limit else items
+
+    def prepared(self, items: list[Item], *, max_periods: int | None = None, max_questions: int | None = None,
+                 source: str) -> list[Item]:
+        from memevo.environments.amemgym.data.validate import check_runnable
+
+        items = [truncate(item, max_periods, max_questions) for item in items]
+        check_runnable(items, source=source)
+        return items
 
     def item_id(self, item: Item) -> str:
         return item.id
@@ -70,3 +82,13 @@ class AMemGymEnvironment(Environment[Item]):
     def feedback(self, result: PeriodResult, item: Item, config: FeedbackConfig) -> PeriodFeedback:
         """AMemGym's feedback (``environments.feedback``): its answer-letter option and the revealed state updates."""
         return build_feedback(result, item, config)
+
+
+def truncate(item: Item, max_periods: int | None, max_questions: int | None) -> Item:
+    """``item`` with its first ``max_periods`` periods and ``max_questions`` questions (None: all)."""
+    update: dict[str, Any] = {}
+    if max_periods is not None:
+        update["periods"] = item.periods[:max_periods]
+    if max_questions is not None:
+        update["qas"] = item.qas[:max_questions]
+    return item.model_copy(update=update) if update else item

@@ -22,9 +22,9 @@ from typing import Literal
 from memevo.agents.llm.protocol import ChatClient, Message
 from memevo.agents.templates import render
 from memevo.core.lazy_model import LazyModel
-from memevo.environments.data.models import Item, Session
-from memevo.environments.generation.queries import mentions
-from memevo.environments.simulators.base import UserSimulator, opening_message
+from memevo.environments.amemgym.data.models import Item, Session
+from memevo.environments.amemgym.generation.queries import mentions
+from memevo.environments.amemgym.simulators.base import UserSimulator, opening_message
 
 NEUTRAL_FOLLOW_UPS = (
     "Thanks, that helps. Could you go into a bit more detail on that?",

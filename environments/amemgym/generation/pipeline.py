@@ -19,18 +19,18 @@ from memevo.agents.llm.protocol import ChatClient, LLMError
 from memevo.core.atomic_files import write_json_atomic
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
-from memevo.environments.data.models import Item
-from memevo.environments.data.validate import has_errors, validate_items
-from memevo.environments.generation.answers import answer_variants, personalized_answers, question_record
-from memevo.environments.generation.ask import StageError
-from memevo.environments.generation.cache import StageCache
-from memevo.environments.generation.config import GenerationConfig
-from memevo.environments.generation.convert import build_item
-from memevo.environments.generation.evolution import elaborate_events, initial_state, state_update
-from memevo.environments.generation.personas import Persona, format_profile, sample_personas
-from memevo.environments.generation.queries import initial_queries, update_queries
-from memevo.environments.generation.schema import refine_schema, sample_questions
-from memevo.environments.generation.timing import period_bounds
+from memevo.environments.amemgym.data.models import Item
+from memevo.environments.amemgym.data.validate import has_errors, validate_items
+from memevo.environments.amemgym.generation.answers import answer_variants, personalized_answers, question_record
+from memevo.environments.amemgym.generation.ask import StageError
+from memevo.environments.amemgym.generation.cache import StageCache
+from memevo.environments.amemgym.generation.config import GenerationConfig
+from memevo.environments.amemgym.generation.convert import build_item
+from memevo.environments.amemgym.generation.evolution import elaborate_events, initial_state, state_update
+from memevo.environments.amemgym.generation.personas import Persona, format_profile, sample_personas
+from memevo.environments.amemgym.generation.queries import initial_queries, update_queries
+from memevo.environments.amemgym.generation.schema import refine_schema, sample_questions
+from memevo.environments.amemgym.generation.timing import period_bounds
 
 RUNTIME_ONLY: dict[str, Any] = {
     "max_concurrent_users": True,

@@ -10,11 +10,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memevo.environments.synth.config import SynthConfig
-    from memevo.environments.synth.generator import synthesize
+    from memevo.environments.amemgym.synth.config import SynthConfig
+    from memevo.environments.amemgym.synth.generator import synthesize
 
 __all__ = ["SynthConfig", "synthesize"]
-_HOMES = {"SynthConfig": "memevo.environments.synth.config", "synthesize": "memevo.environments.synth.generator"}
+_HOMES = {"SynthConfig": "memevo.environments.amemgym.synth.config",
+          "synthesize": "memevo.environments.amemgym.synth.generator"}
 
 
 def __getattr__(name: str) -> Any:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from memevo.environments.data.models import Item
-from memevo.environments.generation.timing import session_times
+from memevo.environments.amemgym.data.models import Item
+from memevo.environments.amemgym.generation.timing import session_times
 
 
 def build_item(

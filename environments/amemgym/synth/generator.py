@@ -6,14 +6,14 @@ import datetime as dt
 import itertools
 import random
 
-from memevo.environments.data.models import AnswerChoice, Item, Period, Question, Session, StateUpdate
-from memevo.environments.synth.config import SynthConfig
-from memevo.environments.synth.profile import first_name, make_profile
-from memevo.environments.synth.simulator_parts import DEFAULT_VOCABULARY
-from memevo.environments.synth.timeline import DATE_FORMAT, period_bounds, session_times
-from memevo.environments.synth.vocabulary import Vocabulary, load_vocabulary
-from memevo.environments.synth.world import World, initial_groups, plan_world
-from memevo.environments.synth.writing import answer, opening_query
+from memevo.environments.amemgym.data.models import AnswerChoice, Item, Period, Question, Session, StateUpdate
+from memevo.environments.amemgym.synth.config import SynthConfig
+from memevo.environments.amemgym.synth.profile import first_name, make_profile
+from memevo.environments.amemgym.synth.simulator_parts import DEFAULT_VOCABULARY
+from memevo.environments.amemgym.synth.timeline import DATE_FORMAT, period_bounds, session_times
+from memevo.environments.amemgym.synth.vocabulary import Vocabulary, load_vocabulary
+from memevo.environments.amemgym.synth.world import World, initial_groups, plan_world
+from memevo.environments.amemgym.synth.writing import answer, opening_query
 
 
 def synthesize(config: SynthConfig) -> list[Item]:

@@ -11,8 +11,8 @@ import random
 from dataclasses import dataclass
 
 from memevo.core.errors import UserInputError
-from memevo.environments.synth.config import SynthConfig
-from memevo.environments.synth.vocabulary import EventText, ValueText, Variable, Vocabulary
+from memevo.environments.amemgym.synth.config import SynthConfig
+from memevo.environments.amemgym.synth.vocabulary import EventText, ValueText, Variable, Vocabulary
 
 
 @dataclass(frozen=True)

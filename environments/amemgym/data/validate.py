@@ -25,9 +25,9 @@ from typing import Literal
 
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
-from memevo.environments.data.ids import folder_name, id_problem, is_mapped
-from memevo.environments.data.models import Item, Period, Question
-from memevo.environments.data.times import parse_time
+from memevo.environments.amemgym.data.ids import folder_name, id_problem, is_mapped
+from memevo.environments.amemgym.data.models import Item, Period, Question
+from memevo.environments.amemgym.data.times import parse_time
 
 Severity = Literal["error", "warning"]
 DATE_FORMAT = "%Y-%m-%d"

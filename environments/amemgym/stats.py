@@ -12,7 +12,7 @@ from __future__ import annotations
 from statistics import mean
 
 from memevo.core.lazy_model import LazyModel
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.data.models import Item
 
 CHARS_PER_TOKEN = 4
 REPLY_TOKENS = 250

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from memevo.agents.llm.protocol import ChatClient
-from memevo.environments.generation.ask import (
+from memevo.environments.amemgym.generation.ask import (
     StageError,
     array_schema,
     ask_json,
@@ -19,7 +19,7 @@ from memevo.environments.generation.ask import (
     prompt,
     string_schema,
 )
-from memevo.environments.generation.config import GenerationConfig
+from memevo.environments.amemgym.generation.config import GenerationConfig
 
 Schema = dict[str, list[str]]
 State = dict[str, str]

@@ -18,9 +18,9 @@ from pydantic import ConfigDict
 from memevo.agents.llm.protocol import ChatClient
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
-from memevo.environments.data.models import UserProfile
-from memevo.environments.generation.ask import ask_json, object_schema, prompt, string_schema
-from memevo.environments.generation.config import GenerationConfig
+from memevo.environments.amemgym.data.models import UserProfile
+from memevo.environments.amemgym.generation.ask import ask_json, object_schema, prompt, string_schema
+from memevo.environments.amemgym.generation.config import GenerationConfig
 
 REQUIRED_COLUMNS = ("uuid", "persona", "sex", "age", "marital_status", "education_level", "occupation")
 LIST_COLUMNS = ("skills_and_expertise_list", "hobbies_and_interests_list")

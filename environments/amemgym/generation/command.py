@@ -12,11 +12,15 @@ from memevo.agents.llm.accounting import dollars_text
 from memevo.agents.llm.protocol import ChatClient
 from memevo.core.atomic_files import write_json_atomic
 from memevo.core.errors import RunFailedError
-from memevo.environments.data.validate import has_errors, validate_items
-from memevo.environments.generation.config import GenerationConfig, load_generation_config, parse_generation_config
+from memevo.environments.amemgym.data.validate import has_errors, validate_items
+from memevo.environments.amemgym.generation.config import (
+    GenerationConfig,
+    load_generation_config,
+    parse_generation_config,
+)
 
 if TYPE_CHECKING:
-    from memevo.environments.generation.pipeline import GenerationResult, UserFailure
+    from memevo.environments.amemgym.generation.pipeline import GenerationResult, UserFailure
 
 
 def resolve_config(config_path: Path | None, overrides: dict[str, Any], llm_overrides: dict[str, Any]) -> GenerationConfig:
@@ -39,7 +43,7 @@ async def generate_dataset(
     def report(uuid: str, failure: UserFailure | None) -> None:
         typer.echo(f"user {uuid}: " + (f"FAILED at stage {failure.stage}: {failure.error}" if failure else "ok"), err=True)
 
-    from memevo.environments.generation.pipeline import run_generation  # pandas: only when generating
+    from memevo.environments.amemgym.generation.pipeline import run_generation  # pandas: only when generating
 
     result = await run_generation(llm, config, out_dir, reuse=reuse, on_user_done=report)
     failed = "; ".join(f"user {f.uuid} failed at stage '{f.stage}': {f.error}" for f in result.failures)

@@ -11,8 +11,15 @@ import re
 from typing import Any
 
 from memevo.agents.llm.protocol import ChatClient
-from memevo.environments.generation.ask import array_schema, ask_json, dumps, object_schema, prompt, string_schema
-from memevo.environments.generation.config import GenerationConfig
+from memevo.environments.amemgym.generation.ask import (
+    array_schema,
+    ask_json,
+    dumps,
+    object_schema,
+    prompt,
+    string_schema,
+)
+from memevo.environments.amemgym.generation.config import GenerationConfig
 
 VARIABLE_NAME = re.compile(r"[a-z][a-z0-9_]{1,59}")
 """State-variable names end up as ``state_schema`` keys shown to agents and judges: keep them readable."""

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from datetime import datetime
 
 from memevo.agents.llm.protocol import Message
-from memevo.environments.data.models import Item, Session
+from memevo.environments.amemgym.data.models import Item, Session
 
 
 def opening_message(session: Session) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from memevo.environments.synth.vocabulary import QueryParts, ValueText, Variable
+from memevo.environments.amemgym.synth.vocabulary import QueryParts, ValueText, Variable
 
 
 def filler(rng: random.Random, parts: QueryParts, count: int) -> list[str]:

@@ -18,9 +18,9 @@ from datetime import datetime
 from functools import cached_property
 
 from memevo.agents.llm.protocol import Message
-from memevo.environments.data.models import Item, Session
-from memevo.environments.simulators.base import UserSimulator
-from memevo.environments.synth.simulator_parts import SimulatorParts, load_simulator_parts
+from memevo.environments.amemgym.data.models import Item, Session
+from memevo.environments.amemgym.simulators.base import UserSimulator
+from memevo.environments.amemgym.synth.simulator_parts import SimulatorParts, load_simulator_parts
 
 _LAST_RESORT = "Could you say a bit more about that?"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 import uuid
 
-from memevo.environments.data.models import UserProfile
-from memevo.environments.synth.vocabulary import ProfileParts
+from memevo.environments.amemgym.data.models import UserProfile
+from memevo.environments.amemgym.synth.vocabulary import ProfileParts
 
 _PROFILE_LINES = ("name", "age", "gender", "marital_status", "education_level", "occupation",
                   "hobbies_and_interests", "skills_and_expertise", "complementary_info")
