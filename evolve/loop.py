@@ -131,8 +131,7 @@ class OuterLoop(runtime.RunBase):
         await self.strategy.prepare_parent(generation, parent)
         lineage = self.lineage
         return await self.planner.plan(generation, parent, first_trial, pool=lineage.pool,
-                                       val_instances=lineage.val_instances, lineage=lineage.candidates,
-                                       known=self.strategy.known())
+                                       val_instances=lineage.val_instances, lineage=lineage.candidates)
 
     async def _generation_zero(self) -> GenerationOutcome:
         path = self._gen_dir(0) / "outcome.json"

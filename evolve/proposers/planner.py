@@ -2,8 +2,9 @@
 
 The plan is saved before any of its candidates is evaluated, and the number of the generation's first trial before
 its proposals (``trials.json``): a process killed before the plan was saved leaves trials that the resumed one hands
-out again (same numbers, no failed trial). A proposal that repeats a known policy is not planned: the proposers are
-asked for new samples instead (``strategy.resamples``).
+out again (same numbers, no failed trial). A proposal that repeats a known policy (any candidate the run planned:
+kept, rejected or never run, under every strategy) is not planned: the proposers are asked for new samples instead
+(``strategy.resamples``), so no policy is evaluated in two generations.
 """
 
 from __future__ import annotations
@@ -68,9 +69,8 @@ class Planner:
         return int(read_json(path, remedy=remedy)["first_trial"])
 
     async def plan(self, generation: int, parent: Candidate, first_trial: int, *, pool: Sequence[Candidate],
-                   val_instances: dict[str, dict[Instance, float]], lineage: dict[str, Candidate],
-                   known: set[str]) -> GenerationPlan:
-        """The plan from the parent's train episodes (its evidence), saved; ``known``: policy ids not to plan."""
+                   val_instances: dict[str, dict[Instance, float]], lineage: dict[str, Candidate]) -> GenerationPlan:
+        """The plan from the parent's train episodes (its evidence), saved; ``lineage``: every candidate so far."""
         episodes = self.evaluator.episodes(parent.id, "train", self.train_users, traces=True)
         evidence = render_evidence(evidence_from_episodes(episodes, self.items, self.config.feedback, self.environment),
                                    self.config.evidence_max_tokens)
@@ -79,21 +79,21 @@ class Planner:
             components=self.components, pool=tuple(pool), val_instances=val_instances, lineage=lineage,
         )
         self.tuner().reuse_from(first_trial)
-        candidates, stats = await self._candidates(context, known)
+        candidates, stats = await self._candidates(context)
         plan = GenerationPlan(generation=generation, parent_id=parent.id, feedback=evidence,
                               candidates=candidates, stats=stats)
         write_record(self._gen_dir(generation) / "plan.json", plan)
         return plan
 
-    async def _candidates(self, context: ProposalContext, known: set[str]) -> tuple[list[Candidate], ProposalStats]:
+    async def _candidates(self, context: ProposalContext) -> tuple[list[Candidate], ProposalStats]:
         """The generation's K candidates: the proposers' variants with Optuna's hyperparameters. A candidate whose
-        policy is already known (in ``known``, an earlier proposal, another proposer's same text) would waste its
-        slot: the proposers are asked again for that many new samples, at most ``strategy.resamples`` times; then the
-        generation has fewer candidates (logged)."""
+        policy is already known (any candidate of the lineage, an earlier proposal, another proposer's same text)
+        would waste its slot: the proposers are asked again for that many new samples, at most ``strategy.resamples``
+        times; then the generation has fewer candidates (logged)."""
         parent, wanted = context.parent, self.config.budget.candidates
         candidates: list[Candidate] = []
         stats = ProposalStats()
-        seen = set(known)
+        seen = set(context.lineage)
         resamples, drawn = self.config.strategy.resamples, Counter[int]()
         for attempt in range(resamples + 1):
             variants, made = await propose_all(self.proposers(), context, wanted, drawn)

@@ -107,9 +107,5 @@ class GenerationStrategy(ABC):
     def incumbent(self, parent: Candidate) -> Candidate:
         """The run's best if the last generation, of this parent, keeps none (its test users are speculated)."""
 
-    def known(self) -> set[str]:
-        """The policy ids a plan must not repeat."""
-        return set(self.lineage.candidates)
-
     def remember(self, outcome: GenerationOutcome) -> None:
         """Take note of a generation's outcome (also a stored one, when resuming)."""

@@ -51,11 +51,6 @@ class RaceStrategy(GenerationStrategy):
     def kept(self, parent: Candidate, accepted: list[Candidate], scores: dict[str, dict[Instance, float]]) -> Candidate:
         return accepted[0] if accepted else parent
 
-    def known(self) -> set[str]:
-        """Only the kept line: a candidate proposed again later (not kept) races again on that generation's fresh
-        users, its stored episodes reused."""
-        return {candidate.id for candidate in self.lineage.pool}
-
     def _race_path(self, generation: int) -> Path:
         return self.context.gen_dir(generation) / "race.json"
 
