@@ -36,6 +36,11 @@ measured from the records (25 waits per 3-period episode, 17 per 2-period one): 
 (+0 calls: the first candidate was kept) and 1.33 (+140); validation first 3.07 -> 2.87 (0.2 s) and 2.24 -> 1.31 (1 s).
 At 0.2 s the floor's path ends at generation 2's proposal: its one candidate repeats generation 1's second, not needed
 there, whose episodes a schedule could have played then; a run still plays it after generation 2's proposal.
+Speed, 2026-11-29 (same box, niced, load 12.1 then 9.4, ``--strategies default --latencies 0.2 1``), after the
+generation strategies split and the repeat fix (a known policy is resampled, never raced again): 0.2 s 510 calls,
+wall 50.1 s, floor 10.4 s (chain 52 waits), wall/floor 4.82, 3.3 requests in flight; main at 31cb145 right after,
+same load: 616 calls, 50.5 s, 4.85. At 1 s (smaller run): 338 calls, 78.4 s, floor 35.0 s, 2.24. The rounds of a race
+still wait for one another (the floor does not count that order), so the default stays above 2x its floor.
 """
 
 from __future__ import annotations
