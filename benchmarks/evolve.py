@@ -36,6 +36,11 @@ measured from the records (25 waits per 3-period episode, 17 per 2-period one): 
 (+0 calls: the first candidate was kept) and 1.33 (+140); validation first 3.07 -> 2.87 (0.2 s) and 2.24 -> 1.31 (1 s).
 At 0.2 s the floor's path ends at generation 2's proposal: its one candidate repeats generation 1's second, not needed
 there, whose episodes a schedule could have played then; a run still plays it after generation 2's proposal.
+Speed, 2026-11-29 (same box, niced, load 12.1 then 9.4, ``--strategies default --latencies 0.2 1``), after the
+generation strategies split and the repeat fix (a known policy is resampled, never raced again): 0.2 s 510 calls,
+wall 50.1 s, floor 10.4 s (chain 52 waits), wall/floor 4.82, 3.3 requests in flight; main at 31cb145 right after,
+same load: 616 calls, 50.5 s, 4.85. At 1 s (smaller run): 338 calls, 78.4 s, floor 35.0 s, 2.24. The rounds of a race
+still wait for one another (the floor does not count that order), so the default stays above 2x its floor.
 """
 
 from __future__ import annotations
@@ -123,8 +128,9 @@ def busy_seconds(spans: list[tuple[float, float]]) -> float:
 FLOOR_RULE = (
     "chain = the longest path of calls that depend on one another, from the run folder's records, that no schedule "
     "of the same calls could shorten. Within an episode, per period: one reply per round, and the memory writes "
-    "(requests and retries, each reading the memory the one before it wrote), of which as many as there are "
-    "simulator follow-ups may overlap them (the next reply needs both); plus one wave for the last period's "
+    "(requests and retries, each reading the memory the one before it wrote); with the LLM simulator, whose "
+    "follow-ups are calls, as many writes as there are follow-ups may overlap them (the next reply needs both), while "
+    "the template simulator's follow-ups make no call and are no wait; plus one wave for the last period's "
     "questions (asked at once; an earlier period's questions could overlap the next period). Between episodes: a "
     "candidate's episodes start after its first proposal (one proposed again later could have been played then), which "
     "needs one proposer wait (samples and components could go at once) after the shortest of its parent's train "
@@ -144,13 +150,13 @@ class Chain:
     """Episodes whose memory writes were not recorded (counted as none: the chain is still a lower bound)."""
 
 
-def episode_chain(episode: EpisodeResult) -> tuple[int, bool]:
-    """Calls of one stored episode that depend on one another (see ``FLOOR_RULE``), and whether its writes were
-    recorded."""
+def episode_chain(episode: EpisodeResult, simulator_calls: bool) -> tuple[int, bool]:
+    """Calls of one stored episode that depend on one another (see ``FLOOR_RULE``; ``simulator_calls``: the
+    simulator's follow-ups are calls), and whether its writes were recorded."""
     waits, recorded = 0, True
     for period in episode.periods:
         rounds = [len(transcript) // 2 for transcript in period.transcripts]
-        follow_ups = sum(max(0, count - 1) for count in rounds)
+        follow_ups = sum(max(0, count - 1) for count in rounds) if simulator_calls else 0
         writes = 0
         if period.memory_writes is None:
             recorded = False
@@ -160,7 +166,7 @@ def episode_chain(episode: EpisodeResult) -> tuple[int, bool]:
     return waits + bool(episode.periods), recorded
 
 
-def stored_chains(evals: Path, candidate_id: str) -> dict[str, list[tuple[int, bool]]]:
+def stored_chains(evals: Path, candidate_id: str, simulator_calls: bool) -> dict[str, list[tuple[int, bool]]]:
     """Per split store of a candidate, the chains of its stored episodes."""
     chains: dict[str, list[tuple[int, bool]]] = {}
     for split_dir in sorted(path for path in (evals / candidate_id).glob("*") if path.is_dir()):
@@ -168,7 +174,7 @@ def stored_chains(evals: Path, candidate_id: str) -> dict[str, list[tuple[int, b
         for meta in sorted(split_dir.glob("users/*/meta.json")):
             episode = store.load_episode(json.loads(meta.read_text())["user_id"])
             if episode is not None and episode.periods:
-                chains.setdefault(split_dir.name, []).append(episode_chain(episode))
+                chains.setdefault(split_dir.name, []).append(episode_chain(episode, simulator_calls))
     return chains
 
 
@@ -196,7 +202,9 @@ def run_chain(run_dir: Path) -> Chain | str:
         assert plan is not None
         for candidate in plan.candidates:
             proposed.setdefault(candidate.id, plan.generation)
-    chains = {path.name: stored_chains(evals, path.name) for path in sorted(evals.glob("*")) if path.is_dir()}
+    simulator_calls = json.loads((run_dir / "config.json").read_text())["episode"]["simulator"] == "llm"
+    chains = {path.name: stored_chains(evals, path.name, simulator_calls) for path in sorted(evals.glob("*"))
+              if path.is_dir()}
     starts: dict[str, tuple[int, str]] = {zero.parent_id: (0, "seed")}
     by_generation = {plan.generation: plan for plan in plans if plan is not None}
 

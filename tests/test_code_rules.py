@@ -48,7 +48,7 @@ def test_no_module_imports_a_later_layer(layer: str):
 
 
 ENGINE = ("loop.py", "in_episode.py", "evaluation.py", "candidates.py", "scheduling.py", "spend.py", "events.py",
-          "selection", "proposers")
+          "final_scoring.py", "selection", "proposers", "strategies")
 """The evolution engine (under ``evolve/``): it emits events (``events.py``) and never talks to a display or a tracker."""
 NOT_IN_THE_ENGINE = ("mlflow", "matplotlib", "tqdm", "memevo.evolve.presentation", "memevo.evolve.tracking",
                      "memevo.evolve.observers", "memevo.environments.progress", "memevo.environments.plots",

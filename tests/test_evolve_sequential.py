@@ -12,6 +12,7 @@ import pytest
 
 from memevo.core.errors import UserInputError
 from memevo.environments.amemgym.data.io import save_items
+from memevo.evolve import proposers
 from memevo.evolve.loop import GenerationPlan
 from memevo.evolve.selection.race import RaceRecord
 from tests.doubles.category_backend import CategoryBackend, category_world
@@ -141,3 +142,19 @@ def test_a_parent_plays_only_the_rounds_its_race_reaches(tmp_path: Path) -> None
         # what kept the parent stays as it was: every validation user (its score in the pool)
         assert len(_users_in(parent / "val.json")) == OPTIONS["split"]["val"]
     assert ended_early, "no race ended before its last round"
+
+
+def test_a_rejected_candidate_proposed_again_is_never_raced_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(proposers._REGISTRY, "same-first", "tests.doubles.line_proposers:SameFirstProposerDouble")
+    result, _ = evolve(tmp_path, "repeat", strategy={**RACE, "proposers": ["same-first"]},
+                       **{**OPTIONS, "budget": {"generations": 3, "candidates": 2}})
+    # no line of the double names a category the questions ask about: every candidate was rejected
+    assert all(outcome.kept_id == result.seed.id for outcome in result.history)
+    planned: list[str] = []
+    for generation in (1, 2, 3):
+        plan = GenerationPlan.model_validate_json(
+            (tmp_path / "repeat" / "generations" / f"gen_{generation:03d}" / "plan.json").read_text())
+        assert len(plan.candidates) == 2  # the repeat was asked for again, and a new sample filled its slot
+        assert plan.stats.duplicates == (generation > 1)
+        planned += [candidate.id for candidate in plan.candidates]
+    assert len(planned) == len(set(planned))  # no policy raced in two generations

@@ -46,7 +46,8 @@ def test_speculation_spends_calls_and_changes_no_result_trial_or_mlflow_row(
         assert _trials(tmp_path / level) == _trials(tmp_path / "off"), level
         assert _mlflow_rows(tmp_path / level) == _mlflow_rows(tmp_path / "off"), level
         assert len(backend.calls) >= len(plain_backend.calls), level
-    assert len(backend.calls) > len(plain_backend.calls)  # a whole generation at once: candidates not needed play
+    if STRATEGIES[strategy].get("first_accepted", True):  # one at a time: a whole generation at once plays candidates
+        assert len(backend.calls) > len(plain_backend.calls)  # not needed (racing all at once, every candidate plays)
 
 
 @pytest.mark.parametrize("fraction", [0.3, 0.55, 0.8])

@@ -24,7 +24,6 @@ from memevo.evolve import proposers
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.evaluation import CandidateEval
 from memevo.evolve.proposers import ProposalContext, ProposerSettings, Variant, make_proposer
-from memevo.evolve.proposers.base import checked
 from memevo.evolve.records import GenerationPlan, ProposalStats
 from memevo.evolve.tracking.store import Tracker
 from memevo.evolve.validation import LengthBounds
@@ -391,39 +390,13 @@ def test_a_parent_kept_on_its_minibatch_checks_its_children_on_the_same_train_us
         assert [u.user_id for u in users[0]] == [u.user_id for u in users[1]]
 
 
-class RepeatingProposer:
-    """TEST DOUBLE proposer: samples 0 and 1 add the same line (two proposals, one policy); each later sample adds
-    a line of its own. ``AlwaysRepeatingProposer``: every sample adds the same line."""
-
-    name = "repeating"
-    always = False
-
-    def __init__(self, settings: ProposerSettings) -> None:
-        del settings
-
-    async def propose(self, context: ProposalContext, n: int) -> tuple[list[Variant], ProposalStats]:
-        stats = ProposalStats()
-        (spec,) = context.components
-        current = context.current(spec)
-        variants = []
-        for sample in context.samples(n):
-            line = "instrument" if self.always or sample < 2 else f"instrument number {sample}"
-            text, _ = checked(spec, f"{current}\n- {line}", current, context.bounds, stats)
-            variants.append(Variant(prompts={spec.name: text}, proposer=self.name))
-        return variants, stats
-
-
-class AlwaysRepeatingProposer(RepeatingProposer):
-    always = True
-
-
 @pytest.mark.parametrize(("proposer", "resamples", "expected"),
-                         [("RepeatingProposer", None, 3), ("AlwaysRepeatingProposer", None, 1),
-                          ("AlwaysRepeatingProposer", 1, 1), ("AlwaysRepeatingProposer", 0, 1)])
+                         [("RepeatingProposerDouble", None, 3), ("AlwaysRepeatingProposerDouble", None, 1),
+                          ("AlwaysRepeatingProposerDouble", 1, 1), ("AlwaysRepeatingProposerDouble", 0, 1)])
 def test_a_proposal_repeating_a_known_policy_is_asked_for_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                 caplog: pytest.LogCaptureFixture, proposer: str,
                                                                 resamples: int | None, expected: int) -> None:
-    monkeypatch.setitem(proposers._REGISTRY, "repeating", f"tests.test_evolve_strategies:{proposer}")
+    monkeypatch.setitem(proposers._REGISTRY, "repeating", f"tests.doubles.line_proposers:{proposer}")
     caplog.set_level(logging.INFO, logger="memevo.evolve")
     strategy: dict[str, Any] = {"proposers": ["repeating"]} | ({} if resamples is None else {"resamples": resamples})
     evolve(tmp_path, "repeat", strategy=strategy, budget={"generations": 1, "candidates": 3})
