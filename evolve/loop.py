@@ -28,7 +28,7 @@ plan are handed out again, and every random choice is seeded (by the generation,
 Budgets are checked before each generation and before each candidate starts (``spend.BudgetKeeper``): once one
 is spent, the run stops, and a generation's candidates that had not started are left out (the stop reason says so).
 When candidates start is the scheduler's (``scheduling``). The loop tells what happened as events (``events``); the
-observers (``observers``: MLflow runs, Optuna's trial results, the terminal, the score plot) record them.
+observers (``plugins``: the tracker, the terminal, the score plot) record them; the tuner tells its own trials.
 """
 
 from __future__ import annotations
@@ -55,7 +55,6 @@ from memevo.evolve.cross_test import CrossTestResult, cross_test
 from memevo.evolve.deferred import Deferred
 from memevo.evolve.evaluation import CandidateEval, PruneHook, UserOutcome
 from memevo.evolve.events import (
-    CandidateProposed,
     CandidatesPhase,
     EvaluationPhase,
     FinalScoringPhase,
@@ -63,7 +62,6 @@ from memevo.evolve.events import (
     GenerationPlanned,
     ParentTrainCompleted,
     Progress,
-    ProposalRepeated,
     RunEnded,
     objective_name,
 )
@@ -129,8 +127,8 @@ class OuterLoop(runtime.RunBase):
         """Sequential acceptance: per kept candidate, the users whose episodes decided to keep it."""
 
     def make_tuner(self) -> Deferred[Tuner]:
-        """The Optuna study the loop asks for each candidate's hyperparameters (its trials are closed by the
-        ``optuna`` observer), opened once the first requests are in flight (``deferred``)."""
+        """The Optuna study the loop asks for each candidate's hyperparameters (and tells, ``Tuner.close_generation``),
+        opened once the first requests are in flight (``deferred``)."""
         config = self.config
         return self.start_later.defer(partial(
             open_tuner, config, storage=config.optuna.storage or f"sqlite:///{(self.run_dir / 'optuna.db').resolve()}",
@@ -499,7 +497,7 @@ class OuterLoop(runtime.RunBase):
                 number, params = self.tuner.ask()
                 policy = parent.policy.with_prompts(**variant.prompts).with_hyperparameters(**params)
                 if policy.policy_id in seen:
-                    self.observers.notify(ProposalRepeated(number))
+                    self.tuner.repeated(number)
                     repeated += 1
                     continue
                 seen.add(policy.policy_id)
@@ -510,7 +508,7 @@ class OuterLoop(runtime.RunBase):
                     proposer=variant.proposer if changed else None,
                     other_parent_id=variant.other_parent_id if changed else None,
                 )
-                self.observers.notify(CandidateProposed(candidate))
+                self.tuner.annotate(number, candidate_id=candidate.id)
                 candidates.append(candidate)
             stats.duplicates += repeated
             if not repeated:
@@ -632,9 +630,11 @@ class OuterLoop(runtime.RunBase):
                         never_run: list[Candidate] | None = None) -> None:
         """Every observer has the generation's end (its runs logged, then its trials closed: each trial names its
         candidate's run) before its outcome is saved, so a kill in between repeats it on resume."""
-        self.observers.notify(GenerationEnded(
+        event = GenerationEnded(
             outcome=outcome, ran=ran, never_run=never_run or [], lineage=self.candidates, feedback=feedback,
-            usage=self.budget.recorded(self._gen_dir(outcome.generation)), spend=self.budget.report().total()))
+            usage=self.budget.recorded(self._gen_dir(outcome.generation)), spend=self.budget.report().total())
+        self.observers.notify(event)
+        self.tuner.close_generation(event, self.evaluator, self.observers.links)
 
     def _decide(self, val: CandidateEval, parent: Candidate) -> Decision:
         return self.acceptance.decide(val.instances(), self.val_instances[parent.id])
