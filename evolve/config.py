@@ -227,7 +227,7 @@ DEFAULT_TRACKER = "mlflow"
 
 
 class TrackingConfig(_Strict):
-    """Which tracker logs the run (``memevo.evolve.plugins.TRACKERS``), and where."""
+    """Which tracker logs the run (the names are ``memevo.evolve.plugins.TRACKERS``), and where."""
 
     enabled: bool = Field(True, description="Log runs, metrics and prompts to the tracker.")
     tracker: str = Field(DEFAULT_TRACKER, description="The tracker that logs the run: mlflow (the one so far).")

@@ -31,8 +31,8 @@ from memevo.evolve.tracking.payloads import (
     parent_tags,
     prompt_version_tags,
     split_dataset_input,
-    trial_attributes,
 )
+from memevo.evolve.tuner import trial_attributes
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning", "ignore::UserWarning")
 
