@@ -1,22 +1,30 @@
-"""Gateway benchmark: speed-up from concurrency, and the gateway's own overhead per call.
+"""Gateway benchmark: speed-up from concurrency, the gateway's own overhead per call, and its HTTP client's.
 
-Runs against the in-process fault server (tests/doubles/fault_server.py), so no model is needed:
+Runs against the fault server (tests/doubles/fault_server.py), so no model is needed:
 1. N calls with injected latency at max_concurrency 1 versus 16 -> the speed-up ratio;
 2. at zero latency, sequential calls through a raw AsyncOpenAI client versus the gateway (without
-   cache, and with a cache: miss-and-write, then hits) -> overhead per call in milliseconds.
+   cache, and with a cache: miss-and-write, then hits) -> overhead per call in milliseconds;
+3. the HTTP client alone, memevo's ``JSONTransport`` versus ``openai.AsyncOpenAI`` (typed ``create``, and its
+   untyped ``post``), one agent-sized chat request at a time and 16 at once, against the server run as a separate
+   process -> wall ms per call, requests per second, and the client process's CPU ms per call.
 
-    python benchmarks/gateway.py [--calls 64] [--latency-ms 50] [--overhead-calls 300]
+    python benchmarks/gateway.py [--calls 64] [--latency-ms 50] [--overhead-calls 300] [--client-calls 400]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import socket
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import httpx
 from openai import AsyncOpenAI
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.doubles when run as a script
@@ -25,6 +33,7 @@ from memevo.agents.llm.accounting import Accounting  # noqa: E402
 from memevo.agents.llm.cache import ResponseCache  # noqa: E402
 from memevo.agents.llm.config import LLMConfig  # noqa: E402
 from memevo.agents.llm.gateway import LLMGateway  # noqa: E402
+from memevo.agents.llm.transport import JSONTransport  # noqa: E402
 from tests.doubles.fault_server import FaultServer  # noqa: E402
 
 MODEL = "bench-model"
@@ -98,15 +107,98 @@ async def overhead(calls: int, rounds: int) -> None:
         await cached.aclose()
 
 
+def agent_messages() -> list[dict[str, str]]:
+    """A memory agent's request: a system prompt with memories, then 16 turns of conversation."""
+    system = "You are a personal assistant with a memory of the user. " + "Memory: the user likes hiking. " * 50
+    turns = [{"role": "user" if index % 2 == 0 else "assistant", "content": f"turn {index}: " + "some words " * 30}
+             for index in range(16)]
+    return [{"role": "system", "content": system}, *turns]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def server_process(port: int) -> subprocess.Popen[bytes]:
+    """The fault server in a process of its own, so this process's CPU time is the client's alone."""
+    root = Path(__file__).resolve().parents[1]
+    process = subprocess.Popen([sys.executable, "-m", "tests.doubles.fault_server", "--port", str(port)], cwd=root)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=1.0)
+            return process
+        except httpx.TransportError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError("the fault server did not start")
+
+
+async def run_calls(call: Callable[[], Awaitable[object]], calls: int, width: int) -> tuple[float, float]:
+    """Wall and CPU seconds of ``calls`` calls, ``width`` at a time."""
+    slots = asyncio.Semaphore(width)
+
+    async def one() -> None:
+        async with slots:
+            await call()
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    await asyncio.gather(*(one() for _ in range(calls)))
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+async def clients(calls: int, rounds: int) -> None:
+    """Best of ``rounds`` per client and width, the clients alternating: the machine is shared and noisy."""
+    port = free_port()
+    process = server_process(port)
+    url = f"http://127.0.0.1:{port}/v1"
+    messages = agent_messages()
+    payload = {"model": MODEL, "messages": messages, "temperature": 0.0, "max_tokens": 512}
+    body = json.dumps(payload).encode()
+    try:
+        for width in (1, 16):
+            transport = JSONTransport(url, api_key=lambda: "sk-bench", timeout_s=30, max_connections=width,
+                                      home_loop=asyncio.get_running_loop())
+            sdk = AsyncOpenAI(base_url=url, api_key="sk-bench", max_retries=0, http_client=httpx.AsyncClient(
+                limits=httpx.Limits(max_connections=width, max_keepalive_connections=width)))
+            runs: dict[str, Callable[[], Awaitable[object]]] = {
+                "memevo JSONTransport": lambda: transport.post("chat/completions", body),
+                "openai create": lambda: sdk.chat.completions.create(model=MODEL, messages=messages,  # type: ignore[arg-type]
+                                                                     temperature=0.0, max_tokens=512),
+                "openai post": lambda: sdk.post("/chat/completions", body=payload, cast_to=httpx.Response),
+            }
+            for call in runs.values():
+                await run_calls(call, 20, width)  # warm up connections and code paths
+            best = {name: (float("inf"), float("inf")) for name in runs}
+            for _ in range(rounds):
+                for name, call in runs.items():
+                    wall, cpu = await run_calls(call, calls, width)
+                    best[name] = (min(best[name][0], wall), min(best[name][1], cpu))
+            for name, (wall, cpu) in best.items():
+                print(f"{name:22s} {width:2d} at once, {calls} calls, best of {rounds}: {1000 * wall / calls:.2f} ms "
+                      f"per call, {calls / wall:.0f} requests/s, client CPU {1000 * cpu / calls:.2f} ms per call")
+            await transport.aclose()
+            await sdk.close()
+    finally:
+        process.kill()
+        process.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=64)
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--overhead-calls", type=int, default=200)
+    parser.add_argument("--client-calls", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--only-clients", action="store_true", help="Run the third part only.")
     args = parser.parse_args()
-    asyncio.run(speedup(args.calls, args.latency_ms / 1000))
-    asyncio.run(overhead(args.overhead_calls, args.rounds))
+    if not args.only_clients:
+        asyncio.run(speedup(args.calls, args.latency_ms / 1000))
+        asyncio.run(overhead(args.overhead_calls, args.rounds))
+    asyncio.run(clients(args.client_calls, args.rounds))
 
 
 if __name__ == "__main__":

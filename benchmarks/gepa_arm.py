@@ -1,7 +1,8 @@
 """GEPA as an arm of the strategy benchmark: ``gepa.optimize`` over memevo's evaluation and proposer.
 
 The adapter lets GEPA's engine decide everything GEPA decides (Pareto parent, minibatch of 3 train users, strict
-improvement on the minibatch, a full validation evaluation of accepted children, the best on validation) while
+improvement on the minibatch, a full validation evaluation of accepted children, merges of two descendants of a
+common ancestor (``use_merge=True``, GEPA's own merge settings otherwise), the best on validation) while
 episodes are run and scored by memevo's ``Evaluator`` (a user is one GEPA data instance, its accuracy the score;
 episodes already played are reused, as memevo's loop reuses them) and proposals come from memevo's reflection
 proposer on memevo's evidence, so every arm sees the same edit distribution. GEPA asks for one proposal per
@@ -106,13 +107,13 @@ class GepaOutcome:
 
 def run_gepa(adapter: MemevoAdapter, components: Sequence[str], train: list[str], val: list[str],
              spent: Callable[[], int], max_calls: int, seed: int, run_dir: Path) -> GepaOutcome:
-    """``gepa.optimize`` with GEPA's defaults (Pareto parents, minibatch 3, strict improvement), until ``spent()``
-    reaches ``max_calls``."""
+    """``gepa.optimize`` with GEPA's defaults (Pareto parents, minibatch 3, strict improvement) and its merge on,
+    until ``spent()`` reaches ``max_calls``."""
     seed_candidate = {name: adapter.seed.prompts.get(name, adapter.spec.component(name).default) for name in components}
     result = gepa.optimize(
         seed_candidate=seed_candidate, trainset=train, valset=val, adapter=adapter,  # type: ignore[arg-type]
         stop_callbacks=lambda _state: spent() >= max_calls, seed=seed, run_dir=str(run_dir),
-        display_progress_bar=False, raise_on_exception=True, logger=QuietLogger(),
+        display_progress_bar=False, raise_on_exception=True, logger=QuietLogger(), use_merge=True,
     )
     policies = [adapter.policy(candidate) for candidate in result.candidates]
     return GepaOutcome(best=adapter.policy(result.best_candidate), policies=policies,

@@ -1,10 +1,15 @@
 """Strategy benchmark: memevo's loop against no evolution, best-of-N and GEPA, at the same call budget.
 
-Worlds are built from the category double (tests/doubles/category_backend.py, a TEST DOUBLE, not a model): a fact
-reaches memory only when the memory-types section names its category; the seed names two categories of one
-question each; the proposer makes one small step per sample (adds a category, or on later samples drops one the
-text names); every agent answer is replaced by a random option with probability ``--noise`` (seeded by the
-request, so reruns and resumes see the same noise). The worlds differ in what a step does:
+Two kinds of worlds. ``family`` (benchmarks/worlds/, the one the report uses): world ``seed`` draws its own rules
+(which facts a memory-types text makes the writer keep and under which word, questions needing two facts,
+cancelling pairs, a length cost, answer noise from 10% to 40%, the proposer's mix of helpful, neutral and harmful
+edits, feedback-blind or feedback-using) and knows its oracle, so every result is also the share of the headroom
+(oracle minus seed, noise-free on the test users) it closes; its protocol is benchmarks/worlds/PROTOCOL.md.
+The project's three hand-made worlds are built from the category double (tests/doubles/category_backend.py, a
+TEST DOUBLE, not a model): a fact reaches memory only when the memory-types section names its category; the seed
+names two categories of one question each; the proposer makes one small step per sample (adds a category, or on
+later samples drops one the text names); every agent answer is replaced by a random option with probability
+``--noise`` (seeded by the request, so reruns and resumes see the same noise). The worlds differ in what a step does:
 
 - ``category``: six categories asked about by 1-3 questions per period; a step adds one seen in the feedback
   (helps by 1-3 questions in 10) or drops one (hurts);
@@ -14,8 +19,8 @@ request, so reruns and resumes see the same noise). The worlds differ in what a 
   the other is named too, and dropping one then costs both.
 
 Arms, each given the same budget of calls (``--budget-episodes`` times the calls of one seed episode of the world;
-agent and proposer calls together, as ``budget.max_calls`` counts them): ``memevo`` (sequential acceptance with
-its defaults, memevo's default),
+agent and proposer calls together, as ``budget.max_calls`` counts them): ``memevo`` (EvolveConfig's default
+strategy: no ``strategy`` section),
 ``none`` (no evolution: the seed), ``best-of-n`` (one generation of as many proposals from the seed as the budget
 plays on the validation users, the best there kept after a check on one train user), ``gepa`` (GEPA 0.1.4 through
 ``gepa.optimize``, see benchmarks/gepa_arm.py), and memevo strategies named by ``+``-joined words: ``mean``,
@@ -26,13 +31,15 @@ EvolveConfig's previous default (``mean+first``).
 Per world, seed (a new world, split and noise for each) and arm one run goes in-process. Reported per world and arm:
 the noise-free held-out accuracy of the arm's final best (a fresh evaluation of it on the 4 test users without
 answer noise), its paired difference to memevo's default over seeds (mean, wins/ties/losses, two-sided Wilcoxon
-signed-rank p, ties split), candidates accepted and false acceptances (accepted but below their parent noise-free),
-the calls the search spent, and for memevo's loops the winner's curse: how far the parent's score on the users its
-children are compared on lies above its noise-free score there. Tune on other seeds than the ones reported
+signed-rank p, ties split), the share of the headroom closed where the world knows its oracle, candidates accepted
+and false acceptances (accepted but below their parent noise-free), the calls the search spent (all, agent,
+proposer), the wall time of a run (search and noise-free scoring), every run's figures per seed, and for memevo's
+loops the winner's curse: how far the parent's score on the users its children are compared on lies above its
+noise-free score there. Tune on other seeds than the ones reported
 (``--first-seed``): a setting chosen on the reported worlds would be fitted to their noise.
 
-Run: ``python benchmarks/strategies.py [--seeds 16] [--first-seed 0] [--worlds category,neutral,interact]
-[--arms memevo,none,best-of-n,gepa] [--jobs 2]`` from the repository root.
+Run: ``python benchmarks/strategies.py [--seeds 16] [--first-seed 0] [--worlds category,neutral,interact,family]
+[--arms memevo,none,best-of-n,gepa] [--budget-episodes 40] [--jobs 2]`` from the repository root.
 """
 
 from __future__ import annotations
@@ -43,9 +50,10 @@ import json
 import logging
 import sys
 import tempfile
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from statistics import fmean, pstdev
 from typing import Any
@@ -55,10 +63,11 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.gepa_arm import MemevoAdapter, run_gepa  # noqa: E402
+from benchmarks.worlds.base import WorldRun  # noqa: E402
+from benchmarks.worlds.family import family_world  # noqa: E402
 from memevo.agents.policy import MemoryPolicy  # noqa: E402
 from memevo.agents.registry import agent_spec, build_agent  # noqa: E402
 from memevo.environments.data.io import save_items  # noqa: E402
-from memevo.environments.data.models import Item  # noqa: E402
 from memevo.environments.simulators.factory import make_simulator  # noqa: E402
 from memevo.evolve.candidates import Candidate  # noqa: E402
 from memevo.evolve.config import EvolveConfig, parse_evolve_config  # noqa: E402
@@ -75,25 +84,33 @@ QUESTIONS = {"commute": 1, "instrument": 3, "beverage": 2, "genre": 1, "plant": 
 NEVER_ASKED = dict.fromkeys(["pet", "sport", "cuisine", "hobby", "color", "city"], 0)
 
 
+SEED_TYPES = "- commute (how the user gets to work)\n- footwear (the shoes the user wears)"
+SPLIT = {"train": 4, "val": 4, "test": 4}
+USERS = sum(SPLIT.values())
+
+
 @dataclass(frozen=True)
 class World:
+    """One of the project's three hand-made worlds: the same rules at every seed, the noise from ``--noise``."""
+
     questions: dict[str, int]
     pairs: dict[tuple[str, str], int] = field(default_factory=dict)
     steps_from: str = "feedback"
 
-    def items(self, seed: int) -> list[Item]:
-        return category_world(USERS, 3, seed=seed, questions=self.questions, pairs=self.pairs)
+    def at(self, seed: int, noise: float) -> WorldRun:
+        items = category_world(USERS, 3, seed=seed, questions=self.questions, pairs=self.pairs)
+        return WorldRun(items=items, seed_types=SEED_TYPES, noise=noise, backend=lambda answer_noise: CategoryBackend(
+            items, proposer_mode="step", answer_noise=answer_noise, seed=seed, steps_from=self.steps_from),
+            label=f"noise {noise:.2f}")
 
 
-WORLDS = {
-    "category": World(QUESTIONS),
-    "neutral": World(QUESTIONS | NEVER_ASKED, steps_from="world"),
+WORLDS: dict[str, Callable[[int, float], WorldRun]] = {
+    "category": World(QUESTIONS).at,
+    "neutral": World(QUESTIONS | NEVER_ASKED, steps_from="world").at,
     "interact": World({"commute": 1, "footwear": 1, "instrument": 2, "beverage": 1, "plant": 1},
-                      {("instrument", "genre"): 2, ("beverage", "plant"): 2}),
+                      {("instrument", "genre"): 2, ("beverage", "plant"): 2}).at,
+    "family": lambda seed, _noise: family_world(seed, USERS),
 }
-SEED_TYPES = "- commute (how the user gets to work)\n- footwear (the shoes the user wears)"
-SPLIT = {"train": 4, "val": 4, "test": 4}
-USERS = sum(SPLIT.values())
 CANDIDATES = 3
 """Proposals per generation (memevo) and proposer samples cycled per iteration (GEPA)."""
 REFERENCE = "memevo"
@@ -103,7 +120,7 @@ ARMS = ["memevo", "none", "best-of-n", "gepa"]
 def arm_strategy(arm: str) -> dict[str, Any]:
     """The ``strategy`` section a memevo arm stands for (see the module docstring)."""
     if arm == "memevo":
-        return {"acceptance": "sequential"}
+        return {}  # EvolveConfig's default strategy, whatever it is when the benchmark runs
     if arm == "one-at-a-time":
         return {"acceptance": "mean", "first_accepted": True}
     if arm == "best-of-n":
@@ -128,10 +145,10 @@ def arm_strategy(arm: str) -> dict[str, Any]:
 
 
 def make_config(data: Path, seed: int, strategy: dict[str, Any], max_calls: int, generations: int,
-                candidates: int) -> EvolveConfig:
+                candidates: int, seed_types: str = SEED_TYPES) -> EvolveConfig:
     return parse_evolve_config({
         "name": "strategies",
-        "seed": {"policy": {"kind": "awi", "update_every": 2, "short_term": 0, "prompts": {"memory_types": SEED_TYPES}}},
+        "seed": {"policy": {"kind": "awi", "update_every": 2, "short_term": 0, "prompts": {"memory_types": seed_types}}},
         "components": ["memory_types"],
         "data": {"path": str(data)},
         "split": {**SPLIT, "seed": seed},
@@ -150,17 +167,31 @@ class ArmRun:
     accepted: int
     false_accepted: int
     calls: int
+    seed_test: float = 0.0
+    """The seed's noise-free held-out accuracy (no evolution) in the same world."""
+    oracle_test: float | None = None
+    """The best reachable noise-free held-out accuracy, where the world knows it."""
+    agent_calls: int = 0
+    proposer_calls: int = 0
+    wall_s: float = 0.0
     curse: list[float] = field(default_factory=list)
     """Per comparison with a parent that was itself selected: its noisy minus noise-free score on those users."""
+
+    @property
+    def headroom(self) -> float | None:
+        """The share of the headroom (oracle minus seed) the arm closed; None when there is none to close."""
+        if self.oracle_test is None or self.oracle_test - self.seed_test <= 1e-9:
+            return None
+        return (self.best_test - self.seed_test) / (self.oracle_test - self.seed_test)
 
 
 class Clean:
     """Noise-free accuracy of policies on any users (their real quality), each evaluation done once."""
 
-    def __init__(self, config: EvolveConfig, items: list[Item], folder: Path) -> None:
-        self.backend = CategoryBackend(items)
-        self.config, self.items, self.folder = config, items, folder
-        self.test = make_split(items, config).test
+    def __init__(self, config: EvolveConfig, world: WorldRun, folder: Path) -> None:
+        self.backend = world.backend(0.0)
+        self.config, self.items, self.folder = config, world.items, folder
+        self.test = make_split(world.items, config).test
 
     def per_user(self, policy: MemoryPolicy, users: Sequence[str]) -> dict[str, float]:
         evaluator = Evaluator(  # one per call: each call runs its own event loop
@@ -179,14 +210,13 @@ def seed_policy(config: EvolveConfig) -> MemoryPolicy:
     return config.seed.policy
 
 
-def episode_calls(world: World, seed: int, config: EvolveConfig, folder: Path) -> int:
+def episode_calls(world: WorldRun, seed: int, config: EvolveConfig, folder: Path) -> int:
     """The calls of one seed episode in this world (the budget's unit)."""
-    items = world.items(seed)
-    backend = CategoryBackend(items)
-    evaluator = Evaluator(root=folder, items=items, make_agent=lambda policy: build_agent(policy, backend),
+    backend = world.backend(0.0)
+    evaluator = Evaluator(root=folder, items=world.items, make_agent=lambda policy: build_agent(policy, backend),
                           simulator=make_simulator("template", seed),
                           episode_config=episode_config(config, seed_policy(config)))
-    asyncio.run(evaluator.evaluate(Candidate(policy=seed_policy(config)), "probe", [items[0].id]))
+    asyncio.run(evaluator.evaluate(Candidate(policy=seed_policy(config)), "probe", [world.items[0].id]))
     return len(backend.calls)
 
 
@@ -212,7 +242,10 @@ def winners_curse(run_dir: Path, result: EvolutionResult, policies: dict[str, Me
         if outcome.parent_id == result.seed.id or outcome.parent_id not in policies:
             continue
         race = run_dir / "generations" / f"gen_{outcome.generation:03d}" / "race.json"
-        users = RaceRecord.model_validate(json.loads(race.read_text())[0]).users if race.exists() else val_users
+        rounds = json.loads(race.read_text()) if race.exists() else None
+        if rounds == []:  # no race was played in this generation: no parent compared
+            continue
+        users = RaceRecord.model_validate(rounds[0]).users if rounds else val_users
         noisy = noisy_per_user(run_dir, outcome.parent_id, outcome.generation)
         users = [u for u in users if u in noisy]
         if users:
@@ -221,22 +254,25 @@ def winners_curse(run_dir: Path, result: EvolutionResult, policies: dict[str, Me
     return gaps
 
 
-def run_memevo(workdir: Path, world: World, seed: int, arm: str, noise: float, max_calls: int) -> ArmRun:
-    items = world.items(seed)
+def role_calls(backend: CategoryBackend, role: str) -> int:
+    return sum(call["role"] == role for call in backend.calls)
+
+
+def run_memevo(workdir: Path, world: WorldRun, seed: int, arm: str, max_calls: int) -> ArmRun:
     run_dir = workdir / "run"
     data = workdir / "data.json"
-    save_items(items, data)
+    save_items(world.items, data)
     best_of_n = arm == "best-of-n"
     generations, candidates = (1, 24) if best_of_n else (50, CANDIDATES)
-    config = make_config(data, seed, arm_strategy(arm), max_calls, generations, candidates)
-    backend = CategoryBackend(items, proposer_mode="step", answer_noise=noise, seed=seed, steps_from=world.steps_from)
+    config = make_config(data, seed, arm_strategy(arm), max_calls, generations, candidates, world.seed_types)
+    backend = world.backend(world.noise)
     result = run_evolution(config, run_dir=run_dir, hub=CategoryHub(backend), resume=False)
     plans = [GenerationPlan.model_validate_json(path.read_text())
              for path in sorted((run_dir / "generations").glob("gen_*/plan.json"))]
     known = {result.seed.id: result.seed.policy} | {c.id: c.policy for plan in plans for c in plan.candidates}
     parents = {c.id: c.parent_id for plan in plans for c in plan.candidates}
     accepted = [i for o in result.history[1:] for i in o.accepted_ids]
-    clean = Clean(config, items, workdir / "clean")
+    clean = Clean(config, world, workdir / "clean")
     scores = {cid: clean.score(known[cid]) for cid in {result.best.id, *accepted, *(parents[i] for i in accepted)}}
     last = max(o.generation for o in result.history)
     spend = json.loads((run_dir / "generations" / f"gen_{last:03d}" / "spend.json").read_text())
@@ -244,52 +280,59 @@ def run_memevo(workdir: Path, world: World, seed: int, arm: str, noise: float, m
         best_test=scores[result.best.id], accepted=len(accepted),
         false_accepted=sum(scores[i] < scores[parents[i] or ""] for i in accepted),
         calls=sum(role["calls"] for role in spend["by_role"].values()),
-        curse=winners_curse(run_dir, result, known, clean, make_split(items, config).val, noise),
+        agent_calls=spend["by_role"].get("agent", {}).get("calls", 0),
+        proposer_calls=spend["by_role"].get("proposer", {}).get("calls", 0),
+        curse=winners_curse(run_dir, result, known, clean, make_split(world.items, config).val, world.noise),
     )
 
 
-def run_gepa_arm(workdir: Path, world: World, seed: int, noise: float, max_calls: int) -> ArmRun:
-    items = world.items(seed)
+def run_gepa_arm(workdir: Path, world: WorldRun, seed: int, max_calls: int) -> ArmRun:
     data = workdir / "data.json"
-    save_items(items, data)
-    config = make_config(data, seed, {}, max_calls, 1, CANDIDATES)
-    split = make_split(items, config)
-    backend = CategoryBackend(items, proposer_mode="step", answer_noise=noise, seed=seed, steps_from=world.steps_from)
+    save_items(world.items, data)
+    config = make_config(data, seed, {}, max_calls, 1, CANDIDATES, world.seed_types)
+    split = make_split(world.items, config)
+    backend = world.backend(world.noise)
     hub = CategoryHub(backend)
     seed_pol = seed_policy(config)
 
     def evaluator() -> Evaluator:
-        return Evaluator(root=workdir / "gepa", items=items, make_agent=lambda policy: build_agent(policy, backend),
+        return Evaluator(root=workdir / "gepa", items=world.items,
+                         make_agent=lambda policy: build_agent(policy, backend),
                          simulator=make_simulator("template", seed), episode_config=episode_config(config, seed_pol))
 
     adapter = MemevoAdapter(
-        config=config, seed=seed_pol, spec=agent_spec("awi"), items={item.id: item for item in items},
+        config=config, seed=seed_pol, spec=agent_spec("awi"), items={item.id: item for item in world.items},
         make_evaluator=evaluator, proposer=make_proposer("reflection", ProposerSettings(lm=hub.dspy_lm(config.llm.proposer))),
         train_users=set(split.train), samples_per_iteration=CANDIDATES,
     )
     outcome = run_gepa(adapter, config.components, split.train, split.val, lambda: len(backend.calls), max_calls,
                        seed, workdir / "gepa-run")
-    clean = Clean(config, items, workdir / "clean")
+    clean = Clean(config, world, workdir / "clean")
     scores = [clean.score(policy) for policy in outcome.policies]
     pool = [(i, parent) for i, parent in enumerate(outcome.parents) if i > 0 and parent is not None]
     return ArmRun(best_test=clean.score(outcome.best), accepted=len(pool),
-                  false_accepted=sum(scores[i] < scores[parent] for i, parent in pool), calls=len(backend.calls))
+                  false_accepted=sum(scores[i] < scores[parent] for i, parent in pool), calls=len(backend.calls),
+                  agent_calls=role_calls(backend, "agent"), proposer_calls=role_calls(backend, "proposer"))
 
 
 def run_arm(world_name: str, seed: int, arm: str, noise: float, budget_episodes: int) -> ArmRun:
-    world = WORLDS[world_name]
+    world = WORLDS[world_name](seed, noise)
+    started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        config = make_config(workdir / "unused.json", seed, {}, 1, 1, 1)
+        save_items(world.items, workdir / "items.json")
+        config = make_config(workdir / "items.json", seed, {}, 1, 1, 1, world.seed_types)
         max_calls = budget_episodes * episode_calls(world, seed, config, workdir / "probe")
+        clean = Clean(config, world, workdir / "clean")
+        seed_test = clean.score(seed_policy(config))
+        oracle_test = world.oracle(clean.test) if world.oracle else None
         if arm == "none":
-            items = world.items(seed)
-            save_items(items, workdir / "unused.json")
-            return ArmRun(best_test=Clean(config, items, workdir / "clean").score(seed_policy(config)), accepted=0,
-                          false_accepted=0, calls=0)
-        if arm == "gepa":
-            return run_gepa_arm(workdir, world, seed, noise, max_calls)
-        return run_memevo(workdir, world, seed, arm, noise, max_calls)
+            run = ArmRun(best_test=seed_test, accepted=0, false_accepted=0, calls=0)
+        elif arm == "gepa":
+            run = run_gepa_arm(workdir, world, seed, max_calls)
+        else:
+            run = run_memevo(workdir, world, seed, arm, max_calls)
+    return replace(run, seed_test=seed_test, oracle_test=oracle_test, wall_s=time.monotonic() - started)
 
 
 def paired(rows: list[ArmRun], reference: list[ArmRun]) -> str:
@@ -302,11 +345,20 @@ def paired(rows: list[ArmRun], reference: list[ArmRun]) -> str:
     return f"{fmean(diffs):+.3f}, {wins}/{ties}/{len(diffs) - wins - ties}, p {p_value:.3f}"
 
 
+def headroom_text(rows: list[ArmRun]) -> str:
+    shares = [row.headroom for row in rows if row.headroom is not None]
+    if not shares:
+        return "n/a (no world with headroom: oracle not above the seed, or unknown)"
+    left_out = len(rows) - len(shares)
+    return f"{fmean(shares):.0%}" + (f" ({left_out} runs n/a: no headroom)" if left_out else "")
+
+
 def table(title: str, runs: dict[str, list[ArmRun]]) -> list[str]:
     reference = runs.get(REFERENCE)
     lines = [f"**{title}**", "",
-             f"| arm | held-out accuracy (noise-free) | {REFERENCE} minus arm (mean, W/T/L, p) | accepted | "
-             "false acceptances | calls spent | winner's curse (parent's bar above its expected noisy score) |", "|---|---|---|---|---|---|---|"]
+             f"| arm | held-out accuracy (noise-free) | headroom closed | {REFERENCE} minus arm (mean, W/T/L, p) | "
+             "accepted | false acceptances | calls spent | agent calls | proposer calls | wall time per run | "
+             "winner's curse (parent's bar above its expected noisy score) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for arm, rows in runs.items():
         best = [r.best_test for r in rows]
         accepted, false = sum(r.accepted for r in rows), sum(r.false_accepted for r in rows)
@@ -314,8 +366,27 @@ def table(title: str, runs: dict[str, list[ArmRun]]) -> list[str]:
         versus = "-" if arm == REFERENCE or reference is None else paired(rows, reference)
         curse = [g for r in rows for g in r.curse]
         curse_text = f"{fmean(curse):+.3f} ({len(curse)} parents)" if curse else "n/a (no selected parent compared)"
-        lines.append(f"| {arm} | {fmean(best):.3f} ± {pstdev(best):.3f} | {versus} | {accepted} | {share} | "
-                     f"{fmean(r.calls for r in rows):.0f} | {curse_text} |")
+        lines.append(f"| {arm} | {fmean(best):.3f} ± {pstdev(best):.3f} | {headroom_text(rows)} | {versus} | {accepted} | "
+                     f"{share} | {fmean(r.calls for r in rows):.0f} | {fmean(r.agent_calls for r in rows):.0f} | "
+                     f"{fmean(r.proposer_calls for r in rows):.1f} | {fmean(r.wall_s for r in rows):.1f} s | {curse_text} |")
+    return lines
+
+
+def run_table(title: str, labels: dict[int, str], runs: dict[str, list[ArmRun]]) -> list[str]:
+    """Every run of one world: per seed, the seed's and the oracle's held-out accuracy and each arm's, with the
+    share of the headroom it closed."""
+    arms = list(runs)
+    lines = [f"**{title}: every run**", "", "| seed | world | seed prompt | oracle | " + " | ".join(arms) + " |",
+             "|---|---|---|---|" + "---|" * len(arms)]
+    for index, (seed, label) in enumerate(labels.items()):
+        first = runs[arms[0]][index]
+        oracle = "n/a (unknown)" if first.oracle_test is None else f"{first.oracle_test:.3f}"
+        cells = []
+        for arm in arms:
+            row = runs[arm][index]
+            closed = "n/a" if row.headroom is None else f"{row.headroom:.0%}"
+            cells.append(f"{row.best_test:.3f} ({closed})")
+        lines.append(f"| {seed} | {label} | {first.seed_test:.3f} | {oracle} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -325,7 +396,8 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=0, help="Seeds run are first-seed .. first-seed+seeds-1.")
     parser.add_argument("--noise", type=float, default=0.3, help="Share of agent answers replaced at random.")
     parser.add_argument("--budget-episodes", type=int, default=40, help="The call budget, in seed episodes.")
-    parser.add_argument("--worlds", default=",".join(WORLDS))
+    parser.add_argument("--worlds", default="category,neutral,interact",
+                        help=f"Comma-separated, of {', '.join(WORLDS)} (default: %(default)s).")
     parser.add_argument("--jobs", type=int, default=1, help="Runs in parallel (processes).")
     parser.add_argument("--arms", default=",".join(ARMS), help="Comma-separated arm names (default: %(default)s).")
     parser.add_argument("--per-seed", type=Path, help="Also write every run's figures here (JSON: world, arm, seed).")
@@ -347,11 +419,15 @@ def main() -> None:
     if args.per_seed:
         args.per_seed.write_text(json.dumps({world: {arm: {seed: asdict(futures[world, arm, seed].result()) for seed in seeds}
                                                      for arm in arms} for world in worlds}, indent=1))
-    print(f"{args.seeds} seeds ({seeds.start}-{seeds.stop - 1}), answer noise {args.noise}, budget "
+    print(f"{args.seeds} seeds ({seeds.start}-{seeds.stop - 1}), answer noise {args.noise} (family: each world's "
+          f"own), budget "
           f"{args.budget_episodes} seed episodes of calls, train/val/test users {SPLIT['train']}/{SPLIT['val']}/"
           f"{SPLIT['test']}; means over seeds ± sd\n")
     for world in worlds:
         print("\n".join(table(f"world: {world}", runs[world])) + "\n")
+    for world in worlds:
+        labels = {seed: WORLDS[world](seed, args.noise).label for seed in seeds}
+        print("\n".join(run_table(f"world: {world}", labels, runs[world])) + "\n")
     if len(worlds) > 1:
         pooled = {arm: [row for world in worlds for row in runs[world][arm]] for arm in arms}
         print("\n".join(table(f"all worlds ({len(worlds)} x {args.seeds} paired runs)", pooled)))

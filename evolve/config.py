@@ -174,7 +174,8 @@ class BudgetConfig(_Strict):
                                   "were made.")
     max_tokens: int | None = Field(None, ge=1, description="Stop once this many prompt and completion tokens "
                                    "were used.")
-    max_dollars: float | None = Field(None, gt=0, description="Stop once this much was spent (priced models only).")
+    max_dollars: float | None = Field(None, gt=0, description="Stop once this much was spent, or at a call with no "
+                                      "known price (set llm.price).")
     patience: int | None = Field(None, ge=1, description="Stop after this many generations without improvement.")
 
 
@@ -441,6 +442,17 @@ class EvolveConfig(_Strict):
     def _llm_simulator(self) -> EvolveConfig:
         if self.episode.simulator == "llm" and self.llm.simulator is None:
             raise ValueError("episode.simulator 'llm' needs llm.simulator")
+        return self
+
+    @model_validator(mode="after")
+    def _priced_for_a_dollar_budget(self) -> EvolveConfig:
+        """A dollar budget cannot weigh a model without a price: refused before any call rather than stopped at it."""
+        if self.budget.max_dollars is not None:
+            for role, config in self.llm:
+                if config is not None and not config.has_price():
+                    raise ValueError(f"budget.max_dollars needs a price for llm.{role} ('{config.model}' is not in "
+                                     f"litellm's table): set llm.{role}.price: {{prompt: USD, completion: USD}} per "
+                                     "1M tokens")
         return self
 
     @property

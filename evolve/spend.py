@@ -16,7 +16,9 @@ SPEND_FILE = "spend.json"
 
 
 def budget_exceeded(budget: BudgetConfig, usage: UsageReport) -> str | None:
-    """Which budget is spent, if any (calls count requests that reached an endpoint, not cache hits)."""
+    """Which budget is spent, if any (calls count requests that reached an endpoint, not cache hits). A dollar budget
+    counts as spent once a call had no price: from then on the dollars spent are not known, so the run cannot tell
+    when it would pass the budget."""
     total = usage.total()
     if budget.max_calls is not None and total.calls - total.cache_hits >= budget.max_calls:
         return f"call budget ({budget.max_calls})"
@@ -24,6 +26,9 @@ def budget_exceeded(budget: BudgetConfig, usage: UsageReport) -> str | None:
         return f"token budget ({budget.max_tokens})"
     if budget.max_dollars is not None and total.dollars >= budget.max_dollars:
         return f"dollar budget ({budget.max_dollars})"
+    if budget.max_dollars is not None and total.unpriced_calls:
+        return (f"dollar budget ({budget.max_dollars}): {total.unpriced_calls} call(s) had no known price, "
+                "set llm.price to count them")
     return None
 
 

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from memevo.agents.llm.accounting import Accounting, price_of
+from memevo.agents.llm.accounting import Accounting
 from memevo.agents.llm.cache import KEY_VERSION, CachedReply, CacheRequest, ResponseCache
 from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
 from memevo.agents.llm.gateway import LLMGateway, response_format_for
+from memevo.agents.llm.pricing import table_price
 from memevo.agents.llm.protocol import ChatClient, EmbeddingClient, LLMError, LLMJSONError, LLMRequestError
 from memevo.core.errors import UserInputError
 from tests.doubles.fault_server import Fault, FaultServer
@@ -320,7 +321,7 @@ async def test_embed_cache_hit_sends_no_request_and_a_partial_hit_sends_only_the
 
 
 async def test_a_partial_embedding_cache_hit_prices_only_the_texts_sent(server, tmp_path: Path):
-    model = "gpt-4o-embed-test"  # priced by prefix, so the dollars can be checked
+    model = "text-embedding-3-small"  # priced in litellm's table, so the dollars can be checked
     first = make_gateway(server, cache=ResponseCache(tmp_path))
     await first.embed(["red apple pie"], role="agent", model=model)
     cached_tokens = first.accounting.report().by_role["agent"].prompt_tokens
@@ -329,7 +330,7 @@ async def test_a_partial_embedding_cache_hit_prices_only_the_texts_sent(server, 
     usage = second.accounting.report().by_role["agent"]
     sent_tokens = usage.prompt_tokens - cached_tokens
     assert cached_tokens > 0 and sent_tokens > 0
-    assert usage.dollars == pytest.approx(sent_tokens * price_of(model)[0] / 1_000_000)
+    assert usage.dollars == pytest.approx(sent_tokens * table_price(model).prompt / 1_000_000)
 
 
 async def test_embed_retries_transient_failures_and_refuses_bad_requests(server):

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from memevo.agents.llm import local_server
-from memevo.agents.llm.accounting import Accounting, RoleUsage, UsageReport, price_of
+from memevo.agents.llm.accounting import Accounting, RoleUsage, UsageReport
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.llm.hub import LLMHub, default_cache_dir
 from memevo.agents.llm.limiter import ConcurrencyLimit
+from memevo.agents.llm.pricing import Price, table_price
 from memevo.core.errors import UserInputError
 from tests.doubles.fault_server import FaultServer
 
@@ -115,11 +116,11 @@ async def test_limiter_slot_handed_to_a_cancelled_waiter_is_passed_back(turns_be
 
 
 def test_prices_match_dated_snapshots_and_mark_unknown_models():
-    assert price_of("gpt-4o-mini-2024-07-18") == (0.15, 0.60)
-    assert price_of("openai/gpt-4.1") == (2.00, 8.00)
-    assert price_of("gpt-4.1-mini") == (0.40, 1.60)
-    assert price_of("smollm2-135m-instruct") == (0.0, 0.0)
-    assert price_of("my-finetune") is None
+    assert table_price("gpt-4o-mini-2024-07-18") == Price(prompt=0.15, completion=0.60)
+    assert table_price("openai/gpt-4.1") == Price(prompt=2.00, completion=8.00)
+    assert table_price("gpt-4.1-mini") == Price(prompt=0.40, completion=1.60)
+    assert table_price("smollm2-135m-instruct") is None  # free only where it runs: on this machine
+    assert table_price("my-finetune") is None
 
 
 def test_dollars_count_only_uncached_calls_and_minus_gives_spend_between_snapshots():

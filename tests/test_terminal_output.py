@@ -38,10 +38,10 @@ def test_bars_are_not_drawn_when_stderr_is_not_a_terminal(capsys: pytest.Capture
 
 
 @pytest.mark.parametrize(("usage", "expected"), [
-    (RoleUsage(calls=5, unpriced_calls=5), "unpriced (the model is not in memevo's price table)"),
+    (RoleUsage(calls=5, unpriced_calls=5), "unpriced (no known price: set llm.price)"),
     (RoleUsage(calls=5, cache_hits=5), "$0 (every reply came from the cache)"),
     (RoleUsage(calls=5, dollars=0.0123), "$0.0123"),
-    (RoleUsage(calls=5, dollars=0.5, unpriced_calls=2), "$0.5000 + 2 unpriced call(s)"),
+    (RoleUsage(calls=5, dollars=0.5, unpriced_calls=2), "$0.5000 + 2 unpriced call(s) (no known price: set llm.price)"),
     (RoleUsage(calls=3, cache_hits=1, dollars=0.0), "$0.0000"),  # a free local model, priced at 0
     (RoleUsage(calls=4, dollars=0.01, unknown_calls=1), "$0.0100 + 1 call(s) of unknown cost"),
 ])
@@ -104,7 +104,7 @@ def test_generation_lines_name_hyperparameter_only_candidates_and_the_kept_one()
                               kept_objective=1.0, usage=RoleUsage(calls=10, unpriced_calls=10))
     assert "best validation n/a (no candidate reached validation)" in summary
     assert "kept g1c0-a2b3211f (validation 1.000)" in summary
-    assert summary.endswith("unpriced (the model is not in memevo's price table)")
+    assert summary.endswith("unpriced (no known price: set llm.price)")
     empty = generation_line(2, candidates=0, pruned=0, generation_best=None, kept="g1c0-a2b3211f", improved=False,
                             kept_objective=1.0, usage=RoleUsage())
     assert "best validation n/a (no candidate);" in empty

@@ -1,9 +1,9 @@
 """Per-role usage and estimated spend, so every run can say what it cost and who spent it.
 
 Token counts include cache hits (they measure the workload, which stays the same on a rerun);
-dollars include only requests that reached an endpoint (the money actually spent). Models missing
-from the price table cost 0 and are counted in ``unpriced_calls`` so a report never pretends a
-paid model was free.
+dollars include only requests that reached an endpoint (the money actually spent). Prices come from ``pricing``
+(the config's ``price``, else litellm's model table, else free for a server on this machine); a call no price is
+known for costs 0 and is counted in ``unpriced_calls``, so a report never pretends a paid model was free.
 
 A request is booked (``book``) before it is sent and settled by the count of its answer or its failure, in one
 count with it: a process killed in between leaves it booked, counted in ``unknown_calls`` (the endpoint may have
@@ -12,34 +12,14 @@ served and billed it) rather than missing from the usage.
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Mapping
 from typing import Any, Self
 
-from memevo.agents.llm.config import LOCAL_MODEL_NAME
+from memevo.agents.llm.pricing import TABLE_PRICING, Pricing
 from memevo.core.lazy_model import LazyModel
 
-PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
-    # model prefix: (USD per 1M prompt tokens, USD per 1M completion tokens), OpenAI list prices.
-    "gpt-4.1-nano": (0.10, 0.40),
-    "gpt-4.1-mini": (0.40, 1.60),
-    "gpt-4.1": (2.00, 8.00),
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4o": (2.50, 10.00),
-    LOCAL_MODEL_NAME: (0.0, 0.0),
-}
-
-
-@functools.cache
-def price_of(model: str) -> tuple[float, float] | None:
-    """Prices for ``model`` (longest matching prefix, so dated snapshots match), None if unknown; found once per
-    model (it is asked on every call)."""
-    name = model.rsplit("/", 1)[-1].lower()
-    for prefix in sorted(PRICES_PER_MILLION, key=len, reverse=True):
-        if name.startswith(prefix):
-            return PRICES_PER_MILLION[prefix]
-    return None
+UNPRICED_FIX = "no known price: set llm.price"
 
 
 class Tally(LazyModel):
@@ -156,18 +136,20 @@ class Accounting:
         cached: bool,
         sent_prompt_tokens: int | None = None,
         booked: bool = False,
+        pricing: Pricing = TABLE_PRICING,
     ) -> None:
-        """Count one call. Tokens include cache hits (the workload); dollars only what reached the endpoint.
+        """Count one call of ``model``, priced by ``pricing``. Tokens include cache hits (the workload); dollars only
+        what reached the endpoint.
 
         ``sent_prompt_tokens`` is for a call answered partly from the cache (a batch of embeddings):
         the share of ``prompt_tokens`` that was actually sent. By default all of it, or none when cached.
         ``booked``: the call's request was booked, and this count settles it.
         """
-        prices = price_of(model)
+        prices = None if cached else pricing.price_for(model)
         dollars = 0.0
-        if prices is not None and not cached:
-            billed = prompt_tokens if sent_prompt_tokens is None else sent_prompt_tokens
-            dollars = (billed * prices[0] + completion_tokens * prices[1]) / 1_000_000
+        if prices is not None:
+            dollars = prices.dollars(prompt_tokens if sent_prompt_tokens is None else sent_prompt_tokens,
+                                     completion_tokens)
         self._add(role, _nonzero(
             calls=1,
             cache_hits=int(cached),
@@ -215,15 +197,16 @@ class Accounting:
 
 
 def dollars_text(usage: RoleUsage) -> str:
-    """The spend in dollars, or why there is no dollar figure (cached, or a model without a known price)."""
+    """The spend in dollars, or why there is no dollar figure (cached, or a model without a known price: the fix is
+    named, since the model was named when its first call went out)."""
     billed = usage.calls - usage.cache_hits
     if billed == 0:
         return "$0 (every reply came from the cache)" if usage.calls else "$0 (no calls)"
     if usage.unpriced_calls >= billed:
-        return "unpriced (the model is not in memevo's price table)"
+        return f"unpriced ({UNPRICED_FIX})"
     unknown = f" + {usage.unknown_calls} call(s) of unknown cost" if usage.unknown_calls else ""
     if usage.unpriced_calls:
-        return f"${usage.dollars:.4f} + {usage.unpriced_calls} unpriced call(s){unknown}"
+        return f"${usage.dollars:.4f} + {usage.unpriced_calls} unpriced call(s){unknown} ({UNPRICED_FIX})"
     return f"${usage.dollars:.4f}{unknown}"
 
 

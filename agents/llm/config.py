@@ -17,6 +17,7 @@ from pydantic import (
     model_validator,
 )
 
+from memevo.agents.llm.pricing import Price, on_this_machine, table_price
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
 
@@ -35,8 +36,9 @@ CONCURRENCY_HELP = (
     f"else {REMOTE_CONCURRENCY} for a remote endpoint and {EMBEDDED_CONCURRENCY} for the embedded model)."
 )
 
-SPEED_ONLY_FIELDS = frozenset({"max_concurrency", "extra_base_urls"})
-"""Fields that change how fast replies come, never what they are: left out of ids, and free to change on a resume."""
+SPEED_ONLY_FIELDS = frozenset({"max_concurrency", "extra_base_urls", "price"})
+"""Fields that change how fast replies come or what they are counted to cost, never what they are: left out of ids,
+and free to change on a resume."""
 
 _served_models: dict[str, str] = {}
 """The model each remote endpoint was found to serve, asked once per process."""
@@ -59,6 +61,9 @@ def served_model(base_url: str, api_key_env: str = DEFAULT_KEY_ENV) -> str:
     """The only model ``base_url`` lists at ``/models``; several or none is a ``UserInputError`` naming MEMEVO_MODEL."""
     import httpx  # only when an endpoint must be asked: keeps start-up light
 
+    from memevo.agents.llm.proxies import check_proxies
+
+    check_proxies()
     base_url = base_url.rstrip("/")
     if base_url in _served_models:
         return _served_models[base_url]
@@ -116,6 +121,11 @@ class LLMConfig(LazyModel):
         description="More OpenAI-compatible /v1 URLs serving the same model: each request goes to the least busy "
         "endpoint, each with its own max_concurrency and rate limit. Cached replies stay keyed by the first URL.",
     )
+    price: Price | None = Field(
+        None,
+        description="What this model costs, USD per 1M prompt and completion tokens; unset: litellm's model table, "
+        "else free for an endpoint on this machine, else unpriced.",
+    )
 
     @field_validator("extra_base_urls")
     @classmethod
@@ -133,10 +143,14 @@ class LLMConfig(LazyModel):
 
     @model_serializer(mode="wrap")
     def _without_empty_extras(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """No ``extra_base_urls`` in a dump when there are none: configs written before the field hash as they did."""
+        """No ``extra_base_urls`` nor ``price`` in a dump when unset: configs written before these fields hash as
+        they did."""
         dumped = handler(self)
-        if isinstance(dumped, dict) and not self.extra_base_urls:
-            dumped.pop("extra_base_urls", None)
+        if isinstance(dumped, dict):
+            if not self.extra_base_urls:
+                dumped.pop("extra_base_urls", None)
+            if self.price is None:
+                dumped.pop("price", None)
         return dumped
 
     @model_validator(mode="before")
@@ -172,6 +186,13 @@ class LLMConfig(LazyModel):
         if override is not None:
             return override
         return env_concurrency() or self.max_concurrency or (EMBEDDED_CONCURRENCY if embedded else REMOTE_CONCURRENCY)
+
+    def has_price(self) -> bool:
+        """Whether this model's calls get a dollar figure (see ``pricing``): its ``price``, litellm's table, or an
+        endpoint on this machine (the embedded model's too), free."""
+        base_url = self.resolved_base_url()
+        return (self.price is not None or table_price(self.model) is not None or base_url is None
+                or on_this_machine(base_url))
 
     def api_key(self) -> str:
         """The key read from the environment at call time; local servers accept any placeholder."""

@@ -28,6 +28,7 @@ from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
 from memevo.agents.llm.endpoints import Route, another_awake, next_route
 from memevo.agents.llm.limiter import ConcurrencyLimit
 from memevo.agents.llm.llama_server import OPTION_LOGPROBS_PATH
+from memevo.agents.llm.pricing import Pricing
 from memevo.agents.llm.protocol import (
     ChatReply,
     LLMError,
@@ -112,6 +113,9 @@ class LLMGateway:
         self.likelihood_available = likelihood_available
         self.cache = cache
         self.accounting = accounting
+        # The config's price for its model, else litellm's table, else free when the endpoint is on this machine.
+        self.pricing = Pricing({config.model: config.price} if config.price is not None else None,
+                               endpoint=self.base_url)
         self.backoff_base_s = backoff_base_s
         self.backoff_cap_s = backoff_cap_s
         self.sleep = sleep  # the wait between retries; tests pass a recorder instead of waiting
@@ -165,12 +169,13 @@ class LLMGateway:
         latency = time.monotonic() - started
         self.accounting.record_call(
             role,
-            model=stored.model,
+            model=request.model,  # the name a price is set for (a reply may name a dated snapshot of it)
             prompt_tokens=stored.prompt_tokens,
             completion_tokens=stored.completion_tokens,
             wall_s=latency,
             cached=cached,
             booked=not cached,
+            pricing=self.pricing,
         )
         if not cached:  # once the call is recorded: a kill while waiting here loses no answered call's usage
             await in_urgency_order()
@@ -238,6 +243,7 @@ class LLMGateway:
             cached=not missing,
             sent_prompt_tokens=sent_tokens,
             booked=bool(missing),
+            pricing=self.pricing,
         )
         return [json.loads(found[text].text) for text in texts]
 
@@ -262,7 +268,8 @@ class LLMGateway:
         found, missing = await self._per_item_cached(requests, fetch, role=role, started=started)
         self.accounting.record_call(role, model=self.config.model, prompt_tokens=found[options[0]].prompt_tokens,
                                     completion_tokens=0,
-                                    wall_s=time.monotonic() - started, cached=not missing, booked=bool(missing))
+                                    wall_s=time.monotonic() - started, cached=not missing, booked=bool(missing),
+                                    pricing=self.pricing)
         return [OptionLogprob.model_validate_json(found[option].text) for option in options]
 
     async def _per_item_cached(
