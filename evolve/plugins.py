@@ -1,6 +1,6 @@
 """memevo's plug-ins by name, each a module imported only when a run uses it (MLflow and matplotlib load on demand).
 
-``TRACKERS``: ``tracking.tracker`` names one; its module has ``make_tracker() -> Tracker``
+``TRACKERS``: ``tracking.tracker`` names one; its entry is a ``make_tracker() -> Tracker``
 (``memevo.evolve.observers.tracker``), which bundles the run's and the ablation's observers and the UI. A new
 tracker is one module and one entry here. ``open_observers`` gives a run its observers: the score plot, the
 configured tracker (unless ``tracking.enabled`` is off) and the terminal, each a module with
@@ -15,16 +15,17 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from memevo.core.errors import UserInputError
+from memevo.core.registry import Registry
 from memevo.evolve.config import DEFAULT_TRACKER
 
 if TYPE_CHECKING:
     from memevo.evolve.events import Observer, Observers, RunContext
     from memevo.evolve.observers.tracker import Tracker
 
-TRACKERS: dict[str, str] = {
-    DEFAULT_TRACKER: "memevo.evolve.observers.mlflow_tracker",
-}
-"""Tracker name -> the module whose ``make_tracker()`` makes it."""
+TRACKERS: Registry[Callable[[], Tracker]] = Registry(
+    "tracker", {DEFAULT_TRACKER: "memevo.evolve.observers.mlflow_tracker:make_tracker"},
+    entry_point_group="memevo.trackers")
+"""Tracker name -> what makes it; a package may add one through the ``memevo.trackers`` entry-point group."""
 DRAWN_BEFORE = "memevo.evolve.observers.score_plot"
 """The observer module that gets each event before the tracker (the score plot it logs)."""
 TOLD_AFTER = "memevo.evolve.observers.terminal"
@@ -32,11 +33,11 @@ TOLD_AFTER = "memevo.evolve.observers.terminal"
 
 
 def make_tracker(name: str = DEFAULT_TRACKER, *, source: str | None = None, field: str = "tracking.tracker") -> Tracker:
-    """The tracker ``name``; an unknown name is one line naming ``field`` and the known ones."""
-    if name not in TRACKERS:
-        raise UserInputError(f"unknown tracker {name!r}; known: {', '.join(sorted(TRACKERS))}", source=source,
-                             field=field)
-    factory: Callable[[], Tracker] = importlib.import_module(TRACKERS[name]).make_tracker
+    """The tracker ``name``; an unknown name is one line naming ``source``, ``field`` and the known ones."""
+    try:
+        factory = TRACKERS.get(name, field=field)
+    except UserInputError as error:
+        raise UserInputError(error.message, source=source, field=field) from None
     return factory()
 
 

@@ -32,5 +32,6 @@ def test_an_unknown_tracker_is_one_line_naming_the_field_and_the_known_ones(tmp_
     with pytest.raises(UserInputError) as raised:
         check_stores(config, tmp_path / "run")
     assert raised.value.field == "tracking.tracker"
-    assert raised.value.message == "unknown tracker 'wandb'; known: mlflow"
+    assert raised.value.message == "unknown tracker 'wandb' (known: mlflow)"
+    assert raised.value.source == str(config.source or "config")
     assert not (tmp_path / "run").exists()

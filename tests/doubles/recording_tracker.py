@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from memevo.core.registry import Registry
 from memevo.evolve import plugins
 from memevo.evolve.ablation.events import AblationContext, AblationObserver
 from memevo.evolve.events import Observer, RunContext
@@ -44,5 +45,6 @@ def make_tracker() -> Tracker:
 
 
 def register(monkeypatch: pytest.MonkeyPatch, name: str = NAME) -> None:
-    """The one registry entry, under ``name`` (the default tracker's name puts it in MLflow's place)."""
-    monkeypatch.setitem(plugins.TRACKERS, name, __name__)
+    """The registry, for the test, with this tracker's one entry under ``name`` (the default tracker's name puts it in
+    MLflow's place)."""
+    monkeypatch.setattr(plugins, "TRACKERS", Registry("tracker", {name: f"{__name__}:make_tracker"}))
