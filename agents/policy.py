@@ -48,6 +48,10 @@ class MemoryPolicy(LazyModel):
         "json", description="awi only: how a write prompt shows the flushed messages at {conversation}: 'json', a "
         "JSON list of role/content messages (AMemGym's), or 'lines', one 'role: text' line per message.",
     )
+    memory_unit: Literal["message", "session"] = Field(
+        "message", description="rag only: what one stored memory is: one message (MemoryBench's BM25-M / Emb-M) or "
+        "one whole session, written as its messages are flushed and closed when it ends (BM25-S / Emb-S).",
+    )
     llm: LLMConfig = Field(default_factory=lambda: LLMConfig.model_validate({}),
                            description="The agent's model and endpoint.")
 
@@ -60,6 +64,8 @@ class MemoryPolicy(LazyModel):
             excluded["write_max_tokens"] = True
         if self.write_conversation == "json":
             excluded["write_conversation"] = True
+        if self.memory_unit == "message":
+            excluded["memory_unit"] = True
         dumped = self.model_dump(mode="json", exclude=excluded)
         return json.dumps(dumped, sort_keys=True, ensure_ascii=False)
 

@@ -17,7 +17,9 @@ from memevo.agents.templates import prompt_problems
 from memevo.core.errors import UserInputError, nested_in
 
 ENTRY_POINT_GROUP = "memevo.agents"
-_BUILTIN_MODULES = ("native", "rag", "awi", "awe")
+_BUILTIN_MODULES = {"native": "native", "rag": "rag", "awi": "awi", "awe": "awe",
+                    "mem0": "memory_systems.mem0_agent", "amem": "memory_systems.amem_agent"}
+"""Each built-in kind and its module under ``memevo.agents``."""
 _registry: dict[str, type[MemoryAgent]] = {}
 _discovered = False
 
@@ -50,7 +52,7 @@ def _discover() -> None:
     _discovered = True
     from importlib.metadata import entry_points  # ~15 ms to import, and only a plug-in needs it
 
-    for module in _BUILTIN_MODULES:
+    for module in _BUILTIN_MODULES.values():
         importlib.import_module(f"memevo.agents.{module}")
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         if entry.name not in _registry:
@@ -67,10 +69,10 @@ def available_kinds() -> list[str]:
 def agent_class(kind: str) -> AgentClass:
     """The class registered for ``kind``; unknown kinds raise ``UserInputError`` listing the known ones.
 
-    A built-in kind imports only its own module (each module is named after its kind): the others pull in
+    A built-in kind imports only its own module: the others pull in
     retrieval libraries that take most of a second to import."""
     if kind not in _registry and kind in _BUILTIN_MODULES:
-        importlib.import_module(f"memevo.agents.{kind}")
+        importlib.import_module(f"memevo.agents.{_BUILTIN_MODULES[kind]}")
     if kind not in _registry:
         _discover()
     try:

@@ -76,18 +76,23 @@ class EmbeddingRetriever:
             self._vectors[text] = vector / (np.linalg.norm(vector) or 1.0)
 
 
+def embedding_source(policy: MemoryPolicy, llm: ChatClient, needs: str, *, hint: str = "",
+                     field: str) -> tuple[EmbeddingClient, str]:
+    """``llm`` as an embedding client and the policy's embeddings model, or a ``UserInputError`` saying what
+    ``needs`` them (``field`` names the setting to change when ``llm`` cannot embed)."""
+    if not policy.embedding_model:
+        raise UserInputError(f"{needs} needs embedding_model", field="embedding_model")
+    if not isinstance(llm, EmbeddingClient):
+        raise UserInputError(
+            f"{needs} needs an LLM client that can embed texts; {type(llm).__name__} cannot{hint}", field=field)
+    return llm, policy.embedding_model
+
+
 def make_retriever(policy: MemoryPolicy, llm: ChatClient) -> Retriever:
     """The retriever ``policy.retrieval`` names; embeddings come from ``llm``, which must be able to embed."""
     if policy.retrieval == "bm25":
         return BM25Retriever()
     if policy.retrieval == "embedding":
-        if not policy.embedding_model:
-            raise UserInputError("retrieval 'embedding' needs embedding_model", field="embedding_model")
-        if not isinstance(llm, EmbeddingClient):
-            raise UserInputError(
-                f"retrieval 'embedding' needs an LLM client that can embed texts; {type(llm).__name__} cannot "
-                "(use retrieval 'bm25')",
-                field="retrieval",
-            )
-        return EmbeddingRetriever(llm, policy.embedding_model)
+        return EmbeddingRetriever(*embedding_source(policy, llm, "retrieval 'embedding'", hint=" (use retrieval 'bm25')",
+                                                    field="retrieval"))
     raise UserInputError(f"unknown retrieval '{policy.retrieval}' (known: bm25, embedding)", field="retrieval")

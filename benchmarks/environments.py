@@ -31,11 +31,11 @@ from memevo.agents.llm.config import LLMConfig  # noqa: E402
 from memevo.agents.llm.gateway import LLMGateway  # noqa: E402
 from memevo.agents.policy import MemoryPolicy  # noqa: E402
 from memevo.agents.registry import build_agent  # noqa: E402
-from memevo.environments.data.io import save_items  # noqa: E402
+from memevo.environments.amemgym.data.io import save_items  # noqa: E402
+from memevo.environments.amemgym.simulators.factory import make_simulator  # noqa: E402
+from memevo.environments.amemgym.synth import SynthConfig, synthesize  # noqa: E402
 from memevo.environments.registry import make_environment  # noqa: E402
 from memevo.environments.runner import EpisodeConfig  # noqa: E402
-from memevo.environments.simulators.factory import make_simulator  # noqa: E402
-from memevo.environments.synth import SynthConfig, synthesize  # noqa: E402
 from tests.doubles.benchmark_files import WRITERS  # noqa: E402
 from tests.doubles.fault_server import FaultServer  # noqa: E402
 

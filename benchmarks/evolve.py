@@ -55,7 +55,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memevo.agents.llm.hub import LLMHub  # noqa: E402
-from memevo.environments.data.io import save_items  # noqa: E402
+from memevo.environments.amemgym.data.io import save_items  # noqa: E402
 from memevo.environments.records import EpisodeResult  # noqa: E402
 from memevo.environments.store import RunStore  # noqa: E402
 from memevo.evolve.config import parse_evolve_config  # noqa: E402

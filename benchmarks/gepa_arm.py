@@ -23,7 +23,7 @@ from gepa.core.adapter import EvaluationBatch
 
 from memevo.agents.base import AgentSpec
 from memevo.agents.policy import MemoryPolicy
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.data.models import Item
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
 from memevo.evolve.evaluation import Evaluator

@@ -30,12 +30,12 @@ from memevo.agents.llm.config import LLMConfig  # noqa: E402
 from memevo.agents.llm.hub import LLMHub  # noqa: E402
 from memevo.agents.policy import MemoryPolicy  # noqa: E402
 from memevo.agents.registry import build_agent  # noqa: E402
-from memevo.environments.data.models import Item  # noqa: E402
+from memevo.environments.amemgym.data.models import Item  # noqa: E402
+from memevo.environments.amemgym.simulators.factory import make_simulator  # noqa: E402
+from memevo.environments.amemgym.synth import SynthConfig, synthesize  # noqa: E402
 from memevo.environments.metrics import compute_no_memory, compute_upper_bound  # noqa: E402
 from memevo.environments.metrics.baseline import random_baseline  # noqa: E402
 from memevo.environments.runner import EpisodeConfig, run_episodes  # noqa: E402
-from memevo.environments.simulators.factory import make_simulator  # noqa: E402
-from memevo.environments.synth import SynthConfig, synthesize  # noqa: E402
 
 WORLDS: dict[str, dict[str, Any]] = {
     "one-state-4": {"questions": 5, "states_per_question": 1, "choices_per_state": 4, "min_state_variants": 4},

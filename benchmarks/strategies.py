@@ -67,8 +67,8 @@ from benchmarks.worlds.base import WorldRun  # noqa: E402
 from benchmarks.worlds.family import family_world  # noqa: E402
 from memevo.agents.policy import MemoryPolicy  # noqa: E402
 from memevo.agents.registry import agent_spec, build_agent  # noqa: E402
-from memevo.environments.data.io import save_items  # noqa: E402
-from memevo.environments.simulators.factory import make_simulator  # noqa: E402
+from memevo.environments.amemgym.data.io import save_items  # noqa: E402
+from memevo.environments.amemgym.simulators.factory import make_simulator  # noqa: E402
 from memevo.evolve.candidates import Candidate  # noqa: E402
 from memevo.evolve.config import EvolveConfig, parse_evolve_config  # noqa: E402
 from memevo.evolve.evaluation import CandidateEval, Evaluator  # noqa: E402

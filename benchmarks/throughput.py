@@ -257,7 +257,7 @@ def startup_cpu_s(agent: str, python: str = sys.executable) -> float:
     modules, then the gateway, the template simulator and the agent's kind. Models build their validators on
     first use (agents/core/lazy_model.py), so the builds a run needs are in its CPU per call, not here."""
     code = ("from memevo.evolve.cli import main as cli\ncli.load_command('eval')\n"
-            "import memevo.agents.llm.hub, memevo.environments.simulators.template\n"
+            "import memevo.agents.llm.hub, memevo.environments.amemgym.simulators.template\n"
             f"from memevo.agents.registry import agent_class\nagent_class({agent!r})")
     process = subprocess.Popen([python, "-c", code], env=child_env())
     _, _, usage = os.wait4(process.pid, 0)

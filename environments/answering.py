@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from memevo.agents.base import AgentAnswer, MemoryAgent, ScoredOptions
 from memevo.agents.llm.protocol import ChatClient, LikelihoodClient, Message, OptionLogprob, Role
 from memevo.core.errors import UserInputError
-from memevo.environments.data.models import Question
+from memevo.environments.amemgym.data.models import Question
 from memevo.environments.qa import (
     AnswerMode,
     ChoiceOutcome,

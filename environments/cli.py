@@ -13,11 +13,20 @@ import typer
 from pydantic import ValidationError
 
 from memevo.core.errors import RunFailedError, UserInputError
-from memevo.environments.data.io import DEFAULT_SPLIT, format_validation_error, load_items, save_items
-from memevo.environments.data.validate import validate_items
-from memevo.environments.generation.command import generate_command
-from memevo.environments.stats import DatasetStats, compute_stats
-from memevo.environments.synth import SynthConfig, synthesize
+from memevo.environments.amemgym.data.io import DEFAULT_SPLIT, format_validation_error, load_items, save_items
+from memevo.environments.amemgym.data.validate import validate_items
+from memevo.environments.amemgym.generation.command import generate_command
+from memevo.environments.amemgym.stats import DatasetStats, compute_stats
+from memevo.environments.amemgym.synth import SynthConfig, synthesize
+from memevo.environments.registry import (
+    DEFAULT_ENVIRONMENT,
+    NAMES_HELP,
+    OPTION_HELP,
+    capabilities_of,
+    check_options,
+    make_environment,
+    parse_options,
+)
 
 if TYPE_CHECKING:
     from memevo.environments.benchmarks.stats import BenchmarkStats
@@ -31,9 +40,9 @@ Split = Annotated[str, typer.Option(help="Dataset split (hub ids and saved Datas
 RoundsInit = Annotated[int, typer.Option(min=1, help="Rounds per session in period 0.")]
 RoundsUpdate = Annotated[int, typer.Option(min=1, help="Rounds per session in later periods.")]
 EnvironmentName = Annotated[str, typer.Option(
-    "--environment", "-e",
-    help="amemgym, or a benchmark whose downloaded files PATH names: locomo, longmemeval, memoryagentbench, "
-         "memorybench.")]
+    "--environment", "-e", help=f"The environment, {NAMES_HELP}: AMemGym-format users, or a benchmark whose "
+    "downloaded files PATH names.")]
+EnvOption = Annotated[list[str] | None, typer.Option("--env-option", metavar="NAME=VALUE", help=OPTION_HELP)]
 DialogField = Annotated[str | None, typer.Option(
     "--dialog-field", help="memorybench: the field whose training dialogs are replayed (default: dialog; LoCoMo and "
     "DialSim datasets have only per-baseline ones: dialog_mem0, dialog_a_mem, ...).")]
@@ -44,15 +53,16 @@ def validate(
     path: Source,
     split: Split = DEFAULT_SPLIT,
     min_state_variants: Annotated[int, typer.Option(min=1, help="Fewer choices than this is a warning.")] = 4,
-    environment: EnvironmentName = "amemgym",
+    environment: EnvironmentName = DEFAULT_ENVIRONMENT,
     dialog_field: DialogField = None,
+    env_option: EnvOption = None,
 ) -> None:
     """Check every item against its format's rules (AMemGym's invariants and that every id can name a run folder;
     a benchmark's records and fields); exit 0 when valid, 2 when any error is found."""
-    if environment != "amemgym":
-        _validate_benchmark(_benchmark(environment, dialog_field), path)
+    if _replayed(environment):
+        _validate_benchmark(_benchmark(environment, _own_options(environment, dialog_field, env_option)), path)
         return
-    _no_dialog_field(dialog_field)
+    _own_options(environment, dialog_field, env_option)
     items = load_items(path, split=split)
     violations = validate_items(items, min_state_variants=min_state_variants)
     for violation in violations:
@@ -70,21 +80,22 @@ def stats(
     rounds_init: RoundsInit = 1,
     rounds_update: RoundsUpdate = 2,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
-    environment: EnvironmentName = "amemgym",
+    environment: EnvironmentName = DEFAULT_ENVIRONMENT,
     dialog_field: DialogField = None,
+    env_option: EnvOption = None,
 ) -> None:
     """Users, periods, sessions, rounds, questions, choices, random baseline and transcript size (AMemGym); items,
     sessions, exchanges, questions per category and transcript size (benchmarks; their load warnings on stderr)."""
-    if environment != "amemgym":
+    if _replayed(environment):
         from memevo.environments.benchmarks.stats import benchmark_stats
 
-        reader = _benchmark(environment, dialog_field)
+        reader = _benchmark(environment, _own_options(environment, dialog_field, env_option))
         figures_of = benchmark_stats(environment, Path(path), reader.load_items(path))
         for warning in getattr(reader, "load_warnings", []):
             typer.echo(f"warning: {warning}", err=True)
         typer.echo(figures_of.model_dump_json(indent=2) if as_json else _benchmark_table(figures_of))
         return
-    _no_dialog_field(dialog_field)
+    _own_options(environment, dialog_field, env_option)
     figures = compute_stats(load_items(path, split=split), rounds_init=rounds_init, rounds_update=rounds_update)
     typer.echo(figures.model_dump_json(indent=2) if as_json else _table(figures))
 
@@ -131,19 +142,26 @@ def synth(
     typer.echo(_table(compute_stats(items, rounds_init=rounds_init, rounds_update=rounds_update)))
 
 
-def _benchmark(name: str, dialog_field: str | None = None) -> "Environment[Any]":
-    from memevo.environments.registry import make_environment
+def _replayed(name: str) -> bool:
+    """Whether ``name``'s items are replayed benchmark files (checked and counted by the environment) rather than
+    simulated users, whose AMemGym data model (states, periods, questions) the checks and figures here read."""
+    return capabilities_of(name, field="--environment").sessions == "off_policy"
+
+
+def _own_options(name: str, dialog_field: str | None, words: list[str] | None) -> dict[str, str]:
+    """The environment's own settings (``--env-option``, ``--dialog-field``); one it does not take is refused,
+    naming the environments that do."""
+    options = parse_options(words or [], field="--env-option")
+    if dialog_field is not None:
+        options["dialog_field"] = dialog_field
+    check_options(name, options)
+    return options
+
+
+def _benchmark(name: str, options: dict[str, str]) -> "Environment[Any]":
     from memevo.environments.runner import EpisodeConfig
 
-    if name != "memorybench":
-        _no_dialog_field(dialog_field)
-    options = {} if dialog_field is None else {"dialog_field": dialog_field}
     return make_environment(name, EpisodeConfig(), field="--environment", options=options)
-
-
-def _no_dialog_field(dialog_field: str | None) -> None:
-    if dialog_field is not None:
-        raise UserInputError("applies to --environment memorybench only", field="--dialog-field")
 
 
 def _validate_benchmark(environment: "Environment[Any]", path: str) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.templates import render
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.data.models import Item
 from memevo.environments.qa import PROBE_PLACEHOLDERS, QuestionPrompts, extract_json_object, reference_json_object
 from memevo.environments.records import ProbeRecord, remember
 

@@ -17,7 +17,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from memevo.core.lazy_model import LazyModel
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.data.models import Item
 from memevo.environments.records import PeriodResult, QARecord
 
 

@@ -16,27 +16,23 @@ outcome need ``with_ground_truth`` (complete mode).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
 from pydantic import Field
 
 from memevo.agents.base import MemoryAgent
 from memevo.core.lazy_model import LazyModel
+from memevo.environments.capabilities import Capabilities, Session
 from memevo.environments.feedback import FeedbackConfig, FeedbackMode, FeedbackRecord, PeriodFeedback, letter
+from memevo.environments.item_run import PLAIN_RUN, ItemRun
 from memevo.environments.records import EpisodeResult, PeriodResult, QARecord, ScoringMethod
 
 if TYPE_CHECKING:
     from memevo.agents.llm.protocol import ChatClient
     from memevo.environments.runner import EpisodeConfig, SessionSource
-    from memevo.environments.store import RunStore
 
 ItemT = TypeVar("ItemT")
-
-Session = Literal["on_policy", "off_policy"]
-"""on_policy: a user simulator plays the sessions live; off_policy: fixed sessions are replayed."""
 
 
 class QuestionView(LazyModel):
@@ -63,29 +59,6 @@ class AnswerScore(LazyModel):
     detail: str | None = Field(default=None, description="The judge's reply, or why the answer got no credit.")
 
 
-AfterPeriod = Callable[[MemoryAgent, PeriodResult], Awaitable[None]]
-"""Called after a period's questions, before its state is saved (in-episode evolution hooks here)."""
-OnPeriod = Callable[[PeriodResult], None]
-"""Progress callback: called once per finished (or resumed) period."""
-
-
-@dataclass(frozen=True)
-class ItemRun:
-    """How an item is played, beyond the agent and its sessions: where finished periods are kept (a killed run
-    resumes per period), the user id records carry (default: the item's), hooks after each period, and whether
-    the periods keep their traces. One value, so every environment's ``run_item`` has the same short signature."""
-
-    store: RunStore | None = None
-    user_id: str | None = None
-    after_period: AfterPeriod | None = None
-    on_period: OnPeriod | None = None
-    traces: bool = True
-
-
-PLAIN_RUN = ItemRun()
-"""An item played once, in memory, with traces: what tests and off-line scorers ask for."""
-
-
 class Environment(ABC, Generic[ItemT]):
     """A memory benchmark behind one interface; built by ``environments.registry.make_environment``.
 
@@ -96,12 +69,17 @@ class Environment(ABC, Generic[ItemT]):
 
     name: ClassVar[str]
     """The registry name (``environment:`` in a config)."""
-    sessions: ClassVar[Session]
-    """Whether items are played live with a user simulator or replayed from their own sessions."""
+    capabilities: ClassVar[Capabilities]
+    """What the environment can measure and how it is played; every caller asks these, never the name."""
 
     def __init__(self, episode: EpisodeConfig, *, judge: ChatClient | None = None) -> None:
         self.episode = episode
         self.judge = judge
+
+    @property
+    def sessions(self) -> Session:
+        """Whether items are played live with a user simulator or replayed from their own sessions."""
+        return self.capabilities.sessions
 
     # -- items ---------------------------------------------------------------------------------------------------
 
@@ -113,6 +91,13 @@ class Environment(ABC, Generic[ItemT]):
     @abstractmethod
     def item_id(self, item: ItemT) -> str:
         """The item's unique id: its user id in runs, stores and splits."""
+
+    def prepared(self, items: list[ItemT], *, max_periods: int | None = None, max_questions: int | None = None,
+                 source: str) -> list[ItemT]:
+        """The items a run plays: cut to their first ``max_periods`` periods and ``max_questions`` questions where
+        the environment's items have several of each, and checked runnable (bad ones are a ``UserInputError``
+        naming ``source``). The base plays items as they were read."""
+        return items
 
     def item_split(self, item: ItemT) -> str | None:
         """The split the benchmark itself puts the item in ('train', 'test', ...), None when it has none; a

@@ -21,7 +21,7 @@ from pydantic import ConfigDict
 from memevo.agents.base import AgentAnswer
 from memevo.agents.templates import render
 from memevo.core.lazy_model import LazyModel
-from memevo.environments.data.models import Question
+from memevo.environments.amemgym.data.models import Question
 
 AnswerMode = Literal["generated", "likelihood"]
 """How an answer was given: the model named an option, or each option's text was scored (``answering``)."""

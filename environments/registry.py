@@ -8,13 +8,14 @@ here.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from memevo.core.errors import UserInputError
 
 if TYPE_CHECKING:
     from memevo.agents.llm.protocol import ChatClient
+    from memevo.environments.capabilities import Capabilities
     from memevo.environments.protocol import Environment
     from memevo.environments.runner import EpisodeConfig
 
@@ -22,20 +23,61 @@ EnvironmentName = Literal["amemgym", "memorybench", "locomo", "longmemeval", "me
 DEFAULT_ENVIRONMENT: EnvironmentName = "amemgym"
 
 ENVIRONMENTS: dict[str, str] = {
-    "amemgym": "memevo.environments.amemgym:AMemGymEnvironment",
+    "amemgym": "memevo.environments.amemgym.environment:AMemGymEnvironment",
     "memorybench": "memevo.environments.benchmarks.memorybench:MemoryBenchEnvironment",
     "locomo": "memevo.environments.benchmarks.locomo:LoCoMoEnvironment",
     "longmemeval": "memevo.environments.benchmarks.longmemeval:LongMemEvalEnvironment",
     "memoryagentbench": "memevo.environments.benchmarks.memoryagentbench:MemoryAgentBenchEnvironment",
 }
 """name -> "module:class"."""
+NAMES_HELP = "one of " + ", ".join(ENVIRONMENTS)
+"""The names for a command's help, from this table (a new entry shows up in every list)."""
+OPTION_HELP = ("An environment's own setting, NAME=VALUE (repeatable): the keyword arguments its class takes, e.g. "
+               "dialog_field=dialog_mem0 for memorybench.")
 
 
-def measures_memory(environment: str) -> bool:
-    """Whether runs on ``environment`` have a memory score, random baseline, upper bound and failure split: they rest
-    on AMemGym's perfect-information upper bound and memory probes, which the replayed benchmarks have no
-    counterpart of."""
-    return environment == DEFAULT_ENVIRONMENT
+def capabilities_of(name: str, *, field: str = "environment") -> Capabilities:
+    """What the environment registered under ``name`` can measure (its class's ``capabilities``), for callers that
+    hold a name (configs, records, summaries) rather than an environment."""
+    return environment_class(name, field=field).capabilities
+
+
+def environments_with(has: Callable[[Capabilities], bool]) -> str:
+    """The environments whose capabilities pass ``has``, for the error that refuses a setting elsewhere ('amemgym'
+    for the upper bound, 'memorybench' for ``dialog_field``)."""
+    return ", ".join(name for name in ENVIRONMENTS if has(capabilities_of(name)))
+
+
+def option_owners(option: str) -> str:
+    """The environments that take ``option`` (one of their ``Capabilities.options``)."""
+    return environments_with(lambda capabilities: option in capabilities.options)
+
+
+OPTION_FLAGS = {"dialog_field": "--dialog-field"}
+"""Options with a flag of their own (from before ``--env-option``); the others are named as ``--env-option``."""
+
+
+def check_options(name: str, options: Mapping[str, str]) -> None:
+    """Every option given is one the environment registered under ``name`` takes (``Capabilities.options``); another
+    is a ``UserInputError`` naming its flag and the environments that take it."""
+    takes = capabilities_of(name, field="--environment").options
+    for option in options:
+        if option not in takes:
+            owners = option_owners(option)
+            reason = (f"applies to --environment {owners} only" if owners else
+                      f"'{option}' is not a setting of {name} (it takes: {', '.join(takes) or 'none'})")
+            raise UserInputError(reason, field=OPTION_FLAGS.get(option, "--env-option"))
+
+
+def parse_options(words: Sequence[str], *, field: str) -> dict[str, str]:
+    """``NAME=VALUE`` words as a mapping; a word without ``=`` or with an empty name is a ``UserInputError``."""
+    options = {}
+    for word in words:
+        name, equals, value = word.partition("=")
+        if not equals or not name.strip():
+            raise UserInputError(f"'{word}' is not NAME=VALUE", field=field)
+        options[name.strip()] = value
+    return options
 
 
 def environment_names() -> tuple[str, ...]:

@@ -27,7 +27,9 @@ from memevo.core.errors import RunFailedError, UserInputError
 from memevo.core.lazy_model import LazyModel
 from memevo.environments.answer_scores import exact_match, judge_answer, token_f1
 from memevo.environments.answering import AgentResponder, answer_chooser, resolve_answer_mode
-from memevo.environments.protocol import PLAIN_RUN, AnswerScore, Environment, ItemRun, QuestionView, Session
+from memevo.environments.capabilities import Capabilities
+from memevo.environments.item_run import PLAIN_RUN, ItemRun
+from memevo.environments.protocol import AnswerScore, Environment, QuestionView
 from memevo.environments.qa import AnswerMode, ChoiceOutcome, parse_choice
 from memevo.environments.records import EpisodeResult, PeriodResult, QARecord, ScoringMethod, remember
 from memevo.environments.runner import PeriodPlan, SessionSource, Transcript, run_periods
@@ -93,7 +95,7 @@ CLOZE_INSTRUCTION = "Answer from what you remember of our conversations."
 class ReplayEnvironment(Environment[ReplayItem]):
     """Off-policy benchmarks: ``load_items`` is the one method a benchmark must write."""
 
-    sessions: ClassVar[Session] = "off_policy"
+    capabilities: ClassVar[Capabilities] = Capabilities(sessions="off_policy", answers="free_text", categories=True)
     calibration_prompt: ClassVar[str | None] = None
     """Set: likelihood answers are calibrated by each option's likelihood as the reply to this content-free prompt
     (``answering.LikelihoodAnswers``)."""

@@ -24,7 +24,7 @@ import shlex
 import signal
 import threading
 from collections.abc import Coroutine, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from enum import Enum
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -156,10 +156,14 @@ def run_resumable(coroutine: Coroutine[Any, Any, T]) -> T:
     return result
 
 
-@contextmanager
-def resumable(context: typer.Context) -> Iterator[str]:
+def resumable(context: typer.Context) -> AbstractContextManager[str]:
     """Around a run's work (see the module docstring) in the command of ``context``; yields the resume command."""
-    command = resume_command(context)
+    return resumable_as(resume_command(context))
+
+
+@contextmanager
+def resumable_as(command: str) -> Iterator[str]:
+    """``resumable`` with the words that resume the run given (a Python caller's are not a command line)."""
     main_thread = threading.current_thread() is threading.main_thread()  # only it may set signal handlers
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if main_thread else None
     try:

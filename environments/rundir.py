@@ -41,7 +41,7 @@ from memevo.core.atomic_files import write_json_atomic
 from memevo.core.errors import DamagedFileError, RunFailedError, UserInputError
 from memevo.core.full_disk import FULL_ERRNOS, allocate_past_end, full_disk
 from memevo.core.run_files import damage, delete_and_resume, read_json
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.data.models import Item
 
 log = logging.getLogger("memevo.environments")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, time
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import ConfigDict, Field, model_validator
 
@@ -26,18 +26,15 @@ from memevo.agents.llm.protocol import Message
 from memevo.agents.llm.urgency import Chain, chain_remaining, current_chain
 from memevo.core.errors import RunFailedError, UserInputError
 from memevo.core.lazy_model import LazyModel
+from memevo.environments.amemgym.data.models import Item, Session
+from memevo.environments.amemgym.data.times import parse_time
+from memevo.environments.amemgym.simulators.base import UserSimulator, opening_message
 from memevo.environments.answering import AgentResponder, AnswerModeSetting, answer_chooser, resolve_answer_mode
-from memevo.environments.data.models import Item, Session
-from memevo.environments.data.times import parse_time
 from memevo.environments.diagnosis import run_probe
-from memevo.environments.protocol import AfterPeriod, ItemRun, OnPeriod
+from memevo.environments.item_run import AfterPeriod, OnPeriod
 from memevo.environments.qa import QuestionPrompts
 from memevo.environments.records import EpisodeResult, PeriodResult, QARecord, remember
-from memevo.environments.simulators.base import UserSimulator, opening_message
 from memevo.environments.store import RunStore
-
-if TYPE_CHECKING:
-    from memevo.environments.protocol import Environment
 
 Transcript = list[Message]
 SessionSource = UserSimulator | EpisodeResult | RunStore
@@ -419,27 +416,3 @@ async def run_episodes(
     ), config.max_concurrent_users)
     by_index = dict(zip(order, episodes, strict=True))
     return [by_index[index] for index in range(len(items))]
-
-
-async def run_items(
-    environment: Environment[Any],
-    make_agent: Callable[[], MemoryAgent],
-    items: Sequence[Any],
-    sessions: SessionSource | None,
-    store: RunStore | None = None,
-    *,
-    on_period: OnPeriod | None = None,
-    traces: bool = True,
-) -> list[EpisodeResult]:
-    """``run_episodes`` for any environment: a fresh agent per item, longest chain first, at most
-    ``max_concurrent_users`` at once, resumable through ``store``; results in ``items`` order."""
-    ids = [environment.item_id(item) for item in items]
-    if len(set(ids)) != len(ids):
-        raise UserInputError("duplicate item ids", field="id")
-    order = sorted(range(len(items)), key=lambda index: -environment.chain_length(items[index]))
-    episodes = await bounded_gather([items[index] for index in order], lambda item: environment.run_item(
-        make_agent(), item, sessions, ItemRun(store=store, on_period=on_period, traces=traces),
-    ), environment.episode.max_concurrent_users)
-    by_index = dict(zip(order, episodes, strict=True))
-    return [by_index[index] for index in range(len(items))]
-

@@ -25,7 +25,7 @@ import orjson
 from memevo.core.atomic_files import write_bytes_atomic, write_json_atomic
 from memevo.core.errors import DamagedFileError, UserInputError
 from memevo.core.run_files import CONTENT_ERRORS, damage, delete_and_resume, load_json, read_json, set_aside
-from memevo.environments.data.ids import folder_name, id_problem
+from memevo.environments.amemgym.data.ids import folder_name, id_problem
 from memevo.environments.records import EpisodeResult, PeriodResult
 
 DAMAGED_USERS = "users.damaged"

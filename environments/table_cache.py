@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 from memevo.agents.llm.protocol import ChatClient
 from memevo.core.atomic_files import write_json_atomic
 from memevo.core.run_files import read_or_recompute
+from memevo.environments.amemgym.data.models import Item
 from memevo.environments.answering import resolve_answer_mode
-from memevo.environments.data.models import Item
 from memevo.environments.metrics import NoMemoryTable, UpperBoundTable, compute_no_memory, compute_upper_bound
 from memevo.environments.qa import AnswerMode, prompts_digest
 from memevo.environments.runner import EpisodeConfig

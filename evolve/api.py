@@ -2,8 +2,8 @@
 
 A notebook passes what it holds: a ``MemoryPolicy`` (or a policy file), its own ``MemoryAgent`` subclass, a list
 of ``Item`` users (or a data file, folder or hub id) and an ``EvolveConfig`` (or a mapping, or a YAML file).
-Both calls run what the command line runs (``memevo eval``; ``run_evolution`` as ``memevo evolve`` does) in a run
-folder that can be resumed from either side, and return typed results. Objects given are saved in the run folder
+Both calls run what the command line runs (``environments.evaluate`` as ``memevo eval`` does; ``run_evolution`` as
+``memevo evolve`` does) in a run folder that can be resumed from either side, and return typed results. Objects given are saved in the run folder
 (``python-inputs/``, named by content), because a run and its resume read their inputs from files.
 
 The shape follows the optimizers researchers know: GEPA's ``optimize(seed_candidate, trainset, valset, adapter)``
@@ -28,9 +28,11 @@ from memevo.agents.registry import register_agent, validate_policy
 from memevo.core.atomic_files import write_json_atomic
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
-from memevo.environments.data.io import save_items
-from memevo.environments.data.models import Item
-from memevo.environments.data.validate import check_runnable
+from memevo.environments.amemgym.data.io import save_items
+from memevo.environments.amemgym.data.models import Item
+from memevo.environments.amemgym.data.validate import check_runnable
+from memevo.environments.eval_run import EvalReport, EvalRequest
+from memevo.environments.evaluate import evaluate as run_evaluation
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.rundir import claim_run_folder
 from memevo.evolve.candidates import Candidate
@@ -116,26 +118,24 @@ def evaluate(
     folder = Path(out)
     given = _Inputs(folder)
     items = None if isinstance(data, str | Path) else given.checked(data)
-    flags = {"--simulator": simulator, "--simulator-model": simulator_model, "--users": users,
-             "--concurrency": concurrency, "--rounds-init": rounds_init, "--rounds-update": rounds_update,
-             "--seed": seed}
-    switches = {"--upper-bound": upper_bound, "--no-memory-baseline": no_memory_baseline, "--diagnose": diagnose,
-                "--no-cache": not use_cache, "--resume": resume}
 
-    def run() -> None:
+    def run() -> EvalReport:
+        from memevo.agents.config_file import load_policy
+
         with given.taken_back_if_refused():
             policy_file = Path(policy) if isinstance(policy, str | Path) else given.save_policy(chosen)
             data_source = str(data) if items is None else str(given.save_items(items))
-            arguments = ["--agent", str(policy_file), "--env", data_source, "--out", str(folder)]
-            arguments += [word for flag, value in flags.items() if value is not None for word in (flag, str(value))]
-            arguments += [flag for flag, on in switches.items() if on]
-            _run_command("eval", arguments)
+            request = EvalRequest(
+                policy=load_policy(policy_file), data=data_source, out=folder, resume=resume, users=users,
+                use_cache=use_cache, concurrency=concurrency, seed=seed, upper_bound=upper_bound,
+                no_memory_baseline=no_memory_baseline, diagnose=diagnose, simulator=simulator,
+                simulator_model=simulator_model, rounds_init=rounds_init, rounds_update=rounds_update)
+            return run_evaluation(request, resume_hint=f"memevo.evolve.api.evaluate(..., out={str(folder)!r}, "
+                                                      "resume=True) with the same arguments")
 
-    _blocking(run)
-    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-    return EvaluationResult(policy=chosen, scores=Scores.model_validate(summary["scores"]),
-                            user_scores=[UserScores.model_validate(u) for u in summary["user_scores"]],
-                            usage=RoleUsage.model_validate(summary["usage"]["total"]), out=folder)
+    report = _blocking(run)
+    return EvaluationResult(policy=chosen, scores=report.scores, user_scores=report.user_scores,
+                            usage=report.usage.total(), out=folder)
 
 
 def optimize(
@@ -245,7 +245,8 @@ class _Inputs:
     def checked(items: Sequence[Item]) -> list[Item]:
         """``items`` if a run can use them, before anything is written."""
         if not all(isinstance(item, Item) for item in items):
-            raise UserInputError("give a list of memevo.environments.data.models.Item, or a data file", field="data")
+            raise UserInputError("give a list of memevo.environments.amemgym.data.models.Item, or a data file",
+                                 field="data")
         check_runnable(list(items), source="data")
         return list(items)
 
@@ -280,13 +281,6 @@ class _Inputs:
                 except OSError:
                     break
             raise
-
-
-def _run_command(name: str, arguments: list[str]) -> None:
-    """Run a ``memevo`` command in this process; its errors reach the caller as exceptions."""
-    from memevo.evolve.cli.main import load_command
-
-    load_command(name).main(arguments, prog_name=f"memevo {name}", standalone_mode=False)
 
 
 def _blocking(work: Callable[[], T]) -> T:

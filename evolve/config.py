@@ -29,7 +29,7 @@ from memevo.core.config_io import read_mapping
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
 from memevo.environments.feedback import FeedbackConfig
-from memevo.environments.registry import DEFAULT_ENVIRONMENT, EnvironmentName
+from memevo.environments.registry import DEFAULT_ENVIRONMENT, EnvironmentName, capabilities_of, option_owners
 
 if TYPE_CHECKING:
     from memevo.environments.protocol import Environment
@@ -548,25 +548,25 @@ def parse_evolve_config(data: Any, *, source: Path | None = None) -> EvolveConfi
 
 
 def check_environment(config: EvolveConfig, *, source: str | None) -> None:
-    """What only AMemGym has (procedural worlds, in-episode evolution, its memory ratio) asked of another
-    environment is an error naming the field."""
-    if config.environment != "amemgym":
-        for wanted, field, what in (
-            (config.data.synth is not None, "data.synth", "a procedural world is AMemGym data; give data.path"),
-            (config.protocol == "amemgym_period", "protocol", "the amemgym_period protocol evolves within AMemGym "
-             "episodes; use outer_loop"),
-            (config.objective == "amemgym_memory_score", "objective", "AMemGym's memory ratio needs its upper bound; "
-             "use objective: accuracy"),
-        ):
-            if wanted:
-                raise UserInputError(f"environment '{config.environment}': {what}", source=source, field=field)
+    """What an environment lacks (procedural worlds, in-episode evolution, an upper bound for the memory ratio, an
+    option of another environment), asked of it, is an error naming the field (``Capabilities``)."""
+    for wanted, needs, field, what in (
+        (config.data.synth is not None, "procedural_worlds", "data.synth",
+         "a procedural world is AMemGym data; give data.path"),
+        (config.protocol == "amemgym_period", "in_episode", "protocol",
+         "the amemgym_period protocol evolves within AMemGym episodes; use outer_loop"),
+        (config.objective == "amemgym_memory_score", "upper_bound", "objective",
+         "AMemGym's memory ratio needs its upper bound; use objective: accuracy"),
+    ):
+        if wanted and not getattr(capabilities_of(config.environment), needs):
+            raise UserInputError(f"environment '{config.environment}': {what}", source=source, field=field)
     test = config.test_environment
     for environment, data, prefix in ((config.environment, config.data, ""),
                                       *(() if test is None else ((test.environment, test.data, "test_environment."),))):
-        if data.dialog_field is not None and environment != "memorybench":
-            raise UserInputError(f"environment '{environment}': dialog_field applies to memorybench only",
+        if data.dialog_field is not None and "dialog_field" not in capabilities_of(environment).options:
+            raise UserInputError(f"environment '{environment}': dialog_field applies to {option_owners('dialog_field')} only",
                                  source=source, field=f"{prefix}data.dialog_field")
-    if test is not None and test.environment != "amemgym" and test.data.synth is not None:
+    if test is not None and test.data.synth is not None and not capabilities_of(test.environment).procedural_worlds:
         raise UserInputError(f"environment '{test.environment}': a procedural world is AMemGym data; give a path",
                              source=source, field="test_environment.data.synth")
     if config.protocol == "amemgym_period" and test is not None:

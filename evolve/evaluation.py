@@ -33,12 +33,13 @@ from memevo.agents.policy import MemoryPolicy
 from memevo.core.atomic_files import write_json_atomic
 from memevo.core.lazy_model import LazyModel
 from memevo.core.run_files import read_model
-from memevo.environments.amemgym import AMemGymEnvironment
+from memevo.environments.amemgym.environment import AMemGymEnvironment
+from memevo.environments.amemgym.simulators.base import UserSimulator
+from memevo.environments.item_run import AfterPeriod, ItemRun
 from memevo.environments.metrics import Scores, UpperBoundTable, UserScores, score_episodes, user_scores
-from memevo.environments.protocol import AfterPeriod, Environment, ItemRun
+from memevo.environments.protocol import Environment
 from memevo.environments.records import EpisodeResult
 from memevo.environments.runner import EpisodeConfig
-from memevo.environments.simulators.base import UserSimulator
 from memevo.environments.store import RunStore
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import Objective, stored_objective

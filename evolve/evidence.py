@@ -35,7 +35,7 @@ from typing import Any
 import tiktoken
 
 from memevo.core.lazy_model import LazyModel
-from memevo.environments.amemgym import AMemGymEnvironment
+from memevo.environments.amemgym.environment import AMemGymEnvironment
 from memevo.environments.feedback import FeedbackConfig, FeedbackRecord, PeriodFeedback, render_feedback
 from memevo.environments.protocol import Environment
 from memevo.environments.records import EpisodeResult, PeriodResult

@@ -20,9 +20,9 @@ from memevo.agents.base import MemoryAgent
 from memevo.core.atomic_files import write_json_atomic
 from memevo.core.lazy_model import LazyModel
 from memevo.core.run_files import RESTORE, read_model
-from memevo.environments.data.ids import folder_name
+from memevo.environments.amemgym.data.ids import folder_name
+from memevo.environments.item_run import ItemRun
 from memevo.environments.metrics import score_episodes, user_scores
-from memevo.environments.protocol import ItemRun
 from memevo.environments.records import PeriodResult
 from memevo.environments.runner import bounded_gather
 from memevo.environments.store import RunStore

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memevo.core.atomic_files import write_json_atomic
-from memevo.environments.data.io import save_items
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.data.io import save_items
+from memevo.environments.amemgym.data.models import Item
 from memevo.evolve.config import EvolveConfig
 
 DATA_FOLDER = "data"

@@ -25,9 +25,9 @@ from memevo.core.atomic_files import write_json_atomic
 from memevo.core.errors import UserInputError, nested_in
 from memevo.core.lazy_model import LazyModel
 from memevo.core.run_files import read_or_recompute
-from memevo.environments.amemgym import AMemGymEnvironment
-from memevo.environments.data.models import Item
-from memevo.environments.data.validate import check_runnable
+from memevo.environments.amemgym.data.models import Item
+from memevo.environments.amemgym.environment import AMemGymEnvironment
+from memevo.environments.amemgym.simulators.factory import make_simulator
 from memevo.environments.metrics import (
     UPPER_BOUND_FILE,
     Scores,
@@ -38,7 +38,6 @@ from memevo.environments.protocol import Environment
 from memevo.environments.registry import make_environment
 from memevo.environments.rundir import LEDGER_FILE, UsageLedger, check_inputs, item_fingerprints
 from memevo.environments.runner import EpisodeConfig
-from memevo.environments.simulators.factory import make_simulator
 from memevo.environments.table_cache import cached_table
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import DataConfig, EvolveConfig, check_judge, check_validation_users
@@ -76,8 +75,8 @@ class Split(LazyModel):
 
 def load_users(config: EvolveConfig, environment: Environment[Any] | None = None, data: DataConfig | None = None,
                field: str = "data") -> list[Any]:
-    """The items of ``data`` (default: the config's) read by ``environment`` (default: AMemGym's); AMemGym items
-    are truncated to ``max_periods``/``max_questions`` when asked and checked runnable."""
+    """The items of ``data`` (default: the config's) read by ``environment`` (default: AMemGym's), as the
+    environment prepares them for a run (``Environment.prepared``: ``max_periods``/``max_questions``, checks)."""
     data = data or config.data
     environment = environment or AMemGymEnvironment(EpisodeConfig())
     source = f"{config.source or 'config'} ({field}.synth)"
@@ -86,7 +85,7 @@ def load_users(config: EvolveConfig, environment: Environment[Any] | None = None
         source = str(path) if path.exists() else data.path  # else a hub id
         items: list[Any] = environment.load_items(source)
     else:
-        from memevo.environments.synth import SynthConfig, synthesize
+        from memevo.environments.amemgym.synth import SynthConfig, synthesize
 
         try:
             synth = SynthConfig.model_validate(data.synth)
@@ -95,19 +94,8 @@ def load_users(config: EvolveConfig, environment: Environment[Any] | None = None
         items = synthesize(synth)
     if data.limit:
         items = items[: data.limit]
-    if environment.name == "amemgym":
-        items = [truncate(item, config.episode.max_periods, config.episode.max_questions) for item in items]
-        check_runnable(items, source=source)
-    return items
-
-
-def truncate(item: Item, max_periods: int | None, max_questions: int | None) -> Item:
-    update: dict[str, Any] = {}
-    if max_periods is not None:
-        update["periods"] = item.periods[:max_periods]
-    if max_questions is not None:
-        update["qas"] = item.qas[:max_questions]
-    return item.model_copy(update=update) if update else item
+    return environment.prepared(items, max_periods=config.episode.max_periods,
+                                max_questions=config.episode.max_questions, source=source)
 
 
 def data_hash(items: Sequence[Any]) -> str:
@@ -350,7 +338,7 @@ class RunBase:
     async def upper_bound_table(self, items: Sequence[Item]) -> UpperBoundTable | None:
         """The upper-bound table on ``items`` (computed once per run folder), None when the config switches
         it off. The evaluator scores memory against it from now on."""
-        if not self.config.upper_bound or self.environment.name != "amemgym":
+        if not self.config.upper_bound or not self.environment.capabilities.upper_bound:
             return None
         policy = self.seed.policy
         table = await cached_table(

@@ -22,7 +22,15 @@ from memevo.agents.llm.config import LLMConfig
 from memevo.agents.llm.protocol import ChatClient, Message, Role
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.templates import render
-from memevo.environments.data.models import AnswerChoice, Item, Period, Question, Session, StateUpdate, UserProfile
+from memevo.environments.amemgym.data.models import (
+    AnswerChoice,
+    Item,
+    Period,
+    Question,
+    Session,
+    StateUpdate,
+    UserProfile,
+)
 from memevo.evolve.api import EvaluationResult, OptimizationResult, evaluate, optimize
 
 MAX_NOTES = 20

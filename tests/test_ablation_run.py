@@ -17,7 +17,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from memevo.core.errors import DamagedFileError, UserInputError
-from memevo.environments.data.io import save_items
+from memevo.environments.amemgym.data.io import save_items
 from memevo.evolve.ablation import run as ablation_module
 from memevo.evolve.ablation.config import load_ablation_config
 from memevo.evolve.ablation.records import ARM_RECORD_FILE, find_arm_records

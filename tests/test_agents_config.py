@@ -69,7 +69,7 @@ def test_own_yaml_policy(tmp_path):
     [
         ("kind: awi\nupdate_every: 0\n", ".yaml", "p.yaml, field 'update_every'"),
         ("kind: awi\nllm:\n  temperature: 9\n", ".yaml", "field 'llm.temperature'"),
-        ("kind: nope\n", ".yaml", "field 'kind'.*known: awe, awi, native, rag"),
+        ("kind: nope\n", ".yaml", "field 'kind'.*known: amem, awe, awi, mem0, native, rag"),
         ("kind: awi\nprompts:\n  write_prompt: hi\n", ".yml", "field 'prompts.write_prompt'"),
         ('{"type": "awi", "llm_config": {"llm_model": "m"}, "agent_config": {"update_bsz": -1}}', ".json", "field 'agent_config.update_bsz'"),
         ('{"type": "awi", "llm_config": {}}', ".json", "field 'llm_config.llm_model'"),

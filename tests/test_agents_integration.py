@@ -14,11 +14,11 @@ from memevo.agents.llm.config import LLMConfig
 from memevo.agents.llm.hub import LLMHub
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import build_agent
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.data.models import Item
+from memevo.environments.amemgym.simulators.template import TemplateUserSimulator
+from memevo.environments.amemgym.synth import SynthConfig, synthesize
 from memevo.environments.records import EpisodeResult
 from memevo.environments.runner import EpisodeConfig, run_episode
-from memevo.environments.simulators.template import TemplateUserSimulator
-from memevo.environments.synth import SynthConfig, synthesize
 
 pytestmark = pytest.mark.integration
 

@@ -51,8 +51,8 @@ def test_builtin_kinds_and_specs():
 
 
 def test_unknown_kind_lists_known_kinds():
-    with pytest.raises(UserInputError, match="unknown agent kind 'mem0'.*awe, awi, native, rag"):
-        registry.agent_class("mem0")
+    with pytest.raises(UserInputError, match="unknown agent kind 'letta'.*amem, awe, awi, mem0, native, rag"):
+        registry.agent_class("letta")
 
 
 def test_decorator_registers_a_plugin(clean_registry):

@@ -19,21 +19,21 @@ from memevo.agents.llm.protocol import Message, Role
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import agent_class
 from memevo.core.errors import UserInputError
-from memevo.environments.amemgym_prompts import (
+from memevo.environments.amemgym.data.models import Item
+from memevo.environments.amemgym.prompts import (
     OVERALL_FILE,
     SIMULATOR_FILE,
     UPPER_BOUND_FILE,
     format_template,
     load_amemgym_prompts,
 )
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.simulators.factory import make_simulator
+from memevo.environments.amemgym.simulators.llm import LLMUserSimulator
 from memevo.environments.diagnosis import build_probe_prompt
 from memevo.environments.metrics import UpperBoundTable
 from memevo.environments.qa import build_qa_prompt, build_upper_bound_prompt
 from memevo.environments.records import EpisodeResult, PeriodResult
 from memevo.environments.runner import AfterPeriod, EpisodeConfig, run_episode
-from memevo.environments.simulators.factory import make_simulator
-from memevo.environments.simulators.llm import LLMUserSimulator
 from memevo.environments.table_cache import cached_table
 from tests.doubles.amemgym_reference import CHECKOUT, NO_CHECKOUT, AMemGymReference, has_checkout, scripted_requests
 from tests.doubles.scripted_agents import make_item

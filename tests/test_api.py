@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from experiments import api_example
 from memevo.agents import registry
 from memevo.agents.policy import MemoryPolicy
 from memevo.core.errors import UserInputError
-from memevo.environments.data.io import save_items
+from memevo.environments.amemgym.data.io import save_items
 from memevo.evolve.api import evaluate, optimize
 from tests.doubles.fault_server import FaultServer
 
@@ -113,3 +114,13 @@ async def test_a_notebook_with_its_event_loop_running_can_evaluate(endpoint: Any
     result = evaluate(MemoryPolicy(kind="notes", llm={"base_url": endpoint.url}), api_example.make_users(1),
                       out=tmp_path / "eval", agent_class=api_example.NotesAgent)
     assert result.scores.n_questions == 2 * 2
+
+
+def test_evaluate_runs_without_the_command_line(endpoint: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The API calls ``environments.evaluate`` as ``memevo eval`` does, not the command: importing the command line
+    fails here, and the evaluation still runs."""
+    for module in ("memevo.evolve.cli.main", "memevo.environments.eval_cli"):
+        monkeypatch.setitem(sys.modules, module, None)  # type: ignore[arg-type]
+    result = evaluate(MemoryPolicy(kind="notes", llm={"base_url": endpoint.url}), api_example.make_users(1),
+                      out=tmp_path / "eval", agent_class=api_example.NotesAgent)
+    assert result.scores.n_questions == 2 * 2 and (tmp_path / "eval" / "summary.json").is_file()

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from memevo.environments.data.io import save_items
-from memevo.environments.synth import SynthConfig, synthesize
+from memevo.environments.amemgym.data.io import save_items
+from memevo.environments.amemgym.synth import SynthConfig, synthesize
 from memevo.evolve.cli import main as cli
 from tests.doubles.fault_server import FaultServer
 

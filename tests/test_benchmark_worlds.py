@@ -16,7 +16,7 @@ from benchmarks.worlds.family import family_world
 from benchmarks.worlds.rules import NOISE_RANGE, SYNONYMS, WorldRules, draw_rules
 from benchmarks.worlds.scoring import accuracy, oracle
 from memevo.agents.policy import MemoryPolicy
-from memevo.environments.data.io import save_items
+from memevo.environments.amemgym.data.io import save_items
 
 SEEDS = range(40)
 

@@ -10,7 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from memevo.agents.config_file import load_policy
-from memevo.environments.generation.config import load_generation_config
+from memevo.environments.amemgym.generation.config import load_generation_config
 from memevo.evolve.ablation.config import load_ablation_config, resolve_all
 from memevo.evolve.cli.config_examples import EXAMPLES
 from memevo.evolve.cli.config_reference import KINDS, REGENERATE, model_of, reference_markdown

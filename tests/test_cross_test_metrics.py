@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from memevo.environments.amemgym import AMemGymEnvironment
+from memevo.environments.amemgym.environment import AMemGymEnvironment
 from memevo.environments.metrics import Scores
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.score_text import data_figure_name

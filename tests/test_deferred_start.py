@@ -15,7 +15,7 @@ import yaml
 from mlflow import MlflowClient
 
 from memevo.agents.llm.accounting import Accounting
-from memevo.environments.data.io import save_items
+from memevo.environments.amemgym.data.io import save_items
 from memevo.evolve.deferred import DeferredStart
 from tests.doubles.category_backend import CategoryBackend, category_world
 from tests.doubles.fault_server import FaultServer

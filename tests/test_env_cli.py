@@ -67,3 +67,10 @@ def test_synth_bad_flags_are_user_errors(tmp_path: Path) -> None:
 def test_validate_reads_a_dataset_directory(tmp_path: Path) -> None:
     shutil.copy(FIXTURE, tmp_path / "data.json")
     assert runner.invoke(app, ["validate", str(tmp_path)]).exit_code == 0
+
+
+def test_an_option_the_environment_does_not_take_is_refused_naming_its_flag() -> None:
+    for extra in (["--env-option", "dialog_field=dialog_mem0"], ["--dialog-field", "dialog_mem0"]):
+        result = CliRunner().invoke(app, ["stats", str(FIXTURE), *extra])
+        assert isinstance(result.exception, UserInputError) and result.exception.field == "--dialog-field"
+        assert "applies to --environment memorybench only" in str(result.exception)

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from memevo.core.errors import UserInputError
-from memevo.environments.data.io import load_items, save_items
+from memevo.environments.amemgym.data.io import load_items, save_items
 
 FIXTURE = Path(__file__).parent / "fixtures" / "amemgym_small.json"
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from memevo.environments.data.io import load_items
-from memevo.environments.stats import compute_stats
+from memevo.environments.amemgym.data.io import load_items
+from memevo.environments.amemgym.stats import compute_stats
 
 FIXTURE = Path(__file__).parent / "fixtures" / "amemgym_small.json"
 

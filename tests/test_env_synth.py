@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from memevo.core.errors import UserInputError
-from memevo.environments.data.io import load_items, save_items
-from memevo.environments.data.validate import validate_items
-from memevo.environments.stats import compute_stats
-from memevo.environments.synth import SynthConfig, synthesize
-from memevo.environments.synth.timeline import add_months
-from memevo.environments.synth.vocabulary import load_vocabulary
+from memevo.environments.amemgym.data.io import load_items, save_items
+from memevo.environments.amemgym.data.validate import validate_items
+from memevo.environments.amemgym.stats import compute_stats
+from memevo.environments.amemgym.synth import SynthConfig, synthesize
+from memevo.environments.amemgym.synth.timeline import add_months
+from memevo.environments.amemgym.synth.vocabulary import load_vocabulary
 
 SMALL = SynthConfig(users=2, periods=3, questions=4, seed=7)
 
@@ -158,8 +158,8 @@ def test_custom_vocabulary_errors_name_the_file(tmp_path: Path) -> None:
 
 
 def test_byte_identical_across_processes_with_different_hash_seeds(tmp_path: Path) -> None:
-    script = ("import sys; from memevo.environments.synth import SynthConfig, synthesize; "
-              "from memevo.environments.data.io import save_items; "
+    script = ("import sys; from memevo.environments.amemgym.synth import SynthConfig, synthesize; "
+              "from memevo.environments.amemgym.data.io import save_items; "
               "save_items(synthesize(SynthConfig(users=2, periods=3, questions=5, seed=9)), sys.argv[1])")
     outputs = []
     for hash_seed in ("1", "2"):

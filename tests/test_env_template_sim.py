@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from memevo.environments.data.models import Item
-from memevo.environments.simulators.template import TemplateUserSimulator, _value_pattern, names_a_value
-from memevo.environments.synth import SynthConfig, synthesize
-from memevo.environments.synth.simulator_parts import SimulatorParts
+from memevo.environments.amemgym.data.models import Item
+from memevo.environments.amemgym.simulators.template import TemplateUserSimulator, _value_pattern, names_a_value
+from memevo.environments.amemgym.synth import SynthConfig, synthesize
+from memevo.environments.amemgym.synth.simulator_parts import SimulatorParts
 
 NOW = dt.datetime(2021, 1, 1, 20, 0)
 
@@ -86,7 +86,7 @@ def test_the_lazy_shuffle_draws_what_a_full_random_sample_would(size):
     simulator draws them one at a time instead, which must give the very same order for every seed."""
     import random
 
-    from memevo.environments.simulators.template import shuffled
+    from memevo.environments.amemgym.simulators.template import shuffled
 
     population = [f"line {index}" for index in range(size)]
     for seed in ("0|user 1|3|2024-01-01 10:00:00|2", "7|u|0|t|0", *map(str, range(20))):

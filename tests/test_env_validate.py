@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memevo.environments.data.models import Item
-from memevo.environments.data.validate import Violation, has_errors, validate_items
+from memevo.environments.amemgym.data.models import Item
+from memevo.environments.amemgym.data.validate import Violation, has_errors, validate_items
 
 FIXTURE = Path(__file__).parent / "fixtures" / "amemgym_small.json"
 

@@ -73,3 +73,32 @@ def test_amemgym_only_flags_are_refused_on_another_environment(tmp_path: Path, m
     result = CliRunner().invoke(app, [*args, "--upper-bound"])
     assert isinstance(result.exception, UserInputError) and result.exception.field == "--upper-bound"
     assert not (tmp_path / "out").exists()
+
+
+def test_a_new_benchmark_with_its_own_option_needs_only_its_class_and_a_registry_entry(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fault_server = pytest.importorskip("tests.doubles.fault_server")
+    monkeypatch.setitem(ENVIRONMENTS, "prefixed", "tests.doubles.replay_environment:PrefixedReplayEnvironment")
+    with fault_server.FaultServer(lambda body: "ok") as server:
+        app, args = _app(tmp_path, monkeypatch, server.url)
+        args[args.index("locomo")] = "prefixed"
+        result = CliRunner().invoke(app, [*args, "--env-option", "id_prefix=new-"])
+        assert result.exit_code == 0, result.output + repr(result.exception)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["environment"] == "prefixed"
+    assert [user["user_id"] for user in summary["user_scores"]] == ["new-conv-0", "new-conv-1"]
+
+
+@pytest.mark.parametrize(("extra", "field", "owners"), [
+    (["--env-option", "id_prefix=x"], "--env-option", "'id_prefix' is not a setting of locomo (it takes: none)"),
+    (["--dialog-field", "dialog_mem0"], "--dialog-field", "applies to --environment memorybench only"),
+    (["--env-option", "id_prefix"], "--env-option", "is not NAME=VALUE"),
+    (["--diagnose"], "--diagnose", "applies to --environment amemgym only"),
+])
+def test_a_setting_the_environment_does_not_take_is_refused_naming_its_flag(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: list[str], field: str, owners: str) -> None:
+    app, args = _app(tmp_path, monkeypatch, "http://127.0.0.1:9")
+    result = CliRunner().invoke(app, [*args, *extra])
+    assert isinstance(result.exception, UserInputError) and result.exception.field == field
+    assert owners in str(result.exception)
+    assert not (tmp_path / "out").exists()

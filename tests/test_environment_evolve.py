@@ -12,8 +12,8 @@ import pytest
 from mlflow import MlflowClient
 
 from memevo.core.errors import UserInputError
-from memevo.environments.data.io import save_items
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.data.io import save_items
+from memevo.environments.amemgym.data.models import Item
 from memevo.environments.registry import ENVIRONMENTS
 from memevo.environments.replay import ReplayItem, ReplayQuestion, ReplaySession
 from memevo.evolve.config import parse_evolve_config

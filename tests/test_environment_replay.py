@@ -8,8 +8,8 @@ import pytest
 
 from memevo.core.errors import UserInputError
 from memevo.environments.feedback import FeedbackConfig, FeedbackMode, render_feedback
+from memevo.environments.item_run import ItemRun
 from memevo.environments.metrics import score_episodes
-from memevo.environments.protocol import ItemRun
 from memevo.environments.replay import ReplayQuestion
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.store import RunStore

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from memevo.agents.llm import hub as hub_module
 from memevo.core.errors import RunFailedError, UserInputError
-from memevo.environments.data.io import save_items
+from memevo.environments.amemgym.data.io import save_items
 from memevo.evolve.cli import main as cli
 from memevo.evolve.cli import ui_server
 from memevo.evolve.observers.tracker_ui import TrackerUI

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import build_agent
+from memevo.environments.amemgym.simulators.factory import make_simulator
 from memevo.environments.runner import EpisodeConfig
-from memevo.environments.simulators.factory import make_simulator
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.evaluation import CandidateEval, Evaluator
 from tests.doubles.category_backend import CategoryBackend, category_world

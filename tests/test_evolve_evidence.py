@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.data.models import Item
 from memevo.environments.feedback import FeedbackConfig, FeedbackMode
 from memevo.environments.records import EpisodeResult, PeriodResult, QARecord, remember
 from memevo.evolve.evidence import (

@@ -29,7 +29,7 @@ import optuna
 import pytest
 import yaml
 
-from memevo.environments.data.io import save_items
+from memevo.environments.amemgym.data.io import save_items
 from memevo.evolve.ablation.records import find_arm_records
 from tests.doubles.category_backend import CategoryBackend, category_world
 from tests.doubles.kill_points import ForkedMemevo, kill_point, start_fork_server

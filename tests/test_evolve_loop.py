@@ -14,7 +14,7 @@ from optuna.trial import TrialState
 
 from memevo.agents.llm.accounting import RoleUsage
 from memevo.core.errors import DamagedFileError, UserInputError
-from memevo.environments.data.io import save_items
+from memevo.environments.amemgym.data.io import save_items
 from memevo.evolve.config import EvolveConfig, parse_evolve_config
 from memevo.evolve.evaluation import CandidateEval
 from memevo.evolve.loop import EvolutionResult, GenerationPlan, run_evolution

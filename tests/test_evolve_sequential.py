@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from memevo.core.errors import UserInputError
-from memevo.environments.data.io import save_items
+from memevo.environments.amemgym.data.io import save_items
 from memevo.evolve.loop import GenerationPlan
 from memevo.evolve.selection.race import RaceRecord
 from tests.doubles.category_backend import CategoryBackend, category_world

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from memevo.agents.llm.config import LOCAL_MODEL_NAME
-from memevo.environments.synth import SynthConfig
+from memevo.environments.amemgym.synth import SynthConfig
 from memevo.evolve import runtime
 from memevo.evolve.ablation.config import is_ablation_file, load_ablation_config, resolve_all
 from memevo.evolve.config import load_evolve_config

@@ -18,7 +18,7 @@ from memevo.agents.llm.llama_build import forbidden_features, installed_system_i
 from memevo.agents.llm.local_server import LocalModelServer
 from memevo.agents.llm.protocol import LLMRequestError
 from memevo.core.errors import RunFailedError
-from memevo.environments.data.io import save_items
+from memevo.environments.amemgym.data.io import save_items
 from tests.doubles.scripted_agents import make_item
 
 SCHEMA = {

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from memevo.core.errors import RunFailedError
-from memevo.environments.data.models import Item
-from memevo.environments.data.validate import has_errors, validate_items
-from memevo.environments.generation.command import generate_dataset
-from memevo.environments.generation.config import GenerationConfig
+from memevo.environments.amemgym.data.models import Item
+from memevo.environments.amemgym.data.validate import has_errors, validate_items
+from memevo.environments.amemgym.generation.command import generate_dataset
+from memevo.environments.amemgym.generation.config import GenerationConfig
 from tests.doubles.scripted_generator import ScriptedGenerator
 from tests.doubles.scripted_llm import ScriptedLLM
 
@@ -86,7 +86,7 @@ async def test_leaking_query_is_rewritten(tmp_path: Path) -> None:
 
 def test_config_flags_override_file(tmp_path: Path) -> None:
     from memevo.core.errors import UserInputError
-    from memevo.environments.generation.command import resolve_config
+    from memevo.environments.amemgym.generation.command import resolve_config
 
     path = tmp_path / "gen.yaml"
     path.write_text("num_questions: 4\nseed: 7\nllm: {model: m1}\n")
@@ -130,7 +130,7 @@ def test_command_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     from typer.testing import CliRunner
 
     from memevo.agents.llm import hub
-    from memevo.environments.generation.command import generate_command
+    from memevo.environments.amemgym.generation.command import generate_command
 
     monkeypatch.setattr(hub, "LLMHub", _FakeHub)
     app = typer.Typer()

@@ -10,13 +10,13 @@ import pandas as pd
 import pytest
 
 from memevo.core.errors import UserInputError
-from memevo.environments.generation.answers import answer_variants
-from memevo.environments.generation.ask import StageError
-from memevo.environments.generation.config import GenerationConfig
-from memevo.environments.generation.evolution import state_update, update_problems
-from memevo.environments.generation.personas import basic_profile, sample_personas
-from memevo.environments.generation.queries import query_problems, string_leaks
-from memevo.environments.generation.timing import period_bounds, session_times
+from memevo.environments.amemgym.generation.answers import answer_variants
+from memevo.environments.amemgym.generation.ask import StageError
+from memevo.environments.amemgym.generation.config import GenerationConfig
+from memevo.environments.amemgym.generation.evolution import state_update, update_problems
+from memevo.environments.amemgym.generation.personas import basic_profile, sample_personas
+from memevo.environments.amemgym.generation.queries import query_problems, string_leaks
+from memevo.environments.amemgym.generation.timing import period_bounds, session_times
 from tests.doubles.scripted_generator import ScriptedGenerator
 from tests.doubles.scripted_llm import ScriptedLLM
 
@@ -139,7 +139,7 @@ def test_period_bounds_and_session_times() -> None:
 
 
 async def test_period_without_changes_has_no_events() -> None:
-    from memevo.environments.generation.evolution import elaborate_events
+    from memevo.environments.amemgym.generation.evolution import elaborate_events
 
     llm = ScriptedLLM(ScriptedGenerator())
     record = {"updated": {}, "old": {}, "period_start": "a", "period_end": "b", "period_summary": "quiet"}
@@ -148,7 +148,7 @@ async def test_period_without_changes_has_no_events() -> None:
 
 
 def test_refined_names_must_be_snake_case() -> None:
-    from memevo.environments.generation.schema import _refine_problems
+    from memevo.environments.amemgym.generation.schema import _refine_problems
 
     questions = [{"question": "q", "required_info": [{"info_type": "1", "info_choices": []},
                                                       {"info_type": "b", "info_choices": []}]}]

@@ -17,6 +17,8 @@ from memevo.agents.llm.protocol import OptionLogprob
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import build_agent
 from memevo.core.errors import UserInputError
+from memevo.environments.amemgym.data.models import AnswerChoice, Question
+from memevo.environments.amemgym.synth import SynthConfig, synthesize
 from memevo.environments.answering import (
     BareResponder,
     LikelihoodAnswers,
@@ -24,11 +26,9 @@ from memevo.environments.answering import (
     per_byte_score,
     resolve_answer_mode,
 )
-from memevo.environments.data.models import AnswerChoice, Question
 from memevo.environments.metrics import compute_no_memory, compute_upper_bound, score_episodes
 from memevo.environments.runner import EpisodeConfig, ask_questions
 from memevo.environments.score_text import score_lines
-from memevo.environments.synth import SynthConfig, synthesize
 from tests.doubles.likelihood_server import LikelihoodServer
 from tests.doubles.scripted_llm import ScriptedLLM
 

@@ -6,8 +6,8 @@ import asyncio
 
 from memevo.agents.llm.limiter import ConcurrencyLimit
 from memevo.agents.llm.urgency import Chain, chain_remaining, current_chain, in_urgency_order, urgency
+from memevo.environments.amemgym.simulators.template import TemplateUserSimulator
 from memevo.environments.runner import EpisodeConfig, run_episode
-from memevo.environments.simulators.template import TemplateUserSimulator
 from tests.doubles.scripted_agents import make_item
 from tests.doubles.scripted_llm import ScriptedLLM
 from tests.test_agents_support import make

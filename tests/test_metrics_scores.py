@@ -7,7 +7,15 @@ import json
 import pytest
 
 from memevo.agents.buffered import WriteCounters
-from memevo.environments.data.models import AnswerChoice, Item, Period, Question, Session, StateUpdate, UserProfile
+from memevo.environments.amemgym.data.models import (
+    AnswerChoice,
+    Item,
+    Period,
+    Question,
+    Session,
+    StateUpdate,
+    UserProfile,
+)
 from memevo.environments.metrics import (
     NoMemoryEntry,
     NoMemoryTable,

@@ -18,9 +18,9 @@ from pydantic import BaseModel
 from memevo.core.errors import DamagedFileError, UserInputError
 from memevo.core.full_disk import full_disk
 from memevo.core.run_files import read_model, read_or_recompute
-from memevo.environments.data import io as io_module
-from memevo.environments.data.io import load_items
-from memevo.environments.data.json_stream import JSONStreamError, array_elements
+from memevo.environments.amemgym.data import io as io_module
+from memevo.environments.amemgym.data.io import load_items
+from memevo.environments.amemgym.data.json_stream import JSONStreamError, array_elements
 from memevo.environments.records import PeriodResult
 from memevo.environments.store import DAMAGED_USERS, RunStore
 

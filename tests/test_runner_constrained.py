@@ -11,7 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 from memevo.core.errors import UserInputError
-from memevo.environments.data.io import save_items
+from memevo.environments.amemgym.data.io import save_items
 from memevo.environments.diagnosis import probe_schema
 from memevo.environments.eval_cli import eval_command
 from memevo.environments.metrics import compute_upper_bound

@@ -10,7 +10,7 @@ import pytest
 
 from memevo.agents.base import MemoryAgent
 from memevo.core.errors import RunFailedError, UserInputError
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.data.models import Item
 from memevo.environments.metrics import UpperBoundEntry, UpperBoundTable, score_episodes
 from memevo.environments.metrics.upper_bound import needed_states
 from memevo.environments.records import EpisodeResult, PeriodResult
@@ -243,7 +243,7 @@ async def test_oracle_on_the_shared_amemgym_fixture() -> None:
     fixture = Path(__file__).parent / "fixtures" / "amemgym_small.json"
     if not fixture.exists():
         pytest.skip("fixture not built yet")
-    from memevo.environments.data.io import load_items
+    from memevo.environments.amemgym.data.io import load_items
 
     items = load_items(fixture)
     agents = iter(OracleAgent(items[index]) for index in launch_order(items, CONFIG))  # made as users start

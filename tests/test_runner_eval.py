@@ -12,13 +12,10 @@ from typer.testing import CliRunner
 
 from memevo.agents.llm.accounting import RoleUsage, UsageReport
 from memevo.core.errors import UserInputError
-from memevo.environments.eval_cli import (
-    _headline,
-    _prepare_out,
-    eval_command,
-    evaluate,
-    write_outputs,
-)
+from memevo.environments.amemgym.evaluation import _headline, write_outputs
+from memevo.environments.amemgym.evaluation import play_and_score as evaluate
+from memevo.environments.eval_cli import eval_command
+from memevo.environments.eval_run import prepare_out as _prepare_out
 from memevo.environments.metrics import score_episodes
 from memevo.environments.plot_process import PlotProcess
 from memevo.environments.qa import build_upper_bound_prompt

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memevo.environments.data.io import save_items
+from memevo.environments.amemgym.data.io import save_items
 from tests.doubles.category_backend import CategoryBackend, category_world
 from tests.doubles.fault_server import Fault, FaultServer
 

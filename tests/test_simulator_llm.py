@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from memevo.environments.data.models import Item
-from memevo.environments.simulators.llm import NEUTRAL_FOLLOW_UPS, LLMUserSimulator
+from memevo.environments.amemgym.data.models import Item
+from memevo.environments.amemgym.simulators.llm import NEUTRAL_FOLLOW_UPS, LLMUserSimulator
 from tests.doubles.scripted_llm import ScriptedLLM
 
 NOW = datetime(2021, 1, 1, 20, 15, 0)

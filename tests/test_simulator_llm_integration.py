@@ -6,7 +6,7 @@ import pytest
 
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.llm.hub import LLMHub
-from memevo.environments.simulators.llm import LLMUserSimulator
+from memevo.environments.amemgym.simulators.llm import LLMUserSimulator
 from tests.test_simulator_llm import NOW, conversation, make_item
 
 

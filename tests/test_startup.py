@@ -19,7 +19,7 @@ from memevo.evolve.cli.main import COMMANDS, app
 from tests.doubles.scripted_agents import KeywordMemoryAgent, ScriptedSimulator, make_item
 
 NOT_BEFORE_THE_FIRST_REQUEST = ("matplotlib", "memevo.environments.plots", "memevo.evolve.cli.commands",
-                                "memevo.evolve.config", "memevo.environments.synth.generator",
+                                "memevo.evolve.config", "memevo.environments.amemgym.synth.generator",
                                 "memevo.agents.llm.local_server", "json_repair", "dspy", "mlflow", "optuna",
                                 "yaml",  # a YAML agent config imports it when read; AMemGym's are JSON
                                 "tqdm")  # imported when a bar is drawn (stderr a terminal) or a line logged
@@ -29,7 +29,7 @@ def test_eval_start_up_loads_only_what_its_run_needs() -> None:
     """The eval command's module, the HTTP stack, the template simulator and the native agent: nothing of
     the other commands, the plots (a child process draws them) or the embedded server."""
     code = ("import sys\nfrom memevo.evolve.cli.main import load_command\nload_command('eval')\n"
-            "import memevo.agents.llm.hub, memevo.environments.simulators.template\n"
+            "import memevo.agents.llm.hub, memevo.environments.amemgym.simulators.template\n"
             "from memevo.agents.registry import agent_class\nagent_class('native')\n"
             "print('\\n'.join(sys.modules))")
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -198,7 +198,7 @@ def test_a_spend_cell_says_unpriced_instead_of_zero(usage: RoleUsage, cell: str)
 
 
 def test_the_run_folder_keeps_the_data_it_ran_on(tmp_path: Path) -> None:
-    from memevo.environments.data.io import load_items, save_items
+    from memevo.environments.amemgym.data.io import load_items, save_items
     from memevo.evolve.config import EvolveConfig
     from memevo.evolve.run_data import keep_data
     from tests.doubles.category_backend import category_world

@@ -45,7 +45,7 @@ def test_two_evolutions_starting_at_once_on_one_new_shared_store_both_finish(tmp
 
     import yaml
 
-    from memevo.environments.data.io import save_items
+    from memevo.environments.amemgym.data.io import save_items
     from tests.doubles.category_backend import CategoryBackend, category_world
     from tests.doubles.fault_server import FaultServer
 

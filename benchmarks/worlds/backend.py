@@ -17,7 +17,7 @@ import re
 
 from benchmarks.worlds.rules import WorldRules
 from benchmarks.worlds.scoring import accuracy
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.data.models import Item
 from tests.doubles.category_backend import ANNOUNCE, CategoryBackend, _unit
 
 SECTION = re.compile(r"Worth noting:\n(.*?)\n\nRules:", re.DOTALL)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.data.models import Item
 from tests.doubles.category_backend import CategoryBackend
 
 

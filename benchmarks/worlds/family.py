@@ -9,7 +9,7 @@ from benchmarks.worlds.backend import WorldBackend
 from benchmarks.worlds.base import WorldRun
 from benchmarks.worlds.rules import draw_rules
 from benchmarks.worlds.scoring import oracle
-from memevo.environments.data.models import Item, Session
+from memevo.environments.amemgym.data.models import Item, Session
 from tests.doubles.category_backend import category_world
 
 PERIODS = 3

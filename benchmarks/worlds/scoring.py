@@ -14,7 +14,7 @@ from itertools import combinations
 from statistics import fmean
 
 from benchmarks.worlds.rules import WorldRules
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.data.models import Item
 
 
 def user_accuracy(item: Item, kept: frozenset[str]) -> float:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from memevo.agents.base import MemoryAgent
 from memevo.core.errors import UserInputError
-from memevo.environments.protocol import PLAIN_RUN, ItemRun
+from memevo.environments.item_run import PLAIN_RUN, ItemRun
 from memevo.environments.records import EpisodeResult
 from memevo.environments.replay import ReplayEnvironment, ReplayItem
 

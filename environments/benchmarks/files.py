@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from memevo.core.errors import UserInputError
-from memevo.environments.data.io import format_validation_error
+from memevo.environments.amemgym.data.io import format_validation_error
 
 WHOLE_FILE_LIMIT = 256 * 1024 * 1024
 _FIRST_READ = 1 << 20

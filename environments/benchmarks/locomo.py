@@ -28,6 +28,7 @@ from memevo.core.lazy_model import LazyModel
 from memevo.environments.benchmarks.answer_scoring import locomo_f1, multi_part_f1, porter_stemmer
 from memevo.environments.benchmarks.base import BenchmarkEnvironment
 from memevo.environments.benchmarks.files import iter_json_records, parse_date, validated
+from memevo.environments.capabilities import Capabilities
 from memevo.environments.protocol import AnswerScore, QuestionView
 from memevo.environments.replay import (
     CLOZE_INSTRUCTION,
@@ -163,6 +164,7 @@ def adversarial_choices(item_id: str, index: int, adversarial: str) -> list[str]
 
 class LoCoMoEnvironment(BenchmarkEnvironment):
     name: ClassVar[str] = "locomo"
+    capabilities: ClassVar[Capabilities] = Capabilities(answers="mixed", categories=True)
     calibration_prompt: ClassVar[str | None] = CLOZE_INSTRUCTION
     """"Not mentioned in the conversation" is likelier than any answer whatever was asked or remembered, so
     likelihood answers are calibrated by each option's likelihood without the question, in the agent's context

@@ -38,6 +38,7 @@ from memevo.environments.benchmarks.files import existing_file, iter_json_record
 from memevo.environments.benchmarks.files import validated as validated_record
 from memevo.environments.benchmarks.locomo import UNSTEMMED, read_conversation
 from memevo.environments.benchmarks.locomo import messages as locomo_messages
+from memevo.environments.capabilities import Capabilities
 from memevo.environments.protocol import AnswerScore, QuestionView
 from memevo.environments.replay import ReplayItem, ReplayQuestion, ReplaySession
 
@@ -260,6 +261,7 @@ class MemoryBenchEnvironment(BenchmarkEnvironment):
     memevo cannot compute are left out, each with a load warning."""
 
     name: ClassVar[str] = "memorybench"
+    capabilities: ClassVar[Capabilities] = Capabilities(answers="free_text", categories=True, options=("dialog_field",))
 
     def __init__(self, episode: EpisodeConfig, *, judge: ChatClient | None = None,
                  dialog_field: str = DIALOG_FIELD) -> None:

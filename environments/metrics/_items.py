@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.data.models import Item
 from memevo.environments.records import EpisodeResult
 
 

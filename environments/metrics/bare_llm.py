@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple, TypeVar
 
 from memevo.agents.llm.protocol import ChatClient, Role
+from memevo.environments.amemgym.data.models import Question
 from memevo.environments.answering import AnswerChooser, BareResponder
-from memevo.environments.data.models import Question
 from memevo.environments.qa import ChoiceOutcome
 
 E = TypeVar("E")

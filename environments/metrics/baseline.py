@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.data.models import Item
 
 
 def gold_state(item: Item, period: int, question_index: int) -> list[str]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from memevo.core.lazy_model import LazyModel
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.data.models import Item
 from memevo.environments.metrics._items import item_lookup, item_of
 from memevo.environments.records import EpisodeResult, ProbeRecord
 

@@ -36,7 +36,7 @@ from statistics import fmean
 from typing import Any
 
 from memevo.core.lazy_model import LazyModel
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.data.models import Item
 from memevo.environments.metrics._items import item_lookup, item_of
 from memevo.environments.metrics.baseline import random_baseline
 from memevo.environments.metrics.failure import (

@@ -17,8 +17,8 @@ from pydantic import PrivateAttr
 
 from memevo.agents.llm.protocol import ChatClient, Role
 from memevo.core.lazy_model import LazyModel
+from memevo.environments.amemgym.data.models import Item
 from memevo.environments.answering import answer_chooser
-from memevo.environments.data.models import Item
 from memevo.environments.metrics.bare_llm import BareQuestion, ask_all
 from memevo.environments.metrics.baseline import gold_state
 from memevo.environments.qa import AnswerMode, ChoiceOutcome, QuestionPrompts, prompts_digest

@@ -23,7 +23,7 @@ from pydantic import Field
 from memevo.agents.llm.accounting import RoleUsage
 from memevo.core.lazy_model import LazyModel
 from memevo.environments.metrics.scores import Scores
-from memevo.environments.registry import DEFAULT_ENVIRONMENT, measures_memory
+from memevo.environments.registry import DEFAULT_ENVIRONMENT, capabilities_of
 from memevo.environments.score_text import failure_cell
 from memevo.evolve.ablation.config import DEFAULT_MIN_EFFECT
 from memevo.evolve.ablation.records import ArmSeedRecord, FailureRates, UnitScore
@@ -107,7 +107,7 @@ class Comparison(LazyModel):
 
 class AblationSummary(LazyModel):
     name: str
-    environment: str = Field("amemgym", description="The environment the runs evolved on (summaries written "
+    environment: str = Field(DEFAULT_ENVIRONMENT, description="The environment the runs evolved on (summaries written "
                              "before environments were configurable: AMemGym, the only one then).")
     metric: str = Field(description="The runs' objective, which every figure but the memory score is of.")
     level: Level
@@ -131,7 +131,7 @@ def _metric(records: Sequence[ArmSeedRecord]) -> tuple[str, list[str]]:
 
 def _environment(records: Sequence[ArmSeedRecord]) -> str:
     """The environment of the runs ('+'-joined when arms differ)."""
-    return "+".join(sorted({str(record.config.get("environment", "amemgym")) for record in records}))
+    return "+".join(sorted({str(record.config.get("environment", DEFAULT_ENVIRONMENT)) for record in records}))
 
 
 def _level(records: Sequence[ArmSeedRecord]) -> Level:
@@ -179,10 +179,10 @@ def _split_text(failure: FailureRates) -> str:
 
 
 def _not_amemgym(record: ArmSeedRecord) -> str | None:
-    """Why the memory score and the failure split are absent on another environment (``measures_memory``): no
+    """Why the memory score and the failure split are absent on another environment (``Capabilities.memory_figures``): no
     setting would give them (an arm's seeds share their environment)."""
     environment = str(record.config.get("environment", DEFAULT_ENVIRONMENT))
-    return None if measures_memory(environment) else f"AMemGym's figure; {environment} has none"
+    return None if capabilities_of(environment).memory_figures else f"AMemGym's figure; {environment} has none"
 
 
 def _seed_failure_cell(record: ArmSeedRecord) -> str:

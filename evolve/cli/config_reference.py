@@ -41,13 +41,13 @@ KINDS: dict[str, Kind] = {
     "llm": Kind("LLM endpoint", "memevo.agents.llm.config:LLMConfig",
                 "Every `llm` section: the agent policy's, an evolution's `llm.agent`, `llm.proposer`, "
                 "`llm.simulator` and `llm.judge`, and the generation config's."),
-    "env": Kind("Environment generation config", "memevo.environments.generation.config:GenerationConfig",
+    "env": Kind("Environment generation config", "memevo.environments.amemgym.generation.config:GenerationConfig",
                 "The YAML file of `memevo env generate --config`: AMemGym's LLM pipeline that writes a "
                 "`data.json`."),
-    "synth": Kind("Procedural environment", "memevo.environments.synth.config:SynthConfig",
+    "synth": Kind("Procedural environment", "memevo.environments.amemgym.synth.config:SynthConfig",
                   "An evolution's `data.synth` section, and the flags of `memevo env synth`: worlds made "
                   "without an LLM."),
-    "data": Kind("Data format (AMemGym items)", "memevo.environments.data.models:Item",
+    "data": Kind("Data format (AMemGym items)", "memevo.environments.amemgym.data.models:Item",
                  "One element of the list in a `data.json` (or one row of a dataset); see below."),
 }
 LINKED = {"MemoryPolicy": "agent", "LLMConfig": "llm"}

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from memevo.environments.answering import ANSWER_MODE_TEXT
 from memevo.environments.metrics import Scores, UserScores
-from memevo.environments.registry import DEFAULT_ENVIRONMENT, measures_memory
+from memevo.environments.registry import DEFAULT_ENVIRONMENT, capabilities_of
 from memevo.environments.score_text import MEMORY_SCORE_SCALE, failure_text, free_text
 from memevo.evolve.config import Objective
 from memevo.evolve.stats import fmt, fmt_interval, fmt_p, mean_ci, paired_test
@@ -95,15 +95,15 @@ def held_out_lines(objective: Objective | str, seed: Scores, best: Scores, seed_
                    environment: str = DEFAULT_ENVIRONMENT) -> list[str]:
     """The headline block: objective with intervals, paired difference, memory score, references, notes. The memory
     score, random guessing and the upper bound are AMemGym's figures: other environments name them once as absent."""
-    amemgym = measures_memory(environment)
+    memory_figures = capabilities_of(environment).memory_figures
     head = (f"held-out test: {seed.n_users} users, {seed.n_questions} questions; "
             "[95% t-intervals over users]")
-    memory = (_memory_line(seed, best, best_label) if amemgym else
+    memory = (_memory_line(seed, best, best_label) if memory_figures else
               f"memory score: not measured on {environment} (it needs AMemGym's upper bound and random baseline)")
     body = [
         _objective_line(objective, objective_label(objective, seed), seed_users, best_users, best_label),
         memory,
-        _references_line(seed, best, best_label, amemgym=amemgym),
+        _references_line(seed, best, best_label, amemgym=memory_figures),
         *_diagnosis_lines(seed, best, best_label),
     ]
     wrapped = [head]

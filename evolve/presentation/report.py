@@ -14,7 +14,7 @@ from memevo.agents.registry import agent_spec
 from memevo.core.errors import UserInputError
 from memevo.core.run_files import read_json
 from memevo.environments.metrics import Scores, UserScores
-from memevo.environments.registry import measures_memory
+from memevo.environments.registry import DEFAULT_ENVIRONMENT, capabilities_of
 from memevo.environments.rundir import LEDGER_FILE, read_ledger
 from memevo.environments.score_text import (
     MEMORY_SCORE_SCALE,
@@ -259,7 +259,7 @@ def evolution_report(run_dir: Path) -> str:
     to ``report/``."""
     config = read_json(run_dir / "config.json", remedy=rewritten_by_resume(run_dir))
     history = _history(run_dir)
-    environment = config.get("environment", "amemgym")
+    environment = config.get("environment", DEFAULT_ENVIRONMENT)
     lines = [f"# Evolution: {config.get('name', run_dir.name)} ({config.get('protocol', 'outer_loop')}, "
              f"environment {environment})", ""]
     result_path = run_dir / "result.json"
@@ -274,24 +274,24 @@ def evolution_report(run_dir: Path) -> str:
             lines += ["", *_spend_lines(read_ledger(ledger))]
         return "\n".join(lines) + "\n"
     best_label = "evolving (per user)" if result.protocol == "amemgym_period" else f"best {result.best.id[:8]}"
-    amemgym = measures_memory(result.environment)
+    memory_figures = capabilities_of(result.environment).memory_figures
     lines += [
         f"Stopped: {result.stop_reason}",
         "",
-        *score_header(result.seed_scores, amemgym),
-        _scores_line(f"seed {result.seed.id[:8]}", result.seed_scores, amemgym),
-        _scores_line(best_label, result.best_scores, amemgym),
+        *score_header(result.seed_scores, memory_figures),
+        _scores_line(f"seed {result.seed.id[:8]}", result.seed_scores, memory_figures),
+        _scores_line(best_label, result.best_scores, memory_figures),
         "",
         *_category_lines(result),
         *_cross_lines(run_dir),
-        *_score_notes(result, amemgym),
+        *_score_notes(result, memory_figures),
         "",
-        *_paired_lines(result.seed_user_scores, result.best_user_scores, amemgym),
+        *_paired_lines(result.seed_user_scores, result.best_user_scores, memory_figures),
         "",
         *_best_candidate_lines(result),
         "",
         *_spend_lines(result.usage),
     ]
-    plots = _evolution_plots(result, history, run_dir / REPORT_DIR, amemgym)
+    plots = _evolution_plots(result, history, run_dir / REPORT_DIR, memory_figures)
     lines += ["", "Plots: " + ", ".join(str(path) for path in plots), f"MLflow: {mlflow_ui_command(run_dir)}"]
     return "\n".join(lines) + "\n"

@@ -27,7 +27,7 @@ from types import ModuleType, SimpleNamespace
 from typing import Any, Literal, NamedTuple
 
 from memevo.agents.llm.protocol import Message, Role
-from memevo.environments.data.models import Item
+from memevo.environments.amemgym.data.models import Item
 from tests.doubles.scripted_llm import Handler
 
 CHECKOUT = Path(os.environ.get("MEMEVO_AMEMGYM_SOURCE", "/tmp/amemgym"))

@@ -49,7 +49,15 @@ from memevo.agents.llm.accounting import Accounting
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.llm.dspy_lm import GatewayLM
 from memevo.agents.llm.protocol import ChatReply, Message, Role
-from memevo.environments.data.models import AnswerChoice, Item, Period, Question, Session, StateUpdate, UserProfile
+from memevo.environments.amemgym.data.models import (
+    AnswerChoice,
+    Item,
+    Period,
+    Question,
+    Session,
+    StateUpdate,
+    UserProfile,
+)
 from tests.doubles.scripted_llm import ScriptedLLM
 
 CATEGORIES: dict[str, list[str]] = {

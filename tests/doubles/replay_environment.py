@@ -1,6 +1,7 @@
 """TEST DOUBLE: a replayed-conversation environment over a JSON list of ``ReplayItem`` records, and a small world.
 
-``TinyReplayEnvironment`` is what a benchmark module looks like: a name and a reader. ``tiny_items`` builds
+``TinyReplayEnvironment`` is what a benchmark module looks like: a name and a reader (``PrefixedReplayEnvironment``
+adds a setting of its own). ``tiny_items`` builds
 conversations where each user states facts (``"<key> is <value>"``, some changed in a later session) and is
 asked about them: free text scored by token F1 and exact match, one multiple-choice question, each categorised.
 """
@@ -12,8 +13,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import ClassVar
 
+from memevo.agents.llm.protocol import ChatClient
 from memevo.core.errors import UserInputError
+from memevo.environments.capabilities import Capabilities
 from memevo.environments.replay import ReplayEnvironment, ReplayItem, ReplayQuestion, ReplaySession
+from memevo.environments.runner import EpisodeConfig
 
 
 class TinyReplayEnvironment(ReplayEnvironment):
@@ -27,6 +31,22 @@ class TinyReplayEnvironment(ReplayEnvironment):
             raise UserInputError(f"cannot read: {error}", source=str(path)) from None
         items = [ReplayItem.model_validate(row) for row in rows]
         return items[:limit] if limit else items
+
+
+class PrefixedReplayEnvironment(TinyReplayEnvironment):
+    """A benchmark with a setting of its own (``id_prefix``, put before every item id): what a new benchmark with
+    an option needs is its class and a registry entry."""
+
+    name: ClassVar[str] = "prefixed_replay"
+    capabilities: ClassVar[Capabilities] = Capabilities(categories=True, options=("id_prefix",))
+
+    def __init__(self, episode: EpisodeConfig, *, judge: ChatClient | None = None, id_prefix: str = "") -> None:
+        super().__init__(episode, judge=judge)
+        self.id_prefix = id_prefix
+
+    def load_items(self, source: str | Path, *, limit: int | None = None) -> list[ReplayItem]:
+        return [item.model_copy(update={"id": self.id_prefix + item.id})
+                for item in super().load_items(source, limit=limit)]
 
 
 def tiny_items(n: int = 3) -> list[ReplayItem]:

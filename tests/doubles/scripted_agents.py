@@ -24,7 +24,7 @@ from typing import Any
 from memevo.agents.base import AgentAnswer, AgentSpec, MemoryAgent
 from memevo.agents.llm.protocol import Message
 from memevo.agents.policy import MemoryPolicy
-from memevo.environments.data.models import (
+from memevo.environments.amemgym.data.models import (
     AnswerChoice,
     Item,
     Period,
@@ -33,8 +33,8 @@ from memevo.environments.data.models import (
     StateUpdate,
     UserProfile,
 )
+from memevo.environments.amemgym.simulators.base import UserSimulator
 from memevo.environments.diagnosis import build_probe_prompt
-from memevo.environments.simulators.base import UserSimulator
 from tests.doubles.scripted_llm import ScriptedLLM
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from memevo.environments.data.io import save_items
+from memevo.environments.amemgym.data.io import save_items
 from memevo.evolve.ablation.records import find_arm_records
 from tests.doubles.category_backend import category_world
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from memevo.environments.data.io import save_items
+from memevo.environments.amemgym.data.io import save_items
 from tests.doubles.category_backend import category_world
 
 
