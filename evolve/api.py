@@ -37,6 +37,7 @@ from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.rundir import claim_run_folder
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import DataConfig, EvolveConfig, SeedConfig, load_evolve_config, parse_evolve_config
+from memevo.evolve.plugins import make_tracker
 from memevo.evolve.records import EvolutionResult, GenerationOutcome, GenerationPlan, read_record
 from memevo.evolve.runtime import data_hash
 
@@ -302,14 +303,11 @@ def _candidates(folder: Path, seed: Candidate) -> list[Candidate]:
 def _mlflow_ids(settings: EvolveConfig, folder: Path) -> MLflowIds | None:
     if not settings.tracking.enabled:
         return None
-    from memevo.evolve.tracking.store import MLFLOW_IDS_FILE, default_tracking_uri  # mlflow: the run imported it
-
-    path = folder / MLFLOW_IDS_FILE
-    if not path.exists():
+    tracker = make_tracker(settings.tracking.tracker)
+    ids = tracker.run_ids(folder)
+    if ids is None:
         return None
-    ids = json.loads(path.read_text(encoding="utf-8"))
-    runs = {key.split("/", 1)[1]: entry["id"] for key, entry in ids.items()
-            if key.startswith("gen") and "/" in key and isinstance(entry, dict)}
-    return MLflowIds(tracking_uri=settings.tracking.uri or default_tracking_uri(folder),
-                     experiment=settings.tracking.experiment or settings.name,
-                     parent_run_id=ids["parent"]["id"], candidate_run_ids=runs)
+    parent, runs = ids
+    return MLflowIds(tracking_uri=settings.tracking.uri or tracker.ui().default_store(folder),
+                     experiment=settings.tracking.experiment or settings.name, parent_run_id=parent,
+                     candidate_run_ids=runs)

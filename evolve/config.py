@@ -11,7 +11,16 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import ErrorDetails
 
 from memevo.agents.llm.config import SPEED_ONLY_FIELDS, LLMConfig
@@ -215,13 +224,26 @@ class EpisodeSettings(_Strict):
         "Results do not depend on it.")
 
 
-class TrackingConfig(_Strict):
-    """Where the run is logged in MLflow."""
+DEFAULT_TRACKER = "mlflow"
 
-    enabled: bool = Field(True, description="Log runs, metrics and prompts to MLflow.")
+
+class TrackingConfig(_Strict):
+    """Which tracker logs the run (the names are ``memevo.evolve.plugins.TRACKERS``), and where."""
+
+    enabled: bool = Field(True, description="Log runs, metrics and prompts to the tracker.")
+    tracker: str = Field(DEFAULT_TRACKER, description="The tracker that logs the run: mlflow (the one so far).")
     uri: str | None = Field(None, description="MLflow tracking URI; default sqlite:///<run_dir>/mlflow.db.")
     experiment: str | None = Field(None, description="Default: the config file's stem.")
     register_prompts: bool = Field(True, description="Register each kept prompt in MLflow's prompt registry.")
+
+    @model_serializer(mode="wrap")
+    def _without_default_tracker(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The default tracker is left out of the dump: the config a run logged, hashed and resumes on stays the one
+        written before trackers had names."""
+        dump: dict[str, Any] = handler(self)
+        if dump.get("tracker") == DEFAULT_TRACKER:
+            del dump["tracker"]
+        return dump
 
 
 class OptunaConfig(_Strict):

@@ -2,10 +2,13 @@
 
 The loop orders generations and emits an event at each point something outside it may care about (a plan made, a
 phase of work started or advanced, a generation or the run ended); AMemGym's in-episode protocol emits its own (a
-user's prompts evolved, the run ended). Observers (MLflow runs, Optuna trials, the terminal, the score plot;
-``memevo.evolve.observers`` names them) turn events into their own records, so neither imports any of them. Events
+user's prompts evolved, the run ended). Observers (the tracker's runs, the terminal, the score plot;
+``memevo.evolve.plugins`` names them) turn events into their own records, so neither imports any of them. Events
 are handed to the observers one at a time, in the registry's order, in the loop's thread: a resumed run emits the
 same events in the same order, so every observer writes the same records.
+
+The records an event carries are named here by what observers read of them (``CandidateOutcome``, ``UsersSplit``,
+``UserStep``), so this module imports none of the engine's modules that emit events.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from memevo.environments.score_text import FigureName, data_figure_name
 
@@ -26,13 +29,49 @@ if TYPE_CHECKING:
     from memevo.evolve.candidates import Candidate
     from memevo.evolve.config import EvolveConfig
     from memevo.evolve.cross_test import CrossTestResult
-    from memevo.evolve.deferred import Deferred, DeferredStart
+    from memevo.evolve.deferred import DeferredStart
     from memevo.evolve.evaluation import CandidateEval, Evaluator
-    from memevo.evolve.in_episode import EvolutionStep
-    from memevo.evolve.records import EvolutionResult, GenerationOutcome, GenerationPlan
-    from memevo.evolve.runtime import Split
-    from memevo.evolve.scheduling import CandidateRun
-    from memevo.evolve.tuner import Tuner
+    from memevo.evolve.records import EvolutionResult, GenerationOutcome, GenerationPlan, ProposalStats
+
+
+# ----- what events carry (the engine's records, as observers read them) ---------------------------------------------
+
+class CandidateOutcome(Protocol):
+    """What happened to one candidate in its generation (``scheduling.CandidateRun``)."""
+
+    @property
+    def val(self) -> CandidateEval | None: ...
+
+    @property
+    def train_check(self) -> CandidateEval | None: ...
+
+    def evals(self) -> dict[str, CandidateEval | None]: ...
+
+
+class UsersSplit(Protocol):
+    """The run's user ids per split (``runtime.Split``)."""
+
+    @property
+    def train(self) -> list[str]: ...
+
+    @property
+    def val(self) -> list[str]: ...
+
+    @property
+    def test(self) -> list[str]: ...
+
+
+class UserStep(Protocol):
+    """One in-episode evolution step of one user (``in_episode.EvolutionStep``)."""
+
+    @property
+    def user_id(self) -> str: ...
+
+    @property
+    def period(self) -> int: ...
+
+    @property
+    def stats(self) -> ProposalStats: ...
 
 
 # ----- phases of work (what a progress display shows) ------------------------------------------------------------
@@ -92,20 +131,6 @@ class PhaseEnded:
 # ----- the search ------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class CandidateProposed:
-    """A candidate took its trial's hyperparameters (before any evaluation)."""
-
-    candidate: Candidate
-
-
-@dataclass(frozen=True)
-class ProposalRepeated:
-    """A proposal repeated a known policy: its trial is closed unrun."""
-
-    trial_number: int
-
-
-@dataclass(frozen=True)
 class GenerationPlanned:
     """A generation's candidates are known (also when a resume read its saved plan)."""
 
@@ -129,7 +154,7 @@ class GenerationEnded:
     the run's total at the time of the event."""
 
     outcome: GenerationOutcome
-    ran: Sequence[tuple[Candidate, CandidateRun]]
+    ran: Sequence[tuple[Candidate, CandidateOutcome]]
     never_run: Sequence[Candidate]
     lineage: Mapping[str, Candidate]
     feedback: str
@@ -164,7 +189,7 @@ class UserEvolved:
     """One user's prompts were rewritten after one of its periods (``evolved`` names the components the proposal
     changed, empty when it changed none); the step is saved. A resume does not repeat it for a restored period."""
 
-    step: EvolutionStep
+    step: UserStep
     evolved: Sequence[str]
 
 
@@ -175,8 +200,7 @@ class InEpisodeEnded:
     result: EvolutionResult
 
 
-Event = (PhaseStarted | PhaseAdvanced | PhaseSkipped | PhaseEnded | CandidateProposed | ProposalRepeated
-         | GenerationPlanned | ParentTrainCompleted | GenerationEnded | RunEnded | UserEvolved | InEpisodeEnded)
+Event = (PhaseStarted | PhaseAdvanced | PhaseSkipped | PhaseEnded | GenerationPlanned | ParentTrainCompleted | GenerationEnded | RunEnded | UserEvolved | InEpisodeEnded)
 
 
 # ----- observers ---------------------------------------------------------------------------------------------------
@@ -194,15 +218,12 @@ class RunContext:
     config: EvolveConfig
     run_dir: Path
     evaluator: Evaluator
-    split: Split
+    split: UsersSplit
     items: Sequence[object]
     seed: Candidate
     spec: AgentSpec
-    tuner: Deferred[Tuner] | None
     start_later: DeferredStart
     """Start-up work an observer needs later but not for the run's first request (e.g. MLflow's store)."""
-    run_link: Callable[[int, str], str | None]
-    """The tracker's run of a candidate (generation, label), None before it is logged or without a tracker."""
 
     @property
     def users(self) -> dict[str, list[str]]:
@@ -227,9 +248,10 @@ class Observer:
     def notify(self, event: Event) -> None:
         """Handle one event (called in the loop's thread, in the order the loop emitted them)."""
 
-    def run_link(self, generation: int, label: str) -> str | None:
-        """The id this observer's records give a candidate's run, when it keeps one (a tracker does)."""
-        return None
+    def links(self, generation: int, label: str) -> dict[str, str]:
+        """Trial attributes that lead to this observer's record of a candidate (generation, label), when it keeps
+        one (a tracker does: ``{"mlflow_run_id": ...}``); empty before it is logged."""
+        return {}
 
     def warm_up(self) -> None:
         """Import what the run's end needs (a plot's matplotlib, say), called in the start-up thread while the run
@@ -269,9 +291,8 @@ class Observers(Observer):
         for observer in self.named.values():
             observer.warm_up()
 
-    def run_link(self, generation: int, label: str) -> str | None:
-        links = (observer.run_link(generation, label) for observer in self.named.values())
-        return next((link for link in links if link is not None), None)
+    def links(self, generation: int, label: str) -> dict[str, str]:
+        return {key: value for observer in self.named.values() for key, value in observer.links(generation, label).items()}
 
     @contextmanager
     def phase(self, phase: PhaseKind) -> Iterator[Progress]:

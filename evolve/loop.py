@@ -16,8 +16,8 @@ plan are handed out again, and every random choice is seeded (by the generation,
 
 Budgets are checked before each generation and before each candidate starts (``spend.BudgetKeeper``): once one
 is spent, the run stops, and a generation's candidates that had not started are left out (the stop reason says so).
-The loop tells what happened as events (``events``); the observers (``observers``: MLflow runs, Optuna's trial
-results, the terminal, the score plot) record them.
+The loop tells what happened as events (``events``); the observers (``plugins``: the tracker, the terminal,
+the score plot) record them; the tuner tells its own trials.
 """
 
 from __future__ import annotations
@@ -85,11 +85,11 @@ class OuterLoop(runtime.RunBase):
         self.planner = Planner(
             config, self._gen_dir, evaluator=self.evaluator, environment=self.environment, items=self.items,
             train_users=self.split.train, components=[spec.component(name) for name in config.components],
-            bounds=self.bounds, observers=self.observers, tuner=lambda: self.tuner, proposers=lambda: self.proposers)
+            bounds=self.bounds, tuner=lambda: self.tuner, proposers=lambda: self.proposers)
 
     def make_tuner(self) -> Deferred[Tuner]:
-        """The Optuna study the loop asks for each candidate's hyperparameters (its trials are closed by the
-        ``optuna`` observer), opened once the first requests are in flight (``deferred``)."""
+        """The Optuna study the loop asks for each candidate's hyperparameters (and tells, ``Tuner.close_generation``),
+        opened once the first requests are in flight (``deferred``)."""
         config = self.config
         return self.start_later.defer(partial(
             open_tuner, config, storage=config.optuna.storage or f"sqlite:///{(self.run_dir / 'optuna.db').resolve()}",
@@ -204,9 +204,11 @@ class OuterLoop(runtime.RunBase):
                         never_run: list[Candidate] | None = None) -> None:
         """Every observer has the generation's end (its runs logged, then its trials closed: each trial names its
         candidate's run) before its outcome is saved, so a kill in between repeats it on resume."""
-        self.observers.notify(GenerationEnded(
+        event = GenerationEnded(
             outcome=outcome, ran=ran, never_run=never_run or [], lineage=self.lineage.candidates, feedback=feedback,
-            usage=self.budget.recorded(self._gen_dir(outcome.generation)), spend=self.budget.report().total()))
+            usage=self.budget.recorded(self._gen_dir(outcome.generation)), spend=self.budget.report().total())
+        self.observers.notify(event)
+        self.tuner.close_generation(event, self.evaluator, self.observers.links)
 
     # ----- the run ------------------------------------------------------------------------------
 

@@ -41,19 +41,13 @@ from memevo.environments.runner import EpisodeConfig
 from memevo.environments.table_cache import cached_table
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import DataConfig, EvolveConfig, check_judge, check_validation_users
+from memevo.evolve.databases import check_database_url, check_name
 from memevo.evolve.deferred import Deferred, DeferredStart
 from memevo.evolve.evaluation import Evaluator
 from memevo.evolve.events import Observers, RunContext
-from memevo.evolve.observers import open_observers
+from memevo.evolve.plugins import make_tracker, open_observers
 from memevo.evolve.proposers import Proposer, ProposerSettings, make_proposer
 from memevo.evolve.run_data import keep_data
-from memevo.evolve.tracking.stores import (
-    check_artifact_location,
-    check_database_url,
-    check_name,
-    check_tracking_uri,
-    default_tracking_uri,
-)
 from memevo.evolve.validation import LengthBounds
 
 if TYPE_CHECKING:
@@ -131,17 +125,16 @@ def make_split(items: Sequence[Any], config: EvolveConfig, environment: Environm
 
 
 def check_stores(config: EvolveConfig, run_dir: Path) -> None:
-    """The run's name, MLflow store (and its experiment's artifact folder) and Optuna storage, checked before
-    anything is written or called (``tracking.stores``); the default stores lie in the run folder, which
-    ``claim_run_folder`` checked."""
+    """The run's name, tracker, its store (``Tracker.check_store``) and Optuna storage, checked before anything is
+    written or called; the default stores lie in the run folder, which ``claim_run_folder`` checked."""
     source = str(config.source or "config")
     check_name(config.name, source=source)
-    if config.tracking.enabled:
-        if config.tracking.uri:
-            check_tracking_uri(config.tracking.uri, source=source)
-        check_artifact_location(config.tracking.uri or default_tracking_uri(run_dir),
-                                config.tracking.experiment or config.name, source=source,
-                                field="tracking.experiment" if config.tracking.experiment else "name")
+    tracking = config.tracking
+    tracker = make_tracker(tracking.tracker, source=source)
+    if tracking.enabled:
+        tracker.check_store(tracking.uri, tracking.experiment or config.name, run_dir, source=source,
+                            store_field="tracking.uri",
+                            experiment_field="tracking.experiment" if tracking.experiment else "name")
     if config.optuna.storage:
         check_database_url(config.optuna.storage, source=source, field="optuna.storage")
 
@@ -323,12 +316,11 @@ class RunBase:
         self.start_later = DeferredStart()  # what the first request does not need: see ``observers`` and ``proposers``
         self.deferred_tuner = self.make_tuner()
         self.observers = Observers()
-        """The run's observers (``memevo.evolve.observers``): MLflow's store opens once the first requests are in
+        """The run's observers (``memevo.evolve.plugins``): the tracker's store opens once the first requests are in
         flight."""
         open_observers(self.observers, RunContext(
             config=config, run_dir=run_dir, evaluator=self.evaluator, split=self.split, items=self.users,
-            seed=self.seed, spec=agent_spec(self.seed.policy.kind), tuner=self.deferred_tuner,
-            start_later=self.start_later, run_link=self.observers.run_link))
+            seed=self.seed, spec=agent_spec(self.seed.policy.kind), start_later=self.start_later))
         self._proposers = self.start_later.defer(partial(make_proposers, hub, config))
         self.start_later.watch(hub.accounting)
 

@@ -11,20 +11,28 @@ which candidate finished first.
 The study's one value is the run's objective (``accuracy`` or ``memory_score``, named as the study's
 metric) on the train users; each trial also carries its candidate id and, when it reached validation,
 ``val_<objective>``, the value memevo's selection used, so Optuna's view and memevo's agree on names.
+
+The tuner tells its own trials (``close_generation``), after the generation's observers had its end: each trial's
+attributes then link to its candidate's tracker run, and no observer's place in the order matters.
 """
 
 from __future__ import annotations
 
 import hashlib
 import warnings
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import IntRange, OptunaConfig
-from memevo.evolve.tracking.stores import damaged_database, sqlite_file
+from memevo.evolve.databases import damaged_database, sqlite_file
+from memevo.evolve.decisions import decision_of
+from memevo.evolve.evaluation import CandidateEval, Evaluator
+from memevo.evolve.events import GenerationEnded
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -35,6 +43,25 @@ DECISION_ATTR = "decision"
 """The user attribute that says what memevo did with a trial's candidate (why a trial without a value has none)."""
 PRUNED_AFTER_ATTR = "pruned_after_users"
 """Set when the pruner stopped the trial: after how many train users."""
+REPEATED = "not run: the proposal repeated a known policy"
+"""The decision of a trial whose proposal repeated a known policy (closed unrun)."""
+
+
+def trial_attributes(*, candidate_id: str, label: str, generation: int, objective: str, val_score: float | None,
+                     links: Mapping[str, str], kept: bool, decision: str) -> dict[str, Any]:
+    """Optuna user attributes of a candidate's trial.
+
+    The trial's value is the ``objective`` on the *training* users (the study's metric is named after
+    it; every trial has one, pruned ones too, and the pruner needs it); memevo selects on *validation*.
+    So Optuna's "best trial" can differ from memevo's best: ``kept``, ``decision`` and ``val_<objective>`` say
+    which trial memevo kept; ``decision`` is the one its tracker run shows (``decisions.candidate_decision``);
+    ``links`` lead to that run (the MLflow tracker's: ``mlflow_run_id``).
+    """
+    attrs: dict[str, Any] = {"candidate_id": candidate_id, "candidate": label, "generation": generation,
+                             "kept": kept, "decision": decision}
+    if val_score is not None:
+        attrs[f"val_{objective}"] = val_score
+    return attrs | dict(links)
 
 
 def draw_seed(seed: int, number: int, name: str) -> int:
@@ -186,6 +213,30 @@ class Tuner:
             self.study.tell(number, state=TrialState.PRUNED)
         else:
             self.study.tell(number, value)
+
+    def repeated(self, number: int) -> None:
+        """Close the trial of a proposal that repeated a known policy: it is not run."""
+        self.tell(number, None, reason=REPEATED)
+
+    def close_generation(self, event: GenerationEnded, evaluator: Evaluator,
+                         links: Callable[[int, str], Mapping[str, str]]) -> None:
+        """Tell the generation's trials, each with the objective on the train users its candidate was run on, or none
+        with the reason its tracker run shows (gate, pruner, budget, not needed, or validation first rejected on
+        validation); each first gets its attributes (Optuna refuses to change a finished trial), among them
+        ``links(generation, label)`` to the candidate's tracker run, which the observers logged before."""
+        runs: list[tuple[Candidate, dict[str, CandidateEval | None], CandidateEval | None, CandidateEval | None]]
+        runs = [(candidate, {}, None, None) for candidate in event.never_run]
+        runs += [(candidate, run.evals(), run.val, run.train_check) for candidate, run in event.ran]
+        outcome = event.outcome
+        for candidate, evals, val, check in runs:
+            assert candidate.trial_number is not None
+            decision = decision_of(evaluator, candidate, event.parent_of(candidate), evals, outcome)
+            self.annotate(candidate.trial_number, **trial_attributes(
+                candidate_id=candidate.id, label=candidate.label, generation=candidate.generation,
+                objective=self.metric, val_score=val.score if val is not None else None,
+                links=links(candidate.generation, candidate.label), kept=candidate.id == outcome.kept_id,
+                decision=decision))
+            self.tell(candidate.trial_number, None if check is None or check.pruned else check.score, reason=decision)
 
     def summary(self) -> dict[str, Any]:
         states = [trial.state.name for trial in self.study.get_trials(deepcopy=False)]

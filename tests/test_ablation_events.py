@@ -1,6 +1,6 @@
 """The ablation's events: what its observers are handed, in order, on a run, a resume and a failure; MLflow's parent
 run and its nested evolutions as the ablation's observer writes them; and a tracker added as one module and one
-registry entry (``tests.doubles.recording_ablation_observer``)."""
+registry entry (``tests.doubles.recording_tracker``), which the arms' configs name."""
 
 from __future__ import annotations
 
@@ -8,19 +8,28 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from mlflow.tracking import MlflowClient
 
 from memevo.evolve.ablation import run as ablation_module
 from memevo.evolve.ablation.config import load_ablation_config
-from memevo.evolve.ablation.events import AblationEnded, AblationStarted, EvolutionFinished, SummaryReady
+from memevo.evolve.ablation.events import (
+    AblationContext,
+    AblationEnded,
+    AblationObserver,
+    AblationObservers,
+    AblationStarted,
+    EvolutionFinished,
+    SummaryReady,
+)
+from memevo.evolve.ablation.manifest import load_manifest
 from memevo.evolve.ablation.records import find_arm_records
-from memevo.evolve.ablation.run import load_manifest, run_ablation
-from memevo.evolve.observers import ablation_observers
-from tests.doubles import recording_ablation_observer
-from tests.doubles.recording_ablation_observer import RECORDED
+from memevo.evolve.ablation.run import run_ablation
+from memevo.evolve.observers.mlflow_tracker import MlflowTracker
+from tests.doubles import recording_ablation_observer, recording_tracker
+from tests.doubles.recording_ablation_observer import RECORDED, RecordingAblationObserver
 from tests.test_ablation_run import make_hub, write_tiny_ablation
 
-RECORDING = "tests.doubles.recording_ablation_observer"
 UNITS = [("no-evolution", 0), ("complete", 0)]
 
 
@@ -50,8 +59,16 @@ def _mlflow_state(uri: str, experiment: str) -> dict[str, Any]:
 
 @pytest.fixture
 def recorded(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """The recording double, after MLflow in the registry."""
-    monkeypatch.setitem(ablation_observers.ABLATION_OBSERVERS, "recording", RECORDING)
+    """MLflow's ablation observer, with the recording double told each event after it."""
+    mlflow_observer = MlflowTracker.make_ablation_observer
+
+    def both(tracker: MlflowTracker, context: AblationContext) -> AblationObserver:
+        observers = AblationObservers()
+        observers.add("mlflow", mlflow_observer(tracker, context))
+        observers.add("recording", RecordingAblationObserver())
+        return observers
+
+    monkeypatch.setattr(MlflowTracker, "make_ablation_observer", both)
     RECORDED.clear()
     return RECORDED
 
@@ -119,9 +136,13 @@ def test_a_failed_ablation_ends_its_events_unsucceeded(tmp_path: Path, recorded:
 def test_a_new_tracker_for_the_ablation_is_one_module_and_one_registry_entry(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ablation_observers, "ABLATION_OBSERVERS", {"recording": RECORDING})
+    recording_tracker.register(monkeypatch)
     recording_ablation_observer.RECORDED.clear()
-    config = load_ablation_config(write_tiny_ablation(tmp_path, seeds=[0]))
+    ablation_file = write_tiny_ablation(tmp_path, seeds=[0])
+    base = yaml.safe_load((tmp_path / "base.yaml").read_text())
+    base["tracking"]["tracker"] = recording_tracker.NAME  # the arms' configs name the tracker
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(base))
+    config = load_ablation_config(ablation_file)
     run_dir = tmp_path / "run"
     outcome = run_ablation(config, run_dir=run_dir, hub=make_hub(), progress=lambda _: None)
 
@@ -132,7 +153,8 @@ def test_a_new_tracker_for_the_ablation_is_one_module_and_one_registry_entry(
         {(arm, f"recorded-{arm}-seed-{seed}") for arm, seed in UNITS}
     manifest = load_manifest(run_dir)
     assert manifest is not None and manifest.parent_run_id is None and outcome.parent_run_id is None
-    assert _mlflow_state(manifest.tracking_uri, manifest.name)["parents"] == []
+    assert manifest.tracking_uri == str(run_dir / "recorded-store.json")  # the tracker's default store
+    assert not list(run_dir.rglob("mlflow.db"))  # nothing was logged to MLflow
 
 
 def test_a_worker_taking_the_summary_over_logs_its_rows_at_the_stamp_the_dead_writer_saved(tmp_path: Path) -> None:

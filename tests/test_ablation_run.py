@@ -22,6 +22,7 @@ from memevo.evolve.ablation import run as ablation_module
 from memevo.evolve.ablation.config import load_ablation_config
 from memevo.evolve.ablation.records import ARM_RECORD_FILE, find_arm_records
 from memevo.evolve.ablation.run import load_manifest, run_ablation
+from memevo.evolve.tracking.stores import default_tracking_uri
 from tests.doubles.category_backend import CategoryBackend, CategoryHub, category_world
 
 
@@ -183,7 +184,8 @@ def test_an_ablation_started_before_min_effect_resumes_and_takes_the_new_value(
 ) -> None:
     config = load_ablation_config(ablation_file)
     run_dir = tmp_path / "run"
-    ablation_module._prepare(config, run_dir, resume=False)
+    store = default_tracking_uri(run_dir)
+    ablation_module._prepare(config, run_dir, resume=False, default_store=store)
     # the manifest as an earlier version wrote it: no min_effect, in its own fields or in the config
     stored = json.loads((run_dir / ablation_module.MANIFEST_FILE).read_text())
     stored.pop("min_effect")
@@ -191,7 +193,8 @@ def test_an_ablation_started_before_min_effect_resumes_and_takes_the_new_value(
     (run_dir / ablation_module.MANIFEST_FILE).write_text(json.dumps(stored))
     old_digest = load_manifest(run_dir).digest()
 
-    resumed = ablation_module._prepare(config.model_copy(update={"min_effect": 0.1}), run_dir, resume=True)
+    resumed = ablation_module._prepare(config.model_copy(update={"min_effect": 0.1}), run_dir, resume=True,
+                                       default_store=store)
     assert resumed.min_effect == 0.1 and load_manifest(run_dir).min_effect == 0.1
     assert resumed.digest() == old_digest  # the MLflow parent is still found by its tag
 

@@ -17,6 +17,7 @@ from memevo.core.errors import RunFailedError, UserInputError
 from memevo.environments.amemgym.data.io import save_items
 from memevo.evolve.cli import main as cli
 from memevo.evolve.cli import ui_server
+from memevo.evolve.observers.tracker_ui import TrackerUI
 from tests.doubles.category_backend import CategoryBackend, CategoryHub, category_world
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
@@ -142,8 +143,8 @@ def _fake_mlflow(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, delay_s: float
     seen: dict[str, object] = {}
     record = tmp_path / "server.json"
 
-    def command(uri: str, *, port: int, workers: int) -> list[str]:
-        seen["cmd"] = real(uri, port=port, workers=workers)
+    def command(ui: TrackerUI, uri: str, *, port: int, workers: int) -> list[str]:
+        seen["cmd"] = real(ui, uri, port=port, workers=workers)
         return [sys.executable, "-m", "tests.doubles.health_server", str(port), str(delay_s), str(record)]
 
     real = ui_server.server_command

@@ -10,7 +10,6 @@ import optuna
 import pytest
 
 from memevo.agents.policy import MemoryPolicy
-from memevo.evolve import observers
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.events import (
     Event,
@@ -28,10 +27,12 @@ from memevo.evolve.events import (
     UserEvolved,
 )
 from memevo.evolve.scheduling import CandidateRun, CandidateScheduler
-from tests.doubles import recording_observer
+from tests.doubles import recording_observer, recording_tracker
 from tests.test_evolve_loop import SEED_TYPES, evolve
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
+RECORDING = {"enabled": True, "tracker": recording_tracker.NAME}
+"""The run is tracked by the recording double, which the config names."""
 
 
 class Named(Observer):
@@ -107,10 +108,9 @@ async def test_the_scheduler_starts_only_what_the_budget_allows_and_one_at_a_tim
 
 
 def test_a_new_tracker_is_one_module_and_one_registry_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    entry = observers.ObserverEntry("tests.doubles.recording_observer", lambda run: True)
-    monkeypatch.setitem(observers.OBSERVERS, "recording", entry)
+    recording_tracker.register(monkeypatch)
     recording_observer.RECORDED.clear()
-    result, _ = evolve(tmp_path, "recorded", budget={"generations": 2, "candidates": 2})
+    result, _ = evolve(tmp_path, "recorded", budget={"generations": 2, "candidates": 2}, tracking=RECORDING)
     events = recording_observer.RECORDED
     ended = [event.outcome for event in events if isinstance(event, GenerationEnded)]
     assert ended == result.history  # each generation once, in order, as the run's result holds them
@@ -121,17 +121,18 @@ def test_a_new_tracker_is_one_module_and_one_registry_entry(tmp_path: Path, monk
     assert sorted(started) == sorted(event.key for event in events if isinstance(event, PhaseEnded))
     assert not [event for event in events if isinstance(event, PhaseSkipped) and event.units <= 0]
     study = optuna.load_study(study_name="test-evolution", storage=f"sqlite:///{tmp_path / 'recorded' / 'optuna.db'}")
-    links = {trial.user_attrs.get("mlflow_run_id") for trial in study.trials if trial.user_attrs.get("candidate")}
+    links = {trial.user_attrs.get("recorded_run") for trial in study.trials if trial.user_attrs.get("candidate")}
     assert links and all(str(link).startswith("recorded-g") for link in links)  # the trial names the tracker's run
+    assert not (tmp_path / "recorded" / "mlflow.db").exists()
 
 
 def test_in_episode_evolution_tells_observers_each_step_and_its_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                     caplog: pytest.LogCaptureFixture) -> None:
-    entry = observers.ObserverEntry("tests.doubles.recording_observer", lambda run: True)
-    monkeypatch.setitem(observers.OBSERVERS, "recording", entry)
+    recording_tracker.register(monkeypatch)
     recording_observer.RECORDED.clear()
     with caplog.at_level(logging.INFO, logger="memevo.evolve"):
-        result, _ = evolve(tmp_path, "period", protocol="amemgym_period", split={"train": 0, "val": 0, "test": 2})
+        result, _ = evolve(tmp_path, "period", protocol="amemgym_period", split={"train": 0, "val": 0, "test": 2},
+                           tracking=RECORDING)
     lines = [record.getMessage() for record in caplog.records]
     assert any(line.endswith("period 0: evolved ['memory_types'] (0 rejected)") for line in lines)  # the terminal's
     assert any(line.startswith("in-episode evolution, test accuracy: seed ") and " -> evolving " in line
@@ -142,5 +143,6 @@ def test_in_episode_evolution_tells_observers_each_step_and_its_end(tmp_path: Pa
     assert len(steps) == len(saved) == 4 and {period for _, period in steps} == {0, 1}  # never after the last
     assert events[-1] == InEpisodeEnded(result) and not any(isinstance(event, RunEnded) for event in events)
     recording_observer.RECORDED.clear()
-    evolve(tmp_path, "period", resume=True, protocol="amemgym_period", split={"train": 0, "val": 0, "test": 2})
+    evolve(tmp_path, "period", resume=True, protocol="amemgym_period", split={"train": 0, "val": 0, "test": 2},
+           tracking=RECORDING)
     assert recording_observer.RECORDED == [InEpisodeEnded(result)]  # restored steps are not told again

@@ -1,5 +1,5 @@
-"""``memevo ui`` takes everything tracker-specific from the tracker's UI: a new one is one module and one registry
-entry (``tests.doubles.recording_tracker_ui`` stands in for MLflow's here)."""
+"""``memevo ui`` takes everything tracker-specific from the tracker's UI: a new tracker is one module and one registry
+entry (``tests.doubles.recording_tracker`` stands in for MLflow's here)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 from memevo.evolve.cli import main as cli
-from memevo.evolve.observers import tracker_ui
+from memevo.evolve.config import DEFAULT_TRACKER
+from tests.doubles import recording_tracker
 
 
 @pytest.fixture(autouse=True)
 def recording_ui(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(tracker_ui.TRACKER_UIS, tracker_ui.TRACKER, "tests.doubles.recording_tracker_ui")
+    recording_tracker.register(monkeypatch, DEFAULT_TRACKER)
 
 
 def _free_port() -> int:

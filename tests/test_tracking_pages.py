@@ -19,9 +19,9 @@ from memevo.agents.policy import MemoryPolicy
 from memevo.core.errors import UserInputError
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import IntRange, OptunaConfig
+from memevo.evolve.decisions import candidate_decision
 from memevo.evolve.evaluation import CandidateEval
 from memevo.evolve.records import GenerationOutcome, ProposalStats
-from memevo.evolve.tracking.entries import candidate_decision
 from memevo.evolve.tracking.payloads import COST_PREFIX, cost_metrics
 from memevo.evolve.tracking.store import MLFLOW_IDS_FILE, Tracker
 from memevo.evolve.tracking.stores import check_artifact_location, open_tracking_store

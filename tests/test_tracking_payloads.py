@@ -31,8 +31,8 @@ from memevo.evolve.tracking.payloads import (
     parent_tags,
     prompt_version_tags,
     split_dataset_input,
-    trial_attributes,
 )
+from memevo.evolve.tuner import trial_attributes
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning", "ignore::UserWarning")
 
@@ -142,7 +142,8 @@ def test_trial_attributes_and_objective_name_are_read_back_from_optuna(tmp_path:
         trial = study.ask()
         # attributes go on before tell: Optuna refuses to change a finished trial
         for key, value in trial_attributes(candidate_id=label[-4:], label=label, generation=int(label[1]),
-                                           objective="accuracy", val_score=val, run_id=f"run-{label}", kept=kept,
+                                           objective="accuracy", val_score=val, links={"mlflow_run_id": f"run-{label}"},
+                                           kept=kept,
                                            decision="kept" if kept else "rejected").items():
             trial.set_user_attr(key, value)
         study.tell(trial, train)

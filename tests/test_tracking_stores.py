@@ -140,7 +140,7 @@ def test_a_prompt_another_evolution_created_first_gets_this_evolution_s_version(
 def test_the_sqlite_file_is_read_as_sqlalchemy_reads_it(uri: str) -> None:
     from sqlalchemy.engine import make_url
 
-    from memevo.evolve.tracking.stores import sqlite_file
+    from memevo.evolve.databases import sqlite_file
 
     database = make_url(uri).database if uri.startswith("sqlite") else None
     expected = Path(database) if database and database != ":memory:" else None

@@ -2,7 +2,7 @@
 
 The ablation runs its (arm, seed) evolutions and summarizes them; it emits an event at each point a tracker records
 something (the ablation started or resumed, an evolution finished, the summary was written, the ablation ended), so
-it imports no tracker (``memevo.evolve.observers.ablation_observers`` names them). A resume, and every worker of a
+it imports no tracker (the tracker's ``make_ablation_observer`` makes its observer). A resume, and every worker of a
 spread ablation, emits the events again for what it touches: an observer makes a repeated event a no-op.
 
 The loop's ``Observer`` (``memevo.evolve.events``) is not the base here: its ``notify`` takes the loop's events, and
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from memevo.evolve.ablation.manifest import AblationManifest
     from memevo.evolve.ablation.records import ArmSeedRecord
-    from memevo.evolve.ablation.run import AblationManifest
     from memevo.evolve.ablation.summary import AblationSummary
 
 

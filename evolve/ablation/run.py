@@ -1,27 +1,24 @@
 """Runs an ablation: every (arm, seed) evolution into its own folder, then statistics, tables and plots.
 
 Resumable: a finished (arm, seed) has an ``arm_result.json`` and is skipped; a started one is handed to
-``run_evolution(resume=True)``. Tracking is the observers' job (``memevo.evolve.ablation.events``; MLflow's
-parent run with each evolution nested under it is ``memevo.evolve.observers.ablation_mlflow``): the ablation emits
-its events and keeps, in its manifest, what they note to find their records again on a resume.
+``run_evolution(resume=True)``. Tracking is the tracker's observer's job (``memevo.evolve.ablation.events``; the
+tracker is the one the arms name, ``ablation_tracker``): the ablation emits its events and keeps, in its manifest
+(``ablation.manifest``), what the observer notes to find its records again on a resume.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memevo.agents.llm.accounting import priced_dollars
-from memevo.core.atomic_files import write_json_atomic
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
-from memevo.core.run_files import delete_and_resume, read_model
 from memevo.environments.metrics.scores import Scores, UserScores
 from memevo.evolve import runtime
-from memevo.evolve.ablation.config import DEFAULT_MIN_EFFECT, REPORT_ONLY_FIELDS, AblationConfig, resolve_all
+from memevo.evolve.ablation.config import REPORT_ONLY_FIELDS, AblationConfig, resolve_all
 from memevo.evolve.ablation.events import (
     AblationContext,
     AblationEnded,
@@ -30,6 +27,7 @@ from memevo.evolve.ablation.events import (
     EvolutionFinished,
     SummaryReady,
 )
+from memevo.evolve.ablation.manifest import MANIFEST_FILE, AblationManifest, load_manifest
 from memevo.evolve.ablation.records import (
     ArmSeedRecord,
     FailureRates,
@@ -43,50 +41,16 @@ from memevo.evolve.ablation.render import write_ablation_outputs
 from memevo.evolve.ablation.summary import REPLICATE_NAMES, AblationSummary, summarize
 from memevo.evolve.config import EvolveConfig, without_widths
 from memevo.evolve.loop import EvolutionResult, run_evolution
-from memevo.evolve.observers.ablation_observers import open_ablation_observers
-from memevo.evolve.tracking.stores import default_tracking_uri
+from memevo.evolve.plugins import make_tracker
 
-MANIFEST_FILE = "ablation.json"
-
-
-class AblationManifest(LazyModel):
-    """What ``memevo report`` needs to re-render an ablation, and what resume checks against."""
-
-    name: str
-    arms: list[str]
-    seeds: list[int]
-    baseline: str
-    ci_method: str
-    confidence: float
-    config: dict
-    tracking_uri: str
-    parent_run_id: str | None = None
-    """The tracker's run of the ablation, noted by its observer when the ablation starts."""
-    summary_stamp: int | None = None
-    """Timestamp of the summary's metric rows, noted by the tracker's observer before their first write."""
-    min_effect: float = DEFAULT_MIN_EFFECT
-    """The difference the report plans seeds for; the latest config's (absent from manifests written before it)."""
-
-    def digest(self) -> str:
-        """What identifies this ablation in the store (not the ids and stamps noted as it runs, nor what only the
-        report uses)."""
-        payload = self.model_dump(mode="json", exclude={"parent_run_id", "summary_stamp", *REPORT_ONLY_FIELDS})
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
-
-    def save(self, run_dir: Path) -> None:
-        write_json_atomic(run_dir / MANIFEST_FILE, self.model_dump(mode="json"))
+if TYPE_CHECKING:
+    from memevo.evolve.observers.tracker import Tracker
 
 
 class AblationOutcome(LazyModel):
     summary: AblationSummary
     outputs: dict[str, Path]
     parent_run_id: str | None
-
-
-def load_manifest(run_dir: Path) -> AblationManifest | None:
-    remedy = delete_and_resume("it", "it is written again from the config; the summary's MLflow metrics are then "
-                               "logged once more, at a new time")
-    return read_model(run_dir / MANIFEST_FILE, AblationManifest, remedy=remedy)
 
 
 def _identity(dump: dict[str, Any]) -> dict[str, Any]:
@@ -104,8 +68,9 @@ def _without_empty(overrides: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in kept.items() if value != {}}
 
 
-def _prepare(config: AblationConfig, run_dir: Path, resume: bool) -> AblationManifest:
-    """Start a new manifest, or on resume check the stored one describes the same ablation."""
+def _prepare(config: AblationConfig, run_dir: Path, resume: bool, default_store: str) -> AblationManifest:
+    """Start a new manifest (its store: the config's, else ``default_store``), or on resume check the stored one
+    describes the same ablation."""
     stored = load_manifest(run_dir)
     dump = config.model_dump(mode="json")
     if stored is not None and not resume:
@@ -133,7 +98,7 @@ def _prepare(config: AblationConfig, run_dir: Path, resume: bool) -> AblationMan
         ci_method=config.ci_method,
         confidence=config.confidence,
         config=dump,
-        tracking_uri=config.tracking_uri or default_tracking_uri(run_dir),
+        tracking_uri=config.tracking_uri or default_store,
         min_effect=config.min_effect,
     )
     manifest.save(run_dir)
@@ -209,10 +174,23 @@ def summary_metrics(summary: AblationSummary) -> dict[str, float]:
     return {name: float(value) for name, value in metrics.items() if value is not None}
 
 
+def ablation_tracker(config: AblationConfig) -> tuple[str, Tracker]:
+    """The tracker the arms' evolutions name (``tracking.tracker``), with its name: the ablation's run is in it, each
+    evolution's nested under it, so the arms must name the same one."""
+    names = sorted({arm_config.tracking.tracker for arm_config in resolve_all(config).values()})
+    source = str(config.source or "ablation config")
+    if len(names) > 1:
+        raise UserInputError(f"the arms name different trackers ({', '.join(names)}); an ablation nests every arm's "
+                             "runs under its own run, in one tracker", source=source, field="tracking.tracker")
+    return names[0], make_tracker(names[0], source=source)
+
+
 def start_ablation(config: AblationConfig, run_dir: Path, resume: bool) -> tuple[AblationManifest, AblationObservers]:
-    """The manifest, made or checked, and the ablation's observers, told it started."""
-    manifest = _prepare(config, run_dir, resume)
-    observers = open_ablation_observers(AblationContext(manifest=manifest, run_dir=run_dir))
+    """The manifest, made or checked, and the ablation's observers (its tracker's), told it started."""
+    name, tracker = ablation_tracker(config)
+    manifest = _prepare(config, run_dir, resume, tracker.ui().default_store(run_dir))
+    observers = AblationObservers()
+    observers.add(name, tracker.make_ablation_observer(AblationContext(manifest=manifest, run_dir=run_dir)))
     observers.notify(AblationStarted())
     return manifest, observers
 

@@ -14,7 +14,7 @@ from memevo.agents.llm.config import CONCURRENCY_HELP
 from memevo.core.errors import RunFailedError, UserInputError
 from memevo.environments.resume import resumable
 from memevo.environments.rundir import claim_run_folder
-from memevo.evolve.config import load_evolve_config
+from memevo.evolve.config import DEFAULT_TRACKER, load_evolve_config
 from memevo.evolve.presentation.explain import spend_line
 from memevo.evolve.presentation.progress import show_progress
 
@@ -79,32 +79,38 @@ def evolve_command(
     typer.echo(f"spend: {spend_line(result.usage.total())}")
     typer.echo(f"report (hyperparameters, prompt, diff): memevo report {shlex.quote(str(folder))}")
     if settings.tracking.enabled:
-        typer.echo(f"MLflow UI: memevo ui --run-dir {shlex.quote(str(folder))}")
+        from memevo.evolve.plugins import make_tracker
+
+        typer.echo(f"{make_tracker(settings.tracking.tracker).ui().name} UI: memevo ui --run-dir {shlex.quote(str(folder))}")
 
 
 def _best_label(protocol: str) -> str:
     return "evolving" if protocol == "amemgym_period" else "best"
 
 
-def _store(ui: "TrackerUI", run_dir: Path | None, tracking_uri: str | None) -> tuple[str, str | None]:
-    """The store and experiment name of an evolution folder (``config.json``) or an ablation folder
-    (``ablation.json``); a bare ``--tracking-uri`` names no experiment."""
+def _store(run_dir: Path | None, tracking_uri: str | None) -> tuple["TrackerUI", str, str | None]:
+    """The tracker's UI, store and experiment name of an evolution folder (``config.json``, its
+    ``tracking.tracker``) or an ablation folder (``ablation.json``, the default tracker's); a bare ``--tracking-uri``
+    is the default tracker's and names no experiment."""
+    from memevo.evolve.plugins import make_tracker
+
     if tracking_uri:
-        return tracking_uri, None
+        return make_tracker().ui(), tracking_uri, None
     if run_dir is None:
         raise UserInputError("give --run-dir or --tracking-uri", field="--run-dir")
-    from memevo.evolve.ablation.run import load_manifest
+    from memevo.evolve.ablation.manifest import load_manifest
 
     manifest = load_manifest(run_dir)
     if manifest is not None:
-        return manifest.tracking_uri, manifest.name
+        return make_tracker().ui(), manifest.tracking_uri, manifest.name
     ids = run_dir / "config.json"
     if not ids.exists():
         raise UserInputError("no evolution (config.json) or ablation (ablation.json) in this folder",
                              source=str(run_dir), field="--run-dir")
     config = json.loads(ids.read_text(encoding="utf-8"))
     tracking = config.get("tracking", {})
-    return tracking.get("uri") or ui.default_store(run_dir), tracking.get("experiment") or config.get("name")
+    ui = make_tracker(tracking.get("tracker", DEFAULT_TRACKER), source=str(ids)).ui()
+    return ui, tracking.get("uri") or ui.default_store(run_dir), tracking.get("experiment") or config.get("name")
 
 
 def _check_port_free(port: int) -> None:
@@ -125,10 +131,7 @@ def ui_command(
     workers: Annotated[int, typer.Option(min=1, help="Server worker processes (one is plenty for one person).")] = 1,
 ) -> None:
     """Open the MLflow UI on the store an evolution or ablation used (exit 1 if it cannot serve)."""
-    from memevo.evolve.observers.tracker_ui import tracker_ui
-
-    ui = tracker_ui()
-    uri, experiment = _store(ui, run_dir, tracking_uri)
+    ui, uri, experiment = _store(run_dir, tracking_uri)
     address = ui.served_at(uri)
     if address is not None:  # e.g. a tracking server (many workers): nothing to start
         typer.echo(f"{ui.name} UI: {address}" + (f" (experiment {experiment!r})" if experiment else ""))
@@ -136,4 +139,4 @@ def ui_command(
     _check_port_free(port)
     from memevo.evolve.cli.ui_server import serve
 
-    raise typer.Exit(serve(uri, experiment, port=port, workers=workers, echo=typer.echo))
+    raise typer.Exit(serve(ui, uri, experiment, port=port, workers=workers, echo=typer.echo))

@@ -22,8 +22,8 @@ def evolve_with_workers(ctx: typer.Context, settings: EvolveConfig, config: Path
                         store: str | None, resume: bool, no_cache: bool,
                         concurrency: int | None) -> EvolutionResult:
     from memevo.agents.llm.hub import LLMHub
-    from memevo.evolve.tracking.store import default_tracking_uri
-    from memevo.evolve.tracking.stores import check_database_url, open_tracking_store
+    from memevo.evolve.databases import check_database_url
+    from memevo.evolve.plugins import make_tracker
     from memevo.evolve.workers.evolve_worker import check_shareable, run_evolution_worker, shared_study
     from memevo.evolve.workers.launch import sibling_workers, worker_store
     from memevo.evolve.workers.worker import WorkerSettings
@@ -35,7 +35,8 @@ def evolve_with_workers(ctx: typer.Context, settings: EvolveConfig, config: Path
     extra = [*(["--resume"] if resume else []), *(["--no-cache"] if no_cache else []),
              *([f"--concurrency={concurrency}"] if concurrency else [])]
     if settings.tracking.enabled:  # a new store is created once, before the workers open it
-        open_tracking_store(settings.tracking.uri or default_tracking_uri(folder))
+        tracker = make_tracker(settings.tracking.tracker)
+        tracker.open_store(settings.tracking.uri or tracker.ui().default_store(folder))
     with (sibling_workers(workers - 1, config, folder, url, extra, command_name="evolve"), resumable(ctx),
           LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub):
         return run_evolution_worker(settings, run_dir=folder, hub=hub, resume=resume,

@@ -34,10 +34,8 @@ def ablate_command(
     """Run every arm over every seed on the same users; print per-arm intervals and paired tests."""
     from memevo.agents.llm.hub import LLMHub  # heavy imports only when the command runs
     from memevo.evolve.ablation.config import load_ablation_config
-    from memevo.evolve.ablation.run import run_ablation
+    from memevo.evolve.ablation.run import ablation_tracker, run_ablation
     from memevo.evolve.presentation.report import mlflow_ui_command
-    from memevo.evolve.tracking.store import default_tracking_uri
-    from memevo.evolve.tracking.stores import open_tracking_store
 
     ablation = load_ablation_config(config)
     folder = run_dir or Path("runs") / ablation.name
@@ -48,7 +46,8 @@ def ablate_command(
         return
     with (claim_run_folder(folder, flag="--run-dir", kind="ablation"), resumable(ctx),
           LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub):
-        open_tracking_store(ablation.tracking_uri or default_tracking_uri(folder))  # a new store: created once
+        _, tracker = ablation_tracker(ablation)
+        tracker.open_store(ablation.tracking_uri or tracker.ui().default_store(folder))  # a new store: created once
         outcome = run_ablation(ablation, run_dir=folder, hub=hub, resume=resume, progress=typer.echo)
     typer.echo(outcome.outputs["markdown"].read_text(encoding="utf-8"))
     typer.echo(f"Tables and plots: {folder}")
@@ -59,10 +58,9 @@ def _ablate_as_worker(ctx: typer.Context, ablation: "AblationConfig", config: Pa
                       store: str | None, no_cache: bool, concurrency: int | None) -> None:
     """One worker on the shared claim store, and ``workers - 1`` more started beside it."""
     from memevo.agents.llm.hub import LLMHub
-    from memevo.evolve.ablation.run import render_ablation
+    from memevo.evolve.ablation.run import ablation_tracker, render_ablation
+    from memevo.evolve.databases import check_database_url
     from memevo.evolve.presentation.report import mlflow_ui_command
-    from memevo.evolve.tracking.store import default_tracking_uri
-    from memevo.evolve.tracking.stores import check_database_url, open_tracking_store
     from memevo.evolve.workers.ablation_worker import WorkerSettings, run_ablation_worker
     from memevo.evolve.workers.launch import sibling_workers, worker_store
 
@@ -71,7 +69,8 @@ def _ablate_as_worker(ctx: typer.Context, ablation: "AblationConfig", config: Pa
     extra = [*(["--no-cache"] if no_cache else []), *([f"--concurrency={concurrency}"] if concurrency else [])]
     with (sibling_workers(workers - 1, config, folder, url, extra), resumable(ctx),
           LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub):
-        open_tracking_store(ablation.tracking_uri or default_tracking_uri(folder))
+        _, tracker = ablation_tracker(ablation)
+        tracker.open_store(ablation.tracking_uri or tracker.ui().default_store(folder))
         outcome = run_ablation_worker(ablation, run_dir=folder, hub=hub, settings=WorkerSettings(store=url),
                                       progress=typer.echo)
     if outcome is None and workers > 1:  # a sibling wrote the summary; all of them have finished
@@ -85,19 +84,18 @@ def _ablate_as_worker(ctx: typer.Context, ablation: "AblationConfig", config: Pa
 
 
 def check_ablation_stores(ablation: "AblationConfig", folder: Path) -> None:
-    """The ablation's name (its default folder and MLflow experiment), store and artifact folder, and every
-    arm's stores, before ``folder`` is claimed (``tracking.stores``)."""
+    """The ablation's name (its default folder and its tracker's experiment), its tracker's store, and every
+    arm's stores, before ``folder`` is claimed (``Tracker.check_store``)."""
     from memevo.evolve.ablation.config import resolve_all
+    from memevo.evolve.ablation.run import ablation_tracker
+    from memevo.evolve.databases import check_name
     from memevo.evolve.runtime import check_stores
-    from memevo.evolve.tracking.store import default_tracking_uri
-    from memevo.evolve.tracking.stores import check_artifact_location, check_name, check_tracking_uri
 
     source = str(ablation.source or "ablation config")
     check_name(ablation.name, source=source)
-    if ablation.tracking_uri:
-        check_tracking_uri(ablation.tracking_uri, source=source, field="tracking_uri")
-    check_artifact_location(ablation.tracking_uri or default_tracking_uri(folder), ablation.name, source=source,
-                            field="name")
+    _, tracker = ablation_tracker(ablation)
+    tracker.check_store(ablation.tracking_uri, ablation.name, folder, source=source, store_field="tracking_uri",
+                        experiment_field="name")
     for (arm, seed), evolve_config in resolve_all(ablation).items():
         try:  # every arm logs to the ablation's store and experiment, checked above
             check_stores(evolve_config.model_copy(update={"tracking": evolve_config.tracking.model_copy(

@@ -4,7 +4,7 @@ The server takes tens of seconds to import and start on a busy machine; an addre
 sends a person to an error page. So the server runs as a child in its own process group: memevo polls its health
 route, prints the address when it answers (or one line when the server died first), waits for it and stops the
 whole group on Ctrl-C or SIGTERM. What the server is, its pages and what to say before starting it come from the
-tracker's ``TrackerUI`` (``memevo.evolve.observers.tracker_ui``).
+tracker's ``TrackerUI`` (``memevo.evolve.observers.tracker_ui``), which ``memevo ui`` hands in.
 """
 
 from __future__ import annotations
@@ -17,17 +17,20 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from memevo.core.errors import RunFailedError
-from memevo.evolve.observers.tracker_ui import tracker_ui
 from memevo.evolve.process_group import signal_group, stop_group
+
+if TYPE_CHECKING:
+    from memevo.evolve.observers.tracker_ui import TrackerUI
 
 POLL_S = 0.25
 
 
-def server_command(uri: str, *, port: int, workers: int) -> list[str]:
+def server_command(ui: TrackerUI, uri: str, *, port: int, workers: int) -> list[str]:
     """The tracker's command that serves its UI on ``uri`` (tests start a double in its place)."""
-    return tracker_ui().server_command(uri, port=port, workers=workers)
+    return ui.server_command(uri, port=port, workers=workers)
 
 
 def serving(server: subprocess.Popen[bytes], url: str) -> bool:
@@ -43,13 +46,13 @@ def serving(server: subprocess.Popen[bytes], url: str) -> bool:
     return False
 
 
-def serve(uri: str, experiment: str | None, *, port: int, workers: int, echo: Callable[[str], None]) -> int:
+def serve(ui: TrackerUI, uri: str, experiment: str | None, *, port: int, workers: int,
+          echo: Callable[[str], None]) -> int:
     """Run the tracker's UI on ``uri`` until it stops or is stopped; its exit code (0 after Ctrl-C or SIGTERM)."""
-    ui = tracker_ui()
     for note in ui.notes(uri):
         echo(note)
     addresses = [(label, f"http://127.0.0.1:{port}/{page}") for label, page in ui.pages(uri, experiment)]
-    server = subprocess.Popen(server_command(uri, port=port, workers=workers), env=os.environ | dict(ui.environment),
+    server = subprocess.Popen(server_command(ui, uri, port=port, workers=workers), env=os.environ | dict(ui.environment),
                               start_new_session=True)
     stopped = False
 

@@ -25,9 +25,10 @@ from memevo.evolve.ablation.events import (
     EvolutionFinished,
     SummaryReady,
 )
+from memevo.evolve.ablation.manifest import load_manifest
 from memevo.evolve.ablation.records import ArmSeedRecord
 from memevo.evolve.ablation.render import arm_table
-from memevo.evolve.ablation.run import load_manifest, summary_metrics
+from memevo.evolve.ablation.run import summary_metrics
 from memevo.evolve.ablation.summary import AblationSummary
 from memevo.evolve.tracking.ablation_pages import ablation_note
 from memevo.evolve.tracking.store import (
@@ -127,6 +128,3 @@ class AblationMlflowObserver(AblationObserver):
         for path in outputs.values():
             client.log_artifact(run_id, str(path))
 
-
-def make_ablation_observer(context: AblationContext) -> AblationObserver:
-    return AblationMlflowObserver(context)

@@ -76,8 +76,9 @@ class MlflowObserver(Observer):
         everything logged comes from the run folder's records, so a run killed meanwhile loses nothing tracked."""
         return self._tracker.result()
 
-    def run_link(self, generation: int, label: str) -> str | None:
-        return self.tracker.candidate_run_id(generation, label)
+    def links(self, generation: int, label: str) -> dict[str, str]:
+        run_id = self.tracker.candidate_run_id(generation, label)
+        return {"mlflow_run_id": run_id} if run_id else {}
 
     def notify(self, event: Event) -> None:
         match event:
@@ -97,7 +98,7 @@ class MlflowObserver(Observer):
         """Open (or reopen) the parent run with this evolution's params, config and user split as its input."""
         tracker = self.tracker  # first: the dataset input imports MLflow, which the tracking thread may be importing
         config, split = self.context.config, self.context.split
-        dataset = split_dataset_input(split.model_dump(include={"train", "val", "test"}), name=f"{config.name}-users",
+        dataset = split_dataset_input({"train": split.train, "val": split.val, "test": split.test}, name=f"{config.name}-users",
                                       source=config.data.path or "synth", digest=data_hash(self.context.items))
         tracker.start(config.name, self.params(), config.hash_payload(), dataset)
 
@@ -171,6 +172,3 @@ class MlflowObserver(Observer):
         artifacts["result.json"] = result.model_dump_json(indent=2)
         tracker.finish(test_figures(result, figure), artifacts, step=0, tags={}, best_run_id=None)
 
-
-def make_observer(context: RunContext) -> Observer:
-    return MlflowObserver(context)

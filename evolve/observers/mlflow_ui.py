@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memevo.evolve.observers.tracker_ui import TrackerUI
+from memevo.evolve.databases import sqlite_file
 from memevo.evolve.tracking.payloads import RUNS_VIEWS, VIEW_TAG_PREFIX
-from memevo.evolve.tracking.stores import default_tracking_uri, missing_artifacts, relocate_artifacts, sqlite_file
+from memevo.evolve.tracking.stores import default_tracking_uri, missing_artifacts, relocate_artifacts
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -80,6 +80,3 @@ def prompt_pages(client: MlflowClient, experiment: str) -> list[tuple[str, str]]
     return [(f"prompt {prompt.name} (press Compare: seed -> best)", f"#/prompts/{prompt.name}?promptVersion=1")
             for prompt in prompts]
 
-
-def make_ui() -> TrackerUI:
-    return MlflowUI()

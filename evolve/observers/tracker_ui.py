@@ -2,13 +2,12 @@
 
 ``memevo ui`` (``memevo.evolve.cli``) finds the run's store, checks the port, runs the server in its own process
 group and announces the pages once the server answers; everything that depends on the tracker comes from its
-``TrackerUI``. A new tracker's UI is one module with ``make_ui() -> TrackerUI`` and one entry in ``TRACKER_UIS``.
+``TrackerUI``, which the tracker makes (``Tracker.ui``).
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -41,15 +40,3 @@ class TrackerUI(Protocol):
     def server_command(self, store: str, *, port: int, workers: int) -> list[str]:
         """The command that serves the UI on 127.0.0.1:``port`` until it is stopped."""
 
-
-TRACKER_UIS: dict[str, str] = {
-    "mlflow": "memevo.evolve.observers.mlflow_ui",
-}
-"""Tracker name -> the module whose ``make_ui()`` makes its UI."""
-TRACKER = "mlflow"
-"""The tracker every run logs to (the one tracker so far)."""
-
-
-def tracker_ui(name: str = TRACKER) -> TrackerUI:
-    factory: Callable[[], TrackerUI] = importlib.import_module(TRACKER_UIS[name]).make_ui
-    return factory()

@@ -22,7 +22,6 @@ from memevo.environments.protocol import Environment
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
 from memevo.evolve.evaluation import Evaluator
-from memevo.evolve.events import CandidateProposed, Observers, ProposalRepeated
 from memevo.evolve.evidence import evidence_from_episodes, render_evidence
 from memevo.evolve.proposers import ProposalContext, Proposer, propose_all
 from memevo.evolve.records import GenerationPlan, Instance, ProposalStats, read_record, write_record
@@ -39,7 +38,7 @@ class Planner:
 
     def __init__(self, config: EvolveConfig, gen_dir: Callable[[int], Path], *, evaluator: Evaluator, environment: Environment[Any],
                  items: dict[str, Any], train_users: list[str], components: Sequence[ComponentSpec], bounds: LengthBounds,
-                 observers: Observers, tuner: Callable[[], Tuner], proposers: Callable[[], list[Proposer]]) -> None:
+                 tuner: Callable[[], Tuner], proposers: Callable[[], list[Proposer]]) -> None:
         self.config = config
         self._gen_dir = gen_dir
         """The folder of a generation's records."""
@@ -49,7 +48,6 @@ class Planner:
         self.train_users = train_users
         self.components = components
         self.bounds = bounds
-        self.observers = observers
         self.tuner = tuner
         self.proposers = proposers
 
@@ -105,7 +103,7 @@ class Planner:
                 number, params = self.tuner().ask()
                 policy = parent.policy.with_prompts(**variant.prompts).with_hyperparameters(**params)
                 if policy.policy_id in seen:
-                    self.observers.notify(ProposalRepeated(number))
+                    self.tuner().repeated(number)
                     repeated += 1
                     continue
                 seen.add(policy.policy_id)
@@ -116,7 +114,7 @@ class Planner:
                     proposer=variant.proposer if changed else None,
                     other_parent_id=variant.other_parent_id if changed else None,
                 )
-                self.observers.notify(CandidateProposed(candidate))
+                self.tuner().annotate(number, candidate_id=candidate.id)
                 candidates.append(candidate)
             stats.duplicates += repeated
             if not repeated:

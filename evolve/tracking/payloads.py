@@ -196,24 +196,6 @@ def prompt_version_tags(*, candidate_id: str, generation: int, scores: Mapping[s
     return tags
 
 
-def trial_attributes(*, candidate_id: str, label: str, generation: int, objective: str, val_score: float | None,
-                     run_id: str | None, kept: bool, decision: str) -> dict[str, Any]:
-    """Optuna user attributes of a candidate's trial.
-
-    The trial's value is the ``objective`` on the *training* users (the study's metric is named after
-    it; every trial has one, pruned ones too, and the pruner needs it); memevo selects on *validation*.
-    So Optuna's "best trial" can differ from memevo's best: ``kept``, ``decision`` and ``val_<objective>`` say
-    which trial memevo kept; ``decision`` is the one its MLflow run shows (``entries.candidate_decision``).
-    """
-    attrs: dict[str, Any] = {"candidate_id": candidate_id, "candidate": label, "generation": generation,
-                             "kept": kept, "decision": decision}
-    if val_score is not None:
-        attrs[f"val_{objective}"] = val_score
-    if run_id:
-        attrs["mlflow_run_id"] = run_id
-    return attrs
-
-
 def minibatch_param(minibatch: int | None, *, order: str) -> str:
     """``strategy.minibatch`` as the parent run's param. None reads as what it means under the order: a proposal
     is checked on all train users (validation first), or meets no gate before them (train first)."""

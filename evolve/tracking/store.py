@@ -39,7 +39,7 @@ from memevo.core.atomic_files import write_json_atomic
 from memevo.core.errors import UserInputError
 from memevo.environments.metrics import UPPER_BOUND_FILE, UpperBoundTable
 from memevo.evolve.tracking.payloads import BEST_TAG, ROLE_TAG
-from memevo.evolve.tracking.stores import default_tracking_uri, experiment_id, open_tracking_store
+from memevo.evolve.tracking.stores import MLFLOW_IDS_FILE, default_tracking_uri, experiment_id, open_tracking_store
 
 log = logging.getLogger("memevo.evolve")
 T = TypeVar("T")
@@ -52,9 +52,6 @@ RUN_TAG = "memevo.tracking_id"
 """The tag of a prompt version naming the evolution (its tracking id) that registered it."""
 FOLDER_TAG = "memevo.run_folder"
 """On the parent run: the run folder it was made for (found again when ``mlflow_ids.json`` is lost)."""
-MLFLOW_IDS_FILE = "mlflow_ids.json"
-"""Where a run folder keeps its MLflow run ids (read back by the ablation to find each arm's runs)."""
-
 
 def retire_default_experiment(client: MlflowClient) -> None:
     """Delete (hide) the empty "Default" experiment MLflow's SQLite store creates with its tables; only called

@@ -1,14 +1,11 @@
-"""Every store and name a run writes to, checked before the run folder is claimed and before any LLM call.
+"""MLflow's stores, checked before the run folder is claimed and before any LLM call, and opened once.
 
-A bad one used to surface as a traceback from MLflow or Optuna, sometimes after many paid calls and in a state
-a resume could not mend. Each check raises ``UserInputError`` naming the config file, the field and the fix:
+A bad one used to surface as a traceback from MLflow, sometimes after many paid calls and in a state a resume could
+not mend. Each check raises ``UserInputError`` naming the config file, the field and the fix (database URLs and
+names are checked as every store's are, ``memevo.evolve.databases``):
 
-- ``name``: it names the MLflow experiment, the Optuna study, registered prompts and an ablation's default
-  folder, so it must be a plain name (letters, digits, ``.``, ``_``, ``-``);
-- ``tracking.uri`` and ``optuna.storage``: a database URL must parse, its driver package must be installed
-  (a ``postgresql://`` URL without ``psycopg`` names the package to install), and an SQLite file must lie in
-  an existing, writable folder and not be a folder or another kind of file; a tracking folder (a path or
-  ``file:`` URI) must be a folder that can be created and written;
+- ``tracking.uri``: a database URL, a tracking server, or a tracking folder (a path or ``file:`` URI), which must
+  be a folder that can be created and written;
 - artifact locations: an experiment that already exists in a local SQLite store keeps the artifact folder it
   was made with; a run folder moved or copied with its store is pointed at its own artifacts again
   (``relocate_artifacts``), and a folder deleted or made read-only since is refused.
@@ -24,7 +21,6 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-import re
 import sqlite3
 import subprocess
 from collections.abc import Iterator
@@ -34,21 +30,24 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from memevo.core.errors import UserInputError
+from memevo.evolve.databases import (
+    check_database_url,
+    damaged_database,
+    folder_problem,
+    is_database,
+    sqlite_file,
+    uri_scheme,
+)
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
 log = logging.getLogger("memevo.evolve")
 
-PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
-SQL_SCHEMES = ("sqlite", "postgresql", "postgres", "mysql", "mariadb", "mssql", "oracle")
+MLFLOW_IDS_FILE = "mlflow_ids.json"
+"""Where a run folder keeps its MLflow run ids (read back by the ablation to find each arm's runs)."""
 REMOTE_SCHEMES = ("http", "https", "databricks", "databricks-uc", "uc")
 """Tracking servers: checked by MLflow when the run opens them (no request is sent before that)."""
-DRIVER_PACKAGES = {"psycopg": "psycopg[binary]", "psycopg2": "psycopg2-binary", "MySQLdb": "mysqlclient",
-                   "pymysql": "PyMySQL", "pyodbc": "pyodbc", "pg8000": "pg8000", "oracledb": "oracledb",
-                   "mariadb": "mariadb", "asyncpg": "asyncpg", "aiosqlite": "aiosqlite"}
-"""The pip package that provides a database driver module, where its name differs."""
-SQLITE_HEADER = b"SQLite format 3\x00"
 MLFLOW_SETUP_LOGGER = "mlflow.store.db.utils"
 """MLflow's "Creating initial MLflow database tables..." and "Updating database tables" at INFO: its set-up told in its
 own format between the run's lines, which say nothing of it. Its warnings and errors still show."""
@@ -68,56 +67,21 @@ def git_commit(cwd: Path) -> str | None:
     return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
-def check_name(name: str, *, source: str | None, field: str = "name") -> None:
-    """Refuse a run name that is empty or not a plain name."""
-    what = "it names the MLflow experiment, the Optuna study, registered prompts and an ablation's default folder"
-    if not name:
-        raise UserInputError(f"is empty; {what}: give one (letters, digits, '.', '_', '-')", source=source,
-                             field=field)
-    if not PLAIN_NAME.fullmatch(name):
-        raise UserInputError(f"{name!r} is not a plain name; {what}: use letters, digits, '.', '_' and '-' only "
-                             "(at most 100, starting with a letter or digit)", source=source, field=field)
-
-
 def check_tracking_uri(uri: str, *, source: str | None, field: str = "tracking.uri") -> None:
     """A tracking URI: a database URL (see ``check_database_url``), a tracking server, or a local folder."""
-    scheme = _scheme(uri)
+    scheme = uri_scheme(uri)
     if scheme in REMOTE_SCHEMES:
         return
-    if _is_database(scheme):
+    if is_database(scheme):
         check_database_url(uri, source=source, field=field)
         return
     if scheme not in ("", "file"):
         raise UserInputError(f"{uri!r}: unknown kind of store '{scheme}'; use sqlite:///path/mlflow.db, a "
                              "database URL, an http(s):// tracking server or a folder", source=source, field=field)
     folder = Path(unquote(urlparse(uri).path) if scheme == "file" else uri).expanduser()
-    problem = _folder_problem(folder)
+    problem = folder_problem(folder)
     if problem is not None:
         raise UserInputError(f"{uri!r}: {problem}", source=source, field=field)
-
-
-def check_database_url(url: str, *, source: str | None, field: str) -> None:
-    """An SQLAlchemy URL MLflow or Optuna can open: it parses, its driver is installed, an SQLite file can be
-    created or is a database."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
-
-    try:
-        parsed = make_url(url)
-        dialect = parsed.get_dialect()
-    except (ArgumentError, NoSuchModuleError, ValueError) as error:
-        raise UserInputError(f"{url!r} is not a database URL SQLAlchemy knows ({error})", source=source,
-                             field=field) from None
-    try:
-        dialect.import_dbapi()
-    except ImportError as error:
-        module = (error.name or str(error)).split(".")[0]
-        package = DRIVER_PACKAGES.get(module, module)
-        raise UserInputError(f"a {parsed.get_backend_name()} URL needs the driver module '{module}', which is not "
-                             f"installed: pip install '{package}' (or name another driver, e.g. "
-                             f"{parsed.get_backend_name()}+<driver>://...)", source=source, field=field) from None
-    if parsed.get_backend_name() == "sqlite":
-        _check_sqlite_file(url, parsed.database, source=source, field=field)
 
 
 def check_artifact_location(uri: str, experiment: str, *, source: str | None, field: str) -> None:
@@ -138,67 +102,13 @@ def check_artifact_location(uri: str, experiment: str, *, source: str | None, fi
     except sqlite3.Error:
         return  # no MLflow tables yet, or not a database: MLflow creates or reports it
     location = row[0] if row else None
-    if not location or _scheme(location) not in ("", "file"):
+    if not location or uri_scheme(location) not in ("", "file"):
         return
     folder = Path(unquote(urlparse(location).path) if location.startswith("file:") else location)
-    problem = _folder_problem(folder)
+    problem = folder_problem(folder)
     if problem is not None:
         raise UserInputError(f"experiment {experiment!r} in {database} keeps its artifacts in {folder}, and {problem}; "
                              "restore that folder or name a new experiment", source=source, field=field)
-
-
-def _check_sqlite_file(url: str, database: str | None, *, source: str | None, field: str) -> None:
-    if not database or database == ":memory:" or database.startswith("file::memory:"):
-        raise UserInputError(f"{url!r} is an in-memory database, lost when the process ends (a resume needs it): "
-                             "give a file, sqlite:///path/to/store.db", source=source, field=field)
-    path = Path(database).expanduser()
-    problem = None
-    if path.is_dir():
-        problem = "is a folder, not a database file; add a file name (sqlite:///folder/store.db)"
-    elif path.exists():
-        with path.open("rb") as file:
-            header = file.read(len(SQLITE_HEADER))
-        if header and header != SQLITE_HEADER:
-            problem = f"{path} exists and is not an SQLite database; name another file"
-    else:
-        problem = _folder_problem(path.parent, create=False)
-    if problem is not None:
-        raise UserInputError(f"{url!r}: {problem}", source=source, field=field)
-
-
-def _folder_problem(folder: Path, *, create: bool = True) -> str | None:
-    """Why ``folder`` cannot hold a store's files (None when it can); ``create``: it may be made."""
-    if folder.exists():
-        if not folder.is_dir():
-            return f"{folder} is a file, not a folder"
-        return None if os.access(folder, os.W_OK | os.X_OK) else f"{folder} is not writable"
-    if not create:
-        return f"the folder {folder} does not exist; create it or name a file in an existing folder"
-    existing = folder
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir():
-        return f"{folder} lies under {existing}, which is a file"
-    return None if os.access(existing, os.W_OK | os.X_OK) else f"{existing} is not writable"
-
-
-def _scheme(uri: str) -> str:
-    match = re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://", uri) or re.match(r"(file|databricks[a-z-]*|uc):", uri)
-    return match.group(1).lower() if match else ""
-
-
-def _is_database(scheme: str) -> bool:
-    return scheme.split("+")[0] in SQL_SCHEMES
-
-
-def sqlite_file(uri: str) -> Path | None:
-    """The file of an ``sqlite:///`` URI, None for any other store."""
-    if not uri.startswith("sqlite:///"):
-        return None
-    # read as SQLAlchemy reads it (the path after the third slash, up to any query), without importing
-    # SQLAlchemy's engine on the way to an evolution's first request
-    database = unquote(uri[len("sqlite:///"):].split("?", 1)[0])
-    return Path(database) if database and database != ":memory:" else None
 
 
 @contextmanager
@@ -236,22 +146,6 @@ def open_tracking_store(uri: str) -> MlflowClient:
 RESTORE_MLFLOW = ("restore it from a copy, or delete it and resume (MLflow then holds the generations still to "
                   "run; the run folder keeps every result)")
 """What to do with a damaged MLflow store: its runs only mirror the run folder's records."""
-
-
-@contextmanager
-def damaged_database(database: Path, fix: str) -> Iterator[None]:
-    """Turn the error of opening a damaged SQLite file (truncated, overwritten: SQLite's own ``DatabaseError``, not
-    a locked or missing table) into one line naming the file and ``fix``; any other error passes through."""
-    try:
-        yield
-    except Exception as error:
-        cause: BaseException | None = error
-        while cause is not None and type(cause) is not sqlite3.DatabaseError:
-            cause = getattr(cause, "orig", None) or cause.__cause__ or cause.__context__
-        if cause is None or not database.exists():
-            raise
-        reason = str(cause).splitlines()[0]
-        raise UserInputError(f"is damaged ({reason}): {fix}", source=str(database)) from None
 
 
 def experiment_id(client: MlflowClient, uri: str, name: str, *, artifact_location: str | None,

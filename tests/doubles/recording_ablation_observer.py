@@ -1,11 +1,11 @@
-"""A test double of a tracker for the ablation: an observer module that records every event it is handed and gives
-each evolution a run of its own (what a new tracker for the ablation adds: this module and one registry entry)."""
+"""A test double of a tracker's ablation observer (``recording_tracker``): it records every event it is handed and
+gives each evolution a run of its own."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from memevo.evolve.ablation.events import AblationContext, AblationEvent, AblationObserver
+from memevo.evolve.ablation.events import AblationEvent, AblationObserver
 
 RECORDED: list[AblationEvent] = []
 
@@ -16,7 +16,3 @@ class RecordingAblationObserver(AblationObserver):
 
     def evolution_run(self, folder: Path) -> str | None:
         return f"recorded-{folder.parent.name}-{folder.name}"
-
-
-def make_ablation_observer(context: AblationContext) -> AblationObserver:
-    return RecordingAblationObserver()

@@ -1,9 +1,9 @@
-"""A test double of a tracker: an observer module that records every event it is handed, and links each candidate
-to a run of its own (what a new tracker adds: this module and one registry entry)."""
+"""A test double of a tracker's observer (``recording_tracker``): it records every event it is handed, and links
+each candidate's trial to a run of its own."""
 
 from __future__ import annotations
 
-from memevo.evolve.events import Event, Observer, RunContext
+from memevo.evolve.events import Event, Observer
 
 RECORDED: list[Event] = []
 
@@ -12,9 +12,5 @@ class RecordingObserver(Observer):
     def notify(self, event: Event) -> None:
         RECORDED.append(event)
 
-    def run_link(self, generation: int, label: str) -> str | None:
-        return f"recorded-{label}"
-
-
-def make_observer(context: RunContext) -> Observer:
-    return RecordingObserver()
+    def links(self, generation: int, label: str) -> dict[str, str]:
+        return {"recorded_run": f"recorded-{label}"}

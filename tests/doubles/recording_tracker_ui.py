@@ -1,12 +1,10 @@
-"""A test double of a tracker's UI: ``memevo ui`` starts the ``tests.doubles.health_server`` double as its server,
+"""A test double of a tracker's UI (``recording_tracker``): ``memevo ui`` starts the ``tests.doubles.health_server`` double as its server,
 with the store as the file the double records its environment in, and announces the double's own pages."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-
-from memevo.evolve.observers.tracker_ui import TrackerUI
 
 
 class RecordingTrackerUI:
@@ -28,7 +26,3 @@ class RecordingTrackerUI:
 
     def server_command(self, store: str, *, port: int, workers: int) -> list[str]:
         return [sys.executable, "-m", "tests.doubles.health_server", str(port), "0.2", store]
-
-
-def make_ui() -> TrackerUI:
-    return RecordingTrackerUI()
