@@ -7,7 +7,6 @@ work in ``memevo eval`` / ``memevo evolve`` like the built-in ones.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 from memevo.agents.base import AgentSpec, MemoryAgent
@@ -15,15 +14,20 @@ from memevo.agents.llm.protocol import ChatClient
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.templates import prompt_problems
 from memevo.core.errors import UserInputError, nested_in
-
-ENTRY_POINT_GROUP = "memevo.agents"
-_BUILTIN_MODULES = {"native": "native", "rag": "rag", "awi": "awi", "awe": "awe",
-                    "mem0": "memory_systems.mem0_agent", "amem": "memory_systems.amem_agent"}
-"""Each built-in kind and its module under ``memevo.agents``."""
-_registry: dict[str, type[MemoryAgent]] = {}
-_discovered = False
+from memevo.core.registry import Registry
 
 AgentClass = type[MemoryAgent]
+
+AGENTS: Registry[AgentClass] = Registry("agent kind", {
+    "native": "memevo.agents.native:NativeAgent",
+    "rag": "memevo.agents.rag:RAGAgent",
+    "awi": "memevo.agents.awi:AWIAgent",
+    "awe": "memevo.agents.awe:AWEAgent",
+    "mem0": "memevo.agents.memory_systems.mem0_agent:Mem0Agent",
+    "amem": "memevo.agents.memory_systems.amem_agent:AMemAgent",
+}, entry_point_group="memevo.agents")
+"""Each kind and its class, imported when a policy of that kind is built: the retrieval libraries some kinds
+use take most of a second to import."""
 
 
 def register_agent(kind: str) -> Callable[[AgentClass], AgentClass]:
@@ -33,54 +37,25 @@ def register_agent(kind: str) -> Callable[[AgentClass], AgentClass]:
     def decorate(cls: AgentClass) -> AgentClass:
         if cls.spec.kind != kind:
             raise ValueError(f"{cls.__name__}.spec.kind is '{cls.spec.kind}', registered as '{kind}'")
-        existing = _registry.get(kind)
+        existing = AGENTS.loaded(kind)
         redefined = existing is not None and (existing.__module__, existing.__qualname__) == (cls.__module__,
                                                                                              cls.__qualname__)
         if existing is not None and existing is not cls and not redefined:  # a notebook cell run again redefines
             raise ValueError(f"agent kind '{kind}' is already registered by {existing.__name__}")
-        _registry[kind] = cls
+        AGENTS.register(kind, cls)
         return cls
 
     return decorate
 
 
-def _discover() -> None:
-    """Import the built-in kinds and load entry-point plug-ins, once."""
-    global _discovered
-    if _discovered:
-        return
-    _discovered = True
-    from importlib.metadata import entry_points  # ~15 ms to import, and only a plug-in needs it
-
-    for module in _BUILTIN_MODULES.values():
-        importlib.import_module(f"memevo.agents.{module}")
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        if entry.name not in _registry:
-            cls = entry.load()
-            register_agent(entry.name)(cls)
-
-
 def available_kinds() -> list[str]:
     """All registered kinds, sorted."""
-    _discover()
-    return sorted(_registry)
+    return AGENTS.names()
 
 
 def agent_class(kind: str) -> AgentClass:
-    """The class registered for ``kind``; unknown kinds raise ``UserInputError`` listing the known ones.
-
-    A built-in kind imports only its own module: the others pull in
-    retrieval libraries that take most of a second to import."""
-    if kind not in _registry and kind in _BUILTIN_MODULES:
-        importlib.import_module(f"memevo.agents.{_BUILTIN_MODULES[kind]}")
-    if kind not in _registry:
-        _discover()
-    try:
-        return _registry[kind]
-    except KeyError:
-        raise UserInputError(
-            f"unknown agent kind '{kind}' (known: {', '.join(available_kinds())})", field="kind"
-        ) from None
+    """The class registered for ``kind``; unknown kinds raise ``UserInputError`` listing the known ones."""
+    return AGENTS.get(kind, field="kind")
 
 
 def agent_spec(kind: str) -> AgentSpec:

@@ -587,19 +587,17 @@ def check_judge(config: EvolveConfig, environment: Environment[Any], items: Sequ
 
 def check_strategy(strategy: StrategyConfig, *, source: str | None) -> None:
     """Strategy names must be registered and the paired test's confidence must lie in (0, 1)."""
-    from memevo.evolve.proposers import proposer_names
-    from memevo.evolve.selection import acceptance_names, parent_selector_names
+    from memevo.evolve.registries import ACCEPTANCE, PARENT_SELECTORS, PROPOSERS
 
     for index, name in enumerate(strategy.proposers):
-        if name not in proposer_names():
-            raise UserInputError(f"unknown proposer '{name}' (known: {', '.join(proposer_names())})",
+        if name not in PROPOSERS:
+            raise UserInputError(f"unknown proposer '{name}' (known: {', '.join(PROPOSERS.names())})",
                                  source=source, field=f"strategy.proposers.{index}")
-    if strategy.parents not in parent_selector_names():
-        raise UserInputError(f"unknown parent selection '{strategy.parents}' (known: "
-                             f"{', '.join(parent_selector_names())})", source=source, field="strategy.parents")
-    if strategy.acceptance not in acceptance_names():
-        raise UserInputError(f"unknown acceptance '{strategy.acceptance}' (known: {', '.join(acceptance_names())})",
-                             source=source, field="strategy.acceptance")
+    for registry, name, field in ((PARENT_SELECTORS, strategy.parents, "strategy.parents"),
+                                  (ACCEPTANCE, strategy.acceptance, "strategy.acceptance")):
+        if name not in registry:
+            raise UserInputError(f"unknown {registry.kind} '{name}' (known: {', '.join(registry.names())})",
+                                 source=source, field=field)
     if strategy.confidence is not None and not 0 < strategy.confidence < 1:
         raise UserInputError(f"confidence must lie strictly between 0 and 1, not {strategy.confidence:g}",
                              source=source, field="strategy.confidence")

@@ -41,7 +41,8 @@ class EchoAgent(MemoryAgent):
 
 @pytest.fixture
 def clean_registry(monkeypatch):
-    monkeypatch.setattr(registry, "_registry", dict(registry._registry))
+    for attribute in ("_targets", "_loaded"):
+        monkeypatch.setattr(registry.AGENTS, attribute, dict(getattr(registry.AGENTS, attribute)))
 
 
 def test_builtin_kinds_and_specs():
@@ -66,7 +67,7 @@ def test_decorator_registers_a_plugin(clean_registry):
 def test_entry_point_plugin_is_discovered(clean_registry, monkeypatch):
     fake = SimpleNamespace(name="echo", load=lambda: EchoAgent)
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [fake] if group == "memevo.agents" else [])
-    monkeypatch.setattr(registry, "_discovered", False)
+    monkeypatch.setattr(registry.AGENTS, "_discovered", False)
     assert registry.agent_class("echo") is EchoAgent
 
 

@@ -43,7 +43,8 @@ def reply(body: dict[str, Any]) -> str:
 @pytest.fixture
 def endpoint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
     registry.available_kinds()  # the built-in kinds registered for good before the copy the test may add to
-    monkeypatch.setattr(registry, "_registry", dict(registry._registry))  # the example's kind leaves with the test
+    for attribute in ("_targets", "_loaded"):  # the example's kind leaves with the test
+        monkeypatch.setattr(registry.AGENTS, attribute, dict(getattr(registry.AGENTS, attribute)))
     monkeypatch.setenv("MEMEVO_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("MEMEVO_MODEL", "fake-model")
     monkeypatch.setenv("OPENAI_API_KEY", "test")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
 from typing import get_args
 
 import pytest
@@ -44,37 +42,6 @@ def test_environment_options_are_name_value_words() -> None:
     with pytest.raises(UserInputError, match="'dialog_field' is not NAME=VALUE") as caught:
         parse_options(["dialog_field"], field="--env-option")
     assert caught.value.field == "--env-option"
-
-
-def test_the_environment_modules_import_no_circle() -> None:
-    """Every import among memevo.environments modules counts, type-only and function-level ones too."""
-    root = Path(__file__).resolve().parents[1] / "environments"
-    modules = {".".join(("memevo", "environments", *path.relative_to(root).with_suffix("").parts)).removesuffix(
-        ".__init__"): path for path in root.rglob("*.py")}
-    graph = {name: _imported(path, modules) - {name} for name, path in modules.items()}
-    state: dict[str, str] = {}
-
-    def visit(name: str, trail: list[str]) -> None:
-        state[name] = "open"
-        for target in sorted(graph[name]):
-            assert state.get(target) != "open", "import circle: " + " -> ".join([*trail, name, target])
-            if target not in state:
-                visit(target, [*trail, name])
-        state[name] = "done"
-
-    for name in sorted(graph):
-        if name not in state:
-            visit(name, [])
-
-
-def _imported(path: Path, modules: dict[str, Path]) -> set[str]:
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
-        elif isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-    return found & set(modules)
 
 
 def test_unknown_environment_is_a_user_error_naming_the_field() -> None:

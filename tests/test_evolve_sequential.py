@@ -12,10 +12,10 @@ import pytest
 
 from memevo.core.errors import UserInputError
 from memevo.environments.amemgym.data.io import save_items
-from memevo.evolve import proposers
 from memevo.evolve.loop import GenerationPlan
 from memevo.evolve.selection.race import RaceRecord
 from tests.doubles.category_backend import CategoryBackend, category_world
+from tests.doubles.line_proposers import register_proposer_double
 from tests.test_evolve_loop import CrashingBackend, Killed, _comparable, _served, evolve
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
@@ -145,7 +145,7 @@ def test_a_parent_plays_only_the_rounds_its_race_reaches(tmp_path: Path) -> None
 
 
 def test_a_rejected_candidate_proposed_again_is_never_raced_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(proposers._REGISTRY, "same-first", "tests.doubles.line_proposers:SameFirstProposerDouble")
+    register_proposer_double(monkeypatch, "same-first", "SameFirstProposerDouble")
     result, _ = evolve(tmp_path, "repeat", strategy={**RACE, "proposers": ["same-first"]},
                        **{**OPTIONS, "budget": {"generations": 3, "candidates": 2}})
     # no line of the double names a category the questions ask about: every candidate was rejected

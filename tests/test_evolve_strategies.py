@@ -28,6 +28,7 @@ from memevo.evolve.records import GenerationPlan, ProposalStats
 from memevo.evolve.tracking.store import Tracker
 from memevo.evolve.validation import LengthBounds
 from tests.doubles.category_backend import CategoryBackend, category_world
+from tests.doubles.line_proposers import register_proposer_double
 from tests.test_evolve_loop import SEED_TYPES, CrashingBackend, Killed, _comparable, _served, evolve
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
@@ -396,7 +397,7 @@ def test_a_parent_kept_on_its_minibatch_checks_its_children_on_the_same_train_us
 def test_a_proposal_repeating_a_known_policy_is_asked_for_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                 caplog: pytest.LogCaptureFixture, proposer: str,
                                                                 resamples: int | None, expected: int) -> None:
-    monkeypatch.setitem(proposers._REGISTRY, "repeating", f"tests.doubles.line_proposers:{proposer}")
+    register_proposer_double(monkeypatch, "repeating", proposer)
     caplog.set_level(logging.INFO, logger="memevo.evolve")
     strategy: dict[str, Any] = {"proposers": ["repeating"]} | ({} if resamples is None else {"resamples": resamples})
     evolve(tmp_path, "repeat", strategy=strategy, budget={"generations": 1, "candidates": 3})

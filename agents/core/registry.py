@@ -25,7 +25,9 @@ class Registry(Generic[T]):
                  entry_point_group: str | None = None) -> None:
         self.kind = kind
         self.entry_point_group = entry_point_group
-        self._targets: dict[str, str] = dict(builtins or {})
+        self._targets: dict[str, Callable[[], T]] = {
+            name: self._importer(name, target) for name, target in (builtins or {}).items()}
+        """Names not imported yet and what imports each (a ``module:attribute`` target or an entry point's load)."""
         self._loaded: dict[str, T] = {}
         self._discovered = entry_point_group is None
 
@@ -35,7 +37,7 @@ class Registry(Generic[T]):
         self._loaded.pop(name, None)
         self._targets.pop(name, None)
         if isinstance(target, str):
-            self._targets[name] = target
+            self._targets[name] = self._importer(name, target)
         else:
             self._loaded[name] = target
 
@@ -58,6 +60,10 @@ class Registry(Generic[T]):
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
+    def loaded(self, name: str) -> T | None:
+        """The implementation of ``name`` if it is already imported (nothing is imported to answer)."""
+        return self._loaded.get(name)
+
     def get(self, name: str, *, field: str | None = None) -> T:
         """The implementation registered under ``name``; an unknown name, or one whose module is missing from this
         installation, is a ``UserInputError`` naming ``field``."""
@@ -69,20 +75,29 @@ class Registry(Generic[T]):
             return self._loaded[name]
         if name not in self._targets:
             raise UserInputError(f"unknown {self.kind} '{name}' (known: {', '.join(self.names())})", field=field)
-        implementation = self._import(name, self._targets[name], field=field)
-        self._loaded[name] = implementation
-        return implementation
-
-    def _import(self, name: str, target: str, *, field: str | None) -> T:
-        module_name, _, attribute = target.partition(":")
         try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as error:
-            if error.name is None or not module_name.startswith(error.name):
-                raise
-            raise UserInputError(f"{self.kind} '{name}' is not available in this installation ({module_name} is "
-                                 "missing)", field=field) from None
-        return cast(T, getattr(module, attribute))
+            implementation = self._targets[name]()
+        except UserInputError as error:
+            raise UserInputError(error.message, field=field) from None
+        self._loaded.setdefault(name, implementation)  # importing the module may have registered it already
+        return self._loaded[name]
+
+    def _importer(self, name: str, target: str) -> Callable[[], T]:
+        """What imports ``target``; a module missing from this installation is a ``UserInputError``, a module that
+        fails inside is its own error."""
+
+        def load() -> T:
+            module_name, _, attribute = target.partition(":")
+            try:
+                module = importlib.import_module(module_name)
+            except ModuleNotFoundError as error:
+                if error.name is None or not module_name.startswith(error.name):
+                    raise
+                raise UserInputError(f"{self.kind} '{name}' is not available in this installation ({module_name} "
+                                     "is missing)") from None
+            return cast(T, getattr(module, attribute))
+
+        return load
 
     def _discover(self) -> None:
         """Load the entry-point plug-ins once; a built-in name wins over a plug-in of the same name."""
@@ -94,4 +109,4 @@ class Registry(Generic[T]):
         assert self.entry_point_group is not None
         for entry in entry_points(group=self.entry_point_group):
             if entry.name not in self._targets and entry.name not in self._loaded:
-                self._targets[entry.name] = entry.value
+                self._targets[entry.name] = entry.load

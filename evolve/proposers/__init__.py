@@ -1,25 +1,19 @@
 """Proposers by name: ``reflection`` (DSPy rewrite from evidence), ``delta`` (single-rule edits),
 ``merge`` (components of two pool candidates).
 
-The registry maps a name to ``module:Class`` and imports it only when used, so parsing a config does not
-load DSPy. A new proposer is a module with a class taking ``ProposerSettings`` and one
-``register_proposer`` call; the loop does not change.
+The names live in ``memevo.evolve.registries.PROPOSERS``, each imported only when used, so parsing a config does
+not load DSPy. A new proposer is a module with a class taking ``ProposerSettings`` and one entry there (or a
+``register_proposer`` call, or the ``memevo.proposers`` entry-point group); the loop does not change.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import memevo.agents  # noqa: F401  (sets litellm's offline price-list default before DSPy is imported)
 from memevo.evolve.proposers.base import ProposalContext, Proposer, Variant, propose_all
-
-_REGISTRY: dict[str, str] = {
-    "reflection": "memevo.evolve.proposers.reflection:ReflectionProposer",
-    "delta": "memevo.evolve.proposers.delta:DeltaProposer",
-    "merge": "memevo.evolve.proposers.merge:MergeProposer",
-}
+from memevo.evolve.registries import PROPOSERS
 
 
 @dataclass(frozen=True)
@@ -32,17 +26,16 @@ class ProposerSettings:
 
 def register_proposer(name: str, target: str) -> None:
     """Make ``name`` available in ``strategy.proposers``; ``target`` is ``"package.module:Class"``."""
-    _REGISTRY[name] = target
+    PROPOSERS.register(name, target)
 
 
 def proposer_names() -> list[str]:
-    return sorted(_REGISTRY)
+    return PROPOSERS.names()
 
 
 def make_proposer(name: str, settings: ProposerSettings) -> Proposer:
-    module, _, attribute = _REGISTRY[name].partition(":")
-    cls = getattr(importlib.import_module(module), attribute)
-    return cls(settings)
+    proposer: Proposer = PROPOSERS.get(name, field="strategy.proposers")(settings)
+    return proposer
 
 
 __all__ = [

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from memevo.evolve.proposers import ProposalContext, ProposerSettings, Variant
 from memevo.evolve.proposers.base import checked
 from memevo.evolve.records import ProposalStats
+from memevo.evolve.registries import PROPOSERS
 
 
 class LineProposerDouble:
@@ -52,3 +55,10 @@ class SameFirstProposerDouble(LineProposerDouble):
 
     def line(self, context: ProposalContext, sample: int) -> str:
         return "weather" if sample == 0 else f"weather in generation {context.generation}, sample {sample}"
+
+
+def register_proposer_double(monkeypatch: pytest.MonkeyPatch, name: str, double: str) -> None:
+    """Make the double ``double`` of this module the proposer ``name`` for one test only."""
+    for attribute in ("_targets", "_loaded"):
+        monkeypatch.setattr(PROPOSERS, attribute, dict(getattr(PROPOSERS, attribute)))
+    PROPOSERS.register(name, f"{__name__}:{double}")
