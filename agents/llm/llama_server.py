@@ -105,6 +105,18 @@ def add_option_route(app: Any) -> None:
         return {"model": body.get("model"), **scores}
 
 
+def bound_prompt_cache(capacity_bytes: int) -> None:
+    """Give the loaded model a prompt cache that counts all its states hold (see ``state_cache``)."""
+    from llama_cpp.server import app as server_app
+
+    from memevo.agents.llm.state_cache import BoundedStateCache
+
+    proxy = server_app._llama_proxy  # noqa: SLF001 - create_app loads the one model into this proxy
+    if proxy is None:
+        raise RuntimeError("llama-cpp-python's server loaded no model")
+    proxy().set_cache(BoundedStateCache(capacity_bytes))
+
+
 def main() -> None:
     """llama-cpp-python's ``python -m llama_cpp.server``, with the option route added."""
     import argparse
@@ -121,6 +133,8 @@ def main() -> None:
     server_settings = cast(ServerSettings, parse_model_from_args(ServerSettings, args))
     model_settings = cast(ModelSettings, parse_model_from_args(ModelSettings, args))
     app = create_app(server_settings=server_settings, model_settings=[model_settings])
+    if model_settings.cache and model_settings.cache_type == "ram" and not model_settings.logits_all:
+        bound_prompt_cache(model_settings.cache_size)
     add_option_route(app)
     uvicorn.run(app, host=server_settings.host, port=server_settings.port, log_level="warning")
 

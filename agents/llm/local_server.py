@@ -49,6 +49,11 @@ DEFAULT_N_CTX = 8192
 """SmolLM2-135M was trained with an 8192-token context; larger values only waste memory."""
 THREADS_ENV = "MEMEVO_LLAMA_THREADS"
 """CPU threads of the embedded model's server (default: every core)."""
+CACHE_ENV = "MEMEVO_LLAMA_CACHE_MB"
+"""Megabytes of evaluated prompt states the embedded server keeps (default ``DEFAULT_CACHE_MB``)."""
+DEFAULT_CACHE_MB = 1024
+"""Room for about 30 states of a 1,000-token prompt; with the model, its context and llama.cpp's buffers the
+server stays under 2.5 GB (benchmarks/llama_memory.py)."""
 CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGILL, signal.SIGBUS, signal.SIGABRT, signal.SIGFPE})
 """Signals by which a process crashes by itself, as a llama.cpp built for another CPU does."""
 PROOF_PROMPT = "Name three colours of the rainbow, in one short sentence."
@@ -127,6 +132,18 @@ def default_threads() -> int:
     return int(raw)
 
 
+def default_cache_mb() -> int:
+    """``$MEMEVO_LLAMA_CACHE_MB`` when set, else ``DEFAULT_CACHE_MB``; 0 turns the prompt cache off, anything but a
+    whole number is a ``UserInputError``."""
+    raw = os.environ.get(CACHE_ENV, "").strip()
+    if not raw:
+        return DEFAULT_CACHE_MB
+    if not raw.isdigit():
+        raise UserInputError(f"must be a whole number of megabytes (0 turns the cache off), got {raw!r}",
+                             field=CACHE_ENV)
+    return int(raw)
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
@@ -146,12 +163,14 @@ class LocalModelServer:
         *,
         n_ctx: int = DEFAULT_N_CTX,
         n_threads: int | None = None,
+        cache_mb: int | None = None,
         port: int | None = None,
         startup_timeout_s: float = 120.0,
     ) -> None:
         self.model_path = model_path
         self.n_ctx = n_ctx
         self.n_threads = n_threads or default_threads()
+        self.cache_mb = default_cache_mb() if cache_mb is None else cache_mb
         self.port = port
         self.startup_timeout_s = startup_timeout_s
         self._process: subprocess.Popen[bytes] | None = None
@@ -164,6 +183,13 @@ class LocalModelServer:
         if self._process is None or self.port is None:
             raise RuntimeError("the local model server is not running; call start() first")
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def pid(self) -> int:
+        """The server process's id (benchmarks sample its memory)."""
+        if self._process is None:
+            raise RuntimeError("the local model server is not running; call start() first")
+        return self._process.pid
 
     @property
     def running(self) -> bool:
@@ -232,7 +258,8 @@ class LocalModelServer:
             "--n_ctx", str(self.n_ctx),
             "--n_threads", str(self.n_threads),
             "--n_threads_batch", str(self.n_threads),
-            "--cache", "true",
+            "--cache", "true" if self.cache_mb > 0 else "false",
+            "--cache_size", str(self.cache_mb << 20),
         ]  # fmt: skip
 
     def _wait_until_ready(self) -> None:
