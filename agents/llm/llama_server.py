@@ -144,7 +144,6 @@ def add_embeddings_route(app: Any, embedder: Embedder) -> None:
 
     from memevo.agents.llm.config import LOCAL_EMBEDDING_MODEL
 
-    app.router.routes = [route for route in app.router.routes if getattr(route, "path", None) != EMBEDDINGS_PATH]
 
     @app.post(EMBEDDINGS_PATH, dependencies=[Depends(authenticate)])
     async def create_embedding(body: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008 - FastAPI's idiom
@@ -156,6 +155,8 @@ def add_embeddings_route(app: Any, embedder: Embedder) -> None:
         if model != LOCAL_EMBEDDING_MODEL:
             raise HTTPException(status_code=400, detail=f"this server embeds with '{LOCAL_EMBEDDING_MODEL}' only")
         return await run_in_threadpool(embedder, texts, model)
+
+    app.router.routes.insert(0, app.router.routes.pop())  # before llama-cpp-python's own route, which answers first
 
 
 def bound_prompt_cache(capacity_bytes: int) -> None:
