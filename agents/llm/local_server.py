@@ -122,40 +122,18 @@ def _die_with_parent() -> None:
 
 
 def default_threads() -> int:
-    """``$MEMEVO_LLAMA_THREADS`` when set, else the cores other programs leave idle (at least 1); anything but a
-    positive integer is a ``UserInputError``.
+    """``$MEMEVO_LLAMA_THREADS`` when set, else every core; anything but a positive integer is a
+    ``UserInputError``.
 
-    llama.cpp's threads meet at a spinning barrier after every step, so one thread that loses its core stalls the
-    others: on 2 shared cores 2 threads fell to 12 prompt tok/s where 1 thread kept 44 (benchmarks/llama_threads.py).
+    Every core, with OpenMP told to sleep rather than spin while it waits (``OMP_WAIT_POLICY=PASSIVE``, set in
+    ``start``), measured best both idle and beside busy programs (benchmarks/llama_threads.py).
     """
     raw = os.environ.get(THREADS_ENV, "").strip()
     if not raw:
-        return idle_cores()
+        return os.cpu_count() or 1
     if not raw.isdigit() or int(raw) < 1:
         raise UserInputError(f"must be a positive whole number, got {raw!r}", field=THREADS_ENV)
     return int(raw)
-
-
-def idle_cores(window_s: float = 0.5, stat: Path = Path("/proc/stat")) -> int:
-    """Cores left idle by other programs over ``window_s`` (rounded, at least 1); every core where /proc/stat is
-    missing."""
-    cores = os.cpu_count() or 1
-    try:
-        first = cpu_times(stat.read_text())
-        time.sleep(window_s)
-        second = cpu_times(stat.read_text())
-    except OSError:
-        return cores
-    busy, total = second[0] - first[0], second[1] - first[1]
-    return max(1, min(cores, round(cores * (1 - busy / total)))) if total > 0 else cores
-
-
-def cpu_times(stat_text: str) -> tuple[int, int]:
-    """(busy, total) clock ticks of all CPUs from /proc/stat's first line; idle and iowait count as not busy (guest
-    time, already inside user time, is left out)."""
-    fields = [int(value) for value in stat_text.splitlines()[0].split()[1:9]]
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    return sum(fields) - idle, sum(fields)
 
 
 def default_cache_mb() -> int:
@@ -179,8 +157,8 @@ def free_port() -> int:
 class LocalModelServer:
     """Start/stop one llama-cpp server process; use as a context manager or call start()/stop().
 
-    ``n_threads`` defaults to ``$MEMEVO_LLAMA_THREADS``, else the cores other programs leave idle when it starts
-    (``default_threads``): memevo's own work is a few percent of a run, so the server is the load.
+    ``n_threads`` defaults to ``$MEMEVO_LLAMA_THREADS``, else every core (``default_threads``): memevo's own work
+    is a few percent of a run, so the server is the load.
     """
 
     def __init__(
