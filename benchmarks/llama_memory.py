@@ -3,14 +3,14 @@
 Two ways to load it. By default the benchmark starts the server itself and sends ``--requests`` chats the way
 memevo does: a few long prompt heads (a note write, a reply, a proposal) each followed by text that changes at every
 request, so the prompt cache keeps saving new states, with option scoring (the likelihood route) in between. With
-``--command`` it runs that command instead (for example ``memevo evolve e.yaml``) and samples every embedded server
-the command starts. Memory is the sum of the servers' resident set (VmRSS), sampled every ``--interval`` seconds.
+``--command`` it runs that command instead (for example ``memevo evolve e.yaml``) and samples the embedded servers
+the command starts (its descendants only, not other programs' servers). Memory is the sum of the servers' resident set (VmRSS), sampled every ``--interval`` seconds.
 
 The slope is a least-squares fit over the second half of the samples, in MB per minute: a bounded server levels
 off, so its slope falls towards 0 while a leaking one keeps climbing.
 
     python benchmarks/llama_memory.py [--requests 120] [--interval 1]
-    python benchmarks/llama_memory.py --command memevo evolve e.yaml
+    python benchmarks/llama_memory.py --max-minutes 30 --command memevo evolve e.yaml
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -56,20 +57,29 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
-def server_pids() -> list[int]:
-    """Every running embedded model server of this user (the command under test starts its own)."""
+def parent_of(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def server_pids(root: int) -> list[int]:
+    """The embedded model servers among the descendants of ``root`` (other users' and sessions' are left out)."""
+    parents = {int(entry.name): parent_of(int(entry.name)) for entry in Path("/proc").iterdir() if entry.name.isdigit()}
+    family, grown = {root}, True
+    while grown:
+        children = {pid for pid, parent in parents.items() if parent in family} - family
+        family |= children
+        grown = bool(children)
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for pid in family - {root}:
         try:
-            if entry.stat().st_uid != os.getuid():
-                continue
-            command = (entry / "cmdline").read_bytes().split(b"\0")
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
         if SERVER_MODULE.encode() in command:
-            found.append(int(entry.name))
+            found.append(pid)
     return found
 
 
@@ -120,6 +130,16 @@ def drive(server: LocalModelServer, requests: int, prompt_words: int) -> None:
                 client.post(server.url + "/chat/completions", json=body).raise_for_status()
 
 
+def wait_bounded(process: subprocess.Popen[bytes], max_minutes: float | None) -> int:
+    """Wait for ``process``; past ``max_minutes`` interrupt it as Ctrl-C would (a memevo run keeps its work)."""
+    try:
+        return process.wait(timeout=max_minutes * 60 if max_minutes else None)
+    except subprocess.TimeoutExpired:
+        print(f"stopping the command after {max_minutes:g} minutes", file=sys.stderr)
+        process.send_signal(signal.SIGINT)
+        return process.wait()
+
+
 def report(samples: list[tuple[float, int]], wall_s: float) -> None:
     peak = max((b for _, b in samples), default=0)
     slope = slope_mb_per_min(samples)
@@ -134,13 +154,15 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=120, help="requests to send (without --command)")
     parser.add_argument("--prompt-words", type=int, default=700, help="words in each prompt head")
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between samples")
+    parser.add_argument("--max-minutes", type=float, help="with --command: stop it (SIGINT) after this long")
     parser.add_argument("--command", nargs=argparse.REMAINDER, help="run this instead and sample its servers")
     args = parser.parse_args()
     started = time.monotonic()
     if args.command:
-        sampler = Sampler(server_pids, args.interval)
+        process = subprocess.Popen(args.command)
+        sampler = Sampler(lambda: server_pids(process.pid), args.interval)
         sampler.start()
-        returncode = subprocess.run(args.command).returncode
+        returncode = wait_bounded(process, args.max_minutes)
         sampler.stopped.set()
         report(sampler.samples, time.monotonic() - started)
         return returncode

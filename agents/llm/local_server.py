@@ -54,6 +54,15 @@ CACHE_ENV = "MEMEVO_LLAMA_CACHE_MB"
 DEFAULT_CACHE_MB = 1024
 """Room for about 30 states of a 1,000-token prompt; with the model, its context and llama.cpp's buffers the
 server stays under 2.5 GB (benchmarks/llama_memory.py)."""
+SERVER_ENV = {
+    "OMP_WAIT_POLICY": "PASSIVE",
+    "MALLOC_ARENA_MAX": "2",
+    "MALLOC_MMAP_THRESHOLD_": str(1 << 20),
+}
+"""The server's environment unless the user's sets these. OpenMP's busy-waiting made generation ~10x slower when
+the cores were shared. glibc's malloc: saved prompt states are blocks of tens of MB, allocated and freed at every
+request; below its (self-raising) mmap threshold they land in per-thread arenas that return little to the system,
+so a fixed 1 MB threshold sends them to mmap (given back at once) and two arenas bound the rest."""
 CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGILL, signal.SIGBUS, signal.SIGABRT, signal.SIGFPE})
 """Signals by which a process crashes by itself, as a llama.cpp built for another CPU does."""
 PROOF_PROMPT = "Name three colours of the rainbow, in one short sentence."
@@ -230,8 +239,7 @@ class LocalModelServer:
         self.port = self.port or free_port()
         command = self._command(model_path)
         self._log = tempfile.NamedTemporaryFile(prefix="memevo-llama-", suffix=".log", delete=False)
-        # OpenMP's default busy-waiting makes generation ~10x slower when the cores are shared.
-        env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+        env = {**SERVER_ENV, **os.environ}
         # The parent-death signal follows the starting *thread*, so only the main thread may use it.
         linked = sys.platform == "linux" and threading.current_thread() is threading.main_thread()
         self._process = subprocess.Popen(
