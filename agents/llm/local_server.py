@@ -270,6 +270,7 @@ class LocalModelServer:
             "--n_ctx", str(self.n_ctx),
             "--n_threads", str(self.n_threads),
             "--n_threads_batch", str(self.n_threads),
+            "--logits_all", "false",  # the server's default keeps 196 KB of logits per context token in every state
             "--cache", "true" if self.cache_mb > 0 else "false",
             "--cache_size", str(self.cache_mb << 20),
         ]  # fmt: skip

@@ -1,11 +1,12 @@
 """The embedded server's prompt cache, bounded by what its states really hold.
 
 llama-cpp-python's ``LlamaRAMCache`` counts only each state's llama.cpp bytes against its capacity, but each saved
-``LlamaState`` also carries a copy of the model's logits buffer: ``n_batch`` x ``n_vocab`` floats, 100 MB for
-SmolLM2 at the default batch of 512, whatever the prompt's length. A server with a 2 GiB cache thus grew past 19 GB
-(about 100 MB per request) before the counted bytes reached the cap. Without ``logits_all`` that buffer is never
-written by decoding and never read by sampling, so this cache keeps one row of it (``load_state`` broadcasts it back)
-and counts every byte a state keeps, logits, token ids and llama.cpp state alike.
+``LlamaState`` also carries a copy of the model's logits buffer: with ``logits_all`` (the server's default) a row of
+``n_vocab`` floats per context token, 118 MB for a 600-token prompt of SmolLM2, else ``n_batch`` rows, 100 MB
+whatever the prompt. A server with a 2 GiB cache thus grew past 19 GB before the counted bytes (14 MB for that
+prompt) reached the cap. memevo's server runs without ``logits_all``; then that buffer is never written by decoding
+nor read by sampling, so this cache keeps one row of it (``load_state`` broadcasts it back) and counts every byte a
+state keeps, logits, token ids and llama.cpp state alike.
 """
 
 from __future__ import annotations
