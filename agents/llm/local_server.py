@@ -11,7 +11,7 @@ multi-token chat before handing out the URL, and ``health_check`` lets the gatew
 the exit signal, the server's last log lines and the command that fixes the install, when the process
 dies later.
 
-The server keeps llama-cpp-python's prompt cache (``--cache``, states kept in RAM, 2 GiB at most): memevo's
+The server keeps a prompt cache (``state_cache``, states kept in RAM, ``DEFAULT_CACHE_MB`` by default): memevo's
 requests alternate between a few long prompt heads (the write prompt, the answer prompt, the proposer's), and
 with one request at a time each would otherwise evict the others' evaluated prefix. Measured on the write/reply
 pattern of an AWI agent: writes took half the time, replies a few tenths of a second more (the state saved after
