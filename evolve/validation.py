@@ -1,7 +1,8 @@
 """Every proposed component text is checked before it can become a candidate.
 
 Mechanical faults are repaired the way AMemGym does (G.4: re-append a missing placeholder block, a
-missing output-format clause); anything else rejects the proposal with a reason that is counted.
+missing output-format clause); anything else rejects the proposal with a reason that is counted. A proposal that is
+not prose is rejected, judged on its own text, since the repair's prose would pass it off as a prompt.
 Nothing here raises on bad model output: a bad proposal is data, not an error.
 """
 
@@ -38,6 +39,20 @@ class LengthBounds(LazyModel):
         return None
 
 
+MIN_LETTER_SHARE = 0.6
+"""Letters among a prompt's visible characters: English prose has about 0.8, the garbage a 135M proposer wrote
+(``#1,20083927 #46.5F.BETA``) well under half."""
+
+
+def prose_problem(text: str) -> str | None:
+    """Why ``text`` (a proposal as written: the repair's own prose must not pass it) is not a prompt, or None."""
+    visible = "".join(text.split())
+    letters = sum(character.isalpha() for character in visible)
+    if letters < MIN_LETTER_SHARE * len(visible):
+        return f"not a prompt (letters are {letters / len(visible):.0%} of its characters, under {MIN_LETTER_SHARE:.0%})"
+    return None
+
+
 def _normalized(text: str) -> str:
     return " ".join(text.split())
 
@@ -68,4 +83,7 @@ def validate_proposal(spec: ComponentSpec, proposal: str | None, parent: str, bo
         return Verdict(accepted=False, reason=length, repairs=repairs)
     if _normalized(text) == _normalized(parent):
         return Verdict(accepted=False, reason="identical to the parent", repairs=repairs)
+    garbage = prose_problem(proposal)
+    if garbage:
+        return Verdict(accepted=False, reason=garbage, repairs=repairs)
     return Verdict(accepted=True, text=text, repairs=repairs)

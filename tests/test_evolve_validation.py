@@ -47,3 +47,16 @@ def test_section_without_rules_only_checks_length_and_change() -> None:
     parent = "- preferences and tastes\n- health"
     assert validate_proposal(section, parent + "\n- commute", parent, BOUNDS).accepted
     assert "too short" in validate_proposal(section, "- x", parent, BOUNDS).reason
+
+
+def test_text_that_is_not_a_prompt_is_rejected_though_repair_would_make_it_look_like_one() -> None:
+    garbage = "#1,20083927 #46.5F.BETA 0x3f,991 #22.7A.GAMMA 44,18 #9.1C"
+    verdict = validate_proposal(SPEC, garbage, PARENT, BOUNDS)
+    assert not verdict.accepted and verdict.reason is not None and verdict.reason.startswith("not a prompt")
+    assert verdict.text is None
+
+
+def test_a_prompt_with_placeholders_and_a_json_example_is_prose() -> None:
+    text = ('Keep notes about the user, e.g. {"city": "Paris", "age": "34"}.\nNotes: {current_memories}\n'
+            "Conversation: {conversation}\n" + CLAUSE)
+    assert validate_proposal(SPEC, text, PARENT, BOUNDS).accepted

@@ -358,12 +358,12 @@ async def test_embed_shares_the_concurrency_limit_with_chat(server):
     assert len(server.requests) == 8 and server.peak_in_flight == 2
 
 
-async def test_embed_on_the_embedded_local_server_is_a_clear_error(server, monkeypatch):
+async def test_embed_with_the_embedded_model_config_asks_its_endpoint(server, monkeypatch):
+    """The embedded server answers /v1/embeddings now: a config on it sends the request instead of refusing."""
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     gateway = LLMGateway(LLMConfig(model=LOCAL_MODEL_NAME), base_url=server.url, cache=None, accounting=Accounting())
-    with pytest.raises(UserInputError, match="serves no embeddings.*retrieval 'bm25'"):
-        await gateway.embed(["blue sky"], role="agent", model="test-embed")
-    assert server.requests == []
+    assert await gateway.embed(["blue sky"], role="agent", model="test-embed") == [server.embed("blue sky")]
+    assert server.paths == ["/v1/embeddings"]
 
 
 async def test_a_long_history_arrives_whole_when_sent_in_chunks(server):

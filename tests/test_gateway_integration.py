@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
+from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig, default_embedding_model
 from memevo.agents.llm.hub import LLMHub
 from memevo.agents.llm.llama_build import forbidden_features, installed_system_info
 from memevo.agents.llm.local_server import LocalModelServer
@@ -125,3 +125,24 @@ def test_killing_the_embedded_server_ends_the_run_at_once_and_keeps_finished_per
     assert run.returncode == 1, stderr
     assert "killed by signal SIGKILL" in stderr and "Last lines of its log" in stderr
     assert finished.exists()  # finished work is kept
+
+
+@pytest.mark.integration
+async def test_the_embedded_server_embeds_texts_with_its_default_embedding_model(tmp_path: Path, monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    config = LLMConfig()
+    model = default_embedding_model(config)
+    assert model is not None
+    async with LLMHub(cache_dir=tmp_path, use_cache=False) as hub:
+        gateway = hub.client(config)
+        texts = ["I hike in the mountains every weekend.", "The stock market fell today.",
+                 "I hike in the mountains every weekend."]
+        vectors = await gateway.embed(texts, role="agent", model=model)
+        assert len(vectors) == 3 and len({len(vector) for vector in vectors}) == 1 and len(vectors[0]) > 100
+        assert vectors[0] == vectors[2] and vectors[0] != vectors[1]
+        with pytest.raises(LLMRequestError, match="HTTP 400"):  # another model's name is not answered with SmolLM2's
+            await gateway.embed(["x"], role="agent", model="text-embedding-3-small")
+        # chats still work after the embeddings context was loaded
+        reply = await gateway.chat([{"role": "user", "content": "Say hello."}], role="agent")
+        assert reply.text
+    assert hub.accounting.report().by_role["agent"].prompt_tokens > 0

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from memevo.agents.llm.accounting import dollars_text
 from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
-from memevo.agents.llm.local_server import DEFAULT_N_CTX, LocalModelServer
+from memevo.agents.llm.local_server import CACHE_ENV, DEFAULT_CACHE_MB, DEFAULT_N_CTX, LocalModelServer
 from memevo.agents.llm.protocol import ChatReply, LLMError
 from memevo.core.errors import RunFailedError, UserInputError
 
@@ -34,11 +34,12 @@ CHECK_SCHEMA: dict[str, Any] = {
 def serve(
     n_ctx: Annotated[int, typer.Option(min=512, help="Context window in tokens.")] = DEFAULT_N_CTX,
     n_threads: Annotated[int | None, typer.Option(min=1, help="CPU threads (default: $MEMEVO_LLAMA_THREADS, else every core).")] = None,
+    cache_mb: Annotated[int | None, typer.Option(min=0, help=f"Megabytes of prompt states kept (default: ${CACHE_ENV}, else {DEFAULT_CACHE_MB}; 0: none).")] = None,
     port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port (default: a free one).")] = None,
 ) -> None:
     """Start SmolLM2-135M-Instruct behind an OpenAI-compatible API on 127.0.0.1 until Ctrl-C."""
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops the model server too, like Ctrl-C
-    with LocalModelServer(n_ctx=n_ctx, n_threads=n_threads, port=port) as server:
+    with LocalModelServer(n_ctx=n_ctx, n_threads=n_threads, cache_mb=cache_mb, port=port) as server:
         print(server.url, flush=True)
         typer.echo(f"serving {LOCAL_MODEL_NAME}; use it with: export OPENAI_BASE_URL={server.url}", err=True)
         try:

@@ -22,6 +22,8 @@ from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
 
 LOCAL_MODEL_NAME = "smollm2-135m-instruct"
+LOCAL_EMBEDDING_MODEL = LOCAL_MODEL_NAME
+"""The embeddings the embedded server answers ``/v1/embeddings`` with: SmolLM2 itself, mean-pooled over the text."""
 MODEL_ENV = "MEMEVO_MODEL"
 BASE_URL_ENV = "OPENAI_BASE_URL"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -197,6 +199,13 @@ class LLMConfig(LazyModel):
     def api_key(self) -> str:
         """The key read from the environment at call time; local servers accept any placeholder."""
         return os.environ.get(self.api_key_env) or "sk-no-key-needed"
+
+
+def default_embedding_model(config: LLMConfig) -> str | None:
+    """The embeddings model when none is configured: the embedded server's when ``config`` runs on it, else None
+    (a remote endpoint's embeddings model cannot be guessed)."""
+    on_embedded = config.model == LOCAL_MODEL_NAME and config.endpoint_urls() is None
+    return LOCAL_EMBEDDING_MODEL if on_embedded else None
 
 
 def env_concurrency() -> int | None:

@@ -24,7 +24,7 @@ from urllib.parse import urlparse
 
 from memevo.agents.llm.accounting import Accounting
 from memevo.agents.llm.cache import CachedReply, CacheRequest, ResponseCache, canonical_json
-from memevo.agents.llm.config import LOCAL_MODEL_NAME, LLMConfig
+from memevo.agents.llm.config import LLMConfig
 from memevo.agents.llm.endpoints import Route, another_awake, next_route
 from memevo.agents.llm.limiter import ConcurrencyLimit
 from memevo.agents.llm.llama_server import OPTION_LOGPROBS_PATH
@@ -217,12 +217,6 @@ class LLMGateway:
         of all texts, but prices only the texts sent; the endpoint reports tokens per request, so they are
         shared evenly among its texts.
         """
-        if self.config.model == LOCAL_MODEL_NAME and self.config.resolved_base_url() is None:
-            raise UserInputError(
-                f"the embedded local model server ({LOCAL_MODEL_NAME}) serves no embeddings: use retrieval "
-                f"'bm25', or set llm.base_url (or OPENAI_BASE_URL) to an endpoint serving '{model}'",
-                field="retrieval",
-            )
         requests = {text: _embedding_request(self.endpoint_identity, model, text) for text in dict.fromkeys(texts)}
         if not requests:
             return []

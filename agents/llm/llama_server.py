@@ -8,19 +8,28 @@ seconds per request on the prompts memevo sends. The route added here (``OPTION_
 for logits at the option tokens only, reuses the chat already in the model's context (each option after the
 first costs its own tokens), and runs under the server's own lock, so it is one request among the others.
 
+Embeddings (``/v1/embeddings``) come from a second llama.cpp context on the same GGUF file, made for them (mean
+pooling over the whole text, which a chat context does not do) and loaded at the first embeddings request, so runs
+that never embed pay nothing; the file is memory-mapped, so the weights are not held twice.
+
 Run as ``python -m memevo.agents.llm.llama_server`` with llama-cpp-python's server arguments.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
 
+EMBEDDINGS_PATH = "/v1/embeddings"
+EMBEDDING_N_CTX = 2048
+"""Tokens embedded per text; longer texts are cut to their first ``EMBEDDING_N_CTX`` tokens."""
 OPTION_LOGPROBS_PATH = "/v1/memevo/option_logprobs"
 """Relative to the server root; the gateway posts ``{"model", "messages", "options"}`` here."""
 
@@ -105,6 +114,63 @@ def add_option_route(app: Any) -> None:
         return {"model": body.get("model"), **scores}
 
 
+class Embedder:
+    """The embeddings context, loaded once on first use, serving one request at a time."""
+
+    def __init__(self, model_path: str, n_threads: int | None) -> None:
+        self.model_path = model_path
+        self.n_threads = n_threads
+        self._lock = threading.Lock()
+
+    @functools.cached_property
+    def _llama(self) -> Llama:
+        import llama_cpp
+
+        return llama_cpp.Llama(model_path=self.model_path, embedding=True, n_ctx=EMBEDDING_N_CTX,
+                               n_batch=EMBEDDING_N_CTX, n_ubatch=EMBEDDING_N_CTX, n_threads=self.n_threads,
+                               pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN, verbose=False)
+
+    def __call__(self, texts: list[str], model: str) -> dict[str, Any]:
+        """OpenAI's embeddings reply for ``texts``, in order, with the tokens read."""
+        with self._lock:
+            return dict(self._llama.create_embedding(texts, model=model))
+
+
+def add_embeddings_route(app: Any, embedder: Embedder) -> None:
+    """Serve ``EMBEDDINGS_PATH`` from ``embedder`` instead of the chat model (whose context pools nothing)."""
+    from fastapi import Body, Depends, HTTPException
+    from llama_cpp.server.app import authenticate
+    from starlette.concurrency import run_in_threadpool
+
+    from memevo.agents.llm.config import LOCAL_EMBEDDING_MODEL
+
+
+    @app.post(EMBEDDINGS_PATH, dependencies=[Depends(authenticate)])
+    async def create_embedding(body: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008 - FastAPI's idiom
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else texts
+        if not isinstance(texts, list) or not texts or not all(isinstance(text, str) for text in texts):
+            raise HTTPException(status_code=400, detail="give 'input': a text or a list of texts")
+        model = str(body.get("model") or LOCAL_EMBEDDING_MODEL)
+        if model != LOCAL_EMBEDDING_MODEL:
+            raise HTTPException(status_code=400, detail=f"this server embeds with '{LOCAL_EMBEDDING_MODEL}' only")
+        return await run_in_threadpool(embedder, texts, model)
+
+    app.router.routes.insert(0, app.router.routes.pop())  # before llama-cpp-python's own route, which answers first
+
+
+def bound_prompt_cache(capacity_bytes: int) -> None:
+    """Give the loaded model a prompt cache that counts all its states hold (see ``state_cache``)."""
+    from llama_cpp.server import app as server_app
+
+    from memevo.agents.llm.state_cache import BoundedStateCache
+
+    proxy = server_app._llama_proxy  # noqa: SLF001 - create_app loads the one model into this proxy
+    if proxy is None:
+        raise RuntimeError("llama-cpp-python's server loaded no model")
+    proxy().set_cache(BoundedStateCache(capacity_bytes))
+
+
 def main() -> None:
     """llama-cpp-python's ``python -m llama_cpp.server``, with the option route added."""
     import argparse
@@ -121,7 +187,10 @@ def main() -> None:
     server_settings = cast(ServerSettings, parse_model_from_args(ServerSettings, args))
     model_settings = cast(ModelSettings, parse_model_from_args(ModelSettings, args))
     app = create_app(server_settings=server_settings, model_settings=[model_settings])
+    if model_settings.cache and model_settings.cache_type == "ram" and not model_settings.logits_all:
+        bound_prompt_cache(model_settings.cache_size)
     add_option_route(app)
+    add_embeddings_route(app, Embedder(model_settings.model, model_settings.n_threads))
     uvicorn.run(app, host=server_settings.host, port=server_settings.port, log_level="warning")
 
 

@@ -11,7 +11,7 @@ multi-token chat before handing out the URL, and ``health_check`` lets the gatew
 the exit signal, the server's last log lines and the command that fixes the install, when the process
 dies later.
 
-The server keeps llama-cpp-python's prompt cache (``--cache``, states kept in RAM, 2 GiB at most): memevo's
+The server keeps a prompt cache (``state_cache``, states kept in RAM, ``DEFAULT_CACHE_MB`` by default): memevo's
 requests alternate between a few long prompt heads (the write prompt, the answer prompt, the proposer's), and
 with one request at a time each would otherwise evict the others' evaluated prefix. Measured on the write/reply
 pattern of an AWI agent: writes took half the time, replies a few tenths of a second more (the state saved after
@@ -49,6 +49,20 @@ DEFAULT_N_CTX = 8192
 """SmolLM2-135M was trained with an 8192-token context; larger values only waste memory."""
 THREADS_ENV = "MEMEVO_LLAMA_THREADS"
 """CPU threads of the embedded model's server (default: every core)."""
+CACHE_ENV = "MEMEVO_LLAMA_CACHE_MB"
+"""Megabytes of evaluated prompt states the embedded server keeps (default ``DEFAULT_CACHE_MB``)."""
+DEFAULT_CACHE_MB = 1024
+"""Room for about 30 states of a 1,000-token prompt; with the model, its context and llama.cpp's buffers the
+server stays under 2.5 GB (benchmarks/llama_memory.py)."""
+SERVER_ENV = {
+    "OMP_WAIT_POLICY": "PASSIVE",
+    "MALLOC_ARENA_MAX": "2",
+    "MALLOC_MMAP_THRESHOLD_": str(1 << 20),
+}
+"""The server's environment unless the user's sets these. OpenMP's busy-waiting made generation ~10x slower when
+the cores were shared. glibc's malloc: saved prompt states are blocks of tens of MB, allocated and freed at every
+request; below its (self-raising) mmap threshold they land in per-thread arenas that return little to the system,
+so a fixed 1 MB threshold sends them to mmap (given back at once) and two arenas bound the rest."""
 CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGILL, signal.SIGBUS, signal.SIGABRT, signal.SIGFPE})
 """Signals by which a process crashes by itself, as a llama.cpp built for another CPU does."""
 PROOF_PROMPT = "Name three colours of the rainbow, in one short sentence."
@@ -117,13 +131,29 @@ def _die_with_parent() -> None:
 
 
 def default_threads() -> int:
-    """``$MEMEVO_LLAMA_THREADS`` when set, else the machine's cores; anything but a positive integer is a
-    ``UserInputError``."""
+    """``$MEMEVO_LLAMA_THREADS`` when set, else every core; anything but a positive integer is a
+    ``UserInputError``.
+
+    Every core, with OpenMP told to sleep rather than spin while it waits (``OMP_WAIT_POLICY=PASSIVE``, set in
+    ``start``), measured best both idle and beside busy programs (benchmarks/llama_threads.py).
+    """
     raw = os.environ.get(THREADS_ENV, "").strip()
     if not raw:
         return os.cpu_count() or 1
     if not raw.isdigit() or int(raw) < 1:
         raise UserInputError(f"must be a positive whole number, got {raw!r}", field=THREADS_ENV)
+    return int(raw)
+
+
+def default_cache_mb() -> int:
+    """``$MEMEVO_LLAMA_CACHE_MB`` when set, else ``DEFAULT_CACHE_MB``; 0 turns the prompt cache off, anything but a
+    whole number is a ``UserInputError``."""
+    raw = os.environ.get(CACHE_ENV, "").strip()
+    if not raw:
+        return DEFAULT_CACHE_MB
+    if not raw.isdigit():
+        raise UserInputError(f"must be a whole number of megabytes (0 turns the cache off), got {raw!r}",
+                             field=CACHE_ENV)
     return int(raw)
 
 
@@ -136,8 +166,8 @@ def free_port() -> int:
 class LocalModelServer:
     """Start/stop one llama-cpp server process; use as a context manager or call start()/stop().
 
-    ``n_threads`` defaults to ``$MEMEVO_LLAMA_THREADS``, else every core: memevo's own work is a few percent of a
-    run, so the server is the load (set the variable lower when other programs share the machine).
+    ``n_threads`` defaults to ``$MEMEVO_LLAMA_THREADS``, else every core (``default_threads``): memevo's own work
+    is a few percent of a run, so the server is the load.
     """
 
     def __init__(
@@ -146,12 +176,14 @@ class LocalModelServer:
         *,
         n_ctx: int = DEFAULT_N_CTX,
         n_threads: int | None = None,
+        cache_mb: int | None = None,
         port: int | None = None,
         startup_timeout_s: float = 120.0,
     ) -> None:
         self.model_path = model_path
         self.n_ctx = n_ctx
         self.n_threads = n_threads or default_threads()
+        self.cache_mb = default_cache_mb() if cache_mb is None else cache_mb
         self.port = port
         self.startup_timeout_s = startup_timeout_s
         self._process: subprocess.Popen[bytes] | None = None
@@ -164,6 +196,13 @@ class LocalModelServer:
         if self._process is None or self.port is None:
             raise RuntimeError("the local model server is not running; call start() first")
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def pid(self) -> int:
+        """The server process's id (benchmarks sample its memory)."""
+        if self._process is None:
+            raise RuntimeError("the local model server is not running; call start() first")
+        return self._process.pid
 
     @property
     def running(self) -> bool:
@@ -200,8 +239,7 @@ class LocalModelServer:
         self.port = self.port or free_port()
         command = self._command(model_path)
         self._log = tempfile.NamedTemporaryFile(prefix="memevo-llama-", suffix=".log", delete=False)
-        # OpenMP's default busy-waiting makes generation ~10x slower when the cores are shared.
-        env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+        env = {**SERVER_ENV, **os.environ}
         # The parent-death signal follows the starting *thread*, so only the main thread may use it.
         linked = sys.platform == "linux" and threading.current_thread() is threading.main_thread()
         self._process = subprocess.Popen(
@@ -232,7 +270,9 @@ class LocalModelServer:
             "--n_ctx", str(self.n_ctx),
             "--n_threads", str(self.n_threads),
             "--n_threads_batch", str(self.n_threads),
-            "--cache", "true",
+            "--logits_all", "false",  # the server's default keeps 196 KB of logits per context token in every state
+            "--cache", "true" if self.cache_mb > 0 else "false",
+            "--cache_size", str(self.cache_mb << 20),
         ]  # fmt: skip
 
     def _wait_until_ready(self) -> None:
