@@ -11,6 +11,7 @@ from typing import Protocol
 import bm25s
 import numpy as np
 
+from memevo.agents.llm.config import LLMConfig, default_embedding_model
 from memevo.agents.llm.protocol import ChatClient, EmbeddingClient
 from memevo.agents.policy import MemoryPolicy
 from memevo.core.errors import UserInputError
@@ -78,14 +79,23 @@ class EmbeddingRetriever:
 
 def embedding_source(policy: MemoryPolicy, llm: ChatClient, needs: str, *, hint: str = "",
                      field: str) -> tuple[EmbeddingClient, str]:
-    """``llm`` as an embedding client and the policy's embeddings model, or a ``UserInputError`` saying what
-    ``needs`` them (``field`` names the setting to change when ``llm`` cannot embed)."""
-    if not policy.embedding_model:
-        raise UserInputError(f"{needs} needs embedding_model", field="embedding_model")
+    """``llm`` as an embedding client and the policy's embeddings model (by default the embedded server's, when
+    ``llm`` runs on it), or a ``UserInputError`` saying what ``needs`` them (``field`` names the setting to change
+    when ``llm`` cannot embed)."""
+    model = policy.embedding_model or _embedded_server_model(llm)
+    if not model:
+        raise UserInputError(f"{needs} needs embedding_model (the endpoint's embeddings model)",
+                             field="embedding_model")
     if not isinstance(llm, EmbeddingClient):
         raise UserInputError(
             f"{needs} needs an LLM client that can embed texts; {type(llm).__name__} cannot{hint}", field=field)
-    return llm, policy.embedding_model
+    return llm, model
+
+
+def _embedded_server_model(llm: ChatClient) -> str | None:
+    """The embedded server's embeddings model when ``llm`` is a gateway running on it, else None."""
+    config = getattr(llm, "config", None)
+    return default_embedding_model(config) if isinstance(config, LLMConfig) else None
 
 
 def make_retriever(policy: MemoryPolicy, llm: ChatClient) -> Retriever:

@@ -6,12 +6,12 @@ import pytest
 
 from memevo.agents.llm.accounting import Accounting
 from memevo.agents.llm.cache import ResponseCache
-from memevo.agents.llm.config import LLMConfig
+from memevo.agents.llm.config import LOCAL_EMBEDDING_MODEL, LLMConfig
 from memevo.agents.llm.gateway import LLMGateway
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.rag import RAGAgent
 from memevo.agents.registry import build_agent
-from memevo.agents.retrieval import BM25Retriever
+from memevo.agents.retrieval import BM25Retriever, embedding_source
 from memevo.core.errors import UserInputError
 from tests.doubles.fault_server import Fault, FaultServer
 from tests.doubles.scripted_llm import ScriptedLLM
@@ -158,3 +158,14 @@ async def test_bm25_copes_with_memories_without_terms():
     assert await retriever.rank("job", ["...", "my job is baking"], 3) == [1]
     assert await retriever.rank("the", ["my job"], 3) == []
     assert await retriever.rank("job", [], 3) == []
+
+
+def test_on_the_embedded_server_the_embeddings_model_is_its_own_and_a_remote_one_must_be_named():
+    policy = MemoryPolicy(kind="rag", retrieval="embedding")
+    embedded = LLMGateway(LLMConfig(), base_url="http://127.0.0.1:9/v1", cache=None, accounting=Accounting())
+    assert embedding_source(policy, embedded, "rag", field="llm")[1] == LOCAL_EMBEDDING_MODEL
+    remote = LLMGateway(LLMConfig(model="gpt-4.1-mini", base_url="https://api.example/v1"),
+                        base_url="https://api.example/v1", cache=None, accounting=Accounting())
+    with pytest.raises(UserInputError, match="needs embedding_model"):
+        embedding_source(policy, remote, "rag", field="llm")
+    assert embedding_source(policy.model_copy(update={"embedding_model": "e5"}), remote, "rag", field="llm")[1] == "e5"
