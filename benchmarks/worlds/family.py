@@ -17,7 +17,7 @@ CLOSING = 2
 """Small-talk sessions closing each period: an AWI policy keeping ``short_term`` raw messages (4 by default, 0 in
 the benchmark's seed) writes an exchange only ``short_term / 2`` exchanges later, so without them a period's last
 announcements could reach its notes after the questions. scoring.py assumes every announcement is written before
-them, for any ``short_term`` up to 4 (tests/test_benchmark_worlds.py checks it against real episodes)."""
+them, for any ``short_term`` up to 4 (tests/benchmarks/test_benchmark_worlds.py checks it against real episodes)."""
 
 
 def with_closing_sessions(item: Item) -> Item:

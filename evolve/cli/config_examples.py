@@ -1,6 +1,6 @@
 """Commented starting configs, one per kind of file, printed by ``memevo config example KIND``.
 
-Each loads as it is (``tests/test_config_reference.py`` loads every one), runs without an API key on the
+Each loads as it is (``tests/evolve/test_config_reference.py`` loads every one), runs without an API key on the
 embedded model, and says in its comments what to change first; every field is in experiments/REFERENCE.md.
 """
 

@@ -1,7 +1,7 @@
 """The reference of every config field, generated from the pydantic models: their JSON Schema and a markdown page.
 
 ``memevo config schema KIND`` prints a kind's JSON Schema; ``experiments/REFERENCE.md`` is the page, written by
-``python -m memevo.evolve.cli.config_reference experiments/REFERENCE.md`` (``tests/test_config_reference.py`` fails
+``python -m memevo.evolve.cli.config_reference experiments/REFERENCE.md`` (``tests/evolve/test_config_reference.py`` fails
 when the page no longer matches the models).
 """
 
