@@ -157,6 +157,11 @@ class ReplayEnvironment(Environment[ReplayItem]):
         score = exact_match(reply, question.gold) if method == "exact_match" else token_f1(reply, question.gold)
         return AnswerScore(score=score, method=method, correct=score == 1.0)
 
+    async def score_unread_choice(self, item: ReplayItem, question: QuestionView, reply: str) -> AnswerScore:
+        """A multiple-choice reply that names no option: no credit. A benchmark whose own scorer reads such replies
+        (LoCoMo's adversarial rule) scores the text here."""
+        return AnswerScore(score=0.0, method="choice", correct=False, detail="unreadable choice")
+
     async def run_item(
         self,
         agent: MemoryAgent,
@@ -216,7 +221,8 @@ class ReplayEnvironment(Environment[ReplayItem]):
 
     async def _choice_record(self, agent: MemoryAgent, item: ReplayItem, user_id: str, view: QuestionView,
                              now: datetime, memories: dict[str, str]) -> QARecord:
-        """A multiple-choice question answered in the run's answer mode, then scored from the chosen number."""
+        """A multiple-choice question answered in the run's answer mode, then scored from the chosen number, or by
+        ``score_unread_choice`` when no reply named one."""
         episode = self.episode
         mode = resolve_answer_mode(episode.answer_mode, agent.llm, amemgym_compat=episode.amemgym_compat)
         prompt = self.choice_prompt(view, mode)
@@ -225,7 +231,9 @@ class ReplayEnvironment(Environment[ReplayItem]):
         outcome: ChoiceOutcome = await chooser.choose_among(
             AgentResponder(agent, query=view.query, now=now), prompt, list(view.choices or []),
             amemgym_compat=episode.amemgym_compat, rng_key=(episode.seed, user_id, 0, view.index))
-        scored = await self.score_answer(item, 0, view, "" if outcome.choice is None else str(outcome.choice))
+        last_reply = outcome.retry_reply if outcome.retry_reply is not None else outcome.raw_reply
+        scored = await (self.score_answer(item, 0, view, str(outcome.choice)) if outcome.choice is not None
+                        else self.score_unread_choice(item, view, last_reply))
         return QARecord(
             user_id=user_id, period=0, question_index=view.index, prompt=prompt, gold=view.gold_choice,
             n_choices=len(view.choices or []), correct=scored.correct, scoring=scored.method,
