@@ -11,11 +11,13 @@ from typing import Any
 
 import pytest
 
+from memevo.agents.prompts.dates import spoken_date
 from memevo.core.errors import UserInputError
 from memevo.environments.benchmarks.locomo import NOT_MENTIONED, LoCoMoEnvironment
 from memevo.environments.metrics import score_episodes
 from memevo.environments.runner import EpisodeConfig
 from tests.doubles.replay_agents import ReplayScoringAgent
+from tests.test_agents_support import make, scripted
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "locomo_recorded.json").read_text(encoding="utf-8"))
 RECORDED: list[dict[str, Any]] = FIXTURE["recorded"]
@@ -101,3 +103,16 @@ def test_an_unknown_way_of_asking_names_the_option() -> None:
     with pytest.raises(UserInputError, match="asking") as caught:
         LoCoMoEnvironment(EpisodeConfig(), asking="baseline")
     assert caught.value.field == "--env-option asking"
+
+
+@pytest.mark.parametrize("kind", ["native", "rag"])
+async def test_every_session_date_reaches_the_agents_question_request(tmp_path: Path, kind: str) -> None:
+    environment = LoCoMoEnvironment(EpisodeConfig(), asking="authors")
+    (item,) = environment.load_items(data_file(tmp_path))
+    llm = scripted(chat="ok")
+    agent = make(kind, llm, **({} if kind == "native" else {"top_k": 10, "update_every": 1, "short_term": 0}))
+    await environment.run_item(agent, item, None)
+    request = "\n".join(message["content"] for message in llm.calls[-1]["messages"])
+    for session in item.sessions:
+        assert spoken_date(session.time) in request
+    assert "12 March 2023, 16:05" in request
