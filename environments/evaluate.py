@@ -19,6 +19,7 @@ from memevo.core.errors import UserInputError
 from memevo.environments.amemgym.evaluation import evaluate_live
 from memevo.environments.capabilities import Capabilities
 from memevo.environments.eval_run import EvalReport, EvalRequest, prepare_out, usage_summary
+from memevo.environments.formats import read_as
 from memevo.environments.metrics import score_episodes, user_scores
 from memevo.environments.play import run_items
 from memevo.environments.progress import configure_terminal, phase
@@ -85,7 +86,8 @@ def _evaluate_replayed(request: EvalRequest, resume_hint: str) -> EvalReport:
     config = EpisodeConfig(constrained_answers=request.constrained_answers, seed=request.seed,
                            max_concurrent_users=request.max_concurrent_users or 1)
     reader = make_environment(request.environment, config, field="--environment", options=request.options)
-    items = reader.prepared(reader.load_items(request.data, limit=request.users), source=request.data)
+    with read_as(request.environment, request.data):
+        items = reader.prepared(reader.load_items(request.data, limit=request.users), source=request.data)
     notes = [f"note: {warning}" for warning in getattr(reader, "load_warnings", [])]
     policy.llm.concurrency(embedded=False, override=request.concurrency)
     judge_llm = policy.llm if request.judge_model is None else policy.llm.model_copy(

@@ -28,6 +28,7 @@ from memevo.core.lazy_model import LazyModel
 from memevo.environments.answer_scores import exact_match, judge_answer, token_f1
 from memevo.environments.answering import AgentResponder, answer_chooser, resolve_answer_mode
 from memevo.environments.capabilities import Capabilities
+from memevo.environments.item_checks import check_items
 from memevo.environments.item_run import PLAIN_RUN, ItemRun
 from memevo.environments.protocol import AnswerScore, Environment, QuestionView
 from memevo.environments.qa import AnswerMode, ChoiceOutcome, parse_choice
@@ -100,8 +101,17 @@ class ReplayEnvironment(Environment[ReplayItem]):
     """Set: likelihood answers are calibrated by each option's likelihood as the reply to this content-free prompt
     (``answering.LikelihoodAnswers``)."""
 
+    id_field: ClassVar[str] = "id"
+    """The field of the benchmark's records that holds an item's id, named when an id is refused."""
+
     def item_id(self, item: ReplayItem) -> str:
         return item.id
+
+    def prepared(self, items: list[ReplayItem], *, max_periods: int | None = None, max_questions: int | None = None,
+                 source: str) -> list[ReplayItem]:
+        """The items as read, once they pass ``item_checks`` (the checks ``memevo env validate`` lists)."""
+        check_items(items, source=source, id_field=self.id_field)
+        return items
 
     def item_split(self, item: ReplayItem) -> str | None:
         return item.split

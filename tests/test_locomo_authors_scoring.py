@@ -5,15 +5,18 @@ of asking; its adversarial rule on unreadable choices; and the free-text mode it
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from statistics import fmean
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from memevo.agents.prompts.dates import spoken_date
 from memevo.core.errors import UserInputError
 from memevo.environments.benchmarks.locomo import NOT_MENTIONED, LoCoMoEnvironment
+from memevo.environments.cli import app
 from memevo.environments.metrics import score_episodes
 from memevo.environments.runner import EpisodeConfig
 from tests.doubles.replay_agents import ReplayScoringAgent
@@ -21,6 +24,7 @@ from tests.test_agents_support import make, scripted
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "locomo_recorded.json").read_text(encoding="utf-8"))
 RECORDED: list[dict[str, Any]] = FIXTURE["recorded"]
+runner = CliRunner()
 
 
 def data_file(tmp_path: Path) -> Path:
@@ -116,3 +120,44 @@ async def test_every_session_date_reaches_the_agents_question_request(tmp_path: 
     for session in item.sessions:
         assert spoken_date(session.time) in request
     assert "12 March 2023, 16:05" in request
+
+
+def locomo_file(tmp_path: Path, samples: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "locomo10.json"
+    path.write_text(json.dumps(samples), encoding="utf-8")
+    return path
+
+
+def bad_files() -> dict[str, tuple[list[dict[str, Any]], str, str]]:
+    """name -> (samples, the field refused, words of the message)."""
+    base = FIXTURE["samples"][0]
+    return {
+        "duplicate": ([base, base], "[1].sample_id", "same id as item [0]"),
+        "dots": ([base | {"sample_id": ".."}], "[0].sample_id", "run folder itself or its parent"),
+        "long": ([base | {"sample_id": "c" * 300}], "[0].sample_id", "300 characters long"),
+        "no questions": ([base | {"qa": []}], "", "none of the 1 items has a question"),
+    }
+
+
+@pytest.mark.parametrize("case", list(bad_files()))
+def test_validate_stats_and_eval_refuse_alike_naming_file_item_and_field(tmp_path: Path, case: str) -> None:
+    samples, field, words = bad_files()[case]
+    path = locomo_file(tmp_path, samples)
+    validate = runner.invoke(app, ["validate", "-e", "locomo", str(path)])
+    assert validate.exit_code == 2 and words in validate.output and str(path) in validate.output
+    assert (f"field '{field}'" in validate.output) == bool(field)
+    stats = runner.invoke(app, ["stats", "-e", "locomo", str(path)])
+    assert isinstance(stats.exception, UserInputError) and words in str(stats.exception)
+    environment = LoCoMoEnvironment(EpisodeConfig())
+    with pytest.raises(UserInputError, match=re.escape(words)) as caught:
+        environment.prepared(environment.load_items(path), source=str(path))
+    assert caught.value.source == str(path) and caught.value.field == (field or None)
+
+
+@pytest.mark.parametrize("command", ["stats", "validate"])
+def test_a_locomo_file_read_as_amemgym_names_the_environment_flag(tmp_path: Path, command: str) -> None:
+    path = locomo_file(tmp_path, FIXTURE["samples"])
+    result = runner.invoke(app, [command, str(path)])
+    assert isinstance(result.exception, UserInputError)
+    assert result.exception.field == "--environment" and "add --environment locomo" in str(result.exception)
+    assert str(result.exception).startswith(str(path))

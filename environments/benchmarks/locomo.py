@@ -184,6 +184,8 @@ def adversarial_choices(item_id: str, index: int, adversarial: str) -> list[str]
 class LoCoMoEnvironment(BenchmarkEnvironment):
     name: ClassVar[str] = "locomo"
     capabilities: ClassVar[Capabilities] = Capabilities(answers="mixed", categories=True, options=("asking",))
+    record_keys: ClassVar[frozenset[str]] = frozenset({"sample_id", "conversation", "qa"})
+    id_field: ClassVar[str] = "sample_id"
     calibration_prompt: ClassVar[str | None] = CLOZE_INSTRUCTION
     """"Not mentioned in the conversation" is likelier than any answer whatever was asked or remembered, so
     likelihood answers are calibrated by each option's likelihood without the question, in the agent's context

@@ -132,6 +132,8 @@ class LongMemEvalEnvironment(BenchmarkEnvironment):
     leaves the abstention questions out, since their gold text is an explanation."""
 
     name: ClassVar[str] = "longmemeval"
+    record_keys: ClassVar[frozenset[str]] = frozenset({"question_id", "question", "haystack_sessions"})
+    id_field: ClassVar[str] = "question_id"
 
     def __init__(self, episode: EpisodeConfig, *, judge: ChatClient | None = None,
                  scoring: Scoring = "judge") -> None:
