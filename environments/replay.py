@@ -26,7 +26,7 @@ from memevo.agents.llm.protocol import Message
 from memevo.core.errors import RunFailedError, UserInputError
 from memevo.core.lazy_model import LazyModel
 from memevo.environments.answer_scores import exact_match, judge_answer, token_f1
-from memevo.environments.answering import AgentResponder, answer_chooser, resolve_answer_mode
+from memevo.environments.answering import AgentResponder, answer_chooser, check_answer_mode, resolve_answer_mode
 from memevo.environments.capabilities import Capabilities
 from memevo.environments.item_checks import check_items
 from memevo.environments.item_run import PLAIN_RUN, ItemRun
@@ -182,6 +182,7 @@ class ReplayEnvironment(Environment[ReplayItem]):
         if sessions is not None:
             raise UserInputError(f"environment '{self.name}' replays its own sessions; it takes no user simulator "
                                  "or recorded run", field="sessions")
+        check_answer_mode(self.episode.answer_mode, agent.llm)
         user_id = run.user_id or item.id
         plan = PeriodPlan(item_id=item.id, n_periods=1, protocol={"environment": self.name, **self.episode.protocol()},
                           calls_per_period=[self.chain_length(item)])

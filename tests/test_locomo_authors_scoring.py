@@ -13,12 +13,16 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from memevo.agents.llm.accounting import Accounting
+from memevo.agents.llm.config import LLMConfig
+from memevo.agents.llm.gateway import LLMGateway
 from memevo.agents.prompts.dates import spoken_date
 from memevo.core.errors import UserInputError
 from memevo.environments.benchmarks.locomo import NOT_MENTIONED, LoCoMoEnvironment
 from memevo.environments.cli import app
 from memevo.environments.metrics import score_episodes
 from memevo.environments.runner import EpisodeConfig
+from tests.doubles.fault_server import FaultServer
 from tests.doubles.replay_agents import ReplayScoringAgent
 from tests.test_agents_support import make, scripted
 
@@ -161,3 +165,13 @@ def test_a_locomo_file_read_as_amemgym_names_the_environment_flag(tmp_path: Path
     assert isinstance(result.exception, UserInputError)
     assert result.exception.field == "--environment" and "add --environment locomo" in str(result.exception)
     assert str(result.exception).startswith(str(path))
+
+
+async def test_likelihood_answers_on_a_remote_endpoint_are_refused_before_any_request(tmp_path: Path) -> None:
+    environment = LoCoMoEnvironment(EpisodeConfig(answer_mode="likelihood"))
+    (item,) = environment.load_items(data_file(tmp_path))
+    with FaultServer(lambda body: "ok") as server:
+        gateway = LLMGateway(LLMConfig(model="remote"), base_url=server.url, cache=None, accounting=Accounting())
+        with pytest.raises(UserInputError, match="likelihood") as caught:
+            await environment.run_item(make("native", gateway), item, None)
+        assert server.requests == [] and caught.value.field == "episode.answer_mode"
