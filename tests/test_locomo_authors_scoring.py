@@ -175,3 +175,17 @@ async def test_likelihood_answers_on_a_remote_endpoint_are_refused_before_any_re
         with pytest.raises(UserInputError, match="likelihood") as caught:
             await environment.run_item(make("native", gateway), item, None)
         assert server.requests == [] and caught.value.field == "episode.answer_mode"
+
+
+async def test_figures_are_named_score_f1_in_the_summary_and_the_report(tmp_path: Path) -> None:
+    from memevo.environments.score_text import score_lines
+    from memevo.evolve.presentation.report import score_header
+
+    environment = LoCoMoEnvironment(EpisodeConfig(), asking="authors")
+    items = environment.load_items(data_file(tmp_path))
+    agent = ReplayScoringAgent(lambda prompt, memory: "cello", lambda option, memory, prompt: 0.0)
+    scores = score_episodes([await environment.run_item(agent, items[0], None)], items)
+    lines = score_lines(scores, width=1000)
+    assert lines[0].startswith("score (F1, substring) ") and "accuracy" not in lines[0]
+    assert any(line.startswith("per category (score (F1, substring)): single-hop ") for line in lines)
+    assert score_header(scores, amemgym=False)[0].split(" | ")[2] == "score (F1, substring)"
