@@ -32,8 +32,9 @@ TABLE_NAMES: dict[type, str] = {UpperBoundTable: "upper bound", NoMemoryTable: "
 
 def asked_alike(table: UpperBoundTable | NoMemoryTable, config: EpisodeConfig, answer_mode: AnswerMode) -> bool:
     """Whether a stored table was asked the way this run asks (schema or free, same prompt texts, same answer mode)."""
+    keyed_alike = not isinstance(table, UpperBoundTable) or table.keyed_by_state == config.amemgym_compat
     return (table.constrained == config.constrained_answers and table.answer_mode == answer_mode
-            and table.prompts == prompts_digest(config.question_prompts))
+            and table.prompts == prompts_digest(config.question_prompts) and keyed_alike)
 
 
 async def cached_table(

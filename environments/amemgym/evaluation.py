@@ -183,7 +183,8 @@ async def play_and_score(
 
 async def _upper_bound(llm: ChatClient, items: Sequence[Item], config: EpisodeConfig, path: Path,
                        progress: bool) -> UpperBoundTable:
-    with phase("upper bound", sum(len(needed_states(item)) for item in items), "call", enabled=progress) as bar:
+    calls = sum(len(needed_states(item, every_choice=config.amemgym_compat)) for item in items)
+    with phase("upper bound", calls, "call", enabled=progress) as bar:
         return await cached_table(UpperBoundTable, llm, items, path, config, on_entry=lambda _: bar.advance())
 
 
