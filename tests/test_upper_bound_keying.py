@@ -3,16 +3,22 @@ the state alone, the later question's reply winning when two questions of a user
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
 
+from memevo.agents.llm.accounting import Accounting
+from memevo.agents.llm.config import LLMConfig
+from memevo.agents.llm.gateway import LLMGateway
+from memevo.core.errors import UserInputError
 from memevo.environments.amemgym.prompts import load_amemgym_prompts
 from memevo.environments.metrics import UpperBoundTable
 from memevo.environments.metrics.upper_bound import UpperBoundEntry, compute_upper_bound, needed_states
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.table_cache import cached_table
 from tests.doubles.amemgym_reference import CHECKOUT, NO_CHECKOUT, AMemGymReference, has_checkout
+from tests.doubles.fault_server import FaultServer
 from tests.doubles.scripted_agents import make_item
 from tests.doubles.scripted_llm import ScriptedLLM
 
@@ -67,3 +73,15 @@ async def test_shared_states_score_as_amemgyms_own_evaluator(tmp_path: Path) -> 
     own = await cached_table(UpperBoundTable, ScriptedLLM(reply), [item], tmp_path / "own.json",
                              config.model_copy(update={"amemgym_compat": False}))
     assert [[own.score(item, p, q) for q in range(len(item.qas))] for p in range(len(item.periods))] != theirs[0]
+
+
+async def test_a_likelihood_table_on_a_remote_endpoint_is_refused_before_any_request_or_line(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="memevo.environments")
+    with FaultServer(lambda body: "ok") as server:
+        gateway = LLMGateway(LLMConfig(model="remote"), base_url=server.url, cache=None, accounting=Accounting())
+        with pytest.raises(UserInputError, match="likelihood") as caught:
+            await cached_table(UpperBoundTable, gateway, [make_item()], tmp_path / "upper_bound.json",
+                               EpisodeConfig(answer_mode="likelihood"))
+        assert server.requests == [] and caught.value.field == "episode.answer_mode"
+    assert "asking the bare model" not in caplog.text
