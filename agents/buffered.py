@@ -18,6 +18,7 @@ from memevo.agents.base import AgentAnswer, MemoryAgent, ScoredOptions
 from memevo.agents.llm.protocol import ChatClient, LLMJSONError, Message, Role
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.prompts.answer import ANSWER_PLACEHOLDERS, NO_MEMORIES
+from memevo.agents.prompts.dates import today
 from memevo.agents.templates import render
 from memevo.core.lazy_model import LazyModel
 
@@ -69,7 +70,7 @@ class BufferedMemoryAgent(MemoryAgent):
         """Restore ``memory_state`` output."""
 
     async def respond(self, message: str, now: datetime) -> str:
-        reply = await self._reply(await self.memory_text(message), message)
+        reply = await self._reply(await self.memory_text(message), message, now)
         await self._take_exchange(message, reply, now)
         return reply
 
@@ -78,12 +79,12 @@ class BufferedMemoryAgent(MemoryAgent):
         role: Role = "agent",
     ) -> AgentAnswer:
         memory = await self.memory_text(prompt if self.policy.amemgym_compat else query)
-        return AgentAnswer(text=await self._reply(memory, prompt, json_schema, role), consulted_memory=memory)
+        return AgentAnswer(text=await self._reply(memory, prompt, now, json_schema, role), consulted_memory=memory)
 
     async def score_options(self, prompt: str, options: list[str], *, query: str, now: datetime,
                             role: Role = "agent") -> ScoredOptions:
         memory = await self.memory_text(prompt if self.policy.amemgym_compat else query)
-        scores = await self.score_in_context(self._answer_messages(memory, prompt), options, role)
+        scores = await self.score_in_context(self._answer_messages(memory, prompt, now), options, role)
         return ScoredOptions(scores=scores, consulted_memory=memory)
 
     async def ingest(self, user_message: str, assistant_message: str, now: datetime) -> None:
@@ -118,15 +119,18 @@ class BufferedMemoryAgent(MemoryAgent):
         await self.write(batch)
 
     async def _reply(
-        self, memory: str, message: str, json_schema: dict[str, Any] | None = None, role: Role = "agent"
+        self, memory: str, message: str, now: datetime, json_schema: dict[str, Any] | None = None,
+        role: Role = "agent",
     ) -> str:
-        return (await self.llm.chat(self._answer_messages(memory, message), role=role, json_schema=json_schema)).text
+        messages = self._answer_messages(memory, message, now)
+        return (await self.llm.chat(messages, role=role, json_schema=json_schema)).text
 
-    def _answer_messages(self, memory: str, message: str) -> list[Message]:
-        """The answer prompt with ``memory``, the raw buffer, then ``message``."""
+    def _answer_messages(self, memory: str, message: str, now: datetime) -> list[Message]:
+        """The answer prompt with ``memory`` and ``{today}`` (``now``'s date), the raw buffer, then ``message``."""
         # AMemGym showed an empty memory list as nothing at all
         empty = "" if self.policy.amemgym_compat else NO_MEMORIES
-        system = render(self.prompt("answer_system_prompt"), {"memories": memory or empty}, set(ANSWER_PLACEHOLDERS))
+        values = {"memories": memory or empty, "today": today(now)}
+        system = render(self.prompt("answer_system_prompt"), values, set(ANSWER_PLACEHOLDERS))
         messages: list[Message] = [{"role": "system", "content": system}]
         messages += [{"role": m.role, "content": m.content} for m in self.buffer]
         messages.append({"role": "user", "content": message})
@@ -143,7 +147,7 @@ class BufferedMemoryAgent(MemoryAgent):
     ) -> T | None:
         """The policy's ``name`` prompt filled with ``values`` and ``today`` (the simulated date ``at``),
         asked as one JSON write request (see ``ask_json``)."""
-        prompt = render(self.prompt(name), {**values, "today": at.date().isoformat()}, set(placeholders))
+        prompt = render(self.prompt(name), {**values, "today": today(at)}, set(placeholders))
         return await self.ask_json(prompt, schema, parse)
 
     async def ask_json(self, prompt: str, schema: dict[str, Any], parse: Callable[[Any], T]) -> T | None:

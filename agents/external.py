@@ -1,6 +1,7 @@
 """What RAG and AWE share: a SQLite memory store and top-k retrieval for each reply (reference E.3).
 
-Retrieved memories are shown oldest first by ``updated_at`` (simulated time), as AMemGym sorts them.
+Retrieved memories are shown oldest first by ``updated_at`` (simulated time), as AMemGym sorts them, each with
+that date (not under ``amemgym_compat``: AMemGym showed none).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 from memevo.agents.buffered import BufferedMemoryAgent
 from memevo.agents.llm.protocol import ChatClient
 from memevo.agents.policy import MemoryPolicy
+from memevo.agents.prompts.dates import dated
 from memevo.agents.retrieval import make_retriever
 from memevo.agents.store import MemoryStore, StoredMemory
 
@@ -33,7 +35,10 @@ class ExternalMemoryAgent(BufferedMemoryAgent):
 
     async def memory_text(self, query: str) -> str:
         found = await self.search(query, self.policy.top_k)
-        return "\n".join(f"- {m.text}" for m in sorted(found, key=lambda m: (m.updated_at, m.id)))
+        shown = sorted(found, key=lambda m: (m.updated_at, m.id))
+        if self.policy.amemgym_compat:  # AMemGym showed no dates
+            return "\n".join(f"- {m.text}" for m in shown)
+        return "\n".join(f"- {dated(m.text, m.updated_at)}" for m in shown)
 
     def memory_state(self) -> dict[str, Any]:
         return self.store.dump()

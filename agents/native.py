@@ -4,6 +4,10 @@ With ``context_token_budget`` set, the oldest messages are dropped until the pro
 approximated as ``ceil(characters / 4) + 4`` per message (no tokenizer dependency; English text runs
 about four characters per token, plus a few tokens of chat framing). The system prompt and the
 newest message are always kept.
+
+Each session's first message is preceded by its date (``DATE: 8 May 2023, 13:56``), as LoCoMo's baseline writes
+it, so questions about when things happened can be answered; under ``amemgym_compat`` no date is added, as in
+AMemGym.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from memevo.agents.base import AgentAnswer, AgentSpec, MemoryAgent, ScoredOption
 from memevo.agents.llm.protocol import ChatClient, Message, Role
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.prompts.answer import NATIVE_SYSTEM
+from memevo.agents.prompts.dates import session_header
 from memevo.agents.registry import register_agent
 
 
@@ -37,6 +42,8 @@ class NativeAgent(MemoryAgent):
     def __init__(self, policy: MemoryPolicy, llm: ChatClient) -> None:
         super().__init__(policy, llm)
         self.history: list[Message] = []
+        self.shown_date: str | None = None
+        """The last session date written into the history; a message at another date starts with its own."""
         # The consulted memory of the last answer, keyed by (history length, kept length): every question of a
         # period consults the same history, so it is rendered once, not once per question (it can be megabytes).
         self._rendered: tuple[tuple[int, int], str] | None = None
@@ -55,9 +62,10 @@ class NativeAgent(MemoryAgent):
         return head + kept + tail, kept
 
     async def respond(self, message: str, now: datetime) -> str:
+        message = self._dated(message, now)
         messages, _ = self._context(message)
         reply = (await self.llm.chat(messages, role="agent")).text
-        await self.ingest(message, reply, now)
+        self._remember(message, reply)
         return reply
 
     async def answer(
@@ -82,6 +90,17 @@ class NativeAgent(MemoryAgent):
         return self._rendered[1]
 
     async def ingest(self, user_message: str, assistant_message: str, now: datetime) -> None:
+        self._remember(self._dated(user_message, now), assistant_message)
+
+    def _dated(self, message: str, now: datetime) -> str:
+        """``message`` preceded by the session's date line when it is the first one at ``now``'s date."""
+        header = session_header(now)
+        if self.policy.amemgym_compat or header == self.shown_date:
+            return message
+        self.shown_date = header
+        return f"{header}\n{message}"
+
+    def _remember(self, user_message: str, assistant_message: str) -> None:
         self.history.append({"role": "user", "content": user_message})
         self.history.append({"role": "assistant", "content": assistant_message})
 
@@ -89,8 +108,10 @@ class NativeAgent(MemoryAgent):
         """Nothing is pending: every message is already in the history."""
 
     def state(self) -> dict[str, Any]:
-        return {"history": [dict(m) for m in self.history]}
+        shown = {} if self.shown_date is None else {"shown_date": self.shown_date}
+        return {"history": [dict(m) for m in self.history], **shown}
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.history = [{"role": m["role"], "content": m["content"]} for m in state["history"]]
+        self.shown_date = state.get("shown_date")
         self._rendered = None

@@ -64,6 +64,14 @@ def resolve_answer_mode(setting: AnswerModeSetting, llm: ChatClient, *, amemgym_
     return "likelihood" if scores and not amemgym_compat else "generated"
 
 
+def check_answer_mode(setting: AnswerModeSetting, llm: ChatClient) -> None:
+    """Refuse ``likelihood`` answers on a client whose endpoint says it cannot score options (any but memevo's
+    embedded model), when an item starts: before its first request, not after its sessions were played."""
+    if setting == "likelihood" and isinstance(llm, LikelihoodClient) and not llm.likelihood_available:
+        raise UserInputError("likelihood answers need option likelihoods, which only memevo's embedded model gives; "
+                             "this endpoint cannot: use 'generated' (or 'auto')", field="episode.answer_mode")
+
+
 class Responder(Protocol):
     """Whoever answers: an agent (with its memory) or the bare LLM (upper bound, no-memory baseline)."""
 

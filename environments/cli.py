@@ -18,6 +18,8 @@ from memevo.environments.amemgym.data.validate import validate_items
 from memevo.environments.amemgym.generation.command import generate_command
 from memevo.environments.amemgym.stats import DatasetStats, compute_stats
 from memevo.environments.amemgym.synth import SynthConfig, synthesize
+from memevo.environments.formats import read_as
+from memevo.environments.item_checks import item_problems
 from memevo.environments.registry import (
     DEFAULT_ENVIRONMENT,
     NAMES_HELP,
@@ -63,7 +65,8 @@ def validate(
         _validate_benchmark(_benchmark(environment, _own_options(environment, dialog_field, env_option)), path)
         return
     _own_options(environment, dialog_field, env_option)
-    items = load_items(path, split=split)
+    with read_as(environment, path):
+        items = load_items(path, split=split)
     violations = validate_items(items, min_state_variants=min_state_variants)
     for violation in violations:
         typer.echo(violation.describe())
@@ -90,13 +93,17 @@ def stats(
         from memevo.environments.benchmarks.stats import benchmark_stats
 
         reader = _benchmark(environment, _own_options(environment, dialog_field, env_option))
-        figures_of = benchmark_stats(environment, Path(path), reader.load_items(path))
+        with read_as(environment, path):
+            items = reader.prepared(reader.load_items(path), source=path)
+        figures_of = benchmark_stats(environment, Path(path), items)
         for warning in getattr(reader, "load_warnings", []):
             typer.echo(f"warning: {warning}", err=True)
         typer.echo(figures_of.model_dump_json(indent=2) if as_json else _benchmark_table(figures_of))
         return
     _own_options(environment, dialog_field, env_option)
-    figures = compute_stats(load_items(path, split=split), rounds_init=rounds_init, rounds_update=rounds_update)
+    with read_as(environment, path):
+        items = load_items(path, split=split)
+    figures = compute_stats(items, rounds_init=rounds_init, rounds_update=rounds_update)
     typer.echo(figures.model_dump_json(indent=2) if as_json else _table(figures))
 
 
@@ -165,14 +172,21 @@ def _benchmark(name: str, options: dict[str, str]) -> "Environment[Any]":
 
 
 def _validate_benchmark(environment: "Environment[Any]", path: str) -> None:
-    """A benchmark's files read in full: the first bad record stops it with its file and field (exit 2)."""
-    items = environment.load_items(path)
+    """A benchmark's files read in full: the first bad record stops it with its file and field (exit 2); then every
+    problem ``memevo eval`` would refuse the items for (``item_checks``) is listed, and any exits 2."""
+    with read_as(environment.name, path):
+        items = environment.load_items(path)
     warnings: list[str] = getattr(environment, "load_warnings", [])
     for warning in warnings:
         typer.echo(f"warning: {warning}")
+    problems = item_problems(items, id_field=getattr(environment, "id_field", "id"))
+    for problem in problems:
+        typer.echo(f"error: {problem.describe(path)}")
     questions = sum(len(item.questions) for item in items)
-    typer.echo(f"{path}: {len(items)} {environment.name} items, {questions} questions: 0 errors, "
+    typer.echo(f"{path}: {len(items)} {environment.name} items, {questions} questions: {len(problems)} errors, "
                f"{len(warnings)} warnings")
+    if problems:
+        raise typer.Exit(2)
 
 
 def _benchmark_table(figures: "BenchmarkStats") -> str:

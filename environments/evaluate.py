@@ -19,9 +19,11 @@ from memevo.core.errors import UserInputError
 from memevo.environments.amemgym.evaluation import evaluate_live
 from memevo.environments.capabilities import Capabilities
 from memevo.environments.eval_run import EvalReport, EvalRequest, prepare_out, usage_summary
+from memevo.environments.formats import read_as
 from memevo.environments.metrics import score_episodes, user_scores
 from memevo.environments.play import run_items
 from memevo.environments.progress import configure_terminal, phase
+from memevo.environments.question_table import REPLAY_COLUMNS, question_rows, write_csv
 from memevo.environments.registry import (
     capabilities_of,
     check_options,
@@ -85,7 +87,8 @@ def _evaluate_replayed(request: EvalRequest, resume_hint: str) -> EvalReport:
     config = EpisodeConfig(constrained_answers=request.constrained_answers, seed=request.seed,
                            max_concurrent_users=request.max_concurrent_users or 1)
     reader = make_environment(request.environment, config, field="--environment", options=request.options)
-    items = reader.prepared(reader.load_items(request.data, limit=request.users), source=request.data)
+    with read_as(request.environment, request.data):
+        items = reader.prepared(reader.load_items(request.data, limit=request.users), source=request.data)
     notes = [f"note: {warning}" for warning in getattr(reader, "load_warnings", [])]
     policy.llm.concurrency(embedded=False, override=request.concurrency)
     judge_llm = policy.llm if request.judge_model is None else policy.llm.model_copy(
@@ -111,11 +114,11 @@ def _evaluate_replayed(request: EvalRequest, resume_hint: str) -> EvalReport:
             scores = score_episodes(episodes, items)
             per_user = user_scores(episodes, items)
             usage = hub.accounting.report()
+            records = [record for episode in episodes for period in episode.periods for record in period.qa]
             with (out / "questions.jsonl").open("w", encoding="utf-8") as file:
-                for episode in episodes:
-                    for period in episode.periods:
-                        for record in period.qa:
-                            file.write(record.model_dump_json() + "\n")
+                for record in records:
+                    file.write(record.model_dump_json() + "\n")
+            write_csv(out / "questions.csv", REPLAY_COLUMNS, question_rows(records))
             write_json_atomic(out / "summary.json", {
                 "environment": request.environment, "agent": policy.kind, "policy_id": policy.policy_id,
                 "model": policy.llm.model, "env": request.data, "n_items": len(items),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -27,8 +28,9 @@ async def run_items(
     """``run_episodes`` for any environment: a fresh agent per item, longest chain first, at most
     ``max_concurrent_users`` at once, resumable through ``store``; results in ``items`` order."""
     ids = [environment.item_id(item) for item in items]
-    if len(set(ids)) != len(ids):
-        raise UserInputError("duplicate item ids", field="id")
+    repeated = sorted(item_id for item_id, n in Counter(ids).items() if n > 1)
+    if repeated:
+        raise UserInputError(f"item ids used by more than one item: {', '.join(map(repr, repeated[:5]))}", field="id")
     order = sorted(range(len(items)), key=lambda index: -environment.chain_length(items[index]))
     episodes = await bounded_gather([items[index] for index in order], lambda item: environment.run_item(
         make_agent(), item, sessions, ItemRun(store=store, on_period=on_period, traces=traces),

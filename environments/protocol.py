@@ -71,6 +71,9 @@ class Environment(ABC, Generic[ItemT]):
     """The registry name (``environment:`` in a config)."""
     capabilities: ClassVar[Capabilities]
     """What the environment can measure and how it is played; every caller asks these, never the name."""
+    record_keys: ClassVar[frozenset[str]] = frozenset()
+    """Keys every record of the environment's JSON files has: a file read as another environment's is recognised by
+    them (``environments.formats``); empty: its files are not recognised."""
 
     def __init__(self, episode: EpisodeConfig, *, judge: ChatClient | None = None) -> None:
         self.episode = episode

@@ -26,8 +26,9 @@ from memevo.agents.llm.protocol import Message
 from memevo.core.errors import RunFailedError, UserInputError
 from memevo.core.lazy_model import LazyModel
 from memevo.environments.answer_scores import exact_match, judge_answer, token_f1
-from memevo.environments.answering import AgentResponder, answer_chooser, resolve_answer_mode
+from memevo.environments.answering import AgentResponder, answer_chooser, check_answer_mode, resolve_answer_mode
 from memevo.environments.capabilities import Capabilities
+from memevo.environments.item_checks import check_items
 from memevo.environments.item_run import PLAIN_RUN, ItemRun
 from memevo.environments.protocol import AnswerScore, Environment, QuestionView
 from memevo.environments.qa import AnswerMode, ChoiceOutcome, parse_choice
@@ -100,8 +101,17 @@ class ReplayEnvironment(Environment[ReplayItem]):
     """Set: likelihood answers are calibrated by each option's likelihood as the reply to this content-free prompt
     (``answering.LikelihoodAnswers``)."""
 
+    id_field: ClassVar[str] = "id"
+    """The field of the benchmark's records that holds an item's id, named when an id is refused."""
+
     def item_id(self, item: ReplayItem) -> str:
         return item.id
+
+    def prepared(self, items: list[ReplayItem], *, max_periods: int | None = None, max_questions: int | None = None,
+                 source: str) -> list[ReplayItem]:
+        """The items as read, once they pass ``item_checks`` (the checks ``memevo env validate`` lists)."""
+        check_items(items, source=source, id_field=self.id_field)
+        return items
 
     def item_split(self, item: ReplayItem) -> str | None:
         return item.split
@@ -157,6 +167,11 @@ class ReplayEnvironment(Environment[ReplayItem]):
         score = exact_match(reply, question.gold) if method == "exact_match" else token_f1(reply, question.gold)
         return AnswerScore(score=score, method=method, correct=score == 1.0)
 
+    async def score_unread_choice(self, item: ReplayItem, question: QuestionView, reply: str) -> AnswerScore:
+        """A multiple-choice reply that names no option: no credit. A benchmark whose own scorer reads such replies
+        (LoCoMo's adversarial rule) scores the text here."""
+        return AnswerScore(score=0.0, method="choice", correct=False, detail="unreadable choice")
+
     async def run_item(
         self,
         agent: MemoryAgent,
@@ -167,6 +182,7 @@ class ReplayEnvironment(Environment[ReplayItem]):
         if sessions is not None:
             raise UserInputError(f"environment '{self.name}' replays its own sessions; it takes no user simulator "
                                  "or recorded run", field="sessions")
+        check_answer_mode(self.episode.answer_mode, agent.llm)
         user_id = run.user_id or item.id
         plan = PeriodPlan(item_id=item.id, n_periods=1, protocol={"environment": self.name, **self.episode.protocol()},
                           calls_per_period=[self.chain_length(item)])
@@ -216,7 +232,8 @@ class ReplayEnvironment(Environment[ReplayItem]):
 
     async def _choice_record(self, agent: MemoryAgent, item: ReplayItem, user_id: str, view: QuestionView,
                              now: datetime, memories: dict[str, str]) -> QARecord:
-        """A multiple-choice question answered in the run's answer mode, then scored from the chosen number."""
+        """A multiple-choice question answered in the run's answer mode, then scored from the chosen number, or by
+        ``score_unread_choice`` when no reply named one."""
         episode = self.episode
         mode = resolve_answer_mode(episode.answer_mode, agent.llm, amemgym_compat=episode.amemgym_compat)
         prompt = self.choice_prompt(view, mode)
@@ -225,7 +242,9 @@ class ReplayEnvironment(Environment[ReplayItem]):
         outcome: ChoiceOutcome = await chooser.choose_among(
             AgentResponder(agent, query=view.query, now=now), prompt, list(view.choices or []),
             amemgym_compat=episode.amemgym_compat, rng_key=(episode.seed, user_id, 0, view.index))
-        scored = await self.score_answer(item, 0, view, "" if outcome.choice is None else str(outcome.choice))
+        last_reply = outcome.retry_reply if outcome.retry_reply is not None else outcome.raw_reply
+        scored = await (self.score_answer(item, 0, view, str(outcome.choice)) if outcome.choice is not None
+                        else self.score_unread_choice(item, view, last_reply))
         return QARecord(
             user_id=user_id, period=0, question_index=view.index, prompt=prompt, gold=view.gold_choice,
             n_choices=len(view.choices or []), correct=scored.correct, scoring=scored.method,

@@ -29,7 +29,13 @@ from memevo.core.lazy_model import LazyModel
 from memevo.environments.amemgym.data.models import Item, Session
 from memevo.environments.amemgym.data.times import parse_time
 from memevo.environments.amemgym.simulators.base import UserSimulator, opening_message
-from memevo.environments.answering import AgentResponder, AnswerModeSetting, answer_chooser, resolve_answer_mode
+from memevo.environments.answering import (
+    AgentResponder,
+    AnswerModeSetting,
+    answer_chooser,
+    check_answer_mode,
+    resolve_answer_mode,
+)
 from memevo.environments.diagnosis import run_probe
 from memevo.environments.item_run import AfterPeriod, OnPeriod
 from memevo.environments.qa import QuestionPrompts
@@ -342,6 +348,7 @@ async def run_episode(
     with a store, finished periods are skipped and restored. ``traces=False`` returns the periods
     ``without_traces`` (the callbacks still get them whole), so a caller that only scores holds little per user."""
     user_id = user_id or item.id
+    check_answer_mode(config.answer_mode, agent.llm)
     if isinstance(sessions, UserSimulator):
         simulator = sessions
 

@@ -94,10 +94,24 @@ def scored_figure_name(*scores: Scores) -> FigureName:
     return figure_name(multiple_choice=not any(free_text(each) for each in scores))
 
 
+CREDIT_NAMES = {"token_f1": "F1", "llm_judge": "judge", "exact_match": "exact match",
+                "substring_match": "substring", "recall": "recall"}
+"""How a figure's label names the free-text credit behind it: ``score (F1)``, ``score (judge)``."""
+
+
+def figure_label(scores: Scores) -> str:
+    """The headline figure's name: ``accuracy`` only when every question is multiple choice, else ``score`` with the
+    free-text credits behind it, e.g. ``score (F1)`` or ``score (F1, judge)``."""
+    if not free_text(scores):
+        return "accuracy"
+    credits = [CREDIT_NAMES.get(method, method) for method in scores.scoring if method != "choice"]
+    return f"score ({', '.join(dict.fromkeys(credits))})"
+
+
 def headline_figure(scores: Scores) -> str:
     """The headline figure named as what it is: accuracy (share right), or a score with its per-question credit."""
     if free_text(scores):
-        return f"score {scores.accuracy:.3f} ({scores.score_meaning}; "
+        return f"{figure_label(scores)} {scores.accuracy:.3f} ({scores.score_meaning}; "
     return f"accuracy {scores.accuracy:.3f} ("
 
 
@@ -150,8 +164,8 @@ def score_lines(scores: Scores, width: int = 100) -> list[str]:
     if answers is not None:
         lines.append(answers)
     if scores.per_category:
-        lines.append("per category: " + ", ".join(f"{c.category} {c.accuracy:.3f} ({c.n_questions} q)"
-                                                   for c in scores.per_category))
+        lines.append(f"per category ({figure_label(scores)}): " + ", ".join(
+            f"{c.category} {c.accuracy:.3f} ({c.n_questions} q)" for c in scores.per_category))
     averages = benchmark_averages_text(scores)
     if averages is not None:
         lines.append(averages)

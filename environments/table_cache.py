@@ -15,7 +15,7 @@ from memevo.agents.llm.protocol import ChatClient
 from memevo.core.atomic_files import write_json_atomic
 from memevo.core.run_files import read_or_recompute
 from memevo.environments.amemgym.data.models import Item
-from memevo.environments.answering import resolve_answer_mode
+from memevo.environments.answering import check_answer_mode, resolve_answer_mode
 from memevo.environments.metrics import NoMemoryTable, UpperBoundTable, compute_no_memory, compute_upper_bound
 from memevo.environments.qa import AnswerMode, prompts_digest
 from memevo.environments.runner import EpisodeConfig
@@ -32,8 +32,9 @@ TABLE_NAMES: dict[type, str] = {UpperBoundTable: "upper bound", NoMemoryTable: "
 
 def asked_alike(table: UpperBoundTable | NoMemoryTable, config: EpisodeConfig, answer_mode: AnswerMode) -> bool:
     """Whether a stored table was asked the way this run asks (schema or free, same prompt texts, same answer mode)."""
+    keyed_alike = not isinstance(table, UpperBoundTable) or table.keyed_by_state == config.amemgym_compat
     return (table.constrained == config.constrained_answers and table.answer_mode == answer_mode
-            and table.prompts == prompts_digest(config.question_prompts))
+            and table.prompts == prompts_digest(config.question_prompts) and keyed_alike)
 
 
 async def cached_table(
@@ -48,6 +49,7 @@ async def cached_table(
 ) -> Table:
     """The ``kind`` table stored at ``path`` when it covers ``items`` asked alike, else a fresh one (saved; a damaged
     one is set aside first)."""
+    check_answer_mode(config.answer_mode, llm)
     answer_mode = resolve_answer_mode(config.answer_mode, llm, amemgym_compat=config.amemgym_compat)
     table = read_or_recompute(path, kind)
     if table is not None and table.covers(items) and asked_alike(table, config, answer_mode):

@@ -23,6 +23,7 @@ from memevo.agents.llm.protocol import ChatClient
 from memevo.agents.memory_systems.amem_prompts import EVOLUTION_COMPONENT, LINK_COMPONENT, NOTE_COMPONENT
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.prompts.answer import answer_component
+from memevo.agents.prompts.dates import dated
 from memevo.agents.registry import register_agent
 from memevo.agents.retrieval import make_retriever
 from memevo.core.lazy_model import LazyModel
@@ -192,7 +193,8 @@ class AMemAgent(BufferedMemoryAgent):
                 linked.append(by_id[note_id])
         shown = sorted(hits + linked[: self.policy.top_k], key=lambda n: (n.timestamp, n.id))
         return "\n".join(
-            f"- {n.content.replace(chr(10), ' / ')} (context: {n.context}; tags: {', '.join(n.tags)})" for n in shown)
+            f"- {dated(n.content.replace(chr(10), ' / '), n.timestamp)} (context: {n.context}; tags: {', '.join(n.tags)})"
+            for n in shown)
 
     def memory_state(self) -> list[dict[str, Any]]:
         return [n.model_dump(mode="json") for n in self.notes]

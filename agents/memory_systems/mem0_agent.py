@@ -6,8 +6,8 @@ DELETE / NONE. The extra keeps Mem0 at 1.0.x, the last line with those two promp
 additive extraction prompt and no update step). Its LLM and embedder are the agent's gateway (``sync_clients``);
 its vector store is Qdrant's in-process mode, one collection per agent, so no service is needed (Mem0 itself still
 writes a user id to ~/.mem0 when imported). A memory's ``created_at`` is the simulated time of its write; memories
-retrieved for a reply are listed oldest first by it (an updated memory keeps its creation time: Mem0 stamps
-updates with the wall clock). Mem0's graph memory (Mem0-G) is not offered: its LLM calls are tool calls, which the
+retrieved for a reply are listed oldest first by it, each with that date (an updated memory keeps its creation
+time: Mem0 stamps updates with the wall clock). Mem0's graph memory (Mem0-G) is not offered: its LLM calls are tool calls, which the
 gateway does not make.
 """
 
@@ -18,6 +18,7 @@ import json
 import os
 import sys
 import warnings
+from datetime import datetime
 from typing import Any
 
 from memevo.agents.base import AgentSpec
@@ -29,6 +30,7 @@ from memevo.agents.memory_systems.sync_clients import SyncChat, SyncEmbedder
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.prompts.answer import answer_component
 from memevo.agents.prompts.awi import MEMORY_TYPES_COMPONENT
+from memevo.agents.prompts.dates import dated
 from memevo.agents.registry import register_agent
 from memevo.agents.retrieval import embedding_source
 from memevo.agents.templates import render
@@ -102,7 +104,7 @@ class Mem0Agent(BufferedMemoryAgent):
             return ""
         found = await asyncio.to_thread(self.memory.search, query, user_id=USER_ID, limit=self.policy.top_k)
         shown = sorted(found["results"], key=lambda m: (m.get("created_at") or "", m["memory"]))
-        return "\n".join(f"- {m['memory']}" for m in shown)
+        return "\n".join(f"- {with_date(m)}" for m in shown)
 
     async def _memory(self) -> Any:
         if self.memory is None:
@@ -161,3 +163,9 @@ class Mem0Agent(BufferedMemoryAgent):
         if data["points"]:
             self.memory.vector_store.client.upsert(COLLECTION, [PointStruct(**p) for p in data["points"]])
         self.memory.embedding_model.vectors.update({p["payload"]["data"]: p["vector"] for p in data["points"]})
+
+
+def with_date(found: dict[str, Any]) -> str:
+    """A retrieved memory's text after its (simulated) creation date; the bare text when Mem0 returned none."""
+    created = found.get("created_at")
+    return dated(found["memory"], datetime.fromisoformat(created)) if created else str(found["memory"])

@@ -1,10 +1,11 @@
-"""System prompts the agents answer with: the memory text goes into ``{memories}``."""
+"""System prompts the agents answer with: the memory text goes into ``{memories}``; ``{today}`` (the simulated date
+of the message or question) may be used, the defaults do not (AMemGym's prompts had no date)."""
 
 from __future__ import annotations
 
 from memevo.agents.base import ComponentSpec
 
-ANSWER_PLACEHOLDERS = frozenset({"memories"})
+ANSWER_PLACEHOLDERS = frozenset({"memories", "today"})
 
 NO_MEMORIES = "(nothing stored yet)"
 
@@ -32,9 +33,11 @@ def answer_component(in_context: bool) -> ComponentSpec:
         description=(
             "System message for every reply and every evaluation answer; {memories} receives "
             + ("all memory entries as '- label: value' lines." if in_context else "the retrieved memories as '- text' lines.")
+            + " Optional {today}: the simulated date."
         ),
         default=_IN_CONTEXT_ANSWER if in_context else _RETRIEVED_ANSWER,
         required_placeholders=("memories",),
+        optional_placeholders=("today",),
     )
 
 

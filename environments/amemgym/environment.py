@@ -28,11 +28,14 @@ class AMemGymEnvironment(Environment[Item]):
     capabilities: ClassVar[Capabilities] = Capabilities(
         sessions="on_policy", answers="choice", upper_bound=True, random_baseline=True, no_memory_baseline=True,
         diagnosis=True, procedural_worlds=True, in_episode=True, amemgym_protocol=True)
+    record_keys: ClassVar[frozenset[str]] = frozenset({"id", "start_time", "user_profile", "periods", "qas"})
 
     def load_items(self, source: str | Path, *, limit: int | None = None) -> list[Item]:
         from memevo.environments.amemgym.data.io import load_items
+        from memevo.environments.formats import read_as
 
-        items = load_items(source)
+        with read_as(self.name, source):
+            items = load_items(source)
         return items[:limit] if limit else items
 
     def prepared(self, items: list[Item], *, max_periods: int | None = None, max_questions: int | None = None,

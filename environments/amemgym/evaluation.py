@@ -12,7 +12,6 @@ call of every process, so usage survives kills).
 from __future__ import annotations
 
 import asyncio
-import csv
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -50,6 +49,7 @@ from memevo.environments.metrics.upper_bound import needed_states
 from memevo.environments.play import run_items
 from memevo.environments.plot_process import PLOT_FILE, PlotProcess
 from memevo.environments.progress import configure_terminal, phase
+from memevo.environments.question_table import write_csv
 from memevo.environments.records import EpisodeResult
 from memevo.environments.registry import make_environment
 from memevo.environments.resume import resumable_as, run_resumable
@@ -97,13 +97,6 @@ def _question_rows(episodes: Sequence[EpisodeResult], items: Sequence[Item], upp
     return rows
 
 
-def _write_csv(path: Path, columns: Sequence[str], rows: Sequence[dict[str, Any]]) -> None:
-    with path.open("w", newline="", encoding="utf-8") as file:
-        writer = csv.DictWriter(file, fieldnames=list(columns), extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-
-
 def _summary_rows(scores: Scores) -> list[dict[str, Any]]:
     def row(scope: str, part: Any) -> dict[str, Any]:
         failure, probes = part.failure, part.probes
@@ -130,7 +123,7 @@ def write_outputs(out: Path, outcome: EvalOutcome, items: Sequence[Item], usage:
     with (out / "questions.jsonl").open("w", encoding="utf-8") as file:
         for row in rows:
             file.write(json.dumps(row, ensure_ascii=False) + "\n")
-    _write_csv(out / "questions.csv", QUESTION_COLUMNS, rows)
+    write_csv(out / "questions.csv", QUESTION_COLUMNS, rows)
     write_json_atomic(out / "summary.json", {
         **meta,
         "scores": outcome.scores.model_dump(mode="json"),
@@ -138,9 +131,9 @@ def write_outputs(out: Path, outcome: EvalOutcome, items: Sequence[Item], usage:
         "usage": usage_summary(usage),
     })
     summary = _summary_rows(outcome.scores)
-    _write_csv(out / "summary.csv", list(summary[0]), summary)
+    write_csv(out / "summary.csv", list(summary[0]), summary)
     usage_rows = [{"role": role, **u.model_dump()} for role, u in {**usage.by_role, "total": usage.total()}.items()]
-    _write_csv(out / "usage.csv", ["role", *usage.total().model_dump()], usage_rows)
+    write_csv(out / "usage.csv", ["role", *usage.total().model_dump()], usage_rows)
 
 
 def plot_title(agent: str, env: str) -> str:
@@ -190,7 +183,8 @@ async def play_and_score(
 
 async def _upper_bound(llm: ChatClient, items: Sequence[Item], config: EpisodeConfig, path: Path,
                        progress: bool) -> UpperBoundTable:
-    with phase("upper bound", sum(len(needed_states(item)) for item in items), "call", enabled=progress) as bar:
+    calls = sum(len(needed_states(item, every_choice=config.amemgym_compat)) for item in items)
+    with phase("upper bound", calls, "call", enabled=progress) as bar:
         return await cached_table(UpperBoundTable, llm, items, path, config, on_entry=lambda _: bar.advance())
 
 

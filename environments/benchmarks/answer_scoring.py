@@ -1,5 +1,6 @@
 """The benchmarks' own variants of free-text scoring, built on ``answer_scores`` (normalisation, exact match,
-token F1): LoCoMo's stemmed F1 without "and" and its multi-part rule for multi-hop answers, MemoryAgentBench's
+token F1): LoCoMo's stemmed F1 without "and", its multi-part rule for multi-hop answers and its adversarial rule
+(credit for saying the conversation does not mention it, whatever option was offered), MemoryAgentBench's
 substring match, best-of-several gold answers, element containment, and reading the answer after a prefix.
 """
 
@@ -38,6 +39,28 @@ def multi_part_f1(reply: str, gold: str, stem: Stemmer | None) -> float:
     reply_parts = [part.strip() for part in reply.split(",")]
     gold_parts = [part.strip() for part in gold.split(",")]
     return sum(max(locomo_f1(r, g, stem) for r in reply_parts) for g in gold_parts) / len(gold_parts)
+
+
+NOT_MENTIONED_PHRASES = ("no information available", "not mentioned")
+"""The phrases LoCoMo's scorer credits in a reply to an adversarial (category 5) question."""
+
+
+def says_not_mentioned(reply: str) -> float:
+    """LoCoMo's adversarial rule: 1.0 when the reply, lower-cased, contains one of ``NOT_MENTIONED_PHRASES``."""
+    lowered = reply.lower()
+    return float(any(phrase in lowered for phrase in NOT_MENTIONED_PHRASES))
+
+
+def lettered_option(reply: str, options: dict[str, str]) -> str:
+    """The text a reply to a question offered as "(a) ... (b) ..." stands for, read as LoCoMo's baseline reads it:
+    a one-character reply is option (a) if it holds "a", else (b); a three-character one is (a) if it holds "(a)",
+    else (b); any longer reply stands for itself."""
+    text = reply.strip().lower()
+    if len(text) == 1:
+        return str(options.get("a" if "a" in text else "b", reply))
+    if len(text) == 3:
+        return str(options.get("a" if "(a)" in text else "b", reply))
+    return reply
 
 
 def substring_match(reply: str, gold: str) -> float:

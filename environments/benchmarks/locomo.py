@@ -3,8 +3,16 @@
 A sample is a conversation between two speakers over numbered sessions (``session_N`` with its
 ``session_N_date_time``), then questions in five categories. Scored as LoCoMo's evaluation does: token F1
 with Porter stemming (category 1, multi-hop, per comma-separated part; category 3 against the gold text
-before its first ';'); category 5 (adversarial) is LoCoMo's choice between "Not mentioned in the conversation"
-(the gold) and the adversarial answer, answered by calibrated likelihood on the embedded model.
+before its first ';'); category 5 (adversarial) by LoCoMo's rule: credit when the reply says "not mentioned" or "no
+information available" (a chosen option by its text, an unreadable reply by its own words). Its scorer rounds each
+question's F1 to 3 decimals before averaging; memevo does not round, so a mean can differ from LoCoMo's in the
+fourth decimal.
+
+Two ways of asking (``--env-option asking=...``): ``memevo`` (default) offers category 5 as memevo's choice between
+"Not mentioned in the conversation" (the gold) and the adversarial answer, answered in the run's answer mode
+(calibrated likelihood on the embedded model); ``authors`` asks every question in free text as LoCoMo's baseline
+does: a short phrase, dates asked for in temporal questions, the two options lettered "(a) ... (b) ..." in the
+question's text and a reply of one letter read as that option.
 
 The turns reach the agent as ``Name: text`` (the questions name the speakers), and a small model copies that form
 into its reply ("Caroline: Biscuit", sometimes followed by the other speaker's next line); a reply is scored
@@ -19,22 +27,30 @@ import re
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
 from pydantic import Field, model_validator
 
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
-from memevo.environments.benchmarks.answer_scoring import locomo_f1, multi_part_f1, porter_stemmer
+from memevo.environments.benchmarks.answer_scoring import (
+    lettered_option,
+    locomo_f1,
+    multi_part_f1,
+    porter_stemmer,
+    says_not_mentioned,
+)
 from memevo.environments.benchmarks.base import BenchmarkEnvironment
 from memevo.environments.benchmarks.files import iter_json_records, parse_date, validated
 from memevo.environments.capabilities import Capabilities
 from memevo.environments.protocol import AnswerScore, QuestionView
+from memevo.environments.records import ScoringMethod
 from memevo.environments.replay import (
     CLOZE_INSTRUCTION,
     ReplayItem,
     ReplayQuestion,
     ReplaySession,
+    option_number,
     short_answer_prompt,
 )
 
@@ -45,6 +61,9 @@ if TYPE_CHECKING:
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 UNSTEMMED = "F1 over unstemmed tokens: nltk is not installed (LoCoMo stems with Porter's stemmer)"
 NOT_MENTIONED = "Not mentioned in the conversation"
+Asking = Literal["memevo", "authors"]
+"""How questions are put: memevo's prompts (category 5 as a choice), or free text as LoCoMo's baseline asks."""
+ADVERSARIAL_DETAIL = "LoCoMo adversarial: credit for saying it is not mentioned"
 _DATE_FORMAT = "%I:%M %p on %d %B, %Y"
 _SESSION_KEY = re.compile(r"session_(\d+)")
 
@@ -164,14 +183,20 @@ def adversarial_choices(item_id: str, index: int, adversarial: str) -> list[str]
 
 class LoCoMoEnvironment(BenchmarkEnvironment):
     name: ClassVar[str] = "locomo"
-    capabilities: ClassVar[Capabilities] = Capabilities(answers="mixed", categories=True)
+    capabilities: ClassVar[Capabilities] = Capabilities(answers="mixed", categories=True, options=("asking",))
+    record_keys: ClassVar[frozenset[str]] = frozenset({"sample_id", "conversation", "qa"})
+    id_field: ClassVar[str] = "sample_id"
     calibration_prompt: ClassVar[str | None] = CLOZE_INSTRUCTION
     """"Not mentioned in the conversation" is likelier than any answer whatever was asked or remembered, so
     likelihood answers are calibrated by each option's likelihood without the question, in the agent's context
     (``answering.LikelihoodAnswers``; ``benchmarks/locomo_adversarial.py`` measured the choice)."""
 
-    def __init__(self, episode: EpisodeConfig, *, judge: ChatClient | None = None) -> None:
+    def __init__(self, episode: EpisodeConfig, *, judge: ChatClient | None = None, asking: str = "memevo") -> None:
         super().__init__(episode, judge=judge)
+        if asking not in get_args(Asking):
+            raise UserInputError(f"unknown way of asking {asking!r}; one of {', '.join(get_args(Asking))}",
+                                 field="--env-option asking")
+        self.asking = asking
         self.stem = porter_stemmer()
 
     def load_items(self, source: str | Path, *, limit: int | None = None) -> list[ReplayItem]:
@@ -191,15 +216,21 @@ class LoCoMoEnvironment(BenchmarkEnvironment):
         questions = [self._question(sample.sample_id, index, qa) for index, qa in enumerate(sample.qa)]
         return ReplayItem(id=sample.sample_id, sessions=sessions, questions=questions)
 
-    @staticmethod
-    def _question(item_id: str, index: int, qa: QA) -> ReplayQuestion:
+    def _question(self, item_id: str, index: int, qa: QA) -> ReplayQuestion:
         category = CATEGORY_NAMES[qa.category]
-        if qa.category == 5:
+        if qa.category != 5:
+            return ReplayQuestion(query=qa.question, gold=str(qa.answer), category=category, scoring="token_f1")
+        choices = adversarial_choices(item_id, index, str(qa.adversarial_answer))
+        if self.asking == "memevo":
             return ReplayQuestion(query=qa.question, gold=NOT_MENTIONED, category=category, scoring="choice",
-                                  choices=adversarial_choices(item_id, index, str(qa.adversarial_answer)))
-        return ReplayQuestion(query=qa.question, gold=str(qa.answer), category=category, scoring="token_f1")
+                                  choices=choices)
+        offered = f"{qa.question} Which is right: (a) {choices[0]} (b) {choices[1]}?"
+        return ReplayQuestion(query=offered, gold=NOT_MENTIONED, category=category, scoring="substring_match",
+                              reference={"options": dict(zip("ab", choices, strict=True))})
 
     def answer_prompt(self, question: QuestionView) -> str:
+        if self.asking == "authors":
+            return authors_prompt(question)
         if question.category == "temporal":
             return short_answer_prompt(f"{question.query} Give an approximate date, using the dates of our "
                                        "conversations.")
@@ -207,10 +238,36 @@ class LoCoMoEnvironment(BenchmarkEnvironment):
 
     async def score_answer(self, item: ReplayItem, period: int, question: QuestionView, reply: str) -> AnswerScore:
         if question.choices is not None:
-            return await super().score_answer(item, period, question, reply)
+            chosen = option_number(reply, len(question.choices))
+            return adversarial_score(reply if chosen is None else question.choices[chosen - 1], method="choice")
+        if question.category == "adversarial":
+            options = item.questions[question.index].reference.get("options", {})
+            return adversarial_score(lettered_option(reply, options), method="substring_match")
         gold = question.gold.split(";")[0].strip() if question.category == "open-domain" else question.gold
         reply = without_speakers(reply, speakers(item))
         score = (multi_part_f1(reply, gold, self.stem) if question.category == "multi-hop"
                  else locomo_f1(reply, gold, self.stem))
         return AnswerScore(score=score, method="token_f1", correct=score == 1.0,
                            detail=None if self.stem is not None else UNSTEMMED)
+
+    async def score_unread_choice(self, item: ReplayItem, question: QuestionView, reply: str) -> AnswerScore:
+        """LoCoMo reads the reply's words: "No information available" is credited though it names no option."""
+        return adversarial_score(reply, method="choice")
+
+
+def adversarial_score(text: str, *, method: ScoringMethod) -> AnswerScore:
+    """LoCoMo's adversarial rule on the text a reply stands for (a chosen option's, or the reply's own)."""
+    score = says_not_mentioned(text)
+    return AnswerScore(score=score, method=method, correct=score == 1.0, detail=ADVERSARIAL_DETAIL)
+
+
+def authors_prompt(question: QuestionView) -> str:
+    """A question as LoCoMo's baseline puts it: a short phrase in the conversation's own words; temporal questions
+    ask for an approximate date from the sessions' dates; adversarial ones carry their lettered options."""
+    if question.category == "adversarial":
+        return f"Answer the question below from the conversations above.\n\nQuestion: {question.query} Short answer:"
+    query = question.query
+    if question.category == "temporal":
+        query += " Use the dates of the conversations to answer with an approximate date."
+    return ("Answer the question below from the conversations above with a short phrase, in the conversations' "
+            f"own words where you can.\n\nQuestion: {query} Short answer:")

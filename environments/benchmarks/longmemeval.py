@@ -1,4 +1,5 @@
-"""LongMemEval (xiaowu0162/LongMemEval; ``longmemeval_s``/``_m``/``_oracle`` JSON, not shipped) as an environment.
+"""LongMemEval (xiaowu0162/LongMemEval; ``longmemeval_s_cleaned``/``_m_cleaned``/``_oracle`` JSON, or the original
+``longmemeval_s``/``_m``, not shipped) as an environment.
 
 Each record is one question with its own haystack of user-assistant sessions; the sessions are replayed in date
 order (the oracle file does not sort them) with the ``has_answer`` evidence labels removed, then the question is
@@ -132,6 +133,8 @@ class LongMemEvalEnvironment(BenchmarkEnvironment):
     leaves the abstention questions out, since their gold text is an explanation."""
 
     name: ClassVar[str] = "longmemeval"
+    record_keys: ClassVar[frozenset[str]] = frozenset({"question_id", "question", "haystack_sessions"})
+    id_field: ClassVar[str] = "question_id"
 
     def __init__(self, episode: EpisodeConfig, *, judge: ChatClient | None = None,
                  scoring: Scoring = "judge") -> None:

@@ -32,7 +32,13 @@ from pydantic import Field, field_validator
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
 from memevo.environments.answer_scores import judge_answer
-from memevo.environments.benchmarks.answer_scoring import locomo_f1, multi_part_f1, porter_stemmer
+from memevo.environments.benchmarks.answer_scoring import (
+    lettered_option,
+    locomo_f1,
+    multi_part_f1,
+    porter_stemmer,
+    says_not_mentioned,
+)
 from memevo.environments.benchmarks.base import BenchmarkEnvironment
 from memevo.environments.benchmarks.files import existing_file, iter_json_records, iter_table_rows, table_files
 from memevo.environments.benchmarks.files import validated as validated_record
@@ -237,18 +243,6 @@ def dialog_sessions(dataset: Dataset) -> list[ReplaySession]:
     return sessions
 
 
-def lettered_option(reply: str, options: dict[str, Any]) -> str:
-    """The text a reply to a LoCoMo adversarial question stands for, read as MemoryBench's scorer reads it: a
-    one-character reply is option (a) if it holds "a", else (b); a three-character one is (a) if it holds "(a)",
-    else (b); any longer reply stands for itself."""
-    text = reply.strip().lower()
-    if len(text) == 1:
-        return str(options.get("a" if "a" in text else "b", reply))
-    if len(text) == 3:
-        return str(options.get("a" if "(a)" in text else "b", reply))
-    return reply
-
-
 def scorer_needed(name: str) -> str | None:
     """What a dataset's metric needs that memevo lacks; None when memevo scores it."""
     if name.startswith(SCORED):
@@ -320,8 +314,7 @@ class MemoryBenchEnvironment(BenchmarkEnvironment):
         gold = info.get("golden_answer")
         if category == 5:
             options = json.loads(gold) if isinstance(gold, str) else gold
-            chosen = lettered_option(reply, options) if isinstance(options, dict) else reply
-            score = float("not mentioned" in chosen.lower() or "no information available" in chosen.lower())
+            score = says_not_mentioned(lettered_option(reply, options) if isinstance(options, dict) else reply)
             return AnswerScore(score=score, method="substring_match", correct=score == 1.0,
                                detail="LoCoMo adversarial: credit for saying it is not mentioned")
         text = str(gold).split(";")[0].strip() if category == 3 else str(gold)

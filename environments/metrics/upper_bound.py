@@ -1,7 +1,9 @@
 """The upper bound (AMemGym F.2): the bare LLM answering with the true state written into the prompt.
 
 Scores are keyed by (item, question, state tuple); the reference keyed them by the state tuple alone, so
-two questions of a user with the same tuple overwrote each other (I.7). Each (question, state) is asked
+two questions of a user with the same tuple overwrote each other (I.7). ``amemgym_compat`` reproduces that:
+every answer choice of every question is asked, as the reference asked them, and a period's score is the reply
+of the last question (in item order) that offered its state. Each (question, state) is asked
 once and reused for every period in which it is the gold state, concurrently and without the reference's
 3-second sleeps. Unreadable replies get one retry and then count as wrong (and are reported), unless
 ``amemgym_compat`` asks for the reference's random fallback. ``constrained`` asks with the answer's JSON
@@ -56,18 +58,27 @@ class UpperBoundTable(LazyModel):
     """Digest of the question prompts asked (empty: memevo's wording); a stored table is reused only if equal."""
     answer_mode: AnswerMode = "generated"
     """How the answers were given (a stored table is reused only if this matches)."""
+    keyed_by_state: bool = False
+    """AMemGym's keying (``amemgym_compat``): every choice asked, a period's score looked up by its state tuple alone,
+    the last question offering that state winning (a stored table is reused only if this matches)."""
     entries: list[UpperBoundEntry] = []
     _index: dict[UpperBoundKey, UpperBoundEntry] = PrivateAttr(default_factory=dict)
 
     def model_post_init(self, __context: object) -> None:
-        self._index = {e.key: e for e in self.entries}
+        if self.keyed_by_state:  # in the order asked: a later question's reply for the same state replaces it
+            by_state = {(e.item_id, tuple(e.state)): e for e in self.entries}
+            self._index = {e.key: by_state[e.item_id, tuple(e.state)] for e in self.entries}
+        else:
+            self._index = {e.key: e for e in self.entries}
 
     def covers(self, items: Sequence[Item]) -> bool:
         """Whether every (question, state) these items need has an entry."""
-        return all((item.id, q, tuple(state)) in self._index for item in items for q, state in needed_states(item))
+        return all((item.id, q, tuple(state)) in self._index for item in items
+                   for q, state in needed_states(item, every_choice=self.keyed_by_state))
 
     def entry(self, item: Item, period: int, question_index: int) -> UpperBoundEntry:
-        """The bare LLM's reply to this question given this period's true state."""
+        """The bare LLM's reply to this question given this period's true state (under ``keyed_by_state``, the reply
+        of the last question that offered that state)."""
         key = (item.id, question_index, tuple(gold_state(item, period, question_index)))
         try:
             return self._index[key]
@@ -90,8 +101,12 @@ class UpperBoundTable(LazyModel):
         return self.format_errors / len(self.entries) if self.entries else 0.0
 
 
-def needed_states(item: Item) -> list[tuple[int, tuple[str, ...]]]:
-    """Distinct (question, gold state) pairs over all periods, in first-seen order."""
+def needed_states(item: Item, *, every_choice: bool = False) -> list[tuple[int, tuple[str, ...]]]:
+    """Distinct (question, gold state) pairs over all periods, in first-seen order; with ``every_choice``, every
+    answer choice's state of every question, in the reference's order (question, then choice)."""
+    if every_choice:
+        return list(dict.fromkeys((q, tuple(choice.state)) for q, question in enumerate(item.qas)
+                                  for choice in question.answer_choices))
     seen: dict[tuple[int, tuple[str, ...]], None] = {}
     for period in range(len(item.periods)):
         for question_index in range(len(item.qas)):
@@ -115,7 +130,7 @@ async def compute_upper_bound(
 ) -> UpperBoundTable:
     """Ask the bare LLM every needed (item, question, state) once, with bounded concurrency."""
     chooser = answer_chooser(answer_mode, constrained=constrained)
-    needed = [(item, q, state) for item in items for q, state in needed_states(item)]
+    needed = [(item, q, state) for item in items for q, state in needed_states(item, every_choice=amemgym_compat)]
 
     def ask(item: Item, question_index: int, state: tuple[str, ...]) -> BareQuestion:
         question = item.qas[question_index]
@@ -140,4 +155,4 @@ async def compute_upper_bound(
                             json_mode=True, amemgym_compat=amemgym_compat, max_concurrency=max_concurrency,
                             on_entry=on_entry)
     return UpperBoundTable(model=model, constrained=constrained, prompts=prompts_digest(prompts), answer_mode=answer_mode,
-                           entries=entries)
+                           keyed_by_state=amemgym_compat, entries=entries)

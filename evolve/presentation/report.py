@@ -21,6 +21,7 @@ from memevo.environments.score_text import (
     answers_text,
     benchmark_averages_text,
     failure_cell,
+    figure_label,
     free_text,
 )
 from memevo.evolve.ablation.plots import plot_failure_split, plot_period_curves
@@ -102,9 +103,9 @@ AMEMGYM_ONLY_COLUMNS = ("memory score (pooled)", "AMemGym memory score (cells us
 
 
 def score_header(scores: Scores, amemgym: bool = True) -> list[str]:
-    """The seed-vs-best table's header: accuracy, or the mean credit once free text is scored; the AMemGym-only
-    columns on AMemGym runs only."""
-    figure = "score (mean credit)" if free_text(scores) else "accuracy"
+    """The seed-vs-best table's header: accuracy, or the score named by its credit (``score (F1)``) once free text
+    is scored; the AMemGym-only columns on AMemGym runs only."""
+    figure = figure_label(scores)
     memory, failures = (AMEMGYM_ONLY_COLUMNS[:2], AMEMGYM_ONLY_COLUMNS[2:]) if amemgym else ((), ())
     columns = ["candidate", "test users", figure, "random", *memory, "format errors", *failures,
                f"{figure} per period"]
@@ -157,7 +158,8 @@ def _category_lines(result: EvolutionResult) -> list[str]:
     best = {c.category: c for c in result.best_scores.per_category}
     if not seed and not best:
         return []
-    lines = ["| category | questions | seed | best |", "| --- | --- | --- | --- |"]
+    figure = figure_label(result.seed_scores)
+    lines = [f"| category | questions | seed {figure} | best {figure} |", "| --- | --- | --- | --- |"]
     for name in [*seed, *(name for name in best if name not in seed)]:
         mine, theirs = seed.get(name), best.get(name)
         n = seed[name].n_questions if name in seed else best[name].n_questions
@@ -166,9 +168,10 @@ def _category_lines(result: EvolutionResult) -> list[str]:
     return [*lines, ""]
 
 
-def _paired_lines(seed: list[UserScores], best: list[UserScores], amemgym: bool = True) -> list[str]:
+def _paired_lines(seed: list[UserScores], best: list[UserScores], figure: str, amemgym: bool = True) -> list[str]:
+    """Best minus seed per test user, for the headline figure (named ``figure``) and, on AMemGym, its memory score."""
     lines = []
-    metrics = (("accuracy", lambda u: u.accuracy), ("AMemGym memory score", lambda u: u.memory_score))
+    metrics = ((figure, lambda u: u.accuracy), ("AMemGym memory score", lambda u: u.memory_score))
     for metric, pick in metrics[:2 if amemgym else 1]:
         a = {u.user_id: pick(u) for u in seed if pick(u) is not None}
         b = {u.user_id: pick(u) for u in best if pick(u) is not None}
@@ -232,7 +235,7 @@ def _evolution_plots(result: EvolutionResult, history: list[GenerationOutcome], 
         for label, s in (("seed", result.seed_scores), ("best", result.best_scores))
     }
     ylabel = ("memory score, pooled (0 = random, 1 = upper bound)" if has_memory
-              else "score (mean per-question credit)" if free_text(result.seed_scores)
+              else f"{figure_label(result.seed_scores)} (mean per-question credit)" if free_text(result.seed_scores)
               else "accuracy (share of questions right)")
     plots = [plot_period_curves(curves, out_dir, "test_periods.png", ylabel=ylabel, memory_score=has_memory,
                                 title=f"Seed vs best on {result.best_scores.n_users} test user(s), per period")]
@@ -286,7 +289,8 @@ def evolution_report(run_dir: Path) -> str:
         *_cross_lines(run_dir),
         *_score_notes(result, memory_figures),
         "",
-        *_paired_lines(result.seed_user_scores, result.best_user_scores, memory_figures),
+        *_paired_lines(result.seed_user_scores, result.best_user_scores, figure_label(result.seed_scores),
+                       memory_figures),
         "",
         *_best_candidate_lines(result),
         "",

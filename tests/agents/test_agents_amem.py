@@ -71,6 +71,7 @@ async def test_a_reply_sees_the_top_k_notes_and_the_notes_linked_to_them(server)
     memory = (await agent.answer("q", query="what swarmed?", now=day(9))).consulted_memory
     lines = memory.splitlines()
     assert len(lines) == 2 and "I keep bees in Oslo" in lines[0] and "swarmed" in lines[1]  # hit + its link, oldest first
+    assert all(line.startswith("- [") and "2021, " in line for line in lines)  # each note with its date
 
 
 async def test_embedding_retrieval_goes_through_the_gateway(server):

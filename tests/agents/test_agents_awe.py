@@ -4,6 +4,7 @@ import json
 
 from memevo.agents.awe import AWEAgent
 from memevo.agents.policy import MemoryPolicy
+from memevo.agents.prompts.dates import dated
 from tests.agents.test_agents_support import day, json_calls, make, reloaded, scripted
 
 
@@ -67,7 +68,7 @@ async def test_answer_retrieves_top_k_and_changes_nothing():
     await agent.respond("facts", day(1))
     before = json.dumps(agent.state())
     answer = await agent.answer("Which car? (1) Volvo (2) Fiat", query="which car do I drive?", now=day(3))
-    assert answer.consulted_memory == "- Drives a red Volvo car"
+    assert answer.consulted_memory == f"- {dated('Drives a red Volvo car', day(1))}"
     assert json.dumps(agent.state()) == before
 
 

@@ -9,6 +9,7 @@ from memevo.agents.llm.cache import ResponseCache
 from memevo.agents.llm.config import LOCAL_EMBEDDING_MODEL, LLMConfig
 from memevo.agents.llm.gateway import LLMGateway
 from memevo.agents.policy import MemoryPolicy
+from memevo.agents.prompts.dates import dated
 from memevo.agents.rag import RAGAgent
 from memevo.agents.registry import build_agent
 from memevo.agents.retrieval import BM25Retriever, embedding_source
@@ -39,7 +40,7 @@ async def test_every_message_is_stored_verbatim_with_prefix():
 async def test_top_k_bm25_retrieval_by_bare_question():
     agent = await filled(top_k=1)
     answer = await agent.answer(QUESTION_PROMPT, query=QUESTION, now=day(9))
-    assert answer.consulted_memory == "- USER INPUT: I work as a welder in Gdansk"
+    assert answer.consulted_memory == f"- {dated('USER INPUT: I work as a welder in Gdansk', day(1))}"
 
 
 async def test_amemgym_compat_retrieves_with_the_whole_prompt():
@@ -52,7 +53,8 @@ async def test_amemgym_compat_retrieves_with_the_whole_prompt():
 async def test_retrieved_memories_are_listed_oldest_first():
     agent = await filled(top_k=3)
     answer = await agent.answer("x", query="tea welder dog", now=day(9))
-    assert answer.consulted_memory.splitlines() == [f"- USER INPUT: {fact}" for fact in FACTS]
+    assert answer.consulted_memory.splitlines() == [f"- {dated(f'USER INPUT: {fact}', day(i))}"
+                                                    for i, fact in enumerate(FACTS)]
 
 
 async def test_answer_is_pure_and_state_round_trips():
@@ -94,7 +96,7 @@ async def test_embedding_retrieval_uses_the_agents_own_llm():
     for i, fact in enumerate(FACTS):
         await agent.respond(fact, day(i))
     answer = await agent.answer("q", query="which tea?", now=day(9))
-    assert answer.consulted_memory == "- USER INPUT: My favourite tea is oolong"
+    assert answer.consulted_memory == f"- {dated('USER INPUT: My favourite tea is oolong', day(2))}"
     # Each text is embedded once (embedding happens lazily, at the next search).
     sent = [text for request in llm.embedded for text in request]
     assert len(sent) == len(set(sent))
@@ -135,7 +137,7 @@ async def test_embeddings_go_through_the_gateway_with_cache_and_accounting(tmp_p
             return memory, accounting
 
         memory, accounting = await run()
-        assert memory == "- USER INPUT: My favourite tea is oolong"
+        assert memory == f"- {dated('USER INPUT: My favourite tea is oolong', day(2))}"
         sent = len(server.requests)
         assert server.paths.count("/v1/embeddings") >= 2 and "/v1/chat/completions" in server.paths
         usage = accounting.report().by_role["agent"]
@@ -169,3 +171,15 @@ def test_on_the_embedded_server_the_embeddings_model_is_its_own_and_a_remote_one
     with pytest.raises(UserInputError, match="needs embedding_model"):
         embedding_source(policy, remote, "rag", field="llm")
     assert embedding_source(policy.model_copy(update={"embedding_model": "e5"}), remote, "rag", field="llm")[1] == "e5"
+
+
+async def test_answer_prompts_may_name_today_and_the_defaults_do_not():
+    llm = scripted(chat="ok")
+    agent = make("rag", llm, update_every=2, short_term=0,
+                 prompts={"answer_system_prompt": "Today is {today}.\n{memories}"})
+    await agent.respond(FACTS[0], day(0))
+    await agent.answer("q", query="dog?", now=day(9))
+    assert llm.calls[-1]["messages"][0]["content"].startswith(f"Today is {day(9).date().isoformat()}.\n- ")
+    plain = await filled()
+    await plain.answer("q", query="dog?", now=day(9))
+    assert "{today}" not in plain.llm.calls[-1]["messages"][0]["content"]

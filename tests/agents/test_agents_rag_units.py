@@ -1,6 +1,7 @@
 """RAG's memory units: one memory per message (BM25-M / Emb-M) or per session (BM25-S / Emb-S)."""
 
 from memevo.agents.policy import MemoryPolicy
+from memevo.agents.prompts.dates import dated
 from memevo.agents.rag import RAGAgent
 from tests.agents.test_agents_support import day, make, reloaded, scripted
 
@@ -42,7 +43,8 @@ async def test_session_retrieval_returns_the_whole_session():
     await agent.respond("I moved to Oslo", day(5))
     await agent.end_session(day(5))
     answer = await agent.answer("q", query="where is the hive?", now=day(6))
-    assert answer.consulted_memory.startswith("- USER INPUT: I keep bees\n") and "roof" in answer.consulted_memory
+    assert answer.consulted_memory.startswith(f"- {dated('USER INPUT: I keep bees', day(0))}\n")
+    assert "roof" in answer.consulted_memory
 
 
 async def test_the_open_session_survives_a_state_round_trip():

@@ -208,7 +208,9 @@ async def test_free_text_scores_are_labelled_mean_credit_and_answers_said_truthf
     agent = ReplayRecordingAgent(lambda prompt, memory: '{"answer": 1}' if "Options" in prompt else "Rex")
     scores = score_episodes([await ENV.run_item(agent, items[0], None)], items)
     lines = score_lines(scores, width=1000)
-    assert lines[0].startswith(f"score {scores.accuracy:.3f} (mean per-question credit: token F1 on 4, choice on 1;")
+    assert lines[0].startswith(f"score (F1) {scores.accuracy:.3f} (mean per-question credit: token F1 on 4, choice on "
+                               "1;")
+    assert any(line.startswith("per category (score (F1)): single-hop ") for line in lines)
     assert scores.scoring == {"token_f1": 4, "choice": 1}
     answers = next(line for line in lines if line.startswith("answers:"))
     assert answers.startswith("answers: free text, scored by token F1 (4 q); multiple-choice questions (1 q) "

@@ -3,6 +3,7 @@ AMemGym-only flags refused."""
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 from pathlib import Path
@@ -57,7 +58,11 @@ def test_a_replayed_benchmark_is_evaluated_scored_per_category_and_resumed(tmp_p
         assert summary["scores"]["random_baseline"] is None
         assert {c["category"] for c in summary["scores"]["per_category"]} == {"single-hop", "temporal"}
         printed = " ".join(result.output.split())  # lines wrap at the terminal's width
-        assert "random n/a (free-text answers)" in printed and "per category: single-hop 1.000" in printed
+        assert "random n/a (free-text answers)" in printed and "per category (score (exact match, F1)): single-hop 1.000" in printed
+        table = list(csv.DictReader((tmp_path / "out" / "questions.csv").open(encoding="utf-8")))
+        assert [(row["category"], float(row["score"])) for row in table[:2]] == [("single-hop", 1.0),
+                                                                                   ("temporal", pytest.approx(2 / 3))]
+        assert table[1]["correct"] == "False"  # partial credit: the score says how much
         records = (tmp_path / "out" / "questions.jsonl").read_text().splitlines()
         assert len(records) == 6 and json.loads(records[1])["gold_answer"] == "the city0 area"
         calls = summary["usage"]["by_role"]["agent"]["calls"]
