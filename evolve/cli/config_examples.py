@@ -24,7 +24,7 @@ data:
   # path: data.json             # instead of synth: AMemGym-format data, or the environment's downloaded file
 # test_environment:             # also score seed and best on another benchmark's items (held out, never evolved on)
 #   environment: longmemeval
-#   data: {path: longmemeval_s.json}
+#   data: {path: longmemeval_s_cleaned.json}
 split: {train: 4, val: 2, test: 2, seed: 0}   # users per split: counts, or fractions below 1
 budget: {generations: 2, candidates: 2}       # also max_calls, max_tokens, max_dollars, patience
 llm:
