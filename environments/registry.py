@@ -1,17 +1,17 @@
 """Environment name -> class, imported only when chosen (``environment:`` in a config).
 
 Each entry names the module and class of one implementation of ``environments.protocol.Environment``; a
-benchmark's reader is imported only by the runs that use it. Adding an environment is its module plus one line
-here.
+benchmark's reader is imported only by the runs that use it. Adding an environment is its module plus one entry
+here (or the ``memevo.environments`` entry-point group, from another package).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from memevo.core.errors import UserInputError
+from memevo.core.registry import Registry
 
 if TYPE_CHECKING:
     from memevo.agents.llm.protocol import ChatClient
@@ -22,15 +22,15 @@ if TYPE_CHECKING:
 EnvironmentName = Literal["amemgym", "memorybench", "locomo", "longmemeval", "memoryagentbench"]
 DEFAULT_ENVIRONMENT: EnvironmentName = "amemgym"
 
-ENVIRONMENTS: dict[str, str] = {
+ENVIRONMENTS: Registry[type[Environment[Any]]] = Registry("environment", {
     "amemgym": "memevo.environments.amemgym.environment:AMemGymEnvironment",
     "memorybench": "memevo.environments.benchmarks.memorybench:MemoryBenchEnvironment",
     "locomo": "memevo.environments.benchmarks.locomo:LoCoMoEnvironment",
     "longmemeval": "memevo.environments.benchmarks.longmemeval:LongMemEvalEnvironment",
     "memoryagentbench": "memevo.environments.benchmarks.memoryagentbench:MemoryAgentBenchEnvironment",
-}
-"""name -> "module:class"."""
-NAMES_HELP = "one of " + ", ".join(ENVIRONMENTS)
+}, entry_point_group="memevo.environments")
+"""name -> its class, imported when first used."""
+NAMES_HELP = "one of " + ", ".join(ENVIRONMENTS.names())
 """The names for a command's help, from this table (a new entry shows up in every list)."""
 OPTION_HELP = ("An environment's own setting, NAME=VALUE (repeatable): the keyword arguments its class takes, e.g. "
                "dialog_field=dialog_mem0 for memorybench.")
@@ -45,7 +45,7 @@ def capabilities_of(name: str, *, field: str = "environment") -> Capabilities:
 def environments_with(has: Callable[[Capabilities], bool]) -> str:
     """The environments whose capabilities pass ``has``, for the error that refuses a setting elsewhere ('amemgym'
     for the upper bound, 'memorybench' for ``dialog_field``)."""
-    return ", ".join(name for name in ENVIRONMENTS if has(capabilities_of(name)))
+    return ", ".join(name for name in ENVIRONMENTS.names() if has(capabilities_of(name)))
 
 
 def option_owners(option: str) -> str:
@@ -81,24 +81,13 @@ def parse_options(words: Sequence[str], *, field: str) -> dict[str, str]:
 
 
 def environment_names() -> tuple[str, ...]:
-    return tuple(ENVIRONMENTS)
+    return tuple(ENVIRONMENTS.names())
 
 
 def environment_class(name: str, *, field: str = "environment") -> type[Environment[Any]]:
-    """The class registered under ``name``; an unknown name, or one whose module is not in this build, is a
-    ``UserInputError`` naming ``field``."""
-    if name not in ENVIRONMENTS:
-        raise UserInputError(f"unknown environment '{name}' (known: {', '.join(ENVIRONMENTS)})", field=field)
-    module_name, class_name = ENVIRONMENTS[name].split(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        if error.name is None or not module_name.startswith(error.name):
-            raise
-        raise UserInputError(f"environment '{name}' is not available in this build ({module_name} is missing)",
-                             field=field) from None
-    cls: type[Environment[Any]] = getattr(module, class_name)
-    return cls
+    """The class registered under ``name``; an unknown name, or one whose module is missing from this installation,
+    is a ``UserInputError`` naming ``field``."""
+    return ENVIRONMENTS.get(name, field=field)
 
 
 def make_environment(name: str, episode: EpisodeConfig, *, judge: ChatClient | None = None,

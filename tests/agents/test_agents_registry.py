@@ -41,7 +41,7 @@ class EchoAgent(MemoryAgent):
 
 @pytest.fixture
 def clean_registry(monkeypatch):
-    for attribute in ("_targets", "_loaded"):
+    for attribute in ("_targets", "_loaded"):  # what the test registers leaves with it
         monkeypatch.setattr(registry.AGENTS, attribute, dict(getattr(registry.AGENTS, attribute)))
 
 

@@ -15,6 +15,7 @@ from memevo.environments.eval_cli import eval_command
 from memevo.environments.registry import ENVIRONMENTS
 from tests.doubles.fault_server import FaultServer
 from tests.doubles.memory_system_replies import memory_system_reply
+from tests.doubles.registries import register_for_test
 from tests.doubles.replay_environment import tiny_items
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -42,7 +43,7 @@ def run_eval(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, url: st
 def test_a_replayed_benchmark(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
     if kind == "mem0" and find_spec("mem0") is None:
         pytest.skip("needs pip install 'memevo[mem0]'")
-    monkeypatch.setitem(ENVIRONMENTS, "locomo", "tests.doubles.replay_environment:TinyReplayEnvironment")
+    register_for_test(monkeypatch, ENVIRONMENTS, "locomo", "tests.doubles.replay_environment:TinyReplayEnvironment")
     data = tmp_path / "bench.json"
     data.write_text(json.dumps([item.model_dump(mode="json") for item in tiny_items(2)]))
     with FaultServer(memory_system_reply) as server:

@@ -9,6 +9,7 @@ from memevo.evolve.proposers import ProposalContext, ProposerSettings, Variant
 from memevo.evolve.proposers.base import checked
 from memevo.evolve.records import ProposalStats
 from memevo.evolve.registries import PROPOSERS
+from tests.doubles.registries import register_for_test
 
 
 class LineProposerDouble:
@@ -59,6 +60,4 @@ class SameFirstProposerDouble(LineProposerDouble):
 
 def register_proposer_double(monkeypatch: pytest.MonkeyPatch, name: str, double: str) -> None:
     """Make the double ``double`` of this module the proposer ``name`` for one test only."""
-    for attribute in ("_targets", "_loaded"):
-        monkeypatch.setattr(PROPOSERS, attribute, dict(getattr(PROPOSERS, attribute)))
-    PROPOSERS.register(name, f"{__name__}:{double}")
+    register_for_test(monkeypatch, PROPOSERS, name, f"{__name__}:{double}")

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from memevo.core.errors import UserInputError
 from memevo.environments.eval_cli import eval_command
 from memevo.environments.registry import ENVIRONMENTS
+from tests.doubles.registries import register_for_test
 from tests.doubles.replay_environment import tiny_items
 
 
@@ -26,7 +27,7 @@ def remembered(body: dict, key: str) -> str:
 
 
 def _app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str) -> tuple[typer.Typer, list[str]]:
-    monkeypatch.setitem(ENVIRONMENTS, "locomo", "tests.doubles.replay_environment:TinyReplayEnvironment")
+    register_for_test(monkeypatch, ENVIRONMENTS, "locomo", "tests.doubles.replay_environment:TinyReplayEnvironment")
     monkeypatch.setenv("MEMEVO_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("OPENAI_API_KEY", "test")
     agent = tmp_path / "agent.yaml"
@@ -83,7 +84,7 @@ def test_amemgym_only_flags_are_refused_on_another_environment(tmp_path: Path, m
 def test_a_new_benchmark_with_its_own_option_needs_only_its_class_and_a_registry_entry(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fault_server = pytest.importorskip("tests.doubles.fault_server")
-    monkeypatch.setitem(ENVIRONMENTS, "prefixed", "tests.doubles.replay_environment:PrefixedReplayEnvironment")
+    register_for_test(monkeypatch, ENVIRONMENTS, "prefixed", "tests.doubles.replay_environment:PrefixedReplayEnvironment")
     with fault_server.FaultServer(lambda body: "ok") as server:
         app, args = _app(tmp_path, monkeypatch, server.url)
         args[args.index("locomo")] = "prefixed"

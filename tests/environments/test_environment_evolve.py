@@ -21,6 +21,7 @@ from memevo.evolve.cross_test import read_cross_test
 from memevo.evolve.loop import run_evolution
 from memevo.evolve.presentation.report import report_run
 from tests.doubles.category_backend import CategoryBackend, CategoryHub, category_world
+from tests.doubles.registries import register_for_test
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
 
@@ -50,7 +51,7 @@ def replayed(items: list[Item]) -> list[ReplayItem]:
 @pytest.fixture
 def tiny_benchmark(monkeypatch: pytest.MonkeyPatch) -> str:
     """'locomo' read by the test double's reader (the real reader is another module's)."""
-    monkeypatch.setitem(ENVIRONMENTS, "locomo", "tests.doubles.replay_environment:TinyReplayEnvironment")
+    register_for_test(monkeypatch, ENVIRONMENTS, "locomo", "tests.doubles.replay_environment:TinyReplayEnvironment")
     return "locomo"
 
 
@@ -154,8 +155,8 @@ def test_amemgym_only_settings_on_another_environment_name_their_field(tmp_path:
 
 def test_an_environment_missing_from_this_build_is_a_user_error(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(ENVIRONMENTS, "memoryagentbench", "memevo.environments.not_there:Missing")
+    register_for_test(monkeypatch, ENVIRONMENTS, "memoryagentbench", "memevo.environments.not_there:Missing")
     settings = config(tmp_path, environment="memoryagentbench", data={"path": str(tmp_path / "x.json")})
-    with pytest.raises(UserInputError, match="not available in this build"):
+    with pytest.raises(UserInputError, match="not available in this installation"):
         run_evolution(settings, run_dir=tmp_path / "run", hub=CategoryHub(CategoryBackend([])), resume=False)
     assert not (tmp_path / "run").exists()

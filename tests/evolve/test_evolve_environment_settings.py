@@ -18,6 +18,7 @@ from memevo.evolve.loop import run_evolution
 from memevo.evolve.presentation.report import report_run
 from memevo.evolve.runtime import read_users
 from tests.doubles.category_backend import CategoryBackend, CategoryHub, category_world
+from tests.doubles.registries import register_for_test
 from tests.environments.test_env_longmemeval import record
 from tests.environments.test_env_longmemeval import write as write_longmemeval
 from tests.environments.test_env_memorybench import snapshot
@@ -79,7 +80,7 @@ def test_data_in_another_format_is_refused_before_any_client_starts(tmp_path: Pa
 
 def test_a_report_on_another_environment_shows_only_what_it_measures(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(ENVIRONMENTS, "locomo", "tests.doubles.replay_environment:TinyReplayEnvironment")
+    register_for_test(monkeypatch, ENVIRONMENTS, "locomo", "tests.doubles.replay_environment:TinyReplayEnvironment")
     data = write_replay(tmp_path / "bench.json", replayed(category_world(6, 2)))
     settings = config(tmp_path, environment="locomo", data={"path": str(data)}, budget={"generations": 0},
                       episode={"rounds_init": 1, "rounds_update": 1, "diagnose": True})

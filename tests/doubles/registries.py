@@ -1,0 +1,16 @@
+"""Registering a TEST DOUBLE under a name of a memevo registry for one test only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memevo.core.registry import Registry
+
+
+def register_for_test(monkeypatch: pytest.MonkeyPatch, registry: Registry[Any], name: str, target: Any) -> None:
+    """``registry`` answers ``name`` with ``target`` (an object or ``"module:attribute"``) until the test ends."""
+    for attribute in ("_targets", "_loaded"):
+        monkeypatch.setattr(registry, attribute, dict(getattr(registry, attribute)))
+    registry.register(name, target)
