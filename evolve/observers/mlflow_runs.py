@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memevo.evolve.cross_test import cross_test_metrics
+from memevo.evolve.decisions import generation_decisions
 from memevo.evolve.events import (
     Event,
     GenerationEnded,
@@ -126,10 +127,11 @@ class MlflowObserver(Observer):
         self.start()
         context, outcome, kept = self.context, event.outcome, event.kept
         runs = {candidate.id: run for candidate, run in event.ran}
+        decisions = generation_decisions(context.evaluator, event)
         entries = [
             candidate_entry(context.evaluator, context.users, context.spec, candidate, event.parent_of(candidate),
                             runs[candidate.id].evals() if candidate.id in runs else {}, event.feedback,
-                            outcome=outcome, figure=context.figure)
+                            outcome=outcome, decision=decisions.of(candidate.id).text, figure=context.figure)
             for candidate in [*(candidate for candidate, _ in event.ran), *event.never_run]
         ]
         (point,) = generation_points([outcome])

@@ -18,7 +18,6 @@ from memevo.agents.llm.accounting import UsageReport
 from memevo.environments.metrics import Scores
 from memevo.environments.score_text import FigureName, extra_metrics
 from memevo.evolve.candidates import Candidate
-from memevo.evolve.decisions import decision_of
 from memevo.evolve.evaluation import CandidateEval, Evaluator
 from memevo.evolve.records import EvolutionResult, GenerationOutcome
 from memevo.evolve.tracking.payloads import (
@@ -145,10 +144,11 @@ def candidate_entry(
     feedback: str,
     *,
     outcome: GenerationOutcome,
+    decision: str,
     figure: FigureName,
 ) -> dict[str, Any]:
-    """One candidate's MLflow run: its metrics, params, prompts, diff and answers, and the decision (also for a
-    candidate the generation never ran: evals empty)."""
+    """One candidate's MLflow run: its metrics, params, prompts, diff and answers, and the generation's ``decision``
+    (``decisions.generation_decisions``; also for a candidate the generation never ran: evals empty)."""
     artifacts = {f"prompts/{c.name}.txt": candidate.policy.prompts.get(c.name, c.default) for c in spec.components}
     artifacts[DIFF_ARTIFACT] = candidate_diff(parent.policy, candidate.policy, spec.components,
                                               before_name=parent.label, after_name=candidate.label)
@@ -156,7 +156,6 @@ def candidate_entry(
     artifacts["changes.txt"] = "\n".join(candidate.changes) or "(none)"
     artifacts[RESULTS_ARTIFACT] = qa_table(evaluator, users, candidate.id)
     artifacts["policy.json"] = candidate.policy.model_dump_json(indent=2)
-    decision = decision_of(evaluator, candidate, parent, evals, outcome)
     tags = candidate_tags(candidate.id, kept_id=outcome.kept_id, generation=candidate.generation, origin=candidate.origin,
                           decision=decision)
     return {
