@@ -55,3 +55,12 @@ def test_terminal_mlflow_and_optuna_say_what_the_race_decided(tmp_path: Path, ca
                 assert trials[cid].state == TrialState.FAIL  # nothing measured: not shown as pruned
     assert rejected_in_race, "no candidate lost a race"
     assert study.best_trial.user_attrs["candidate_id"] in passed
+    (parent,) = client.search_runs([client.get_experiment_by_name("test-evolution").experiment_id],
+                                   "attributes.run_name = 'test-evolution'")
+    note, metrics = parent.data.tags["mlflow.note.content"], parent.data.metrics
+    assert f"{result.seed.label} -> {result.best.label}" in note and "paired t p" in note and "Cost: " in note
+    assert metrics["test/best_accuracy"] == pytest.approx(result.best_scores.accuracy)
+    assert metrics["test/best_minus_seed_low"] <= metrics["test/best_minus_seed"] <= metrics["test/best_minus_seed_high"]
+    # the memory score is the terminal's (pooled); AMemGym's mean of cell ratios has its own name
+    assert metrics["test/best_memory_score"] == pytest.approx(result.best_scores.pooled_memory_score)
+    assert metrics["test/best_amemgym_memory_score"] == pytest.approx(result.best_scores.memory_score)

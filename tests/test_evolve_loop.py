@@ -206,7 +206,7 @@ def test_mlflow_store_holds_runs_metrics_and_artifacts(tmp_path: Path) -> None:
     runs = {run.info.run_name: run for run in client.search_runs([experiment.experiment_id])}
     parent = runs["test-evolution"]
     assert {"data_hash", "git_commit", "agent_model", "proposer_model", "split_seed"} <= set(parent.data.params)
-    assert parent.data.metrics["test_best_accuracy"] == pytest.approx(result.best_scores.accuracy)
+    assert parent.data.metrics["test/best_accuracy"] == pytest.approx(result.best_scores.accuracy)
     parent_artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
     assert {"score_per_generation.png", "config.json", "result.json"} <= parent_artifacts
     assert (tmp_path / "tracked" / "score_per_generation.png").exists()
@@ -293,7 +293,7 @@ def test_amemgym_period_protocol_evolves_within_each_user(tmp_path: Path) -> Non
     (parent,) = client.search_runs([client.get_experiment_by_name("test-evolution").experiment_id])
     history = client.get_metric_history(parent.info.run_id, "evolved_accuracy")
     assert sorted(m.step for m in history) == [0, 1, 2]
-    assert parent.data.metrics["test_best_accuracy"] == pytest.approx(result.best_scores.accuracy)
+    assert parent.data.metrics["test/best_accuracy"] == pytest.approx(result.best_scores.accuracy)
 
 
 def test_plan_is_saved_before_evaluation(tmp_path: Path) -> None:

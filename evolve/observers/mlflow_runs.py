@@ -31,6 +31,7 @@ from memevo.evolve.tracking.entries import (
     generation_counts,
     in_episode_period_metrics,
     memory_tags,
+    outcome_note,
     test_figures,
 )
 from memevo.evolve.tracking.payloads import (
@@ -158,7 +159,8 @@ class MlflowObserver(Observer):
                             {"result.json": result.model_dump_json(indent=2),
                              "best_policy.json": best.policy.model_dump_json(indent=2)},
                             step=len(result.history),
-                            tags=parent_tags(best_id=best.id, best_label=best.label) | memory_tags(result),
+                            tags=parent_tags(best_id=best.id, best_label=best.label) | memory_tags(result)
+                            | outcome_note(result),
                             best_run_id=self.tracker.candidate_run_id(best.generation, best.label),
                             figures=(plot,) if plot.exists() else ())
 
