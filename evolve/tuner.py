@@ -60,7 +60,7 @@ def trial_attributes(*, candidate_id: str, label: str, generation: int, objectiv
     attrs: dict[str, Any] = {"candidate_id": candidate_id, "candidate": label, "generation": generation,
                              "kept": kept, "decision": decision}
     if val_score is not None:
-        attrs[f"val_{objective}"] = val_score
+        attrs[f"val_{objective}"] = round(val_score, 4)  # as the decision and the tracker's tags show it
     return attrs | dict(links)
 
 

@@ -257,13 +257,14 @@ def test_mlflow_store_holds_runs_metrics_and_artifacts(tmp_path: Path) -> None:
     # Optuna: the study's metric is the objective; each trial names its candidate and its MLflow run
     study = optuna.load_study(study_name="test-evolution", storage=f"sqlite:///{tmp_path / 'tracked' / 'optuna.db'}")
     assert study.metric_names == [result.objective]
-    # (a trial whose suggestion repeated a known policy is closed pruned before it has a candidate, and says so)
+    # (a trial whose suggestion repeated a known policy is closed, failed, before it has a candidate, and says so)
     repeated = [trial for trial in study.trials if "candidate_id" not in trial.user_attrs]
     assert all(trial.user_attrs["decision"] == "not run: the proposal repeated a known policy" for trial in repeated)
     by_candidate = {trial.user_attrs["candidate_id"]: trial for trial in study.trials if trial not in repeated}
     best_trial = by_candidate[result.best.id]
     assert best_trial.user_attrs["kept"] is True and best_trial.user_attrs["mlflow_run_id"] == candidate.info.run_id
-    assert best_trial.user_attrs[f"val_{result.objective}"] == result.history[-1].parent_val
+    assert best_trial.user_attrs[f"val_{result.objective}"] == round(result.history[-1].parent_val, 4)
+    assert all(trial.state == optuna.trial.TrialState.FAIL for trial in repeated)
     assert best_trial.user_attrs["generation"] == 1 and best_trial.user_attrs["candidate"] == best_label
 
 
