@@ -16,7 +16,6 @@ from memevo.evolve.events import GenerationEnded
 from memevo.evolve.records import GenerationOutcome
 from memevo.evolve.selection.race import RaceRecord
 from memevo.evolve.selection.sequential import Verdict
-from memevo.evolve.strategies.base import generation_dir
 
 DecisionState = Literal["kept", "accepted", "rejected", "pruned", "not_run"]
 """``kept`` and ``accepted`` candidates passed the generation's rule; ``rejected`` and ``pruned`` ones ran and did
@@ -108,7 +107,7 @@ def _decide(evaluator: Evaluator, event: GenerationEnded, verdicts: dict[str, Ve
 def generation_decisions(evaluator: Evaluator, event: GenerationEnded) -> GenerationDecisions:
     """The generation's decisions: the saved ones, or made now from its outcome, evaluations and race and saved, so
     every reader of the generation's end (terminal, tracker, tuner, also after a resume) reads the same record."""
-    gen_dir = generation_dir(evaluator.root, event.outcome.generation)
+    gen_dir = evaluator.root / "generations" / f"gen_{event.outcome.generation:03d}"  # strategies.base.generation_dir
     path = gen_dir / DECISIONS_FILE
     stored = read_or_recompute(path, GenerationDecisions)
     if stored is not None:
