@@ -21,6 +21,9 @@ DecisionState = Literal["kept", "accepted", "rejected", "pruned", "not_run"]
 """``kept`` and ``accepted`` candidates passed the generation's rule; ``rejected`` and ``pruned`` ones ran and did
 not; ``not_run`` ones never played a user."""
 DECISIONS_FILE = "decisions.json"
+RACE_LOSS = {"worse": "found worse than its parent", "open": "not found better than its parent",
+             "better": "another candidate's gain was larger"}
+"""Why a candidate that raced was not kept, by the test's last verdict on it."""
 
 
 class CandidateDecision(LazyModel):
@@ -65,7 +68,7 @@ def _decided(candidate: Candidate, evals: dict[str, CandidateEval | None], *, ou
         shown = "" if val is None else f": validation {val.score:.3f}{against}"
         return "accepted", f"accepted, not kept{shown} (a better candidate was kept)"
     if race is not None:
-        return "rejected", f"rejected in the race: {race.reason}"
+        return "rejected", f"rejected in the race: {RACE_LOSS[race.state]} ({race.reason})"
     if val is None:
         return "not_run", "not run: generation ended"
     if parent_val is not None and val.score > parent_val:

@@ -13,7 +13,7 @@ from mlflow import MlflowClient
 from optuna.trial import TrialState
 
 from memevo.environments.amemgym.data.io import save_items
-from memevo.evolve.decisions import DECISIONS_FILE, GenerationDecisions, race_verdicts
+from memevo.evolve.decisions import DECISIONS_FILE, RACE_LOSS, GenerationDecisions, race_verdicts
 from tests.doubles.category_backend import CategoryBackend, category_world
 from tests.test_evolve_loop import evolve
 
@@ -49,7 +49,8 @@ def test_terminal_mlflow_and_optuna_say_what_the_race_decided(tmp_path: Path, ca
             assert f"gen {outcome.generation} {decision.label}: {decision.text}" in caplog.messages
             if cid in verdicts and cid not in passed:
                 rejected_in_race += 1
-                assert decision.text == f"rejected in the race: {verdicts[cid].reason}"
+                assert decision.text == (f"rejected in the race: {RACE_LOSS[verdicts[cid].state]} "
+                                         f"({verdicts[cid].reason})")
                 assert trials[cid].state == TrialState.PRUNED  # it ran and lost: never the best trial
             if decision.state == "not_run":
                 assert trials[cid].state == TrialState.FAIL  # nothing measured: not shown as pruned
