@@ -30,7 +30,7 @@ from optuna.trial import FrozenTrial, TrialState
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import IntRange, OptunaConfig
 from memevo.evolve.databases import damaged_database, sqlite_file
-from memevo.evolve.decisions import decision_of
+from memevo.evolve.decisions import generation_decisions
 from memevo.evolve.evaluation import CandidateEval, Evaluator
 from memevo.evolve.events import GenerationEnded
 
@@ -52,15 +52,15 @@ def trial_attributes(*, candidate_id: str, label: str, generation: int, objectiv
     """Optuna user attributes of a candidate's trial.
 
     The trial's value is the ``objective`` on the *training* users (the study's metric is named after
-    it; every trial has one, pruned ones too, and the pruner needs it); memevo selects on *validation*.
-    So Optuna's "best trial" can differ from memevo's best: ``kept``, ``decision`` and ``val_<objective>`` say
+    it), told only for candidates the generation kept or accepted; memevo selects on *validation*.
+    So Optuna's "best trial" is one memevo accepted but can differ from memevo's best: ``kept``, ``decision`` and ``val_<objective>`` say
     which trial memevo kept; ``decision`` is the one its tracker run shows (``decisions.candidate_decision``);
     ``links`` lead to that run (the MLflow tracker's: ``mlflow_run_id``).
     """
     attrs: dict[str, Any] = {"candidate_id": candidate_id, "candidate": label, "generation": generation,
                              "kept": kept, "decision": decision}
     if val_score is not None:
-        attrs[f"val_{objective}"] = val_score
+        attrs[f"val_{objective}"] = round(val_score, 4)  # as the decision and the tracker's tags show it
     return attrs | dict(links)
 
 
@@ -200,9 +200,10 @@ class Tuner:
         for key, value in attributes.items():
             trial.set_user_attr(key, value)
 
-    def tell(self, number: int, value: float | None, *, reason: str | None = None) -> None:
-        """Finish a trial (idempotent, so a resumed generation can re-tell safely). A trial without a value is
-        PRUNED in Optuna's terms (the sampler then knows it as a weak point); the caller says why (``reason``, the
+    def tell(self, number: int, value: float | None, *, reason: str | None = None, ran: bool = True) -> None:
+        """Finish a trial (idempotent, so a resumed generation can re-tell safely). A trial without a value that ran
+        is PRUNED in Optuna's terms (the sampler then knows it as a weak point), one that never ran FAIL (nothing was
+        measured: the sampler ignores it, and no dashboard shows it as pruned); the caller says why (``reason``, the
         trial's ``DECISION_ATTR``): the loop knows, the trial's attributes do not always."""
         frozen = self._frozen(number)
         if frozen.state != TrialState.RUNNING:
@@ -210,33 +211,36 @@ class Tuner:
         if value is None:
             assert reason, f"trial {number} is told without a value and without a reason"
             self._trial(number).set_user_attr(DECISION_ATTR, reason)
-            self.study.tell(number, state=TrialState.PRUNED)
+            self.study.tell(number, state=TrialState.PRUNED if ran else TrialState.FAIL)
         else:
             self.study.tell(number, value)
 
     def repeated(self, number: int) -> None:
         """Close the trial of a proposal that repeated a known policy: it is not run."""
-        self.tell(number, None, reason=REPEATED)
+        self.tell(number, None, reason=REPEATED, ran=False)
 
     def close_generation(self, event: GenerationEnded, evaluator: Evaluator,
                          links: Callable[[int, str], Mapping[str, str]]) -> None:
-        """Tell the generation's trials, each with the objective on the train users its candidate was run on, or none
-        with the reason its tracker run shows (gate, pruner, budget, not needed, or validation first rejected on
-        validation); each first gets its attributes (Optuna refuses to change a finished trial), among them
+        """Tell the generation's trials from its decisions (``decisions.generation_decisions``, the words its tracker
+        runs show): a kept or accepted candidate with the objective on the train users it was run on; a rejected or
+        pruned one without a value (PRUNED, so a rejected candidate is never the study's best trial); one never run
+        FAIL. Each first gets its attributes (Optuna refuses to change a finished trial), among them
         ``links(generation, label)`` to the candidate's tracker run, which the observers logged before."""
-        runs: list[tuple[Candidate, dict[str, CandidateEval | None], CandidateEval | None, CandidateEval | None]]
-        runs = [(candidate, {}, None, None) for candidate in event.never_run]
-        runs += [(candidate, run.evals(), run.val, run.train_check) for candidate, run in event.ran]
-        outcome = event.outcome
-        for candidate, evals, val, check in runs:
+        runs: list[tuple[Candidate, CandidateEval | None, CandidateEval | None]]
+        runs = [(candidate, None, None) for candidate in event.never_run]
+        runs += [(candidate, run.val, run.train_check) for candidate, run in event.ran]
+        decisions = generation_decisions(evaluator, event)
+        for candidate, val, check in runs:
             assert candidate.trial_number is not None
-            decision = decision_of(evaluator, candidate, event.parent_of(candidate), evals, outcome)
+            decision = decisions.of(candidate.id)
             self.annotate(candidate.trial_number, **trial_attributes(
                 candidate_id=candidate.id, label=candidate.label, generation=candidate.generation,
                 objective=self.metric, val_score=val.score if val is not None else None,
-                links=links(candidate.generation, candidate.label), kept=candidate.id == outcome.kept_id,
-                decision=decision))
-            self.tell(candidate.trial_number, None if check is None or check.pruned else check.score, reason=decision)
+                links=links(candidate.generation, candidate.label), kept=decision.state == "kept",
+                decision=decision.text))
+            passed = check is not None and not check.pruned and decision.state in ("kept", "accepted")
+            self.tell(candidate.trial_number, check.score if passed and check else None, reason=decision.text,
+                      ran=decision.state != "not_run")
 
     def summary(self) -> dict[str, Any]:
         states = [trial.state.name for trial in self.study.get_trials(deepcopy=False)]

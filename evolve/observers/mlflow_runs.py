@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memevo.evolve.cross_test import cross_test_metrics
+from memevo.evolve.decisions import generation_decisions
 from memevo.evolve.events import (
     Event,
     GenerationEnded,
@@ -30,6 +31,7 @@ from memevo.evolve.tracking.entries import (
     generation_counts,
     in_episode_period_metrics,
     memory_tags,
+    outcome_note,
     test_figures,
 )
 from memevo.evolve.tracking.payloads import (
@@ -126,10 +128,11 @@ class MlflowObserver(Observer):
         self.start()
         context, outcome, kept = self.context, event.outcome, event.kept
         runs = {candidate.id: run for candidate, run in event.ran}
+        decisions = generation_decisions(context.evaluator, event)
         entries = [
             candidate_entry(context.evaluator, context.users, context.spec, candidate, event.parent_of(candidate),
                             runs[candidate.id].evals() if candidate.id in runs else {}, event.feedback,
-                            outcome=outcome, figure=context.figure)
+                            outcome=outcome, decision=decisions.of(candidate.id).text, figure=context.figure)
             for candidate in [*(candidate for candidate, _ in event.ran), *event.never_run]
         ]
         (point,) = generation_points([outcome])
@@ -156,7 +159,8 @@ class MlflowObserver(Observer):
                             {"result.json": result.model_dump_json(indent=2),
                              "best_policy.json": best.policy.model_dump_json(indent=2)},
                             step=len(result.history),
-                            tags=parent_tags(best_id=best.id, best_label=best.label) | memory_tags(result),
+                            tags=parent_tags(best_id=best.id, best_label=best.label) | memory_tags(result)
+                            | outcome_note(result),
                             best_run_id=self.tracker.candidate_run_id(best.generation, best.label),
                             figures=(plot,) if plot.exists() else ())
 

@@ -75,8 +75,13 @@ class MlflowUI:
 def prompt_pages(client: MlflowClient, experiment: str) -> list[tuple[str, str]]:
     """The registered prompts of the run, each opened on its first version (the seed's): MLflow's *Compare* then
     sets it against the newest (the best), old on the left and new on the right, so an added line reads as added.
-    Opened on the newest, as by default, Compare sets it against the one before, and every change reads backwards."""
+    Opened on the newest, as by default, Compare sets it against the one before, and every change reads backwards.
+    A prompt with one version (no candidate changed it) has nothing to compare, and its link says so."""
     prompts = client.search_prompts(filter_string=f"name LIKE '{experiment}-%'")
-    return [(f"prompt {prompt.name} (press Compare: seed -> best)", f"#/prompts/{prompt.name}?promptVersion=1")
+    return [(f"prompt {prompt.name} ({_compare_hint(client, prompt.name)})", f"#/prompts/{prompt.name}?promptVersion=1")
             for prompt in prompts]
 
+
+def _compare_hint(client: MlflowClient, name: str) -> str:
+    versions = client.search_prompt_versions(name)
+    return "press Compare: seed -> best" if len(versions) > 1 else "one version: the seed's, never changed"

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from memevo.environments.progress import Phase
 from memevo.evolve.cross_test import cross_test_lines
+from memevo.evolve.decisions import generation_decisions
 from memevo.evolve.events import (
     CandidatesPhase,
     EvaluationPhase,
@@ -31,6 +32,7 @@ from memevo.evolve.presentation.explain import generation_line, proposals_line
 from memevo.evolve.presentation.progress import candidates_phase, evaluation_phase, test_phase
 
 if TYPE_CHECKING:
+    from memevo.evolve.evaluation import Evaluator
     from memevo.evolve.records import EvolutionResult
 
 log = logging.getLogger("memevo.evolve")
@@ -49,8 +51,9 @@ def _bar(phase: PhaseKind) -> AbstractContextManager[Phase]:
 class TerminalObserver(Observer):
     """Draws the phases the loop reports (several at once: candidates evaluate concurrently) and logs its lines."""
 
-    def __init__(self, objective: str) -> None:
+    def __init__(self, objective: str, evaluator: Evaluator) -> None:
         self.objective = objective
+        self.evaluator = evaluator
         self.bars: dict[int, tuple[ExitStack, Phase]] = {}
 
     def warm_up(self) -> None:
@@ -70,6 +73,7 @@ class TerminalObserver(Observer):
             case GenerationPlanned():
                 self._planned(event)
             case GenerationEnded():
+                self._decided(event)
                 self._ended(event)
             case RunEnded():
                 self._run_ended(event)
@@ -88,6 +92,13 @@ class TerminalObserver(Observer):
                                                  rejected=plan.stats.rejected, repaired=plan.stats.repaired,
                                                  duplicates=plan.stats.duplicates),
                  event.parent.label)
+
+    def _decided(self, event: GenerationEnded) -> None:
+        """Each candidate's decision, in the words its tracker run and its Optuna trial show."""
+        if event.outcome.generation == 0:
+            return
+        for decision in generation_decisions(self.evaluator, event).decisions:
+            log.info("gen %d %s: %s", decision.generation, decision.label, decision.text)
 
     @staticmethod
     def _ended(event: GenerationEnded) -> None:
@@ -114,4 +125,4 @@ class TerminalObserver(Observer):
 
 
 def make_observer(context: RunContext) -> Observer:
-    return TerminalObserver(context.config.objective)
+    return TerminalObserver(context.config.objective, context.evaluator)

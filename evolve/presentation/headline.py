@@ -15,7 +15,7 @@ from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.registry import DEFAULT_ENVIRONMENT, capabilities_of
 from memevo.environments.score_text import MEMORY_SCORE_SCALE, failure_text, free_text
 from memevo.evolve.config import Objective
-from memevo.evolve.stats import fmt, fmt_interval, fmt_p, mean_ci, paired_test
+from memevo.evolve.stats import PairedTest, fmt, fmt_interval, fmt_p, mean_ci, paired_test
 
 WIDTH = 100
 INDENT = "  "
@@ -40,11 +40,17 @@ def _pick(objective: str) -> Callable[[UserScores], float | None]:
     return lambda user: user.memory_score
 
 
+def held_out_difference(objective: str, seed: Sequence[UserScores], best: Sequence[UserScores]) -> PairedTest:
+    """Best minus seed in the objective over the test users: the difference the headline and the parent run show."""
+    pick = _pick(objective)
+    return paired_test(_per_user(seed, pick), _per_user(best, pick))
+
+
 def _objective_line(objective: str, label: str, seed: Sequence[UserScores], best: Sequence[UserScores],
                     best_label: str) -> str:
     pick = _pick(objective)
     seed_values, best_values = _per_user(seed, pick), _per_user(best, pick)
-    test = paired_test(seed_values, best_values)
+    test = held_out_difference(objective, seed, best)
     p = "n/a" if test.t_p is None else fmt_p(test.t_p)
     bounded = objective == "accuracy"  # AMemGym's ratio has no bounds
 

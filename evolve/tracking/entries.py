@@ -14,16 +14,17 @@ import io
 from typing import Any
 
 from memevo.agents.base import AgentSpec
-from memevo.agents.llm.accounting import UsageReport
+from memevo.agents.llm.accounting import UsageReport, dollars_cell
 from memevo.environments.metrics import Scores
 from memevo.environments.score_text import FigureName, extra_metrics
 from memevo.evolve.candidates import Candidate
-from memevo.evolve.decisions import decision_of
 from memevo.evolve.evaluation import CandidateEval, Evaluator
 from memevo.evolve.records import EvolutionResult, GenerationOutcome
 from memevo.evolve.tracking.payloads import (
+    COST_PREFIX,
     COUNTS_PREFIX,
     DIFF_ARTIFACT,
+    EXPERIMENT_NOTE_TAG,
     candidate_diff,
     candidate_note,
     candidate_tags,
@@ -145,10 +146,11 @@ def candidate_entry(
     feedback: str,
     *,
     outcome: GenerationOutcome,
+    decision: str,
     figure: FigureName,
 ) -> dict[str, Any]:
-    """One candidate's MLflow run: its metrics, params, prompts, diff and answers, and the decision (also for a
-    candidate the generation never ran: evals empty)."""
+    """One candidate's MLflow run: its metrics, params, prompts, diff and answers, and the generation's ``decision``
+    (``decisions.generation_decisions``; also for a candidate the generation never ran: evals empty)."""
     artifacts = {f"prompts/{c.name}.txt": candidate.policy.prompts.get(c.name, c.default) for c in spec.components}
     artifacts[DIFF_ARTIFACT] = candidate_diff(parent.policy, candidate.policy, spec.components,
                                               before_name=parent.label, after_name=candidate.label)
@@ -156,7 +158,6 @@ def candidate_entry(
     artifacts["changes.txt"] = "\n".join(candidate.changes) or "(none)"
     artifacts[RESULTS_ARTIFACT] = qa_table(evaluator, users, candidate.id)
     artifacts["policy.json"] = candidate.policy.model_dump_json(indent=2)
-    decision = decision_of(evaluator, candidate, parent, evals, outcome)
     tags = candidate_tags(candidate.id, kept_id=outcome.kept_id, generation=candidate.generation, origin=candidate.origin,
                           decision=decision)
     return {
@@ -197,27 +198,65 @@ def generation_counts(outcome: GenerationOutcome, n_candidates: int, usage: Usag
     return {f"{COUNTS_PREFIX}{name}": value for name, value in counts.items()} | cost_metrics(usage)
 
 
+TEST_PREFIX = "test/"
+"""The held-out test's metrics, one section of MLflow's charts."""
+
+
 def memory_tags(result: EvolutionResult) -> dict[str, str]:
     """The reason the test memory scores are missing from the metrics, as a tag the runs table can show."""
     reason = result.seed_scores.memory_na_reason or result.best_scores.memory_na_reason
-    return {} if reason is None else {"test_memory_score": f"n/a ({reason})"}
+    return {} if reason is None else {f"{TEST_PREFIX}memory_score": f"n/a ({reason})"}
 
 
 def test_figures(result: EvolutionResult, figure: FigureName) -> dict[str, float]:
     """The seed's and the best's headline figure on the test users, named ``figure``."""
-    return {f"test_seed_{figure}": result.seed_scores.accuracy, f"test_best_{figure}": result.best_scores.accuracy}
+    return {f"{TEST_PREFIX}seed_{figure}": result.seed_scores.accuracy,
+            f"{TEST_PREFIX}best_{figure}": result.best_scores.accuracy}
+
+
+def _memory_figures(result: EvolutionResult) -> dict[str, float]:
+    """The memory score as the terminal names it (pooled over the test users' cells) and AMemGym's mean of cell
+    ratios (``amemgym_memory_score``, the objective of that name), each when both arms have it."""
+    seed, best = result.seed_scores, result.best_scores
+    metrics: dict[str, float] = {}
+    if seed.pooled_memory_score is not None and best.pooled_memory_score is not None:
+        metrics |= {"seed_memory_score": seed.pooled_memory_score, "best_memory_score": best.pooled_memory_score}
+    if seed.memory_score is not None and best.memory_score is not None:
+        metrics |= {"seed_amemgym_memory_score": seed.memory_score, "best_amemgym_memory_score": best.memory_score}
+    return {f"{TEST_PREFIX}{name}": value for name, value in metrics.items()}
+
+
+def _difference_figures(result: EvolutionResult) -> dict[str, float]:
+    """Best minus seed in the objective over the test users: mean, 95% t-interval and paired t p, each when defined
+    (the parent run's description says n/a and why otherwise)."""
+    from memevo.evolve.presentation.headline import held_out_difference  # scipy: not on the way to the first request
+
+    test = held_out_difference(result.objective, result.seed_user_scores, result.best_user_scores)
+    values = {"best_minus_seed": test.mean_diff, "best_minus_seed_low": test.diff_low,
+              "best_minus_seed_high": test.diff_high, "paired_t_p": test.t_p}
+    return {f"{TEST_PREFIX}{name}": value for name, value in values.items() if value is not None}
 
 
 def final_metrics(result: EvolutionResult, figure: FigureName) -> dict[str, float]:
-    """``test_figures``, the whole run's spend (the test users' and the judge's calls come after the last
-    generation's row) and, when both are defined, the seed's and the best's memory score."""
-    metrics = test_figures(result, figure) | cost_metrics(result.usage)
-    if result.seed_scores.memory_score is not None and result.best_scores.memory_score is not None:
-        metrics |= {
-            "test_seed_memory_score": result.seed_scores.memory_score,
-            "test_best_memory_score": result.best_scores.memory_score,
-        }
-    return metrics
+    """The held-out test under ``TEST_PREFIX`` (``test_figures``, the difference, the memory figures), and the whole
+    run's spend (the test users' and the judge's calls come after the last generation's row)."""
+    return (test_figures(result, figure) | _difference_figures(result) | _memory_figures(result)
+            | cost_metrics(result.usage))
+
+
+def outcome_note(result: EvolutionResult) -> dict[str, str]:
+    """The parent run's description (MLflow's overview shows it first): seed against best on the test users as the
+    terminal's headline says it (intervals, paired p, memory score), then the run's cost."""
+    from memevo.evolve.presentation.headline import held_out_lines  # scipy: not on the way to the first request
+
+    headline = held_out_lines(result.objective, result.seed_scores, result.best_scores, result.seed_user_scores,
+                              result.best_user_scores, environment=result.environment)
+    total = result.usage.total()
+    lines = [f"**{result.seed.label} -> {result.best.label}** (stopped: {result.stop_reason})", "", "```text",
+             *headline, "```", "",
+             f"Cost: {total.calls} calls, {total.prompt_tokens + total.completion_tokens} tokens, "
+             f"{dollars_cell(total)} (per role: the `{COST_PREFIX}` metrics)."]
+    return {EXPERIMENT_NOTE_TAG: "\n".join(lines)}
 
 
 def in_episode_period_metrics(result: EvolutionResult, figure: FigureName) -> list[tuple[int, dict[str, float]]]:

@@ -130,11 +130,11 @@ def test_a_free_text_environment_logs_scores_under_score_names_in_every_split(tm
     client = MlflowClient(f"sqlite:///{tmp_path / 'run' / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("env-evolution").experiment_id])
     names = {name for run in runs for name in run.data.metrics}
-    assert {"train_score", "val_score", "train_score_p00", "val_score_p00", "test_seed_score",
-            "test_best_score"} <= names
+    assert {"train_score", "val_score", "train_score_p00", "val_score_p00", "test/seed_score",
+            "test/best_score"} <= names
     assert not [name for name in names if "accuracy" in name]
     (parent,) = [run for run in runs if run.info.run_name == "env-evolution"]
-    assert parent.data.metrics["test_best_score"] == pytest.approx(result.best_scores.accuracy)
+    assert parent.data.metrics["test/best_score"] == pytest.approx(result.best_scores.accuracy)
     study = optuna.load_study(study_name="env-evolution", storage=f"sqlite:///{tmp_path / 'run' / 'optuna.db'}")
     attributes = {name for trial in study.trials for name in trial.user_attrs}
     assert "val_score" in attributes and "val_accuracy" not in attributes

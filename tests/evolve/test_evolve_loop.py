@@ -206,7 +206,7 @@ def test_mlflow_store_holds_runs_metrics_and_artifacts(tmp_path: Path) -> None:
     runs = {run.info.run_name: run for run in client.search_runs([experiment.experiment_id])}
     parent = runs["test-evolution"]
     assert {"data_hash", "git_commit", "agent_model", "proposer_model", "split_seed"} <= set(parent.data.params)
-    assert parent.data.metrics["test_best_accuracy"] == pytest.approx(result.best_scores.accuracy)
+    assert parent.data.metrics["test/best_accuracy"] == pytest.approx(result.best_scores.accuracy)
     parent_artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
     assert {"score_per_generation.png", "config.json", "result.json"} <= parent_artifacts
     assert (tmp_path / "tracked" / "score_per_generation.png").exists()
@@ -257,13 +257,14 @@ def test_mlflow_store_holds_runs_metrics_and_artifacts(tmp_path: Path) -> None:
     # Optuna: the study's metric is the objective; each trial names its candidate and its MLflow run
     study = optuna.load_study(study_name="test-evolution", storage=f"sqlite:///{tmp_path / 'tracked' / 'optuna.db'}")
     assert study.metric_names == [result.objective]
-    # (a trial whose suggestion repeated a known policy is closed pruned before it has a candidate, and says so)
+    # (a trial whose suggestion repeated a known policy is closed, failed, before it has a candidate, and says so)
     repeated = [trial for trial in study.trials if "candidate_id" not in trial.user_attrs]
     assert all(trial.user_attrs["decision"] == "not run: the proposal repeated a known policy" for trial in repeated)
     by_candidate = {trial.user_attrs["candidate_id"]: trial for trial in study.trials if trial not in repeated}
     best_trial = by_candidate[result.best.id]
     assert best_trial.user_attrs["kept"] is True and best_trial.user_attrs["mlflow_run_id"] == candidate.info.run_id
-    assert best_trial.user_attrs[f"val_{result.objective}"] == result.history[-1].parent_val
+    assert best_trial.user_attrs[f"val_{result.objective}"] == round(result.history[-1].parent_val, 4)
+    assert all(trial.state == optuna.trial.TrialState.FAIL for trial in repeated)
     assert best_trial.user_attrs["generation"] == 1 and best_trial.user_attrs["candidate"] == best_label
 
 
@@ -293,7 +294,7 @@ def test_amemgym_period_protocol_evolves_within_each_user(tmp_path: Path) -> Non
     (parent,) = client.search_runs([client.get_experiment_by_name("test-evolution").experiment_id])
     history = client.get_metric_history(parent.info.run_id, "evolved_accuracy")
     assert sorted(m.step for m in history) == [0, 1, 2]
-    assert parent.data.metrics["test_best_accuracy"] == pytest.approx(result.best_scores.accuracy)
+    assert parent.data.metrics["test/best_accuracy"] == pytest.approx(result.best_scores.accuracy)
 
 
 def test_plan_is_saved_before_evaluation(tmp_path: Path) -> None:

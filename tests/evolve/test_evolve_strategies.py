@@ -254,7 +254,7 @@ def test_first_accepted_ends_a_generation_at_its_first_accepted_candidate(tmp_pa
         for candidate_id in outcome.not_needed:
             spared += 1
             assert not (tmp_path / "first" / "evals" / candidate_id).exists()
-            assert trials[candidate_id].state == optuna.trial.TrialState.PRUNED
+            assert trials[candidate_id].state == optuna.trial.TrialState.FAIL  # never run: not shown as pruned
             # its own MLflow run (no scores) and its trial say the same: the generation ended before it
             decision = "not run: generation ended (an earlier candidate was accepted)"
             assert runs[candidate_id].data.tags["memevo.decision"] == decision

@@ -177,10 +177,11 @@ def test_the_parent_runs_last_row_carries_the_whole_runs_spend_judge_included() 
     from memevo.agents.llm.accounting import RoleUsage, UsageReport
     from memevo.evolve.tracking.entries import final_metrics
 
-    scores = SimpleNamespace(accuracy=0.5, memory_score=None)
+    scores = SimpleNamespace(accuracy=0.5, memory_score=None, pooled_memory_score=None)
     usage = UsageReport(by_role={"agent": RoleUsage(calls=59, prompt_tokens=900, completion_tokens=100),
                                  "judge": RoleUsage(calls=3, prompt_tokens=60, completion_tokens=3)})
-    result = SimpleNamespace(seed_scores=scores, best_scores=scores, usage=usage)
+    result = SimpleNamespace(seed_scores=scores, best_scores=scores, usage=usage, objective="accuracy",
+                             seed_user_scores=[], best_user_scores=[])
     metrics = final_metrics(result, "score")  # type: ignore[arg-type]
     assert metrics["spend/calls_judge"] == 3 and metrics["spend/tokens_judge"] == 63
-    assert metrics["spend/calls_agent"] == 59 and metrics["test_best_score"] == 0.5
+    assert metrics["spend/calls_agent"] == 59 and metrics["test/best_score"] == 0.5

@@ -53,7 +53,7 @@ def test_reduced_quickstart_on_the_local_model(tmp_path: Path, monkeypatch: pyte
     ids = json.loads((run_dir / "mlflow_ids.json").read_text())
     client = MlflowClient(tracking_uri=f"sqlite:///{(run_dir / 'mlflow.db').resolve()}")
     parent = client.get_run(ids["parent"]["id"])
-    assert parent.info.status == "FINISHED" and "test_best_accuracy" in parent.data.metrics
+    assert parent.info.status == "FINISHED" and "test/best_accuracy" in parent.data.metrics
 
     text = report_run(run_dir)
     assert "Stopped:" in text and "| total |" in text and "memevo ui --run-dir" in text
