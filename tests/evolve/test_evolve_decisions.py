@@ -15,7 +15,7 @@ from optuna.trial import TrialState
 from memevo.environments.amemgym.data.io import save_items
 from memevo.evolve.decisions import DECISIONS_FILE, RACE_LOSS, GenerationDecisions, race_verdicts
 from tests.doubles.category_backend import CategoryBackend, category_world
-from tests.test_evolve_loop import evolve
+from tests.evolve.test_evolve_loop import evolve
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
 
