@@ -1,4 +1,4 @@
-"""The evolution's strategy parts by name: proposers, parent selection and acceptance rules.
+"""The evolution's strategy parts by name: generation strategies, proposers, parent selection and acceptance rules.
 
 A leaf module (it imports only ``memevo.core``): the config checks its names here when it is read, naming the
 file and the field, without importing what the names stand for (DSPy, SciPy) or the packages that build them. A
@@ -31,3 +31,11 @@ ACCEPTANCE: Registry[Any] = Registry("acceptance", {
     "sequential": "memevo.evolve.selection.sequential:SequentialAcceptance",
 })
 """Acceptance name -> an ``Acceptance`` class taking ``confidence`` and ``min_effect``."""
+
+STRATEGIES: Registry[Any] = Registry("generation strategy", {
+    "sequential": "memevo.evolve.strategies.race:RaceStrategy",
+    "mean": "memevo.evolve.strategies.scheduled:ScheduledStrategy",
+    "paired": "memevo.evolve.strategies.scheduled:ScheduledStrategy",
+})
+"""Per acceptance rule (``strategy.acceptance``), the ``GenerationStrategy`` class that runs its generations: the race
+for ``sequential``, the scheduled candidates for ``mean`` and ``paired``."""
