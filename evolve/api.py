@@ -35,6 +35,7 @@ from memevo.environments.eval_run import EvalReport, EvalRequest
 from memevo.environments.evaluate import evaluate as run_evaluation
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.rundir import claim_run_folder
+from memevo.evolve import api_arguments as checks
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import DataConfig, EvolveConfig, SeedConfig, load_evolve_config, parse_evolve_config
 from memevo.evolve.plugins import make_tracker
@@ -114,6 +115,18 @@ def evaluate(
     as ``memevo eval`` does, into ``out``; bad input raises ``UserInputError`` naming the field.
 
     ``agent_class`` is registered under its ``spec.kind`` first, so a policy of that kind runs it."""
+    checks.check_policy("policy", policy)
+    checks.check_data("data", data)
+    checks.check_folder("out", out)
+    checks.check_agent_class(agent_class)
+    checks.check_simulator(simulator, simulator_model)
+    checks.check_flags(upper_bound=upper_bound, no_memory_baseline=no_memory_baseline, diagnose=diagnose,
+                       use_cache=use_cache, resume=resume)
+    checks.check_count("users", users, least=1, optional=True)
+    checks.check_count("concurrency", concurrency, least=1, optional=True)
+    checks.check_count("rounds_init", rounds_init, least=1)
+    checks.check_count("rounds_update", rounds_update, least=1)
+    checks.check_count("seed", seed, least=0)
     chosen = _policy(policy, agent_class)
     folder = Path(out)
     given = _Inputs(folder)
@@ -157,6 +170,13 @@ def optimize(
     from memevo.agents.llm.hub import LLMHub
     from memevo.evolve.loop import run_evolution
 
+    checks.check_policy("seed_candidate", seed_candidate)
+    checks.check_data("data", data, optional=True)
+    checks.check_folder("run_dir", run_dir)
+    checks.check_config(config)
+    checks.check_agent_class(agent_class)
+    checks.check_count("concurrency", concurrency, least=1, optional=True)
+    checks.check_flags(use_cache=use_cache, resume=resume)
     folder = Path(run_dir)
     given = _Inputs(folder)
     items = None if data is None or isinstance(data, str | Path) else given.checked(data)
@@ -212,10 +232,11 @@ def _settings(config: ConfigInput | None, seed_candidate: PolicyInput | None, da
               agent_class: type[MemoryAgent] | None) -> EvolveConfig:
     """The evolution config with the seed and data given from Python in place, validated as a file would be."""
     if isinstance(config, str | Path):
-        base = load_evolve_config(config)
-        payload, source = base.hash_payload(), base.source
-    elif isinstance(config, EvolveConfig):
-        payload, source = config.hash_payload(), config.source
+        config = load_evolve_config(config)
+    if isinstance(config, EvolveConfig):
+        # only the fields the file or caller set: re-parsed, defaults would read as set (strategy.order with the
+        # default sequential acceptance is refused when written in a file)
+        payload, source = config.model_dump(mode="json", exclude={"source"}, exclude_unset=True), config.source
     else:
         payload, source = dict(config or {}), None
     if seed_candidate is not None or agent_class is not None:
