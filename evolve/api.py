@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import signal
+import threading
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -34,11 +36,13 @@ from memevo.environments.amemgym.data.validate import check_runnable
 from memevo.environments.eval_run import EvalReport, EvalRequest
 from memevo.environments.evaluate import evaluate as run_evaluation
 from memevo.environments.metrics import Scores, UserScores
+from memevo.environments.resume import resumable_as
 from memevo.environments.rundir import claim_run_folder
 from memevo.evolve import api_arguments as checks
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import DataConfig, EvolveConfig, SeedConfig, load_evolve_config, parse_evolve_config
 from memevo.evolve.plugins import make_tracker
+from memevo.evolve.presentation.progress import show_progress
 from memevo.evolve.records import EvolutionResult, GenerationOutcome, GenerationPlan, read_record
 from memevo.evolve.runtime import data_hash
 
@@ -161,14 +165,17 @@ def optimize(
     concurrency: int | None = None,
     use_cache: bool = True,
     resume: bool = False,
+    progress: bool = True,
 ) -> OptimizationResult:
     """Evolve ``seed_candidate`` on the users of ``data`` as ``memevo evolve`` does, in ``run_dir``.
 
     ``config`` sets everything else (budget, split, components, strategy, models); the seed and the data given here
     replace its ``seed`` and ``data`` (None keeps the config's). ``agent_class`` is registered under its
-    ``spec.kind`` first; without a seed, the seed is that kind with its default prompts."""
+    ``spec.kind`` first; without a seed, the seed is that kind with its default prompts. ``progress`` logs a line
+    per step (logger ``memevo``, at INFO) and draws a bar per phase, as the command does. Interrupted (Ctrl-C, a
+    notebook's stop button), the run stops within seconds and raises ``Interrupted``; ``resume=True`` continues it."""
     from memevo.agents.llm.hub import LLMHub
-    from memevo.evolve.loop import run_evolution
+    from memevo.evolve.loop import evolve
 
     checks.check_policy("seed_candidate", seed_candidate)
     checks.check_data("data", data, optional=True)
@@ -176,21 +183,24 @@ def optimize(
     checks.check_config(config)
     checks.check_agent_class(agent_class)
     checks.check_count("concurrency", concurrency, least=1, optional=True)
-    checks.check_flags(use_cache=use_cache, resume=resume)
+    checks.check_flags(use_cache=use_cache, resume=resume, progress=progress)
+    if progress:
+        show_progress()
     folder = Path(run_dir)
     given = _Inputs(folder)
     items = None if data is None or isinstance(data, str | Path) else given.checked(data)
     data_file = given.items_path(items) if items is not None else _located(data) if isinstance(data, str | Path) else None
     settings = _settings(config, seed_candidate, data_file, agent_class)
 
-    def run() -> EvolutionResult:
+    def run(stoppable: _Stoppable) -> EvolutionResult:
         with (claim_run_folder(folder, flag="run_dir", kind="evolution"), given.taken_back_if_refused(),
               LLMHub(use_cache=use_cache, concurrency=concurrency) as hub):
             if items is not None:
                 given.save_items(items)
-            return run_evolution(settings, run_dir=folder, hub=hub, resume=resume)
+            return stoppable.run(evolve(settings, run_dir=folder, hub=hub, resume=resume))
 
-    result = _blocking(run)
+    result = _stoppable(run, resume_hint=f"memevo.optimize(..., run_dir={str(folder)!r}, resume=True) with the "
+                                         "same arguments")
     generations = [outcome for outcome in (read_record(path, GenerationOutcome)
                                            for path in sorted(folder.glob("generations/gen_*/outcome.json")))
                    if outcome is not None]
@@ -313,6 +323,64 @@ def _blocking(work: Callable[[], T]) -> T:
         return work()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memevo-api") as worker:
         return worker.submit(work).result()
+
+
+class _Stoppable:
+    """A coroutine run on its own event loop in a worker thread, which ``stop`` (from the caller's thread) cancels:
+    a cancelled run ends as the command's does on SIGTERM, its finished work kept for a resume."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.task: asyncio.Task[Any] | None = None
+        self.stopped = threading.Event()
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        async def main() -> T:
+            self.loop = asyncio.get_running_loop()
+            self.task = asyncio.current_task()
+            if self.stopped.is_set():  # stopped before the task began
+                raise asyncio.CancelledError
+            return await coroutine
+
+        return asyncio.run(main())
+
+    def stop(self) -> None:
+        self.stopped.set()
+        loop, task = self.loop, self.task
+        if loop is not None and task is not None:
+            with suppress(RuntimeError):  # the loop already closed: the work is over
+                loop.call_soon_threadsafe(task.cancel)
+
+
+def _stoppable(work: Callable[[_Stoppable], T], *, resume_hint: str) -> T:
+    """``work`` in a worker thread, the caller's thread waiting for it: there an interrupt (Ctrl-C, a notebook's
+    stop, SIGTERM) arrives even while a notebook's event loop runs, cancels the work, waits the seconds its
+    clean-up takes and is raised as ``Interrupted`` saying how to resume."""
+    stoppable = _Stoppable()
+    with (resumable_as(resume_hint), _interrupt_raises(),
+          ThreadPoolExecutor(max_workers=1, thread_name_prefix="memevo-api") as worker):
+        future = worker.submit(work, stoppable)
+        try:
+            return future.result()
+        except BaseException:
+            if not future.done():  # the caller was interrupted, not the work failed
+                stoppable.stop()
+            raise
+
+
+@contextmanager
+def _interrupt_raises() -> Iterator[None]:
+    """SIGINT raises ``KeyboardInterrupt`` in the waiting thread while the body runs. An event loop around the call
+    (``asyncio.run``'s, a notebook's) installs a handler that cancels its own task, which cannot run while this
+    call blocks: the interrupt would wait for the run's end."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread receives signals
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _candidates(folder: Path, seed: Candidate) -> list[Candidate]:

@@ -4,9 +4,13 @@ results that point at real files and MLflow runs; objects and files give the sam
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import sqlite3
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +19,7 @@ import pytest
 from experiments import api_example
 from memevo.agents import registry
 from memevo.agents.policy import MemoryPolicy
-from memevo.core.errors import UserInputError
+from memevo.core.errors import Interrupted, UserInputError
 from memevo.environments.amemgym.data.io import save_items
 from memevo.evolve.api import evaluate, optimize
 from tests.doubles.fault_server import FaultServer
@@ -124,3 +128,26 @@ def test_evaluate_runs_without_the_command_line(endpoint: Any, tmp_path: Path, m
     result = evaluate(MemoryPolicy(kind="notes", llm={"base_url": endpoint.url}), api_example.make_users(1),
                       out=tmp_path / "eval", agent_class=api_example.NotesAgent)
     assert result.scores.n_questions == 2 * 2 and (tmp_path / "eval" / "summary.json").is_file()
+
+
+EXAMPLE_CONFIG = {"components": ["system_prompt"], "upper_bound": False, "split": {"train": 1, "val": 1, "test": 2},
+                  "budget": {"generations": 1, "candidates": 1}, "episode": {"rounds_init": 1, "rounds_update": 1}}
+
+
+async def test_an_interrupt_in_a_notebook_stops_the_run_within_seconds_and_it_resumes(endpoint: Any,
+                                                                                      tmp_path: Path) -> None:
+    """A notebook's stop button is SIGINT to the thread that waits for the run (its event loop running): the run is
+    cancelled at once rather than the interrupt waiting for the run's end, and a resume finishes it."""
+    endpoint.reply = lambda body: time.sleep(0.2) or reply(body)
+    policy = MemoryPolicy(kind="notes", llm={"base_url": endpoint.url})
+    arguments: dict[str, Any] = {"run_dir": tmp_path / "run", "config": EXAMPLE_CONFIG,
+                                 "agent_class": api_example.NotesAgent}
+    sent: list[float] = []
+    timer = threading.Timer(2.0, lambda: (sent.append(time.monotonic()), os.kill(os.getpid(), signal.SIGINT)))
+    timer.start()
+    with pytest.raises(Interrupted, match="resume=True"):
+        optimize(policy, api_example.make_users(4), **arguments)
+    assert sent and time.monotonic() - sent[0] < 10
+    endpoint.reply = reply
+    found = optimize(policy, api_example.make_users(4), resume=True, **arguments)
+    assert [outcome.generation for outcome in found.generations] == [0, 1]
