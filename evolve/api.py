@@ -39,12 +39,14 @@ from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.resume import resumable_as
 from memevo.environments.rundir import claim_run_folder
 from memevo.evolve import api_arguments as checks
+from memevo.evolve.api_outcomes import CandidateRow, candidate_rows, paired_on_test_users
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import DataConfig, EvolveConfig, SeedConfig, load_evolve_config, parse_evolve_config
 from memevo.evolve.plugins import make_tracker
 from memevo.evolve.presentation.progress import show_progress
 from memevo.evolve.records import EvolutionResult, GenerationOutcome, GenerationPlan, read_record
 from memevo.evolve.runtime import data_hash
+from memevo.evolve.stats import PairedTest
 
 __all__ = ["EvaluationResult", "MLflowIds", "OptimizationResult", "evaluate", "optimize"]
 
@@ -86,7 +88,13 @@ class OptimizationResult(LazyModel):
     best: Candidate
     seed_test_scores: Scores
     best_test_scores: Scores
+    seed_test_user_scores: list[UserScores]
+    best_test_user_scores: list[UserScores]
+    test_comparison: PairedTest
+    """Best minus seed on the test users' objective, paired by user (mean difference, interval, p-values)."""
     candidates: list[Candidate]
+    candidate_rows: list[CandidateRow]
+    """Per candidate: its train and validation scores and what its generation did with it."""
     generations: list[GenerationOutcome]
     stop_reason: str
     objective: str
@@ -204,9 +212,13 @@ def optimize(
     generations = [outcome for outcome in (read_record(path, GenerationOutcome)
                                            for path in sorted(folder.glob("generations/gen_*/outcome.json")))
                    if outcome is not None]
+    candidates = _candidates(folder, result.seed)
     return OptimizationResult(
         best_policy=result.best.policy, seed=result.seed, best=result.best, seed_test_scores=result.seed_scores,
-        best_test_scores=result.best_scores, candidates=_candidates(folder, result.seed), generations=generations,
+        best_test_scores=result.best_scores, seed_test_user_scores=result.seed_user_scores,
+        best_test_user_scores=result.best_user_scores,
+        test_comparison=paired_on_test_users(result.objective, result.seed_user_scores, result.best_user_scores),
+        candidates=candidates, candidate_rows=candidate_rows(candidates, generations), generations=generations,
         stop_reason=result.stop_reason, objective=result.objective, usage=result.usage, run_dir=folder,
         mlflow=_mlflow_ids(settings, folder))
 

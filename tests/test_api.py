@@ -9,7 +9,6 @@ import re
 import signal
 import sqlite3
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -72,6 +71,11 @@ def test_the_example_evaluates_and_evolves_its_own_agent_on_its_own_data(endpoin
     assert len(proposed) == 1 and proposed[0].policy.prompts["system_prompt"].endswith(ADDED_RULE)
     assert [outcome.generation for outcome in found.generations] == [0, 1]
     assert found.best_policy == found.best.policy and found.best_test_scores.n_questions == 2 * 2 * 2
+    assert [row.id for row in found.candidate_rows] == [candidate.id for candidate in found.candidates]
+    assert found.candidate_rows[0].fate == "kept" and found.candidate_rows[0].val is not None
+    assert found.candidate_rows[1].fate in {"kept", "accepted", "rejected"}
+    assert len(found.seed_test_user_scores) == len(found.best_test_user_scores) == 2
+    assert found.test_comparison.n == 2
     saved = list((found.run_dir / "python-inputs").glob("items-*.json"))
     assert len(saved) == 1 and len(json.loads(saved[0].read_text())) == 4  # the run folder keeps its data
 
@@ -138,13 +142,20 @@ async def test_an_interrupt_in_a_notebook_stops_the_run_within_seconds_and_it_re
                                                                                       tmp_path: Path) -> None:
     """A notebook's stop button is SIGINT to the thread that waits for the run (its event loop running): the run is
     cancelled at once rather than the interrupt waiting for the run's end, and a resume finishes it."""
-    endpoint.reply = lambda body: time.sleep(0.2) or reply(body)
+    sent: list[float] = []
+
+    def interrupting(body: dict[str, Any]) -> str:
+        """Replies slowly; its 20th request (the run's start-up work done) interrupts the caller."""
+        if len(endpoint.requests) == 20:
+            sent.append(time.monotonic())
+            os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)
+        return reply(body)
+
+    endpoint.reply = interrupting
     policy = MemoryPolicy(kind="notes", llm={"base_url": endpoint.url})
     arguments: dict[str, Any] = {"run_dir": tmp_path / "run", "config": EXAMPLE_CONFIG,
                                  "agent_class": api_example.NotesAgent}
-    sent: list[float] = []
-    timer = threading.Timer(2.0, lambda: (sent.append(time.monotonic()), os.kill(os.getpid(), signal.SIGINT)))
-    timer.start()
     with pytest.raises(Interrupted, match="resume=True"):
         optimize(policy, api_example.make_users(4), **arguments)
     assert sent and time.monotonic() - sent[0] < 10

@@ -1,0 +1,58 @@
+"""What ``memevo.optimize`` tells about each candidate and about the held-out test, read from the run's records:
+one row per candidate with its scores and its fate in its generation, and the paired test of best against seed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memevo.core.lazy_model import LazyModel
+from memevo.environments.metrics import UserScores
+from memevo.evolve.candidates import Candidate
+from memevo.evolve.records import GenerationOutcome
+from memevo.evolve.stats import PairedTest, paired_test
+
+
+class CandidateRow(LazyModel):
+    """One candidate's generation, scores (None: not measured on that split) and what its generation did with it."""
+
+    id: str
+    generation: int
+    origin: str
+    train: float | None
+    val: float | None
+    fate: str
+    """``kept``, ``accepted``, ``rejected``, ``pruned``, ``gated`` (the minibatch gate), ``not run: budget spent``,
+    ``not run: an earlier candidate was accepted``, or ``not decided`` (its generation has no outcome yet)."""
+
+
+def candidate_rows(candidates: Sequence[Candidate], generations: Sequence[GenerationOutcome]) -> list[CandidateRow]:
+    """A row per candidate, the seed's from generation 0's outcome."""
+    outcomes = {outcome.generation: outcome for outcome in generations}
+    rows = []
+    for candidate in candidates:
+        outcome = outcomes.get(candidate.generation)
+        rows.append(CandidateRow(
+            id=candidate.id, generation=candidate.generation, origin=candidate.origin,
+            train=None if outcome is None else outcome.train.get(candidate.id),
+            val=None if outcome is None else outcome.val.get(candidate.id),
+            fate="not decided" if outcome is None else _fate(candidate.id, outcome)))
+    return rows
+
+
+def _fate(candidate_id: str, outcome: GenerationOutcome) -> str:
+    for fate, ids in (("kept", [outcome.kept_id]), ("accepted", outcome.accepted_ids), ("pruned", outcome.pruned),
+                      ("gated", outcome.gated), ("not run: budget spent", outcome.not_started),
+                      ("not run: an earlier candidate was accepted", outcome.not_needed)):
+        if candidate_id in ids:
+            return fate
+    return "rejected"
+
+
+def paired_on_test_users(objective: str, seed: Sequence[UserScores], best: Sequence[UserScores]) -> PairedTest:
+    """Best minus seed on the test users' objective (accuracy, or AMemGym's memory score), paired by user; users
+    without a value on one side are counted as unmatched."""
+    def values(users: Sequence[UserScores]) -> dict[str, float]:
+        picked = ((user.user_id, user.accuracy if objective == "accuracy" else user.memory_score) for user in users)
+        return {user_id: value for user_id, value in picked if value is not None}
+
+    return paired_test(values(seed), values(best))
