@@ -39,12 +39,12 @@ from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.resume import resumable_as
 from memevo.environments.rundir import claim_run_folder
 from memevo.evolve import api_arguments as checks
-from memevo.evolve.api_outcomes import CandidateRow, candidate_rows, paired_on_test_users
+from memevo.evolve.api_outcomes import CandidateRow, candidate_rows, paired_on_test_users, run_candidates
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import DataConfig, EvolveConfig, SeedConfig, load_evolve_config, parse_evolve_config
 from memevo.evolve.plugins import make_tracker
 from memevo.evolve.presentation.progress import show_progress
-from memevo.evolve.records import EvolutionResult, GenerationOutcome, GenerationPlan, read_record
+from memevo.evolve.records import EvolutionResult, GenerationOutcome, read_record
 from memevo.evolve.runtime import data_hash
 from memevo.evolve.stats import PairedTest
 
@@ -212,7 +212,7 @@ def optimize(
     generations = [outcome for outcome in (read_record(path, GenerationOutcome)
                                            for path in sorted(folder.glob("generations/gen_*/outcome.json")))
                    if outcome is not None]
-    candidates = _candidates(folder, result.seed)
+    candidates = run_candidates(folder, result.seed)
     return OptimizationResult(
         best_policy=result.best.policy, seed=result.seed, best=result.best, seed_test_scores=result.seed_scores,
         best_test_scores=result.best_scores, seed_test_user_scores=result.seed_user_scores,
@@ -393,12 +393,6 @@ def _interrupt_raises() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-
-
-def _candidates(folder: Path, seed: Candidate) -> list[Candidate]:
-    """The seed, then every candidate the generations planned, in order."""
-    plans = [read_record(path, GenerationPlan) for path in sorted(folder.glob("generations/gen_*/plan.json"))]
-    return [seed, *(candidate for plan in plans if plan is not None for candidate in plan.candidates)]
 
 
 def _mlflow_ids(settings: EvolveConfig, folder: Path) -> MLflowIds | None:

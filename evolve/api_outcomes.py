@@ -4,11 +4,12 @@ one row per candidate with its scores and its fate in its generation, and the pa
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from memevo.core.lazy_model import LazyModel
 from memevo.environments.metrics import UserScores
 from memevo.evolve.candidates import Candidate
-from memevo.evolve.records import GenerationOutcome
+from memevo.evolve.records import GenerationOutcome, GenerationPlan, read_record
 from memevo.evolve.stats import PairedTest, paired_test
 
 
@@ -23,6 +24,12 @@ class CandidateRow(LazyModel):
     fate: str
     """``kept``, ``accepted``, ``rejected``, ``pruned``, ``gated`` (the minibatch gate), ``not run: budget spent``,
     ``not run: an earlier candidate was accepted``, or ``not decided`` (its generation has no outcome yet)."""
+
+
+def run_candidates(run_dir: Path, seed: Candidate) -> list[Candidate]:
+    """The seed, then every candidate the generations of ``run_dir`` planned, in order."""
+    plans = [read_record(path, GenerationPlan) for path in sorted(run_dir.glob("generations/gen_*/plan.json"))]
+    return [seed, *(candidate for plan in plans if plan is not None for candidate in plan.candidates)]
 
 
 def candidate_rows(candidates: Sequence[Candidate], generations: Sequence[GenerationOutcome]) -> list[CandidateRow]:

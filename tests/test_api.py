@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from experiments import api_example
 from memevo.agents import registry
@@ -21,6 +22,7 @@ from memevo.agents.policy import MemoryPolicy
 from memevo.core.errors import Interrupted, UserInputError
 from memevo.environments.amemgym.data.io import save_items
 from memevo.evolve.api import evaluate, optimize
+from memevo.evolve.cli.main import app
 from tests.doubles.fault_server import FaultServer
 
 FIELD = re.compile(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## |\Z)", re.DOTALL)
@@ -76,6 +78,15 @@ def test_the_example_evaluates_and_evolves_its_own_agent_on_its_own_data(endpoin
     assert found.candidate_rows[1].fate in {"kept", "accepted", "rejected"}
     assert len(found.seed_test_user_scores) == len(found.best_test_user_scores) == 2
     assert found.test_comparison.n == 2
+
+    as_json = CliRunner().invoke(app, ["report", str(found.run_dir), "--format", "json"])
+    assert as_json.exit_code == 0, as_json.output
+    data = json.loads(as_json.output)
+    assert data["best"]["id"] == found.best.id and data["test_comparison"]["n"] == 2
+    assert [row["id"] for row in data["candidates"]] == [row.id for row in found.candidate_rows]
+    as_csv = CliRunner().invoke(app, ["report", str(found.run_dir), "--format", "csv"])
+    lines = as_csv.output.splitlines()
+    assert lines[0] == "id,generation,origin,train,val,fate" and len(lines) == 1 + len(found.candidate_rows)
     saved = list((found.run_dir / "python-inputs").glob("items-*.json"))
     assert len(saved) == 1 and len(json.loads(saved[0].read_text())) == 4  # the run folder keeps its data
 
