@@ -55,11 +55,13 @@ def _fate(candidate_id: str, outcome: GenerationOutcome) -> str:
     return "rejected"
 
 
-def paired_on_test_users(objective: str, seed: Sequence[UserScores], best: Sequence[UserScores]) -> PairedTest:
-    """Best minus seed on the test users' objective (accuracy, or AMemGym's memory score), paired by user; users
-    without a value on one side are counted as unmatched."""
-    def values(users: Sequence[UserScores]) -> dict[str, float]:
-        picked = ((user.user_id, user.accuracy if objective == "accuracy" else user.memory_score) for user in users)
-        return {user_id: value for user_id, value in picked if value is not None}
+def user_values(objective: str, users: Sequence[UserScores]) -> dict[str, float]:
+    """Each user's value of the objective (accuracy, or AMemGym's memory score); a user without one is left out."""
+    picked = ((user.user_id, user.accuracy if objective == "accuracy" else user.memory_score) for user in users)
+    return {user_id: value for user_id, value in picked if value is not None}
 
-    return paired_test(values(seed), values(best))
+
+def paired_on_test_users(objective: str, seed: Sequence[UserScores], best: Sequence[UserScores]) -> PairedTest:
+    """Best minus seed on the test users' objective, paired by user; users without a value on one side are counted
+    as unmatched."""
+    return paired_test(user_values(objective, seed), user_values(objective, best))

@@ -87,6 +87,11 @@ def test_the_example_evaluates_and_evolves_its_own_agent_on_its_own_data(endpoin
     as_csv = CliRunner().invoke(app, ["report", str(found.run_dir), "--format", "csv"])
     lines = as_csv.output.splitlines()
     assert lines[0] == "id,generation,origin,train,val,fate" and len(lines) == 1 + len(found.candidate_rows)
+    compared = CliRunner().invoke(app, ["compare", str(found.run_dir), str(found.run_dir)])
+    assert compared.exit_code == 0, compared.output
+    assert "best prompts: the same" in compared.output and compared.output.count("best ") >= 2
+    refused = CliRunner().invoke(app, ["compare", str(found.run_dir), str(tmp_path)])
+    assert isinstance(refused.exception, UserInputError) and refused.exception.field == "RUN_B"
     saved = list((found.run_dir / "python-inputs").glob("items-*.json"))
     assert len(saved) == 1 and len(json.loads(saved[0].read_text())) == 4  # the run folder keeps its data
 
