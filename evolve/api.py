@@ -26,7 +26,7 @@ from typing import Any, Literal, TypeVar
 from memevo.agents.base import MemoryAgent
 from memevo.agents.llm.accounting import RoleUsage, UsageReport
 from memevo.agents.policy import MemoryPolicy
-from memevo.agents.registry import register_agent, validate_policy
+from memevo.agents.registry import agent_spec, register_agent, validate_policy
 from memevo.core.atomic_files import write_json_atomic
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
@@ -84,6 +84,7 @@ class OptimizationResult(LazyModel):
     with its fate per generation, the spend, the run folder and the MLflow ids."""
 
     best_policy: MemoryPolicy
+    """The best candidate's policy with the text of every prompt component it runs (defaults included)."""
     seed: Candidate
     best: Candidate
     seed_test_scores: Scores
@@ -214,7 +215,7 @@ def optimize(
                    if outcome is not None]
     candidates = run_candidates(folder, result.seed)
     return OptimizationResult(
-        best_policy=result.best.policy, seed=result.seed, best=result.best, seed_test_scores=result.seed_scores,
+        best_policy=_with_every_prompt(result.best.policy), seed=result.seed, best=result.best, seed_test_scores=result.seed_scores,
         best_test_scores=result.best_scores, seed_test_user_scores=result.seed_user_scores,
         best_test_user_scores=result.best_user_scores,
         test_comparison=paired_on_test_users(result.objective, result.seed_user_scores, result.best_user_scores),
@@ -241,6 +242,13 @@ def _policy(policy: PolicyInput | None, agent_class: type[MemoryAgent] | None) -
         raise UserInputError(f"is '{policy.kind}', but agent_class {agent_class.__name__} is kind "
                              f"'{agent_class.spec.kind}'", field="policy.kind")
     return policy
+
+
+def _with_every_prompt(policy: MemoryPolicy) -> MemoryPolicy:
+    """``policy`` with the text of each prompt component it runs, its kind's default where it sets none: the seed's
+    defaults may win, and a caller reading ``best_policy.prompts`` wants the prompt, not an empty mapping."""
+    defaults = {component.name: component.default for component in agent_spec(policy.kind).components}
+    return policy.with_prompts(**{**defaults, **policy.prompts})
 
 
 def _located(data: str | Path) -> str:

@@ -72,7 +72,8 @@ def test_the_example_evaluates_and_evolves_its_own_agent_on_its_own_data(endpoin
     proposed = found.candidates[1:]
     assert len(proposed) == 1 and proposed[0].policy.prompts["system_prompt"].endswith(ADDED_RULE)
     assert [outcome.generation for outcome in found.generations] == [0, 1]
-    assert found.best_policy == found.best.policy and found.best_test_scores.n_questions == 2 * 2 * 2
+    assert found.best_policy.prompts == {"system_prompt": found.best.policy.prompts.get(
+        "system_prompt", api_example.SYSTEM_PROMPT.default)} and found.best_test_scores.n_questions == 2 * 2 * 2
     assert [row.id for row in found.candidate_rows] == [candidate.id for candidate in found.candidates]
     assert found.candidate_rows[0].fate == "kept" and found.candidate_rows[0].val is not None
     assert found.candidate_rows[1].fate in {"kept", "accepted", "rejected"}
