@@ -15,16 +15,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import signal
+import threading
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.llm.accounting import RoleUsage, UsageReport
 from memevo.agents.policy import MemoryPolicy
-from memevo.agents.registry import register_agent, validate_policy
+from memevo.agents.registry import agent_spec, register_agent, validate_policy
 from memevo.core.atomic_files import write_json_atomic
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
@@ -34,12 +36,17 @@ from memevo.environments.amemgym.data.validate import check_runnable
 from memevo.environments.eval_run import EvalReport, EvalRequest
 from memevo.environments.evaluate import evaluate as run_evaluation
 from memevo.environments.metrics import Scores, UserScores
+from memevo.environments.resume import resumable_as
 from memevo.environments.rundir import claim_run_folder
+from memevo.evolve import api_arguments as checks
+from memevo.evolve.api_outcomes import CandidateRow, candidate_rows, paired_on_test_users, run_candidates
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import DataConfig, EvolveConfig, SeedConfig, load_evolve_config, parse_evolve_config
 from memevo.evolve.plugins import make_tracker
-from memevo.evolve.records import EvolutionResult, GenerationOutcome, GenerationPlan, read_record
+from memevo.evolve.presentation.progress import show_progress
+from memevo.evolve.records import EvolutionResult, GenerationOutcome, read_record
 from memevo.evolve.runtime import data_hash
+from memevo.evolve.stats import PairedTest
 
 __all__ = ["EvaluationResult", "MLflowIds", "OptimizationResult", "evaluate", "optimize"]
 
@@ -77,11 +84,18 @@ class OptimizationResult(LazyModel):
     with its fate per generation, the spend, the run folder and the MLflow ids."""
 
     best_policy: MemoryPolicy
+    """The best candidate's policy with the text of every prompt component it runs (defaults included)."""
     seed: Candidate
     best: Candidate
     seed_test_scores: Scores
     best_test_scores: Scores
+    seed_test_user_scores: list[UserScores]
+    best_test_user_scores: list[UserScores]
+    test_comparison: PairedTest
+    """Best minus seed on the test users' objective, paired by user (mean difference, interval, p-values)."""
     candidates: list[Candidate]
+    candidate_rows: list[CandidateRow]
+    """Per candidate: its train and validation scores and what its generation did with it."""
     generations: list[GenerationOutcome]
     stop_reason: str
     objective: str
@@ -114,6 +128,18 @@ def evaluate(
     as ``memevo eval`` does, into ``out``; bad input raises ``UserInputError`` naming the field.
 
     ``agent_class`` is registered under its ``spec.kind`` first, so a policy of that kind runs it."""
+    checks.check_policy("policy", policy)
+    checks.check_data("data", data)
+    checks.check_folder("out", out)
+    checks.check_agent_class(agent_class)
+    checks.check_simulator(simulator, simulator_model)
+    checks.check_flags(upper_bound=upper_bound, no_memory_baseline=no_memory_baseline, diagnose=diagnose,
+                       use_cache=use_cache, resume=resume)
+    checks.check_count("users", users, least=1, optional=True)
+    checks.check_count("concurrency", concurrency, least=1, optional=True)
+    checks.check_count("rounds_init", rounds_init, least=1)
+    checks.check_count("rounds_update", rounds_update, least=1)
+    checks.check_count("seed", seed, least=0)
     chosen = _policy(policy, agent_class)
     folder = Path(out)
     given = _Inputs(folder)
@@ -148,35 +174,52 @@ def optimize(
     concurrency: int | None = None,
     use_cache: bool = True,
     resume: bool = False,
+    progress: bool = True,
 ) -> OptimizationResult:
     """Evolve ``seed_candidate`` on the users of ``data`` as ``memevo evolve`` does, in ``run_dir``.
 
     ``config`` sets everything else (budget, split, components, strategy, models); the seed and the data given here
     replace its ``seed`` and ``data`` (None keeps the config's). ``agent_class`` is registered under its
-    ``spec.kind`` first; without a seed, the seed is that kind with its default prompts."""
+    ``spec.kind`` first; without a seed, the seed is that kind with its default prompts. ``progress`` logs a line
+    per step (logger ``memevo``, at INFO) and draws a bar per phase, as the command does. Interrupted (Ctrl-C, a
+    notebook's stop button), the run stops within seconds and raises ``Interrupted``; ``resume=True`` continues it."""
     from memevo.agents.llm.hub import LLMHub
-    from memevo.evolve.loop import run_evolution
+    from memevo.evolve.loop import evolve
 
+    checks.check_policy("seed_candidate", seed_candidate)
+    checks.check_data("data", data, optional=True)
+    checks.check_folder("run_dir", run_dir)
+    checks.check_config(config)
+    checks.check_agent_class(agent_class)
+    checks.check_count("concurrency", concurrency, least=1, optional=True)
+    checks.check_flags(use_cache=use_cache, resume=resume, progress=progress)
+    if progress:
+        show_progress()
     folder = Path(run_dir)
     given = _Inputs(folder)
     items = None if data is None or isinstance(data, str | Path) else given.checked(data)
     data_file = given.items_path(items) if items is not None else _located(data) if isinstance(data, str | Path) else None
     settings = _settings(config, seed_candidate, data_file, agent_class)
 
-    def run() -> EvolutionResult:
+    def run(stoppable: _Stoppable) -> EvolutionResult:
         with (claim_run_folder(folder, flag="run_dir", kind="evolution"), given.taken_back_if_refused(),
               LLMHub(use_cache=use_cache, concurrency=concurrency) as hub):
             if items is not None:
                 given.save_items(items)
-            return run_evolution(settings, run_dir=folder, hub=hub, resume=resume)
+            return stoppable.run(evolve(settings, run_dir=folder, hub=hub, resume=resume))
 
-    result = _blocking(run)
+    result = _stoppable(run, resume_hint=f"memevo.optimize(..., run_dir={str(folder)!r}, resume=True) with the "
+                                         "same arguments")
     generations = [outcome for outcome in (read_record(path, GenerationOutcome)
                                            for path in sorted(folder.glob("generations/gen_*/outcome.json")))
                    if outcome is not None]
+    candidates = run_candidates(folder, result.seed)
     return OptimizationResult(
-        best_policy=result.best.policy, seed=result.seed, best=result.best, seed_test_scores=result.seed_scores,
-        best_test_scores=result.best_scores, candidates=_candidates(folder, result.seed), generations=generations,
+        best_policy=_with_every_prompt(result.best.policy), seed=result.seed, best=result.best, seed_test_scores=result.seed_scores,
+        best_test_scores=result.best_scores, seed_test_user_scores=result.seed_user_scores,
+        best_test_user_scores=result.best_user_scores,
+        test_comparison=paired_on_test_users(result.objective, result.seed_user_scores, result.best_user_scores),
+        candidates=candidates, candidate_rows=candidate_rows(candidates, generations), generations=generations,
         stop_reason=result.stop_reason, objective=result.objective, usage=result.usage, run_dir=folder,
         mlflow=_mlflow_ids(settings, folder))
 
@@ -201,6 +244,13 @@ def _policy(policy: PolicyInput | None, agent_class: type[MemoryAgent] | None) -
     return policy
 
 
+def _with_every_prompt(policy: MemoryPolicy) -> MemoryPolicy:
+    """``policy`` with the text of each prompt component it runs, its kind's default where it sets none: the seed's
+    defaults may win, and a caller reading ``best_policy.prompts`` wants the prompt, not an empty mapping."""
+    defaults = {component.name: component.default for component in agent_spec(policy.kind).components}
+    return policy.with_prompts(**{**defaults, **policy.prompts})
+
+
 def _located(data: str | Path) -> str:
     """A data file or folder as an absolute path (the config's own paths are relative to its file, not to the
     caller's working folder); anything else (a hub id) as given."""
@@ -212,10 +262,11 @@ def _settings(config: ConfigInput | None, seed_candidate: PolicyInput | None, da
               agent_class: type[MemoryAgent] | None) -> EvolveConfig:
     """The evolution config with the seed and data given from Python in place, validated as a file would be."""
     if isinstance(config, str | Path):
-        base = load_evolve_config(config)
-        payload, source = base.hash_payload(), base.source
-    elif isinstance(config, EvolveConfig):
-        payload, source = config.hash_payload(), config.source
+        config = load_evolve_config(config)
+    if isinstance(config, EvolveConfig):
+        # only the fields the file or caller set: re-parsed, defaults would read as set (strategy.order with the
+        # default sequential acceptance is refused when written in a file)
+        payload, source = config.model_dump(mode="json", exclude={"source"}, exclude_unset=True), config.source
     else:
         payload, source = dict(config or {}), None
     if seed_candidate is not None or agent_class is not None:
@@ -294,10 +345,62 @@ def _blocking(work: Callable[[], T]) -> T:
         return worker.submit(work).result()
 
 
-def _candidates(folder: Path, seed: Candidate) -> list[Candidate]:
-    """The seed, then every candidate the generations planned, in order."""
-    plans = [read_record(path, GenerationPlan) for path in sorted(folder.glob("generations/gen_*/plan.json"))]
-    return [seed, *(candidate for plan in plans if plan is not None for candidate in plan.candidates)]
+class _Stoppable:
+    """A coroutine run on its own event loop in a worker thread, which ``stop`` (from the caller's thread) cancels:
+    a cancelled run ends as the command's does on SIGTERM, its finished work kept for a resume."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.task: asyncio.Task[Any] | None = None
+        self.stopped = threading.Event()
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        async def main() -> T:
+            self.loop = asyncio.get_running_loop()
+            self.task = asyncio.current_task()
+            if self.stopped.is_set():  # stopped before the task began
+                raise asyncio.CancelledError
+            return await coroutine
+
+        return asyncio.run(main())
+
+    def stop(self) -> None:
+        self.stopped.set()
+        loop, task = self.loop, self.task
+        if loop is not None and task is not None:
+            with suppress(RuntimeError):  # the loop already closed: the work is over
+                loop.call_soon_threadsafe(task.cancel)
+
+
+def _stoppable(work: Callable[[_Stoppable], T], *, resume_hint: str) -> T:
+    """``work`` in a worker thread, the caller's thread waiting for it: there an interrupt (Ctrl-C, a notebook's
+    stop, SIGTERM) arrives even while a notebook's event loop runs, cancels the work, waits the seconds its
+    clean-up takes and is raised as ``Interrupted`` saying how to resume."""
+    stoppable = _Stoppable()
+    with (resumable_as(resume_hint), _interrupt_raises(),
+          ThreadPoolExecutor(max_workers=1, thread_name_prefix="memevo-api") as worker):
+        future = worker.submit(work, stoppable)
+        try:
+            return future.result()
+        except BaseException:
+            if not future.done():  # the caller was interrupted, not the work failed
+                stoppable.stop()
+            raise
+
+
+@contextmanager
+def _interrupt_raises() -> Iterator[None]:
+    """SIGINT raises ``KeyboardInterrupt`` in the waiting thread while the body runs. An event loop around the call
+    (``asyncio.run``'s, a notebook's) installs a handler that cancels its own task, which cannot run while this
+    call blocks: the interrupt would wait for the run's end."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread receives signals
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _mlflow_ids(settings: EvolveConfig, folder: Path) -> MLflowIds | None:

@@ -54,6 +54,7 @@ class DeferredStart(Accounting):
         self._started = False
         self._start_lock = threading.Lock()
         self._watched: Accounting | None = None
+        self._thread: threading.Thread | None = None
 
     def defer(self, work: Callable[[], T], *, first: bool = False) -> Deferred[T]:
         """``work`` to run in the start-up thread; ``first``: before the pieces deferred so far (it is needed sooner)."""
@@ -79,7 +80,14 @@ class DeferredStart(Accounting):
                 return
             self._started = True
         self.stop_watching()
-        threading.Thread(target=self._run_all, name=self.thread_name).start()
+        self._thread = threading.Thread(target=self._run_all, name=self.thread_name)
+        self._thread.start()
+
+    def join(self) -> None:
+        """Wait for the thread's piece in hand (an interrupted run's Optuna study half made would meet the resume
+        that a Python caller starts in the same process)."""
+        if self._thread is not None:
+            self._thread.join()
 
     def _run_all(self) -> None:
         for piece in self._pieces:

@@ -365,6 +365,7 @@ class RunBase:
         ``asyncio.run`` closes the loop under them."""
         self.hub.accounting.detach(self.usage)
         self.start_later.stop_watching()
+        self.start_later.join()
         self.usage.close()
         for client in self.clients.values():
             close = getattr(client, "aclose", None)

@@ -27,6 +27,7 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from memevo.core.errors import DamagedFileError
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import IntRange, OptunaConfig
 from memevo.evolve.databases import damaged_database, sqlite_file
@@ -173,8 +174,14 @@ class Tuner:
         return self.ask()[0]
 
     def _frozen(self, number: int) -> FrozenTrial:
-        """The stored trial, not copied (``study.trials`` deep-copies every trial on each access)."""
-        return self.study.get_trials(deepcopy=False)[number]
+        """The stored trial, not copied (``study.trials`` deep-copies every trial on each access); one the run gave
+        a candidate but the study lacks (its database deleted or replaced) ends the run in one line."""
+        trials = self.study.get_trials(deepcopy=False)
+        if number >= len(trials):
+            raise DamagedFileError(f"the Optuna study '{self.study_name}' has no trial {number}, which a candidate of "
+                                   "this run was given (the database was deleted or replaced)",
+                                   source=str(sqlite_file(self.storage) or self.storage), remedy=RESTORE_OPTUNA)
+        return trials[number]
 
     def _trial(self, number: int) -> optuna.Trial:
         return optuna.Trial(self.study, self._frozen(number)._trial_id)

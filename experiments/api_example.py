@@ -17,6 +17,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memevo import EvaluationResult, OptimizationResult, evaluate, optimize
 from memevo.agents.base import AgentAnswer, AgentSpec, ComponentSpec, MemoryAgent
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.llm.protocol import ChatClient, Message, Role
@@ -31,7 +32,6 @@ from memevo.environments.amemgym.data.models import (
     StateUpdate,
     UserProfile,
 )
-from memevo.evolve.api import EvaluationResult, OptimizationResult, evaluate, optimize
 
 MAX_NOTES = 20
 SYSTEM_PROMPT = ComponentSpec(
@@ -124,7 +124,9 @@ def main(base_url: str | None, run_folder: Path) -> tuple[EvaluationResult, Opti
     found = optimize(seed, users, run_dir=run_folder / "evolution", config=config, agent_class=NotesAgent)
     print(f"stopped: {found.stop_reason}; {len(found.candidates)} candidates; test accuracy seed "
           f"{found.seed_test_scores.accuracy:.2f}, best {found.best_test_scores.accuracy:.2f}")
-    print("best system prompt:\n" + found.best_policy.prompts.get("system_prompt", SYSTEM_PROMPT.default))
+    print(f"best minus seed on the test users: {found.test_comparison.mean_diff} (paired t-test p "
+          f"{found.test_comparison.t_p}, {found.test_comparison.n} users)")
+    print("best system prompt:\n" + found.best_policy.prompts["system_prompt"])
     if found.mlflow is not None:
         print(f"MLflow: {found.mlflow.tracking_uri}, parent run {found.mlflow.parent_run_id}")
     return scored, found

@@ -19,6 +19,7 @@ def test_mypy_finds_no_errors(tmp_path: Path) -> None:
     namespace.mkdir()
     for package, folder in PACKAGES.items():
         (namespace / package).symlink_to(REPO / folder, target_is_directory=True)
+    (namespace / "__init__.py").symlink_to(REPO / "evolve" / "package_root" / "__init__.py")  # the memevo package
     command = [sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"),
                "--cache-dir", str(REPO / ".mypy_cache"), "-p", "memevo"]
     result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=900)

@@ -140,3 +140,14 @@ def ui_command(
     from memevo.evolve.cli.ui_server import serve
 
     raise typer.Exit(serve(ui, uri, experiment, port=port, workers=workers, echo=typer.echo))
+
+
+def compare_command(
+    run_a: Annotated[Path, typer.Argument(help="A finished evolution folder.")],
+    run_b: Annotated[Path, typer.Argument(help="Another finished evolution folder.")],
+) -> None:
+    """Compare two finished evolutions from their records (no LLM calls): the best prompts' diff, seed and best on
+    each run's test users with intervals, and the spend."""
+    from memevo.evolve.presentation.compare import compare_runs
+
+    typer.echo(compare_runs(run_a, run_b))

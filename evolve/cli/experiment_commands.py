@@ -107,8 +107,14 @@ def check_ablation_stores(ablation: "AblationConfig", folder: Path) -> None:
 
 def report_command(
     run_dir: Annotated[Path, typer.Argument(help="A finished (or interrupted) evolution or ablation folder.")],
+    output_format: Annotated[str, typer.Option("--format", help="text (with plots); json or csv: a finished evolution's "
+                                        "outcome as data (csv: one line per candidate).")] = "text",
 ) -> None:
     """Print a run again from its stored records and write its plots (no LLM calls)."""
+    from memevo.evolve.presentation import report_formats
     from memevo.evolve.presentation.report import report_run
 
-    typer.echo(report_run(run_dir))
+    renderers = {"text": report_run, "json": report_formats.report_json, "csv": report_formats.report_csv}
+    if output_format not in renderers:
+        raise UserInputError(f"is '{output_format}'; use text, json or csv", field="--format")
+    typer.echo(renderers[output_format](run_dir))

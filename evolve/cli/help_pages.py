@@ -35,6 +35,8 @@ PAGES: dict[str, HelpPage] = {
                        "memevo ablate experiments/feedback-ablation.yaml"),
     "report": HelpPage("Print a run again from its records (no LLM calls).",
                        "memevo report runs/quickstart"),
+    "compare": HelpPage("Two finished evolutions side by side (no LLM calls).",
+                        "memevo compare runs/a runs/b"),
     "config": HelpPage("Print a commented starting config or a config's JSON Schema.",
                        "memevo config example evolve > my-evolution.yaml"),
     "config example": HelpPage("Print a commented starting config that loads as it is.",

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ui": ("memevo.evolve.cli.commands", "ui_command"),
     "ablate": ("memevo.evolve.cli.experiment_commands", "ablate_command"),
     "report": ("memevo.evolve.cli.experiment_commands", "report_command"),
+    "compare": ("memevo.evolve.cli.commands", "compare_command"),
     "config": ("memevo.evolve.cli.config_command", "app"),
     "llm": ("memevo.agents.llm.cli", "app"),
     "env": ("memevo.environments.cli", "app"),

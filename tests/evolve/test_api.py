@@ -4,20 +4,25 @@ results that point at real files and MLflow runs; objects and files give the sam
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import sqlite3
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from experiments import api_example
 from memevo.agents import registry
 from memevo.agents.policy import MemoryPolicy
-from memevo.core.errors import UserInputError
+from memevo.core.errors import Interrupted, UserInputError
 from memevo.environments.amemgym.data.io import save_items
 from memevo.evolve.api import evaluate, optimize
+from memevo.evolve.cli.main import app
 from tests.doubles.fault_server import FaultServer
 
 FIELD = re.compile(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## |\Z)", re.DOTALL)
@@ -68,7 +73,27 @@ def test_the_example_evaluates_and_evolves_its_own_agent_on_its_own_data(endpoin
     proposed = found.candidates[1:]
     assert len(proposed) == 1 and proposed[0].policy.prompts["system_prompt"].endswith(ADDED_RULE)
     assert [outcome.generation for outcome in found.generations] == [0, 1]
-    assert found.best_policy == found.best.policy and found.best_test_scores.n_questions == 2 * 2 * 2
+    assert found.best_policy.prompts == {"system_prompt": found.best.policy.prompts.get(
+        "system_prompt", api_example.SYSTEM_PROMPT.default)} and found.best_test_scores.n_questions == 2 * 2 * 2
+    assert [row.id for row in found.candidate_rows] == [candidate.id for candidate in found.candidates]
+    assert found.candidate_rows[0].fate == "kept" and found.candidate_rows[0].val is not None
+    assert found.candidate_rows[1].fate in {"kept", "accepted", "rejected"}
+    assert len(found.seed_test_user_scores) == len(found.best_test_user_scores) == 2
+    assert found.test_comparison.n == 2
+
+    as_json = CliRunner().invoke(app, ["report", str(found.run_dir), "--format", "json"])
+    assert as_json.exit_code == 0, as_json.output
+    data = json.loads(as_json.output)
+    assert data["best"]["id"] == found.best.id and data["test_comparison"]["n"] == 2
+    assert [row["id"] for row in data["candidates"]] == [row.id for row in found.candidate_rows]
+    as_csv = CliRunner().invoke(app, ["report", str(found.run_dir), "--format", "csv"])
+    lines = as_csv.output.splitlines()
+    assert lines[0] == "id,generation,origin,train,val,fate" and len(lines) == 1 + len(found.candidate_rows)
+    compared = CliRunner().invoke(app, ["compare", str(found.run_dir), str(found.run_dir)])
+    assert compared.exit_code == 0, compared.output
+    assert "best prompts: the same" in compared.output and compared.output.count("best ") >= 2
+    refused = CliRunner().invoke(app, ["compare", str(found.run_dir), str(tmp_path)])
+    assert isinstance(refused.exception, UserInputError) and refused.exception.field == "RUN_B"
     saved = list((found.run_dir / "python-inputs").glob("items-*.json"))
     assert len(saved) == 1 and len(json.loads(saved[0].read_text())) == 4  # the run folder keeps its data
 
@@ -125,3 +150,33 @@ def test_evaluate_runs_without_the_command_line(endpoint: Any, tmp_path: Path, m
     result = evaluate(MemoryPolicy(kind="notes", llm={"base_url": endpoint.url}), api_example.make_users(1),
                       out=tmp_path / "eval", agent_class=api_example.NotesAgent)
     assert result.scores.n_questions == 2 * 2 and (tmp_path / "eval" / "summary.json").is_file()
+
+
+EXAMPLE_CONFIG = {"components": ["system_prompt"], "upper_bound": False, "split": {"train": 1, "val": 1, "test": 2},
+                  "budget": {"generations": 1, "candidates": 1}, "episode": {"rounds_init": 1, "rounds_update": 1}}
+
+
+async def test_an_interrupt_in_a_notebook_stops_the_run_within_seconds_and_it_resumes(endpoint: Any,
+                                                                                      tmp_path: Path) -> None:
+    """A notebook's stop button is SIGINT to the thread that waits for the run (its event loop running): the run is
+    cancelled at once rather than the interrupt waiting for the run's end, and a resume finishes it."""
+    sent: list[float] = []
+
+    def interrupting(body: dict[str, Any]) -> str:
+        """Replies slowly; its 20th request (the run's start-up work done) interrupts the caller."""
+        if len(endpoint.requests) == 20:
+            sent.append(time.monotonic())
+            os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)
+        return reply(body)
+
+    endpoint.reply = interrupting
+    policy = MemoryPolicy(kind="notes", llm={"base_url": endpoint.url})
+    arguments: dict[str, Any] = {"run_dir": tmp_path / "run", "config": EXAMPLE_CONFIG,
+                                 "agent_class": api_example.NotesAgent}
+    with pytest.raises(Interrupted, match="resume=True"):
+        optimize(policy, api_example.make_users(4), **arguments)
+    assert sent and time.monotonic() - sent[0] < 10
+    endpoint.reply = reply
+    found = optimize(policy, api_example.make_users(4), resume=True, **arguments)
+    assert [outcome.generation for outcome in found.generations] == [0, 1]

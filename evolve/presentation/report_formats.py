@@ -1,0 +1,62 @@
+"""``memevo report --format json|csv``: a finished evolution's outcome as data for a script or a spreadsheet rather
+than text. JSON holds seed and best on the test users, the paired test, each candidate's row and the spend; CSV holds
+the candidate rows (an empty cell: not measured on that split)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from memevo.core.errors import UserInputError
+from memevo.evolve.api_outcomes import CandidateRow, candidate_rows, paired_on_test_users, run_candidates
+from memevo.evolve.records import EvolutionResult, GenerationOutcome, read_written
+
+
+def _finished(run_dir: Path) -> EvolutionResult:
+    path = run_dir / "result.json"
+    if not (run_dir / "config.json").exists():
+        raise UserInputError("json and csv report an evolution folder (with config.json); use --format text",
+                             source=str(run_dir), field="--format")
+    if not path.exists():
+        raise UserInputError("the evolution is unfinished (no result.json): resume it, or use --format text",
+                             source=str(run_dir), field="--format")
+    return read_written(path, EvolutionResult, run_dir)
+
+
+def _rows(run_dir: Path, result: EvolutionResult) -> list[CandidateRow]:
+    history = [read_written(path, GenerationOutcome, run_dir)
+               for path in sorted((run_dir / "generations").glob("gen_*/outcome.json"))]
+    return candidate_rows(run_candidates(run_dir, result.seed), history)
+
+
+def evolution_data(run_dir: Path) -> dict[str, Any]:
+    """The finished evolution in ``run_dir`` as one JSON-ready mapping."""
+    result = _finished(run_dir)
+    return {
+        "run_dir": str(run_dir), "protocol": result.protocol, "environment": result.environment,
+        "objective": result.objective, "stop_reason": result.stop_reason,
+        "seed": {"id": result.seed.id, "test": result.seed_scores.model_dump(mode="json")},
+        "best": {"id": result.best.id, "prompts": result.best.policy.prompts,
+                 "test": result.best_scores.model_dump(mode="json")},
+        "test_comparison": paired_on_test_users(result.objective, result.seed_user_scores,
+                                                result.best_user_scores).model_dump(mode="json"),
+        "candidates": [row.model_dump(mode="json") for row in _rows(run_dir, result)],
+        "usage": result.usage.model_dump(mode="json"),
+    }
+
+
+def report_json(run_dir: Path) -> str:
+    return json.dumps(evolution_data(run_dir), indent=2)
+
+
+def report_csv(run_dir: Path) -> str:
+    """One line per candidate: id, generation, origin, train, val, fate."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(CandidateRow.model_fields), lineterminator="\n")
+    writer.writeheader()
+    for row in _rows(run_dir, _finished(run_dir)):
+        writer.writerow({name: "" if value is None else value for name, value in row.model_dump().items()})
+    return out.getvalue().rstrip("\n")

@@ -1,0 +1,30 @@
+"""A resume whose Optuna database was deleted: the candidates' trials are gone, and the run ends in one line naming
+the database and the remedy instead of an IndexError."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memevo.core.errors import DamagedFileError
+from memevo.evolve.config import IntRange, OptunaConfig
+from memevo.evolve.tuner import Tuner
+
+SPACE = {"top_k": IntRange(low=5, high=50, step=5)}
+
+
+def make(tmp_path: Path) -> Tuner:
+    return Tuner(OptunaConfig(), SPACE, storage=f"sqlite:///{tmp_path / 'optuna.db'}", study_name="s",
+                 first_trial={"top_k": 30})
+
+
+def test_a_deleted_study_ends_in_one_line(tmp_path: Path) -> None:
+    first = make(tmp_path)
+    numbers = [first.ask()[0] for _ in range(3)]
+    (tmp_path / "optuna.db").unlink()
+    again = make(tmp_path)  # the resume: a new, empty study
+    with pytest.raises(DamagedFileError) as caught:
+        again.report(numbers[-1], 0.5, step=0)
+    assert "optuna.db" in str(caught.value) and "no trial 2" in str(caught.value)
+    assert "\n" not in str(caught.value)
