@@ -1,7 +1,8 @@
 """A worker run's identity: one id, recorded in the run folder and in the workers' store, that names its claims and
 its Optuna study, so two runs of one config on one store never share either.
 
-The store keys the id by the config's name and the folder's path. The first worker of a run draws the id, records
+The store keys the id by the config's name and the folder's path as the command names it (``--run-dir
+runs/sweep`` on every machine, wherever each one runs it from). The first worker of a run draws the id, records
 it in the store (one conditional INSERT: two workers starting at once agree on one) and then in the folder. A
 worker whose folder lacks the id the store holds for that path waits a few seconds for the first worker's file; if
 it never appears the folder is not the one the first worker writes (a folder each machine keeps for itself), and
@@ -11,6 +12,7 @@ the worker stops with one line before any request.
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from pathlib import Path
@@ -47,7 +49,7 @@ def stored_identity(store: str, name: str, folder: Path, proposal: str) -> str:
     try:
         create_table(engine, f"{TABLE} (name TEXT NOT NULL, folder TEXT NOT NULL, run TEXT NOT NULL, "
                      "PRIMARY KEY (name, folder))")
-        key = {"name": name, "folder": str(folder.resolve()), "run": proposal}
+        key = {"name": name, "folder": os.path.normpath(folder), "run": proposal}
         with engine.begin() as db:
             db.execute(text(f"INSERT INTO {TABLE} (name, folder, run) SELECT CAST(:name AS TEXT), "
                             f"CAST(:folder AS TEXT), CAST(:run AS TEXT) WHERE NOT EXISTS (SELECT 1 FROM {TABLE} "
@@ -80,8 +82,8 @@ def run_identity(store: str, name: str, folder: Path, *, share_wait_s: float = S
     if recorded != stored:
         found = "holds no worker run" if recorded is None else f"holds worker run {recorded}"
         raise UserInputError(
-            f"{found}, but the workers' store {_shown(store)} records run {stored} of {name!r} in this folder: every "
-            "machine must mount the same shared run folder at the same path (or start a new run in another "
+            f"{found}, but the workers' store {_shown(store)} records run {stored} of {name!r} in a folder at this path: "
+            "every machine must mount the same shared run folder at the same path (or start a new run in another "
             "--run-dir)", source=str(folder), field="--run-dir")
     return stored
 
