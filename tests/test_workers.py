@@ -126,3 +126,14 @@ def test_the_gateway_holds_the_shared_rate(tmp_path: Path, monkeypatch) -> None:
         bucket = hub.client(LLMConfig(model="fault-server", base_url=server.url, max_concurrency=8)).limit.rate
     assert len(server.requests) == 25 and elapsed > 1.3  # 10 at once, then 15 at 10 a second
     assert bucket is not None and bucket.name == server.url and (tmp_path / "rate-limits.db").exists()
+
+
+def test_a_worker_that_finished_the_work_succeeds_when_another_failed(tmp_path: Path,
+                                                                      capfd: pytest.CaptureFixture[str]) -> None:
+    from memevo.evolve.workers.launch import sibling_workers
+
+    with sibling_workers(1, tmp_path / "missing.yaml", tmp_path / "run", f"sqlite:///{tmp_path / 'w.db'}", [],
+                         command_name="evolve"):
+        pass  # this worker's body returned: every unit is done, so the other's failure cost nothing
+    lines = capfd.readouterr().err.strip().splitlines()
+    assert lines[-1].startswith("memevo: 1 of 1 other worker(s) failed (exit 2)")
