@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from memevo.core.errors import UserInputError
+from memevo.evolve.databases import check_reachable
 from memevo.evolve.workers.identity import IDENTITY_FILE, read_identity, run_identity
 from tests.doubles.worker_evolution import write_evolution
 
@@ -33,13 +34,13 @@ def test_a_folder_without_the_stores_run_is_refused_with_one_line(tmp_path: Path
     assert "\n" not in message and str(folder) in message and "claims.db" in message and run in message
 
 
-def test_an_unreachable_store_is_one_line_before_anything_runs(tmp_path: Path) -> None:
+def test_an_unreachable_store_is_one_line_without_its_password() -> None:
     pytest.importorskip("psycopg")
     with pytest.raises(UserInputError) as refused:
-        run_identity("postgresql+psycopg://someone:secret@127.0.0.1:9/memevo", "sweep", tmp_path / "run")
+        check_reachable("postgresql+psycopg://someone:secret@127.0.0.1:9/memevo", source="command line",
+                        field="--store")
     message = str(refused.value)
     assert "--store" in message and "cannot be reached" in message and "secret" not in message
-    assert not (tmp_path / "run").exists()
 
 
 def _evolve(tmp_path: Path, run_dir: Path, *flags: str) -> subprocess.CompletedProcess[str]:
@@ -81,3 +82,15 @@ def test_an_sqlite_store_with_a_new_run_folder_starts(tmp_path: Path) -> None:
                           cwd=tmp_path)
     assert "FileNotFoundError" not in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
     assert (tmp_path / "runs" / "new" / IDENTITY_FILE).exists()
+
+
+def test_an_unreachable_tracking_store_stops_one_process_before_any_request(tmp_path: Path) -> None:
+    pytest.importorskip("psycopg")
+    path = write_evolution(tmp_path, "http://127.0.0.1:9/v1", "postgresql+psycopg://someone@127.0.0.1:9/mlflow",
+                           "tracked")
+    done = subprocess.run([sys.executable, "-m", "memevo.evolve.cli", "evolve", str(path), "--run-dir", "run"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "tracking.uri" in lines[0] and "cannot be reached" in lines[0], done.stderr
+    assert not (tmp_path / "run").exists()

@@ -23,8 +23,9 @@ def evolve_with_workers(ctx: typer.Context, settings: EvolveConfig, config: Path
                         store: str | None, resume: bool, no_cache: bool,
                         concurrency: int | None) -> EvolutionResult:
     from memevo.agents.llm.hub import LLMHub
-    from memevo.evolve.databases import check_database_url
+    from memevo.evolve.databases import check_database_url, check_reachable
     from memevo.evolve.plugins import make_tracker
+    from memevo.evolve.runtime import check_stores
     from memevo.evolve.workers.evolve_worker import check_shareable, run_evolution_worker, shared_study
     from memevo.evolve.workers.identity import run_identity
     from memevo.evolve.workers.launch import sibling_workers, worker_store
@@ -35,8 +36,10 @@ def evolve_with_workers(ctx: typer.Context, settings: EvolveConfig, config: Path
     check_kind(folder, "evolution", flag="--run-dir")
     url = worker_store(store, folder)
     check_database_url(url, source="command line", field="--store")
-    run_identity(url, settings.name, folder)  # the store is reached, and the folder checked, before any request
+    check_reachable(url, source="command line", field="--store")
+    run_identity(url, settings.name, folder)
     settings = shared_study(settings, url)
+    check_stores(settings, folder)  # every store reached before the tracker's opens and any worker starts
     extra = [*(["--resume"] if resume else []), *(["--no-cache"] if no_cache else []),
              *([f"--concurrency={concurrency}"] if concurrency else [])]
     if settings.tracking.enabled:  # a new store is created once, before the workers open it

@@ -20,6 +20,7 @@ from pathlib import Path
 from memevo.agents.shared_database import create_table, shared_engine
 from memevo.core.atomic_files import write_json_atomic
 from memevo.core.errors import UserInputError
+from memevo.evolve.databases import shown_url
 
 IDENTITY_FILE = "workers_run.json"
 TABLE = "memevo_worker_runs"
@@ -43,24 +44,23 @@ def read_identity(folder: Path) -> str | None:
 def stored_identity(store: str, name: str, folder: Path, proposal: str) -> str:
     """The id ``store`` holds for the run ``name`` in ``folder``, ``proposal`` when it held none (now recorded)."""
     from sqlalchemy import text
-    from sqlalchemy.exc import OperationalError
+    from sqlalchemy.exc import IntegrityError
 
     engine = shared_engine(store)
     try:
         create_table(engine, f"{TABLE} (name TEXT NOT NULL, folder TEXT NOT NULL, run TEXT NOT NULL, "
                      "PRIMARY KEY (name, folder))")
         key = {"name": name, "folder": os.path.normpath(folder), "run": proposal}
-        with engine.begin() as db:
-            db.execute(text(f"INSERT INTO {TABLE} (name, folder, run) SELECT CAST(:name AS TEXT), "
-                            f"CAST(:folder AS TEXT), CAST(:run AS TEXT) WHERE NOT EXISTS (SELECT 1 FROM {TABLE} "
-                            "WHERE name = :name AND folder = :folder)"), key)
+        try:
+            with engine.begin() as db:
+                db.execute(text(f"INSERT INTO {TABLE} (name, folder, run) SELECT CAST(:name AS TEXT), "
+                                f"CAST(:folder AS TEXT), CAST(:run AS TEXT) WHERE NOT EXISTS (SELECT 1 FROM {TABLE} "
+                                "WHERE name = :name AND folder = :folder)"), key)
+        except IntegrityError:  # another worker inserted it at the same moment (PostgreSQL): its id is read below
+            pass
         with engine.connect() as db:
             return str(db.execute(text(f"SELECT run FROM {TABLE} WHERE name = :name AND folder = :folder"),
                                   key).scalar_one())
-    except OperationalError as error:
-        reason = str(error.orig or error).strip().splitlines()[0]
-        raise UserInputError(f"{_shown(store)} cannot be reached ({reason}): start the database or correct the URL; "
-                             "nothing was run", source="command line", field="--store") from None
     finally:
         engine.dispose()
 
@@ -82,14 +82,8 @@ def run_identity(store: str, name: str, folder: Path, *, share_wait_s: float = S
     if recorded != stored:
         found = "holds no worker run" if recorded is None else f"holds worker run {recorded}"
         raise UserInputError(
-            f"{found}, but the workers' store {_shown(store)} records run {stored} of {name!r} in a folder at this path: "
+            f"{found}, but the workers' store {shown_url(store)} records run {stored} of {name!r} in a folder at this path: "
             "every machine must mount the same shared run folder at the same path (or start a new run in another "
             "--run-dir)", source=str(folder), field="--run-dir")
     return stored
 
-
-def _shown(store: str) -> str:
-    """``store`` without its password."""
-    from sqlalchemy.engine import make_url
-
-    return make_url(store).render_as_string(hide_password=True)
