@@ -34,6 +34,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.workers import TimedEndpoint  # noqa: E402
+from memevo.evolve.workers.identity import read_identity  # noqa: E402
 from memevo.evolve.workers.services import MlflowServer, PostgresCluster, postgres_bin  # noqa: E402
 from tests.doubles.fault_server import FaultServer  # noqa: E402
 from tests.doubles.worker_evolution import candidate_runs, outcome, trials, write_evolution  # noqa: E402
@@ -72,9 +73,10 @@ def run(work: Path, label: str, workers: int | None, endpoint: TimedEndpoint, fa
     if done.returncode != 0:
         sys.exit(f"{label} failed:\n{done.stderr[-3000:]}")
     study = f"sqlite:///{folder / 'run' / 'optuna.db'}" if workers is None else cluster.url()
+    study_name = label if workers is None else f"{label}-{read_identity(folder / 'run')}"  # a worker run's own study
     names = [name for name in candidate_runs(tracking, label) if name != label]
     return {"wall": wall, "requests": len(endpoint.arrivals), "outcome": outcome(folder / "run"),
-            "trials": trials(study, label), "runs": names}
+            "trials": trials(study, study_name), "runs": names}
 
 
 def main() -> None:
