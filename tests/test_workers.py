@@ -137,3 +137,20 @@ def test_a_worker_that_finished_the_work_succeeds_when_another_failed(tmp_path: 
         pass  # this worker's body returned: every unit is done, so the other's failure cost nothing
     lines = capfd.readouterr().err.strip().splitlines()
     assert lines[-1].startswith("memevo: 1 of 1 other worker(s) failed (exit 2)")
+
+
+@pytest.mark.parametrize(("silent_s", "taken_over"), [(5.0, False), (11.0, True)])
+def test_a_dead_workers_unit_is_handed_over_within_about_ten_seconds(tmp_path: Path, silent_s: float,
+                                                                     taken_over: bool) -> None:
+    from sqlalchemy import text
+
+    from memevo.evolve.workers.worker import WorkerSettings
+
+    store = ClaimStore(f"sqlite:///{tmp_path / 'claims.db'}")
+    store.register("job", ["a"])
+    assert store.claim("job", "dead", grace_s=60) == "a"
+    with store.engine.begin() as db:  # its last heartbeat, silent_s ago
+        db.execute(text(f"UPDATE memevo_work_units SET heartbeat = heartbeat - {silent_s}"))
+    defaults = WorkerSettings(store="sqlite://")
+    assert defaults.heartbeat_s * 4 <= defaults.grace_s  # several beats missed before a live worker loses its unit
+    assert (store.claim("job", "heir", grace_s=defaults.grace_s) == "a") is taken_over
