@@ -15,7 +15,9 @@ Measured 2026-11-27 on the shared 2-core box (load ~10), ``--latency 0.2 --gener
 one process 110 s, 1 worker 105 s, 2 workers 81 s (2.17, 2.28, 2.95 candidates/min); every run's result, trials
 and MLflow runs equal one process's. One process is no faster than 1 worker because ``episode.user_concurrency``
 (2) bounds the users in play over all of a process's candidates; two workers have twice that. With the defaults
-(latency 0.05 s, 2 generations, 1254 requests) the box's CPU was the bound: 64, 51 and 52 s.
+(latency 0.05 s, 2 generations, 1254 requests) the box's CPU was the bound: 64, 51 and 52 s. Again 2026-11-29 with
+run ids (issue 41), ``--latency 0.2 --generations 1``, load ~2-13: 99.1, 97.1 and 71.8 s (2.42, 2.47, 3.34
+candidates/min; 2 workers 1.38x one process), 928 requests each, every result, trials and MLflow runs equal.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.workers import TimedEndpoint  # noqa: E402
+from memevo.evolve.workers.identity import read_identity  # noqa: E402
 from memevo.evolve.workers.services import MlflowServer, PostgresCluster, postgres_bin  # noqa: E402
 from tests.doubles.fault_server import FaultServer  # noqa: E402
 from tests.doubles.worker_evolution import candidate_runs, outcome, trials, write_evolution  # noqa: E402
@@ -72,9 +75,10 @@ def run(work: Path, label: str, workers: int | None, endpoint: TimedEndpoint, fa
     if done.returncode != 0:
         sys.exit(f"{label} failed:\n{done.stderr[-3000:]}")
     study = f"sqlite:///{folder / 'run' / 'optuna.db'}" if workers is None else cluster.url()
+    study_name = label if workers is None else f"{label}-{read_identity(folder / 'run')}"  # a worker run's own study
     names = [name for name in candidate_runs(tracking, label) if name != label]
     return {"wall": wall, "requests": len(endpoint.arrivals), "outcome": outcome(folder / "run"),
-            "trials": trials(study, label), "runs": names}
+            "trials": trials(study, study_name), "runs": names}
 
 
 def main() -> None:

@@ -61,6 +61,33 @@ def check_database_url(url: str, *, source: str | None, field: str) -> None:
         _check_sqlite_file(url, parsed.database, source=source, field=field)
 
 
+def check_reachable(url: str, *, source: str | None, field: str) -> None:
+    """Connect once to a database server (an SQLite file needs no server), so a store nobody can reach stops the
+    run before its first LLM call instead of after many."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import DBAPIError
+
+    if url.startswith("sqlite"):
+        return
+    engine = create_engine(url, connect_args={"connect_timeout": 10} if url.startswith("postgres") else {})
+    try:
+        with engine.connect():
+            pass
+    except DBAPIError as error:
+        reason = str(error.orig or error).strip().splitlines()[0]
+        raise UserInputError(f"{shown_url(url)} cannot be reached ({reason}): start the database or correct the "
+                             "URL; nothing was run", source=source, field=field) from None
+    finally:
+        engine.dispose()
+
+
+def shown_url(url: str) -> str:
+    """``url`` without its password, for messages."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
 def _check_sqlite_file(url: str, database: str | None, *, source: str | None, field: str) -> None:
     if not database or database == ":memory:" or database.startswith("file::memory:"):
         raise UserInputError(f"{url!r} is an in-memory database, lost when the process ends (a resume needs it): "

@@ -53,12 +53,13 @@ from memevo.evolve.strategies import Lineage, Plays, StrategyContext, generation
 if TYPE_CHECKING:
     from memevo.evolve.tuner import Tuner
 
-def open_tuner(config: EvolveConfig, *, storage: str, first_trial: dict[str, int], metric: str) -> Tuner:
+def open_tuner(config: EvolveConfig, *, storage: str, study_name: str, first_trial: dict[str, int],
+               metric: str) -> Tuner:
     """The run's tuner; Optuna loads and opens its study here, in the start-up thread (``deferred``)."""
     from memevo.evolve.tuner import Tuner
 
     return Tuner(config.optuna, {str(name): space for name, space in config.hyperparameters.items()}, storage=storage,
-                 study_name=config.name, first_trial=first_trial, metric=metric)
+                 study_name=study_name, first_trial=first_trial, metric=metric)
 
 
 __all__ = ["EvolutionResult", "GenerationOutcome", "GenerationPlan", "OuterLoop", "evolve", "run_evolution"]
@@ -68,7 +69,9 @@ class OuterLoop(runtime.RunBase):
     """One evolution run over generations (see the module docstring)."""
 
     def __init__(self, config: EvolveConfig, run_dir: Path, hub: runtime.Hub, *, resume: bool,
-                 turns: Turns | None = None) -> None:
+                 turns: Turns | None = None, study_name: str | None = None) -> None:
+        self.study_name = study_name or config.name
+        """The Optuna study's name: the config's, or a worker run's own (``memevo.evolve.workers.identity``)."""
         super().__init__(config, run_dir, hub, resume=resume)
         self.budget = BudgetKeeper(config.budget, self.usage)
         self.turns = turns or OneProcess()
@@ -93,6 +96,7 @@ class OuterLoop(runtime.RunBase):
         config = self.config
         return self.start_later.defer(partial(
             open_tuner, config, storage=config.optuna.storage or f"sqlite:///{(self.run_dir / 'optuna.db').resolve()}",
+            study_name=self.study_name,
             first_trial={name: getattr(self.seed.policy, name) for name in config.hyperparameters},
             metric=objective_name(config.objective, data_figure_name(self.evaluator.environment, self.users))),
             first=True)

@@ -41,7 +41,7 @@ from memevo.environments.runner import EpisodeConfig
 from memevo.environments.table_cache import cached_table
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import DataConfig, EvolveConfig, check_judge, check_validation_users
-from memevo.evolve.databases import check_database_url, check_name
+from memevo.evolve.databases import check_database_url, check_name, check_reachable, is_database, uri_scheme
 from memevo.evolve.deferred import Deferred, DeferredStart
 from memevo.evolve.evaluation import Evaluator
 from memevo.evolve.events import Observers, RunContext
@@ -126,7 +126,8 @@ def make_split(items: Sequence[Any], config: EvolveConfig, environment: Environm
 
 def check_stores(config: EvolveConfig, run_dir: Path) -> None:
     """The run's name, tracker, its store (``Tracker.check_store``) and Optuna storage, checked before anything is
-    written or called; the default stores lie in the run folder, which ``claim_run_folder`` checked."""
+    written or called, and those on a database server reached; the default stores lie in the run folder, which
+    ``claim_run_folder`` checked."""
     source = str(config.source or "config")
     check_name(config.name, source=source)
     tracking = config.tracking
@@ -135,8 +136,11 @@ def check_stores(config: EvolveConfig, run_dir: Path) -> None:
         tracker.check_store(tracking.uri, tracking.experiment or config.name, run_dir, source=source,
                             store_field="tracking.uri",
                             experiment_field="tracking.experiment" if tracking.experiment else "name")
+        if tracking.uri and is_database(uri_scheme(tracking.uri)):
+            check_reachable(tracking.uri, source=source, field="tracking.uri")
     if config.optuna.storage:
         check_database_url(config.optuna.storage, source=source, field="optuna.storage")
+        check_reachable(config.optuna.storage, source=source, field="optuna.storage")
 
 
 def claim_run_dir(run_dir: Path, config: EvolveConfig, resume: bool, inputs: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from memevo.environments.resume import resumable
+from memevo.environments.rundir import check_kind, check_writable
 
 if TYPE_CHECKING:
     from memevo.evolve.config import EvolveConfig
@@ -22,16 +23,23 @@ def evolve_with_workers(ctx: typer.Context, settings: EvolveConfig, config: Path
                         store: str | None, resume: bool, no_cache: bool,
                         concurrency: int | None) -> EvolutionResult:
     from memevo.agents.llm.hub import LLMHub
-    from memevo.evolve.databases import check_database_url
+    from memevo.evolve.databases import check_database_url, check_reachable
     from memevo.evolve.plugins import make_tracker
+    from memevo.evolve.runtime import check_stores
     from memevo.evolve.workers.evolve_worker import check_shareable, run_evolution_worker, shared_study
+    from memevo.evolve.workers.identity import run_identity
     from memevo.evolve.workers.launch import sibling_workers, worker_store
     from memevo.evolve.workers.worker import WorkerSettings
 
     check_shareable(settings, f"--workers {workers}" if workers > 1 else "--store")
+    check_writable(folder, flag="--run-dir")
+    check_kind(folder, "evolution", flag="--run-dir")
     url = worker_store(store, folder)
     check_database_url(url, source="command line", field="--store")
+    check_reachable(url, source="command line", field="--store")
+    run_identity(url, settings.name, folder)
     settings = shared_study(settings, url)
+    check_stores(settings, folder)  # every store reached before the tracker's opens and any worker starts
     extra = [*(["--resume"] if resume else []), *(["--no-cache"] if no_cache else []),
              *([f"--concurrency={concurrency}"] if concurrency else [])]
     if settings.tracking.enabled:  # a new store is created once, before the workers open it

@@ -25,6 +25,7 @@ from memevo.evolve.config import EvolveConfig
 from memevo.evolve.loop import OuterLoop
 from memevo.evolve.records import EvolutionResult
 from memevo.evolve.workers.claims import ClaimStore
+from memevo.evolve.workers.identity import run_identity
 from memevo.evolve.workers.turns import SharedTurns
 from memevo.evolve.workers.worker import WorkerSettings
 
@@ -50,11 +51,11 @@ def check_shareable(config: EvolveConfig, flag: str) -> None:
                              "episode.speculate: off, or use 1 worker", source=source, field="episode.speculate")
 
 
-def evolution_job(config: EvolveConfig) -> str:
-    """The claim store's name for this evolution: its name and a hash of its config (a changed budget is a new
-    job: its units are decided again, from the same files)."""
+def evolution_job(config: EvolveConfig, run: str) -> str:
+    """The claim store's name for this evolution: its run id (``identity``) and a hash of its config (a changed
+    budget is a new job: its units are decided again, from the same files)."""
     digest = hashlib.sha256(json.dumps(config.hash_payload(), sort_keys=True).encode()).hexdigest()[:16]
-    return f"evolve/{config.name}/{digest}"
+    return f"evolve/{config.name}/{run}/{digest}"
 
 
 def usage_job(config: EvolveConfig, run_dir: Path) -> str:
@@ -71,17 +72,25 @@ def shared_study(config: EvolveConfig, store: str) -> EvolveConfig:
     return config.model_copy(update={"optuna": config.optuna.model_copy(update={"storage": store})})
 
 
+def study_name(config: EvolveConfig, run: str) -> str:
+    """The Optuna study of the run ``run``: a study on a shared server is this run's alone; one in the run folder
+    keeps the name one process gives it."""
+    return config.name if config.optuna.storage is None else f"{config.name}-{run}"
+
+
 async def evolve_as_worker(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resume: bool,
                            settings: WorkerSettings) -> EvolutionResult:
     """Work on the evolution in ``run_dir`` with the other workers on ``settings.store`` until it has ended; the
     result (written once, by whichever worker scored it)."""
-    turns = SharedTurns(ClaimStore(settings.store), evolution_job(config), settings,
+    run_id = run_identity(settings.store, config.name, Path(run_dir))
+    turns = SharedTurns(ClaimStore(settings.store), evolution_job(config, run_id), settings,
                         slots=config.episode.candidate_concurrency or 1)
     usage = SharedUsage(settings.store, usage_job(config, Path(run_dir)), settings.name)
     hub.accounting.attach(usage)
     try:
         async with turns.turn("prepare") as mine:
-            run = OuterLoop(config, Path(run_dir), hub, resume=resume or not mine, turns=turns)
+            run = OuterLoop(config, Path(run_dir), hub, resume=resume or not mine, turns=turns,
+                            study_name=study_name(config, run_id))
             if mine:  # the study and its enqueued first trial, made once before any other worker opens it. (The
                 # tracker's ids are written by generation 0's holder before the others make a request, which is
                 # when their trackers open.)

@@ -27,8 +27,8 @@ class WorkerSettings(LazyModel):
     store: str
     """SQLAlchemy URL of the claim store: PostgreSQL for several machines, an SQLite file for one."""
     name: str = Field(default_factory=default_worker_name)
-    heartbeat_s: float = Field(5.0, gt=0)
-    grace_s: float = Field(60.0, gt=0)
+    heartbeat_s: float = Field(2.0, gt=0)
+    grace_s: float = Field(10.0, gt=0)
     """A unit whose heartbeat is older than this is taken over (keep it several heartbeats long)."""
     poll_s: float = Field(1.0, gt=0)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from memevo.evolve.workers.identity import read_identity
 from memevo.evolve.workers.services import MlflowServer, PostgresCluster, postgres_bin
 from tests.doubles.category_backend import CategoryBackend
 from tests.doubles.fault_server import FaultServer
@@ -80,7 +81,7 @@ def test_two_workers_on_postgres_one_killed_mid_candidate_equal_one_process(tmp_
             output, _ = survivor.communicate(timeout=600)
             assert survivor.returncode == 0, output[-3000:]
             assert outcome(shared / "run") == outcome(alone / "run")
-            assert trials(cluster.url(), "sweep-shared") == trials(f"sqlite:///{alone / 'run' / 'optuna.db'}",
+            assert trials(cluster.url(), f"sweep-shared-{read_identity(shared / 'run')}") == trials(f"sqlite:///{alone / 'run' / 'optuna.db'}",
                                                                    "sweep-alone")
             runs = _without_parent(candidate_runs(mlflow.url, "sweep-shared"), "sweep-shared")
             assert runs == _without_parent(candidate_runs(f"sqlite:///{alone / 'mlflow.db'}", "sweep-alone"),
@@ -89,3 +90,40 @@ def test_two_workers_on_postgres_one_killed_mid_candidate_equal_one_process(tmp_
             with psycopg.connect(cluster.url().replace("postgresql+psycopg", "postgresql")) as db:
                 claims = dict(db.execute("SELECT unit, claims FROM memevo_work_units").fetchall())
     assert claims.pop(killed) == 2 and set(claims.values()) == {1}  # taken over once, nothing else done twice
+
+
+def _evolve(machine: Path, run_dir: str, store: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "memevo.evolve.cli", "evolve", "evolve.yaml", "--run-dir", run_dir,
+                             "--store", store], cwd=machine, env=_env(machine), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_a_machine_with_its_own_folder_is_refused_and_a_second_run_keeps_its_own_study(tmp_path: Path) -> None:
+    backend = CategoryBackend(world())
+    first, second = tmp_path / "machine-1", tmp_path / "machine-2"  # each runs from its own folder: nothing shared
+    with FaultServer(backend.http_reply, latency_s=0.02) as server, PostgresCluster() as cluster:
+        for machine in (first, second):
+            write_evolution(machine, server.url, f"sqlite:///{machine / 'mlflow.db'}", "sweep")
+        running = _evolve(first, "runs/sweep", cluster.url())
+        deadline = time.monotonic() + 120
+        while read_identity(first / "runs" / "sweep") is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        refused = _evolve(second, "runs/sweep", cluster.url())
+        _, errors = refused.communicate(timeout=120)
+        assert refused.returncode == 2
+        lines = errors.strip().splitlines()
+        assert len(lines) == 1 and "runs/sweep" in lines[0] and "shared run folder" in lines[0], errors
+        assert not (second / "runs").exists()
+        output, errors = running.communicate(timeout=600)
+        assert running.returncode == 0, errors[-3000:]
+        one = read_identity(first / "runs" / "sweep")
+        study = trials(cluster.url(), f"sweep-{one}")
+        again = _evolve(first, "runs/again", cluster.url())  # the same config, a second run on the same store
+        _, errors = again.communicate(timeout=600)
+        assert again.returncode == 0, errors[-3000:]
+        other = read_identity(first / "runs" / "again")
+        assert other != one
+        assert trials(cluster.url(), f"sweep-{one}") == study  # the first run's study untouched
+        assert trials(cluster.url(), f"sweep-{other}") == study  # and the second's its own, the same
+        assert all(state != "RUNNING" for _, state, *_ in study)
+        assert outcome(first / "runs" / "again") == outcome(first / "runs" / "sweep")

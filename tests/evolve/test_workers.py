@@ -126,3 +126,31 @@ def test_the_gateway_holds_the_shared_rate(tmp_path: Path, monkeypatch) -> None:
         bucket = hub.client(LLMConfig(model="fault-server", base_url=server.url, max_concurrency=8)).limit.rate
     assert len(server.requests) == 25 and elapsed > 1.3  # 10 at once, then 15 at 10 a second
     assert bucket is not None and bucket.name == server.url and (tmp_path / "rate-limits.db").exists()
+
+
+def test_a_worker_that_finished_the_work_succeeds_when_another_failed(tmp_path: Path,
+                                                                      capfd: pytest.CaptureFixture[str]) -> None:
+    from memevo.evolve.workers.launch import sibling_workers
+
+    with sibling_workers(1, tmp_path / "missing.yaml", tmp_path / "run", f"sqlite:///{tmp_path / 'w.db'}", [],
+                         command_name="evolve"):
+        pass  # this worker's body returned: every unit is done, so the other's failure cost nothing
+    lines = capfd.readouterr().err.strip().splitlines()
+    assert lines[-1].startswith("memevo: 1 of 1 other worker(s) failed (exit 2)")
+
+
+@pytest.mark.parametrize(("silent_s", "taken_over"), [(5.0, False), (11.0, True)])
+def test_a_dead_workers_unit_is_handed_over_within_about_ten_seconds(tmp_path: Path, silent_s: float,
+                                                                     taken_over: bool) -> None:
+    from sqlalchemy import text
+
+    from memevo.evolve.workers.worker import WorkerSettings
+
+    store = ClaimStore(f"sqlite:///{tmp_path / 'claims.db'}")
+    store.register("job", ["a"])
+    assert store.claim("job", "dead", grace_s=60) == "a"
+    with store.engine.begin() as db:  # its last heartbeat, silent_s ago
+        db.execute(text(f"UPDATE memevo_work_units SET heartbeat = heartbeat - {silent_s}"))
+    defaults = WorkerSettings(store="sqlite://")
+    assert defaults.heartbeat_s * 4 <= defaults.grace_s  # several beats missed before a live worker loses its unit
+    assert (store.claim("job", "heir", grace_s=defaults.grace_s) == "a") is taken_over
