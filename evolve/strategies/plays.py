@@ -9,12 +9,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
+from functools import cached_property
 from typing import TYPE_CHECKING
+
+from memevo.environments.score_text import FigureName, data_figure_name
 
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
 from memevo.evolve.evaluation import CandidateEval, Evaluator, PruneHook, Pruner, UserOutcome
-from memevo.evolve.events import EvaluationPhase, Observers
+from memevo.evolve.events import EvaluationPhase, Observers, objective_name
 from memevo.evolve.records import Instance
 
 if TYPE_CHECKING:
@@ -41,6 +44,12 @@ class Plays:
         """The search users by split."""
         return {"train": self.split.train, "val": self.split.val}
 
+    @cached_property
+    def figure(self) -> FigureName:
+        """What the log lines call a user's headline figure: ``accuracy`` only when every question of the run's data
+        is multiple choice, ``score`` (a mean of per-question credit) otherwise, as the run's metric names do."""
+        return data_figure_name(self.evaluator.environment, self.evaluator.items.values())
+
     async def evaluate(self, candidate: Candidate, split: str, user_ids: list[str], *,
                        trial: int | Callable[[], int] | None = None, label: str | None = None) -> CandidateEval:
         """The evaluation (``evaluation``) with its progress; ``trial`` receives the values for pruning."""
@@ -48,15 +57,15 @@ class Plays:
         name = label or split
 
         def progress(outcome: UserOutcome) -> None:
-            log.info("gen %d %s %s user %s: accuracy %.3f", candidate.generation, candidate.label, name,
-                     outcome.user_id, outcome.accuracy)
+            log.info("gen %d %s %s user %s: %s %.3f", candidate.generation, candidate.label, name,
+                     outcome.user_id, self.figure, outcome.accuracy)
 
         periods = sum(self.evaluator.n_periods(user) for user in user_ids)
         with self.observers.phase(EvaluationPhase(candidate.label, name, periods)) as bar:
             result = await self.evaluator.evaluate(candidate, split, user_ids, label=label, prune=prune,
                                                    on_user=progress, on_period=bar.advance)
         log.info("gen %d %s %s: %s %.3f%s (spend so far: %d calls)", candidate.generation, candidate.label, name,
-                 self.config.objective, result.score, " PRUNED" if result.pruned else "", self.calls())
+                 objective_name(self.config.objective, self.figure), result.score, " PRUNED" if result.pruned else "", self.calls())
         return result
 
     async def play(self, candidate: Candidate, users: list[str], *,
