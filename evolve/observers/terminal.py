@@ -9,6 +9,7 @@ from contextlib import AbstractContextManager, ExitStack
 from typing import TYPE_CHECKING
 
 from memevo.environments.progress import Phase
+from memevo.environments.score_text import FigureName
 from memevo.evolve.cross_test import cross_test_lines
 from memevo.evolve.decisions import generation_decisions
 from memevo.evolve.events import (
@@ -51,8 +52,10 @@ def _bar(phase: PhaseKind) -> AbstractContextManager[Phase]:
 class TerminalObserver(Observer):
     """Draws the phases the loop reports (several at once: candidates evaluate concurrently) and logs its lines."""
 
-    def __init__(self, objective: str, evaluator: Evaluator) -> None:
+    def __init__(self, objective: str, evaluator: Evaluator, figure: FigureName | None = None) -> None:
         self.objective = objective
+        self.figure = figure
+        """The run's name for its headline figure (``RunContext.figure``)."""
         self.evaluator = evaluator
         self.bars: dict[int, tuple[ExitStack, Phase]] = {}
 
@@ -115,14 +118,20 @@ class TerminalObserver(Observer):
             held_out_line,  # scipy.stats: not on the way to the first request
         )
 
-        return held_out_line(self.objective, result.seed_scores, result.best_scores, best_label=best_label)
+        return held_out_line(self.objective, result.seed_scores, result.best_scores, best_label=best_label,
+                             figure=self.figure)
 
     def _run_ended(self, event: RunEnded) -> None:
+        from memevo.evolve.presentation.headline import category_line
+
         result = event.result
         log.info("stopped: %s. %s", result.stop_reason, self._held_out(result))
+        categories = category_line(result.seed_scores, result.best_scores, figure=self.figure)
+        if categories is not None:
+            log.info("%s", categories)
         for line in [] if event.cross is None else cross_test_lines(event.cross):
             log.info("%s", line)
 
 
 def make_observer(context: RunContext) -> Observer:
-    return TerminalObserver(context.config.objective, context.evaluator)
+    return TerminalObserver(context.config.objective, context.evaluator, context.figure)

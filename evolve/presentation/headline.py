@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from memevo.environments.answering import ANSWER_MODE_TEXT
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.registry import DEFAULT_ENVIRONMENT, capabilities_of
-from memevo.environments.score_text import MEMORY_SCORE_SCALE, failure_text, free_text
+from memevo.environments.score_text import MEMORY_SCORE_SCALE, FigureName, failure_text, figure_label, free_text
 from memevo.evolve.config import Objective
 from memevo.evolve.stats import PairedTest, fmt, fmt_interval, fmt_p, mean_ci, paired_test
 
@@ -21,13 +21,16 @@ WIDTH = 100
 INDENT = "  "
 
 
-def objective_label(objective: str, scores: Scores | None = None) -> str:
-    """What an objective is called in text: the accuracy objective is a mean score when some answers are free text
-    (graded by F1, exact match or a judge); a run folder written before the rename says ``memory_score``, which
+def objective_label(objective: str, scores: Scores | None = None, *, figure: FigureName | None = None) -> str:
+    """What an objective is called in text: the accuracy objective is a mean score named by its credit when some
+    answers are free text (``score (F1)``), else the run's ``figure`` (``score`` when other users of the run met
+    free text; ``accuracy`` by default); a run folder written before the rename says ``memory_score``, which
     decided on AMemGym's ratio."""
     if objective != "accuracy":
         return "AMemGym memory score"
-    return "score" if scores is not None and free_text(scores) else "accuracy"
+    if scores is not None and free_text(scores):
+        return figure_label(scores)
+    return figure or "accuracy"
 
 
 def _per_user(users: Sequence[UserScores], pick: Callable[[UserScores], float | None]) -> dict[str, float]:
@@ -119,8 +122,21 @@ def held_out_lines(objective: Objective | str, seed: Scores, best: Scores, seed_
     return wrapped
 
 
-def held_out_line(objective: Objective | str, seed: Scores, best: Scores, *, best_label: str = "best") -> str:
+def held_out_line(objective: Objective | str, seed: Scores, best: Scores, *, best_label: str = "best",
+                  figure: FigureName | None = None) -> str:
     """Seed against best in the objective on one short log line (the full block is ``held_out_lines``)."""
     pick = seed.accuracy if objective == "accuracy" else seed.memory_score
     other = best.accuracy if objective == "accuracy" else best.memory_score
-    return f"test {objective_label(objective, seed)}: seed {fmt(pick)} -> {best_label} {fmt(other)}"
+    return f"test {objective_label(objective, seed, figure=figure)}: seed {fmt(pick)} -> {best_label} {fmt(other)}"
+
+
+def category_line(seed: Scores, best: Scores, *, best_label: str = "best", figure: FigureName | None = None) -> str | None:
+    """Seed against best on the test users per benchmark category with its question count; None when the benchmark
+    has no categories."""
+    if not seed.per_category:
+        return None
+    theirs = {c.category: c.accuracy for c in best.per_category}
+    cells = [f"{c.category} {fmt(c.accuracy)} -> {fmt(theirs.get(c.category))} ({c.n_questions} q)"
+             for c in seed.per_category]
+    return f"test per category ({objective_label('accuracy', seed, figure=figure)}, seed -> {best_label}): " + \
+        ", ".join(cells)

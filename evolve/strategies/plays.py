@@ -13,7 +13,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from memevo.environments.score_text import FigureName, data_figure_name
-
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
 from memevo.evolve.evaluation import CandidateEval, Evaluator, PruneHook, Pruner, UserOutcome

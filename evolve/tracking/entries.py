@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from typing import Any
 
 from memevo.agents.base import AgentSpec
 from memevo.agents.llm.accounting import UsageReport, dollars_cell
 from memevo.environments.metrics import Scores
+from memevo.environments.question_table import score_columns
 from memevo.environments.score_text import FigureName, extra_metrics
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.evaluation import CandidateEval, Evaluator
@@ -32,7 +34,12 @@ from memevo.evolve.tracking.payloads import (
 )
 
 RESULTS_ARTIFACT = "results.csv"
-"""A candidate's answers, one row per question of each train and validation user it finished."""
+"""A candidate's answers, one row per question of each train and validation user it finished, with its category and
+its score (the credit in [0, 1], so a free-text answer's partial credit is not shown only as ``correct 0``)."""
+CATEGORY_INFIX = "/category/"
+"""Between a headline figure's name and a category's in the per-category metrics (``val_score/category/temporal``)."""
+REFUSED_IN_NAMES = re.compile(r"[^\w\-. /]")
+"""Characters MLflow refuses in a metric's name."""
 SPLITS = ("train", "val")
 """The splits whose episodes are logged; a minibatch's episodes are part of the train split's."""
 
@@ -53,7 +60,14 @@ def score_metrics(prefix: str, summary: Scores, figure: FigureName) -> dict[str,
         metrics[f"{prefix}_read_failure"] = summary.failure.read
         metrics[f"{prefix}_utilization_failure"] = summary.failure.utilization
     metrics |= {f"{prefix}_{name}": value for name, value in extra_metrics(summary).items()}
-    return metrics
+    return metrics | category_metrics(f"{prefix}_{figure}", summary)
+
+
+def category_metrics(name: str, summary: Scores) -> dict[str, float]:
+    """The headline figure ``name`` of each benchmark category's questions (none when the benchmark has no
+    categories), the name's characters MLflow refuses replaced by ``_``."""
+    return {f"{name}{CATEGORY_INFIX}{REFUSED_IN_NAMES.sub('_', each.category)}": each.accuracy
+            for each in summary.per_category}
 
 
 def evaluation_span(evaluator: Evaluator, candidate_id: str) -> tuple[int, int] | None:
@@ -129,6 +143,7 @@ def qa_table(evaluator: Evaluator, users: dict[str, list[str]], candidate_id: st
                             "question": qa.question_index,
                             "choice": qa.choice,
                             "gold": qa.gold,
+                            **score_columns(qa),
                             "correct": int(qa.correct),
                             "format_error": int(qa.format_error),
                         }
@@ -209,9 +224,11 @@ def memory_tags(result: EvolutionResult) -> dict[str, str]:
 
 
 def test_figures(result: EvolutionResult, figure: FigureName) -> dict[str, float]:
-    """The seed's and the best's headline figure on the test users, named ``figure``."""
+    """The seed's and the best's headline figure on the test users, named ``figure``, overall and per category."""
     return {f"{TEST_PREFIX}seed_{figure}": result.seed_scores.accuracy,
-            f"{TEST_PREFIX}best_{figure}": result.best_scores.accuracy}
+            f"{TEST_PREFIX}best_{figure}": result.best_scores.accuracy,
+            **category_metrics(f"{TEST_PREFIX}seed_{figure}", result.seed_scores),
+            **category_metrics(f"{TEST_PREFIX}best_{figure}", result.best_scores)}
 
 
 def _memory_figures(result: EvolutionResult) -> dict[str, float]:

@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -115,26 +119,41 @@ def test_evolve_on_a_split_of_a_replayed_benchmark(tmp_path: Path, tiny_benchmar
     assert "environment locomo" in report_run(tmp_path / "run")
 
 
-def test_a_free_text_environment_logs_scores_under_score_names_in_every_split(tmp_path: Path,
-                                                                           tiny_benchmark: str) -> None:
+def test_a_free_text_environment_logs_scores_under_score_names_in_every_split(
+        tmp_path: Path, tiny_benchmark: str, caplog: pytest.LogCaptureFixture) -> None:
     """One user's data holds a free-text question: the run's figure is a mean credit, so every split (also those
-    whose users met only multiple choice) and the test logs it as ``_score``, never as ``_accuracy``."""
+    whose users met only multiple choice), the test and the log lines name it ``score``, never ``accuracy``; each
+    candidate's answers carry their score and category, and each category has its metric."""
     items = replayed(category_world(6, 2))
     first = items[0].questions[0]
     free = first.model_copy(update={"choices": None, "scoring": "exact_match"})
     items[0] = items[0].model_copy(update={"questions": [*items[0].questions, free]})
     data = write_replay(tmp_path / "bench.json", items)
     settings = config(tmp_path, environment=tiny_benchmark, data={"path": str(data)}, tracking={"enabled": True})
-    result = run_evolution(settings, run_dir=tmp_path / "run", hub=CategoryHub(CategoryBackend(category_world(6, 2))),
-                           resume=False)
+    with caplog.at_level(logging.INFO, logger="memevo.evolve"):
+        result = run_evolution(settings, run_dir=tmp_path / "run",
+                               hub=CategoryHub(CategoryBackend(category_world(6, 2))), resume=False)
+    user_lines = [record.getMessage() for record in caplog.records if " user conv-" in record.getMessage()]
+    assert user_lines and all(re.search(r": score \d\.\d{3}$", line) for line in user_lines)
+    assert not [record for record in caplog.records if "accuracy" in record.getMessage()]
+    assert any(record.getMessage().startswith("test per category (score, seed -> best): ") for record in caplog.records)
     client = MlflowClient(f"sqlite:///{tmp_path / 'run' / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("env-evolution").experiment_id])
     names = {name for run in runs for name in run.data.metrics}
     assert {"train_score", "val_score", "train_score_p00", "val_score_p00", "test/seed_score",
             "test/best_score"} <= names
     assert not [name for name in names if "accuracy" in name]
+    categories = {c.category: c.accuracy for c in result.best_scores.per_category}
+    assert {f"val_score/category/{name}" for name in categories} <= names
     (parent,) = [run for run in runs if run.info.run_name == "env-evolution"]
     assert parent.data.metrics["test/best_score"] == pytest.approx(result.best_scores.accuracy)
+    assert {name: parent.data.metrics[f"test/best_score/category/{name}"] for name in categories} == \
+        pytest.approx(categories)
+    seed_run = next(run for run in runs if run.data.params.get("candidate_id") == result.seed.id)
+    answers = list(csv.DictReader(io.StringIO(Path(client.download_artifacts(
+        seed_run.info.run_id, "results.csv", str(tmp_path))).read_text(encoding="utf-8"))))
+    assert {row["category"] for row in answers} == set(categories)
+    assert all(float(row["score"]) == float(row["correct"]) for row in answers)  # exact match: all or nothing
     study = optuna.load_study(study_name="env-evolution", storage=f"sqlite:///{tmp_path / 'run' / 'optuna.db'}")
     attributes = {name for trial in study.trials for name in trial.user_attrs}
     assert "val_score" in attributes and "val_accuracy" not in attributes
