@@ -177,7 +177,7 @@ def test_the_parent_runs_last_row_carries_the_whole_runs_spend_judge_included() 
     from memevo.agents.llm.accounting import RoleUsage, UsageReport
     from memevo.evolve.tracking.entries import final_metrics
 
-    scores = SimpleNamespace(accuracy=0.5, memory_score=None, pooled_memory_score=None)
+    scores = SimpleNamespace(accuracy=0.5, memory_score=None, pooled_memory_score=None, per_category=[])
     usage = UsageReport(by_role={"agent": RoleUsage(calls=59, prompt_tokens=900, completion_tokens=100),
                                  "judge": RoleUsage(calls=3, prompt_tokens=60, completion_tokens=3)})
     result = SimpleNamespace(seed_scores=scores, best_scores=scores, usage=usage, objective="accuracy",
