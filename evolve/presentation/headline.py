@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 from memevo.environments.answering import ANSWER_MODE_TEXT
 from memevo.environments.metrics import Scores, UserScores
+from memevo.environments.metrics.scores import CategoryScores
 from memevo.environments.registry import DEFAULT_ENVIRONMENT, capabilities_of
 from memevo.environments.score_text import MEMORY_SCORE_SCALE, FigureName, failure_text, figure_label, free_text
 from memevo.evolve.config import Objective
@@ -130,13 +131,18 @@ def held_out_line(objective: Objective | str, seed: Scores, best: Scores, *, bes
     return f"test {objective_label(objective, seed, figure=figure)}: seed {fmt(pick)} -> {best_label} {fmt(other)}"
 
 
+def _category_cell(scores: CategoryScores | None) -> str:
+    return "n/a (not asked)" if scores is None else fmt(scores.accuracy)
+
+
 def category_line(seed: Scores, best: Scores, *, best_label: str = "best", figure: FigureName | None = None) -> str | None:
     """Seed against best on the test users per benchmark category with its question count; None when the benchmark
     has no categories."""
-    if not seed.per_category:
+    mine = {c.category: c for c in seed.per_category}
+    theirs = {c.category: c for c in best.per_category}
+    if not mine and not theirs:
         return None
-    theirs = {c.category: c.accuracy for c in best.per_category}
-    cells = [f"{c.category} {fmt(c.accuracy)} -> {fmt(theirs.get(c.category))} ({c.n_questions} q)"
-             for c in seed.per_category]
+    cells = [f"{name} {_category_cell(mine.get(name))} -> {_category_cell(theirs.get(name))} "
+             f"({(mine.get(name) or theirs[name]).n_questions} q)" for name in {**mine, **theirs}]
     return f"test per category ({objective_label('accuracy', seed, figure=figure)}, seed -> {best_label}): " + \
         ", ".join(cells)
