@@ -219,7 +219,7 @@ def optimize(
         best_test_scores=result.best_scores, seed_test_user_scores=result.seed_user_scores,
         best_test_user_scores=result.best_user_scores,
         test_comparison=paired_on_test_users(result.objective, result.seed_user_scores, result.best_user_scores),
-        candidates=candidates, candidate_rows=candidate_rows(candidates, generations), generations=generations,
+        candidates=candidates, candidate_rows=candidate_rows(candidates, generations, folder), generations=generations,
         stop_reason=result.stop_reason, objective=result.objective, usage=result.usage, run_dir=folder,
         mlflow=_mlflow_ids(settings, folder))
 
