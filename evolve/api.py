@@ -21,7 +21,7 @@ from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.llm.accounting import RoleUsage, UsageReport
@@ -33,7 +33,7 @@ from memevo.core.lazy_model import LazyModel
 from memevo.environments.amemgym.data.io import save_items
 from memevo.environments.amemgym.data.models import Item
 from memevo.environments.amemgym.data.validate import check_runnable
-from memevo.environments.eval_run import EvalReport, EvalRequest
+from memevo.environments.eval_run import DEFAULT_SIMULATOR, EvalReport, EvalRequest, SimulatorName
 from memevo.environments.evaluate import evaluate as run_evaluation
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.resume import resumable_as
@@ -111,7 +111,7 @@ def evaluate(
     *,
     out: str | Path,
     agent_class: type[MemoryAgent] | None = None,
-    simulator: Literal["template", "llm"] = "template",
+    simulator: SimulatorName = DEFAULT_SIMULATOR,
     simulator_model: str | None = None,
     upper_bound: bool = False,
     no_memory_baseline: bool = False,
