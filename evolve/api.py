@@ -40,6 +40,7 @@ from memevo.environments.resume import resumable_as
 from memevo.environments.rundir import claim_run_folder
 from memevo.evolve import api_arguments as checks
 from memevo.evolve.api_outcomes import CandidateRow, candidate_rows, paired_on_test_users, run_candidates
+from memevo.evolve.api_summary import summary_lines, summary_markdown
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import DataConfig, EvolveConfig, SeedConfig, load_evolve_config, parse_evolve_config
 from memevo.evolve.plugins import make_tracker
@@ -103,6 +104,14 @@ class OptimizationResult(LazyModel):
     run_dir: Path
     mlflow: MLflowIds | None
     """None when the config switches tracking off."""
+
+    def __str__(self) -> str:
+        """Seed against best on the test users, the best one's changes, the cost and the MLflow command."""
+        return "\n".join(summary_lines(self))
+
+    def _repr_markdown_(self) -> str:
+        """How a notebook shows the result: the same summary as a Markdown list."""
+        return summary_markdown(self)
 
 
 def evaluate(

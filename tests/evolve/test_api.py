@@ -84,6 +84,15 @@ def test_the_example_evaluates_and_evolves_its_own_agent_on_its_own_data(endpoin
     assert len(found.seed_test_user_scores) == len(found.best_test_user_scores) == 2
     assert found.test_comparison.n == 2
 
+    text = str(found)  # print(result): a summary, not a dump of every field
+    assert f"test accuracy: seed {found.seed_test_scores.accuracy:.3f} -> best " in text
+    assert "over 2 test user(s); paired t p" in text and f"memevo ui --run-dir {found.run_dir}" in text
+    spent = found.usage.total()
+    assert f"cost: {spent.calls - spent.cache_hits} call(s) sent ({spent.cache_hits} cached)" in text
+    assert ("best is the seed" in text) if found.best == found.seed else ("added a rule" in text)
+    assert found._repr_markdown_().startswith("- memevo.optimize: 2 candidate(s) over 2 generation(s)")
+    assert f"`memevo ui --run-dir {found.run_dir}`" in found._repr_markdown_()
+
     as_json = CliRunner().invoke(app, ["report", str(found.run_dir), "--format", "json"])
     assert as_json.exit_code == 0, as_json.output
     data = json.loads(as_json.output)
