@@ -4,17 +4,46 @@ the command that opens its MLflow runs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol
 
-from memevo.agents.llm.accounting import dollars_text
-from memevo.evolve.stats import fmt, fmt_p
+from memevo.agents.llm.accounting import UsageReport, dollars_text
+from memevo.environments.metrics import Scores
+from memevo.evolve.candidates import Candidate
+from memevo.evolve.stats import PairedTest, fmt, fmt_p
 
-if TYPE_CHECKING:
-    from memevo.evolve.api import OptimizationResult
+
+class Optimized(Protocol):
+    """What the summary reads of ``memevo.evolve.api.OptimizationResult`` (which uses this module)."""
+
+    @property
+    def seed(self) -> Candidate: ...
+    @property
+    def best(self) -> Candidate: ...
+    @property
+    def seed_test_scores(self) -> Scores: ...
+    @property
+    def best_test_scores(self) -> Scores: ...
+    @property
+    def test_comparison(self) -> PairedTest: ...
+    @property
+    def candidates(self) -> Sequence[Candidate]: ...
+    @property
+    def generations(self) -> Sequence[object]: ...
+    @property
+    def stop_reason(self) -> str: ...
+    @property
+    def objective(self) -> str: ...
+    @property
+    def usage(self) -> UsageReport: ...
+    @property
+    def run_dir(self) -> Path: ...
+    @property
+    def mlflow(self) -> object | None: ...
 
 
-def summary_lines(result: OptimizationResult, code: Callable[[str], str] = str) -> list[str]:
+def summary_lines(result: Optimized, code: Callable[[str], str] = str) -> list[str]:
     """One line per finding; a figure that cannot be given is ``n/a`` with its reason. ``code`` marks a command."""
     test, objective = result.test_comparison, result.objective
 
@@ -42,19 +71,19 @@ def summary_lines(result: OptimizationResult, code: Callable[[str], str] = str) 
     ]
 
 
-def _changes_line(result: OptimizationResult) -> str:
+def _changes_line(result: Optimized) -> str:
     if result.best.id == result.seed.id:
         return "best is the seed: no candidate replaced it"
     changes = "; ".join(result.best.changes) or "(the proposer stated none)"
     return f"best's changes: {changes}"
 
 
-def _mlflow_line(result: OptimizationResult, code: Callable[[str], str]) -> str:
+def _mlflow_line(result: Optimized, code: Callable[[str], str]) -> str:
     if result.mlflow is None:
         return "MLflow: n/a (tracking is off in the config)"
     return "MLflow: " + code(f"memevo ui --run-dir {result.run_dir}")
 
 
-def summary_markdown(result: OptimizationResult) -> str:
+def summary_markdown(result: Optimized) -> str:
     """The summary as a Markdown list, the command as code (how a notebook shows the result)."""
     return "\n".join(f"- {line}" for line in summary_lines(result, code=lambda command: f"`{command}`"))
