@@ -12,6 +12,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memevo.agents.llm.accounting import RoleUsage
 from memevo.evolve.candidate_costs import cost_metrics
 from memevo.evolve.cross_test import cross_test_metrics
 from memevo.evolve.decisions import generation_decisions
@@ -155,8 +156,9 @@ class MlflowObserver(Observer):
             self.tracker.register_prompts(context.config.name, kept.id, prompts, best=True, tags=tags, run_id=run_id)
 
     def _cost(self, candidate_id: str) -> dict[str, float]:
-        """The calls of the candidate's episodes so far (``candidate_costs``); logged again when it plays more."""
-        return cost_metrics(self.context.evaluator.costs.total(candidate_id))
+        """The calls of the candidate's episodes so far (``candidate_costs``; zero for one never played), logged
+        again when it plays more."""
+        return cost_metrics(self.context.evaluator.costs.total(candidate_id) or RoleUsage())
 
     def _run_ended(self, event: RunEnded) -> None:
         self.start()
