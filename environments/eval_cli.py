@@ -14,6 +14,7 @@ import typer
 
 from memevo.agents.config_file import load_policy
 from memevo.agents.llm.config import CONCURRENCY_HELP
+from memevo.environments.eval_run import DEFAULT_SIMULATOR
 from memevo.environments.evaluate import EvalRequest, evaluate
 from memevo.environments.metrics import DEFAULT_MIN_PROBE_COVERAGE
 from memevo.environments.registry import DEFAULT_ENVIRONMENT, NAMES_HELP, OPTION_HELP, parse_options
@@ -43,7 +44,10 @@ def eval_command(
         "answers has readable probes.")] = DEFAULT_MIN_PROBE_COVERAGE,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out.")] = False,
     users: Annotated[int | None, typer.Option("--users", min=1, help="Only the first N users.")] = None,
-    simulator: Annotated[SimulatorKind, typer.Option("--simulator", help="User simulator.")] = SimulatorKind.llm,
+    simulator: Annotated[SimulatorKind, typer.Option(
+        "--simulator", help="User simulator: template (scripted replies, no calls; the default, as in memevo evolve "
+        "and the Python API) or llm (AMemGym's protocol; scores differ from template's).")
+    ] = SimulatorKind(DEFAULT_SIMULATOR),
     simulator_model: Annotated[str | None, typer.Option(
         "--simulator-model", help="Model of the LLM user simulator (same endpoint as the agent); default: the "
         "agent's model. AMemGym used a separate, stronger one (gpt-4.1).")] = None,

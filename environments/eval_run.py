@@ -14,6 +14,12 @@ from memevo.environments.metrics import DEFAULT_MIN_PROBE_COVERAGE, Scores, User
 from memevo.environments.registry import DEFAULT_ENVIRONMENT
 from memevo.environments.rundir import INPUTS_FILE
 
+SimulatorName = Literal["template", "llm"]
+DEFAULT_SIMULATOR: SimulatorName = "template"
+"""The user simulator when none is asked for, the same for ``memevo eval``, ``memevo evolve`` and the Python API, so
+an evolved prompt rescored with ``memevo eval`` meets the users its test scores came from. The template one makes no
+calls and repeats itself exactly; AMemGym's protocol uses the LLM one (``--simulator llm``)."""
+
 
 class EvalRequest(LazyModel):
     """What one evaluation is asked; a field's flag is ``--`` and its name with dashes (``upper_bound``:
@@ -37,7 +43,7 @@ class EvalRequest(LazyModel):
     no_memory_baseline: bool = False
     diagnose: bool = False
     min_probe_coverage: float = DEFAULT_MIN_PROBE_COVERAGE
-    simulator: Literal["template", "llm"] = "llm"
+    simulator: SimulatorName = DEFAULT_SIMULATOR
     simulator_model: str | None = None
     rounds_init: int = 1
     rounds_update: int = 2

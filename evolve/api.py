@@ -21,7 +21,7 @@ from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.llm.accounting import RoleUsage, UsageReport
@@ -33,13 +33,14 @@ from memevo.core.lazy_model import LazyModel
 from memevo.environments.amemgym.data.io import save_items
 from memevo.environments.amemgym.data.models import Item
 from memevo.environments.amemgym.data.validate import check_runnable
-from memevo.environments.eval_run import EvalReport, EvalRequest
+from memevo.environments.eval_run import DEFAULT_SIMULATOR, EvalReport, EvalRequest, SimulatorName
 from memevo.environments.evaluate import evaluate as run_evaluation
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.resume import resumable_as
 from memevo.environments.rundir import claim_run_folder
 from memevo.evolve import api_arguments as checks
 from memevo.evolve.api_outcomes import CandidateRow, candidate_rows, paired_on_test_users, run_candidates
+from memevo.evolve.api_summary import summary_lines, summary_markdown
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import DataConfig, EvolveConfig, SeedConfig, load_evolve_config, parse_evolve_config
 from memevo.evolve.plugins import make_tracker
@@ -104,6 +105,14 @@ class OptimizationResult(LazyModel):
     mlflow: MLflowIds | None
     """None when the config switches tracking off."""
 
+    def __str__(self) -> str:
+        """Seed against best on the test users, the best one's changes, the cost and the MLflow command."""
+        return "\n".join(summary_lines(self))
+
+    def _repr_markdown_(self) -> str:
+        """How a notebook shows the result: the same summary as a Markdown list."""
+        return summary_markdown(self)
+
 
 def evaluate(
     policy: PolicyInput | None,
@@ -111,7 +120,7 @@ def evaluate(
     *,
     out: str | Path,
     agent_class: type[MemoryAgent] | None = None,
-    simulator: Literal["template", "llm"] = "template",
+    simulator: SimulatorName = DEFAULT_SIMULATOR,
     simulator_model: str | None = None,
     upper_bound: bool = False,
     no_memory_baseline: bool = False,
@@ -219,7 +228,7 @@ def optimize(
         best_test_scores=result.best_scores, seed_test_user_scores=result.seed_user_scores,
         best_test_user_scores=result.best_user_scores,
         test_comparison=paired_on_test_users(result.objective, result.seed_user_scores, result.best_user_scores),
-        candidates=candidates, candidate_rows=candidate_rows(candidates, generations), generations=generations,
+        candidates=candidates, candidate_rows=candidate_rows(candidates, generations, folder), generations=generations,
         stop_reason=result.stop_reason, objective=result.objective, usage=result.usage, run_dir=folder,
         mlflow=_mlflow_ids(settings, folder))
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from memevo.core.lazy_model import LazyModel
 from memevo.environments.metrics import UserScores
+from memevo.evolve.candidate_costs import cost_metrics, saved_cost
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.records import GenerationOutcome, GenerationPlan, read_record
 from memevo.evolve.stats import PairedTest, paired_test
@@ -24,6 +25,13 @@ class CandidateRow(LazyModel):
     fate: str
     """``kept``, ``accepted``, ``rejected``, ``pruned``, ``gated`` (the minibatch gate), ``not run: budget spent``,
     ``not run: an earlier candidate was accepted``, or ``not decided`` (its generation has no outcome yet)."""
+    cost_calls: int | None = None
+    """Requests its episodes sent to an endpoint (agent and simulator; cache hits left out). None: no evaluation of
+    it ended, or the run folder predates costs."""
+    cost_tokens: int | None = None
+    """Prompt and completion tokens of its episodes' calls, cache hits included (the workload)."""
+    cost_dollars: float | None = None
+    """Dollars of its episodes' priced requests; None also when every request was unpriced."""
 
 
 def run_candidates(run_dir: Path, seed: Candidate) -> list[Candidate]:
@@ -32,18 +40,26 @@ def run_candidates(run_dir: Path, seed: Candidate) -> list[Candidate]:
     return [seed, *(candidate for plan in plans if plan is not None for candidate in plan.candidates)]
 
 
-def candidate_rows(candidates: Sequence[Candidate], generations: Sequence[GenerationOutcome]) -> list[CandidateRow]:
-    """A row per candidate, the seed's from generation 0's outcome."""
+def candidate_rows(candidates: Sequence[Candidate], generations: Sequence[GenerationOutcome],
+                   run_dir: Path) -> list[CandidateRow]:
+    """A row per candidate, the seed's from generation 0's outcome, its cost from ``run_dir``'s evaluations."""
     outcomes = {outcome.generation: outcome for outcome in generations}
     rows = []
     for candidate in candidates:
         outcome = outcomes.get(candidate.generation)
+        cost = cost_metrics(saved_cost(run_dir, candidate.id))
         rows.append(CandidateRow(
             id=candidate.id, generation=candidate.generation, origin=candidate.origin,
             train=None if outcome is None else outcome.train.get(candidate.id),
             val=None if outcome is None else outcome.val.get(candidate.id),
-            fate="not decided" if outcome is None else _fate(candidate.id, outcome)))
+            fate="not decided" if outcome is None else _fate(candidate.id, outcome),
+            cost_calls=_whole(cost.get("cost_calls")), cost_tokens=_whole(cost.get("cost_tokens")),
+            cost_dollars=cost.get("cost_dollars")))
     return rows
+
+
+def _whole(count: float | None) -> int | None:
+    return None if count is None else int(count)
 
 
 def _fate(candidate_id: str, outcome: GenerationOutcome) -> str:

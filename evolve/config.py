@@ -28,6 +28,7 @@ from memevo.agents.policy import MemoryPolicy
 from memevo.core.config_io import read_mapping
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
+from memevo.environments.eval_run import DEFAULT_SIMULATOR, SimulatorName
 from memevo.environments.feedback import FeedbackConfig
 from memevo.environments.registry import DEFAULT_ENVIRONMENT, EnvironmentName, capabilities_of, option_owners
 
@@ -194,7 +195,7 @@ class EpisodeSettings(_Strict):
 
     rounds_init: int = Field(1, ge=1, description="Rounds per session in period 0.")
     rounds_update: int = Field(2, ge=1, description="Rounds per session in later periods.")
-    simulator: Literal["template", "llm"] = Field("template", description="User simulator: fixed templates (no "
+    simulator: SimulatorName = Field(DEFAULT_SIMULATOR, description="User simulator: fixed templates (no "
                                                   "calls) or an LLM (llm.simulator).")
     diagnose: bool = Field(False, description="Probe the memory after each period for the write/read/utilization "
                            "failure split.")

@@ -41,6 +41,7 @@ from memevo.environments.protocol import Environment
 from memevo.environments.records import EpisodeResult
 from memevo.environments.runner import EpisodeConfig
 from memevo.environments.store import RunStore
+from memevo.evolve.candidate_costs import CandidateCosts
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import Objective, stored_objective
 from memevo.evolve.records import SUMMARY_REMEDY, Instance
@@ -175,6 +176,8 @@ class Evaluator:
         self._playing: set[tuple[str, str, str]] = set()
         """(candidate, split, user) an evaluation is playing: not speculated again."""
         self.speculation = Speculator(root, self._play_slotted)
+        self.costs = CandidateCosts(root)
+        """The calls each candidate's episodes made (``candidate_costs``)."""
         self._scores: dict[tuple[str, str, tuple[str, ...]], tuple[Scores, list[UserScores]]] = {}
 
     def n_periods(self, user_id: str) -> int:
@@ -244,8 +247,9 @@ class Evaluator:
         )
 
     async def _play_slotted(self, candidate: Candidate, user_id: str, store: RunStore) -> EpisodeResult:
-        async with self._user_slots:
-            return await self.run_user(candidate.policy, user_id, store)
+        with self.costs.charged(candidate.id):
+            async with self._user_slots:
+                return await self.run_user(candidate.policy, user_id, store)
 
     def speculate(self, candidate: Candidate, split: str, user_ids: Sequence[str]) -> None:
         """Start playing users the loop may ask for later (``speculation``), except those an evaluation has."""
@@ -289,7 +293,8 @@ class Evaluator:
                 await asyncio.shield(self.upper_bound_pending)  # scored against the table once it is there
             return user_outcome(episode, self.items[user_id], self.upper_bound)
 
-        tasks = [asyncio.create_task(one(user_id)) for user_id in user_ids]
+        with self.costs.charged(candidate.id):  # the tasks inherit the charge
+            tasks = [asyncio.create_task(one(user_id)) for user_id in user_ids]
         result = CandidateEval(candidate_id=candidate.id, split=split, objective=self.objective,
                                n_users_total=len(user_ids), requested=list(user_ids))
         try:
@@ -308,4 +313,5 @@ class Evaluator:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
         write_json_atomic(self._summary_path(candidate.id, label), json.loads(result.model_dump_json()))
+        self.costs.save(candidate.id)
         return result

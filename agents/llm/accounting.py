@@ -13,7 +13,9 @@ served and billed it) rather than missing from the usage.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Self
 
 from memevo.agents.llm.pricing import TABLE_PRICING, Pricing
@@ -101,6 +103,20 @@ def _nonzero(**fields: float) -> Counts:
     return {name: value for name, value in fields.items() if value}
 
 
+_charged: ContextVar[tuple[Accounting, ...]] = ContextVar("memevo_charged_accountings", default=())
+
+
+@contextmanager
+def charged_to(accounting: Accounting) -> Iterator[None]:
+    """Calls counted inside (in this task and the tasks it starts) are also counted in ``accounting``: the usage of
+    one piece of work, such as one candidate's episodes, among others sharing a hub."""
+    token = _charged.set((*_charged.get(), accounting))
+    try:
+        yield
+    finally:
+        _charged.reset(token)
+
+
 class Accounting:
     """Thread-safe accumulator shared by all gateways of a hub.
 
@@ -123,7 +139,7 @@ class Accounting:
     def book(self, role: str) -> None:
         """A request is about to be sent: it counts as unknown until the count of its answer or failure settles it
         (``booked=True``)."""
-        self._add(role, {"unknown_calls": 1})
+        self._count(role, {"unknown_calls": 1})
 
     def record_call(
         self,
@@ -150,7 +166,7 @@ class Accounting:
         if prices is not None:
             dollars = prices.dollars(prompt_tokens if sent_prompt_tokens is None else sent_prompt_tokens,
                                      completion_tokens)
-        self._add(role, _nonzero(
+        self._count(role, _nonzero(
             calls=1,
             cache_hits=int(cached),
             prompt_tokens=prompt_tokens,
@@ -163,10 +179,10 @@ class Accounting:
 
     def record_error(self, role: str, *, wall_s: float = 0.0, booked: bool = False) -> None:
         """Count one failed call; ``booked``: its request was booked, and this count settles it."""
-        self._add(role, _nonzero(wall_s=wall_s, errors=1, unknown_calls=-int(booked)))
+        self._count(role, _nonzero(wall_s=wall_s, errors=1, unknown_calls=-int(booked)))
 
     def record_retry(self, role: str) -> None:
-        self._add(role, {"retries": 1})
+        self._count(role, {"retries": 1})
 
     def record_endpoint(self, url: str, completion: Mapping[str, Any] | None) -> None:
         """One attempt at the server ``url``: answered (``completion``, whose usage gives the tokens) or failed
@@ -177,6 +193,12 @@ class Accounting:
         usage = completion.get("usage") or {}
         self._add_endpoint(url, _nonzero(requests=1, prompt_tokens=usage.get("prompt_tokens") or 0,
                                          completion_tokens=usage.get("completion_tokens") or 0))
+
+    def _count(self, role: str, counts: Counts) -> None:
+        """Add a call's ``counts`` here and in the accountings it is charged to (``charged_to``)."""
+        self._add(role, counts)
+        for charged in _charged.get():
+            charged._add(role, counts)
 
     def _add_endpoint(self, url: str, counts: Counts) -> None:
         with self._lock:

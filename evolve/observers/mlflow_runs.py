@@ -12,6 +12,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memevo.agents.llm.accounting import RoleUsage
+from memevo.evolve.candidate_costs import cost_metrics
 from memevo.evolve.cross_test import cross_test_metrics
 from memevo.evolve.decisions import generation_decisions
 from memevo.evolve.events import (
@@ -90,7 +92,8 @@ class MlflowObserver(Observer):
                 tracker = self.tracker
                 metrics, artifacts = completed_train_entry(self.context.evaluator, self.context.users, parent, train,
                                                            self.context.figure)
-                tracker.update_candidate(parent.generation, parent.label, metrics, artifacts, key="completed_train")
+                tracker.update_candidate(parent.generation, parent.label, metrics | self._cost(parent.id), artifacts,
+                                         key="completed_train")
             case RunEnded():
                 self._run_ended(event)
             case InEpisodeEnded(result):
@@ -129,12 +132,15 @@ class MlflowObserver(Observer):
         context, outcome, kept = self.context, event.outcome, event.kept
         runs = {candidate.id: run for candidate, run in event.ran}
         decisions = generation_decisions(context.evaluator, event)
+        candidates = [*(candidate for candidate, _ in event.ran), *event.never_run]
         entries = [
             candidate_entry(context.evaluator, context.users, context.spec, candidate, event.parent_of(candidate),
                             runs[candidate.id].evals() if candidate.id in runs else {}, event.feedback,
                             outcome=outcome, decision=decisions.of(candidate.id).text, figure=context.figure)
-            for candidate in [*(candidate for candidate, _ in event.ran), *event.never_run]
+            for candidate in candidates
         ]
+        for entry, candidate in zip(entries, candidates, strict=True):
+            entry["metrics"] |= self._cost(candidate.id)
         (point,) = generation_points([outcome])
         self.tracker.log_generation(
             outcome.generation, generation_counts(outcome, len(event.ran), event.usage) | generation_metrics(point),
@@ -149,9 +155,18 @@ class MlflowObserver(Observer):
                                        scores={f"val_{context.objective_name}": outcome.parent_val}, run_id=run_id)
             self.tracker.register_prompts(context.config.name, kept.id, prompts, best=True, tags=tags, run_id=run_id)
 
+    def _cost(self, candidate_id: str) -> dict[str, float]:
+        """The calls of the candidate's episodes so far (``candidate_costs``; zero for one never played), logged
+        again when it plays more."""
+        return cost_metrics(self.context.evaluator.costs.total(candidate_id) or RoleUsage())
+
     def _run_ended(self, event: RunEnded) -> None:
         self.start()
         result, best = event.result, event.result.best
+        for scored in {result.seed.id: result.seed, best.id: best}.values():  # their cost now includes the test
+            if self.tracker.candidate_run_id(scored.generation, scored.label):
+                self.tracker.update_candidate(scored.generation, scored.label, self._cost(scored.id), {},
+                                              key="tested_cost")
         plot = self.context.run_dir / SCORE_PLOT_FILE
         extra = {} if event.cross is None else cross_test_metrics(event.cross)
         metrics = final_metrics(result, self.context.figure) | objective_summary(generation_points(result.history))

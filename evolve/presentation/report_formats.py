@@ -29,7 +29,7 @@ def _finished(run_dir: Path) -> EvolutionResult:
 def _rows(run_dir: Path, result: EvolutionResult) -> list[CandidateRow]:
     history = [read_written(path, GenerationOutcome, run_dir)
                for path in sorted((run_dir / "generations").glob("gen_*/outcome.json"))]
-    return candidate_rows(run_candidates(run_dir, result.seed), history)
+    return candidate_rows(run_candidates(run_dir, result.seed), history, run_dir)
 
 
 def evolution_data(run_dir: Path) -> dict[str, Any]:
@@ -53,7 +53,7 @@ def report_json(run_dir: Path) -> str:
 
 
 def report_csv(run_dir: Path) -> str:
-    """One line per candidate: id, generation, origin, train, val, fate."""
+    """One line per candidate: id, generation, origin, train, val, fate and its cost."""
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=list(CandidateRow.model_fields), lineterminator="\n")
     writer.writeheader()

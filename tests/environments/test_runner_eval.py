@@ -145,7 +145,7 @@ def test_eval_command_amemgym_mode_reaches_policy_simulator_and_baseline(
                                 f"kind: awi\nllm:\n  model: agent-model\n  base_url: {server.url}\n")
         out = tmp_path / "out"
         base = ["--agent", str(config), "--env", str(FIXTURE), "--out", str(out), "--users", "1", "--upper-bound",
-                "--no-memory-baseline", "--amemgym-compat", "--simulator-model", "sim-model"]
+                "--no-memory-baseline", "--amemgym-compat", "--simulator", "llm", "--simulator-model", "sim-model"]
         result = CliRunner().invoke(app, base)
         assert result.exit_code == 0, result.output + repr(result.exception)
         assert "memory score n/a (" in result.output and "memevo's own prompt wording" in result.output

@@ -78,8 +78,20 @@ def test_the_example_evaluates_and_evolves_its_own_agent_on_its_own_data(endpoin
     assert [row.id for row in found.candidate_rows] == [candidate.id for candidate in found.candidates]
     assert found.candidate_rows[0].fate == "kept" and found.candidate_rows[0].val is not None
     assert found.candidate_rows[1].fate in {"kept", "accepted", "rejected"}
+    seed_cost = found.candidate_rows[0]
+    assert seed_cost.cost_calls and seed_cost.cost_tokens and seed_cost.cost_dollars is not None  # its episodes ran
+    assert sum(row.cost_calls or 0 for row in found.candidate_rows) < len(endpoint.requests)  # proposals not in them
     assert len(found.seed_test_user_scores) == len(found.best_test_user_scores) == 2
     assert found.test_comparison.n == 2
+
+    text = str(found)  # print(result): a summary, not a dump of every field
+    assert f"test accuracy: seed {found.seed_test_scores.accuracy:.3f} -> best " in text
+    assert "over 2 test user(s); paired t p" in text and f"memevo ui --run-dir {found.run_dir}" in text
+    spent = found.usage.total()
+    assert f"cost: {spent.calls - spent.cache_hits} call(s) sent ({spent.cache_hits} cached)" in text
+    assert ("best is the seed" in text) if found.best == found.seed else ("added a rule" in text)
+    assert found._repr_markdown_().startswith("- memevo.optimize: 2 candidate(s) over 2 generation(s)")
+    assert f"`memevo ui --run-dir {found.run_dir}`" in found._repr_markdown_()
 
     as_json = CliRunner().invoke(app, ["report", str(found.run_dir), "--format", "json"])
     assert as_json.exit_code == 0, as_json.output
@@ -88,7 +100,8 @@ def test_the_example_evaluates_and_evolves_its_own_agent_on_its_own_data(endpoin
     assert [row["id"] for row in data["candidates"]] == [row.id for row in found.candidate_rows]
     as_csv = CliRunner().invoke(app, ["report", str(found.run_dir), "--format", "csv"])
     lines = as_csv.output.splitlines()
-    assert lines[0] == "id,generation,origin,train,val,fate" and len(lines) == 1 + len(found.candidate_rows)
+    assert lines[0] == "id,generation,origin,train,val,fate,cost_calls,cost_tokens,cost_dollars"
+    assert len(lines) == 1 + len(found.candidate_rows)
     compared = CliRunner().invoke(app, ["compare", str(found.run_dir), str(found.run_dir)])
     assert compared.exit_code == 0, compared.output
     assert "best prompts: the same" in compared.output and compared.output.count("best ") >= 2
@@ -103,6 +116,11 @@ def test_the_example_evaluates_and_evolves_its_own_agent_on_its_own_data(endpoin
     assert found.mlflow.parent_run_id in run_ids
     assert set(found.mlflow.candidate_run_ids.values()) <= run_ids
     assert any(label.startswith("g1c0-") for label in found.mlflow.candidate_run_ids)
+    with sqlite3.connect(found.mlflow.tracking_uri.removeprefix("sqlite:///")) as db:
+        seed_run = found.mlflow.candidate_run_ids[found.seed.label]
+        logged = dict(db.execute("SELECT key, value FROM latest_metrics WHERE run_uuid = ? AND key = 'cost_calls'",
+                                 (seed_run,)).fetchall())
+    assert logged == {"cost_calls": seed_cost.cost_calls}
 
 
 def test_an_evaluation_from_files_resumes_the_one_from_objects(endpoint: Any, tmp_path: Path) -> None:

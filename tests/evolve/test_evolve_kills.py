@@ -43,6 +43,9 @@ EVOLVE_KINDS = ("evolve", "in-episode", "evolve-speculative")
 episodes (``episode.speculate``), which must end as the outer loop does; the other is ``ablate``."""
 USAGE_METRICS = ("spend/",)
 """Metrics whose value is the usage so far: a kill adds calls, so only their rows are compared."""
+COST_METRICS = ("cost_",)
+"""A candidate's cost: a kill or speculation adds calls, and whether they were priced decides if ``cost_dollars``
+is logged, so these are not compared."""
 
 Kill = Trigger | str
 """A request trigger (killing_endpoint) or a planted kill point (kill_points)."""
@@ -154,7 +157,8 @@ def _mlflow_rows(out: Path) -> dict[str, Any]:
     rows: dict[str, Any] = {"runs per key": Counter(names.values()), "experiments": experiments}
     for run, _, status, stage, artifact_uri in runs:
         metric_rows = sorted((key, step, 0.0 if key.startswith(USAGE_METRICS) or key.endswith((".calls", ".dollars"))
-                              else round(value, 9)) for r, key, step, value in metrics if r == run)
+                              else round(value, 9)) for r, key, step, value in metrics
+                             if r == run and not key.startswith(COST_METRICS))
         folder = Path(artifact_uri.removeprefix("file://"))
         rows[names[run]] = {
             "status": (status, stage),
