@@ -187,7 +187,7 @@ def test_a_signalled_eval_says_how_to_resume_and_resumes_to_the_same_results(
     assert stopped.returncode == code and endpoint.triggers == [], stopped.stderr
     assert stopped.stderr.strip().splitlines()[-1] == (
         f"memevo: interrupted by {signal.Signals(sig).name}; finished work is saved, resume with: memevo eval "
-        f"--agent {out.parent / 'agent.yaml'} --env {FIXTURE} --out {out} --upper-bound --simulator template "
+        f"--agent {out.parent / 'agent.yaml'} --env {FIXTURE} --out {out} --upper-bound "
         "--max-concurrent-users 1 --resume")
     resumed = endpoint.run_eval(out, cache, "--upper-bound", "--resume")
     assert resumed.returncode == 0, resumed.stderr
@@ -302,7 +302,7 @@ def test_a_full_disk_is_one_line_with_the_resume_command_and_the_resume_ends_as_
     during_run = re.fullmatch(
         f"{full}finished work is saved: free space, then resume with: memevo eval --agent "
         f"{re.escape(str(small_disk / 'agent.yaml'))} --env {re.escape(str(FIXTURE))} --out {re.escape(str(out))} "
-        "--upper-bound --simulator template --max-concurrent-users 1 --resume", line)
+        "--upper-bound --max-concurrent-users 1 --resume", line)  # the template simulator is the default
     at_claim = re.fullmatch(f"{full}free space, then run the command again( with --resume)?", line)  # before the run
     assert during_run or at_claim, failed.stderr
     filler.unlink()  # space freed

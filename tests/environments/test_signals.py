@@ -57,8 +57,7 @@ def _resume_line(stderr: str, signal_name: str) -> list[str]:
 def _eval_args(tmp_path: Path, url: str) -> list[str]:
     (tmp_path / "agent.yaml").write_text(f"kind: native\nllm: {{model: gpt-4.1-mini, base_url: '{url}'}}\n")
     # in the order the command declares its options, as the resume command lists them
-    return ["eval", "--agent", "agent.yaml", "--env", str(FIXTURE), "--out", "out", "--simulator", "template",
-            "--free-answers", "--max-concurrent-users", "1", "--seed", "3"]
+    return ["eval", "--agent", "agent.yaml", "--env", str(FIXTURE), "--out", "out", "--free-answers", "--max-concurrent-users", "1", "--seed", "3"]
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"])
