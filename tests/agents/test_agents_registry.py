@@ -12,6 +12,7 @@ from memevo.agents.policy import MemoryPolicy
 from memevo.agents.prompts.awi import WRITE_FORMAT_CLAUSE
 from memevo.core.errors import UserInputError
 from tests.agents.test_agents_support import scripted
+from tests.doubles.registries import isolate
 
 
 class EchoAgent(MemoryAgent):
@@ -41,8 +42,7 @@ class EchoAgent(MemoryAgent):
 
 @pytest.fixture
 def clean_registry(monkeypatch):
-    for attribute in ("_targets", "_loaded"):  # what the test registers leaves with it
-        monkeypatch.setattr(registry.AGENTS, attribute, dict(getattr(registry.AGENTS, attribute)))
+    isolate(monkeypatch, registry.AGENTS)
 
 
 def test_builtin_kinds_and_specs():

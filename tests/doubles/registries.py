@@ -9,8 +9,13 @@ import pytest
 from memevo.core.registry import Registry
 
 
-def register_for_test(monkeypatch: pytest.MonkeyPatch, registry: Registry[Any], name: str, target: Any) -> None:
-    """``registry`` answers ``name`` with ``target`` (an object or ``"module:attribute"``) until the test ends."""
+def isolate(monkeypatch: pytest.MonkeyPatch, registry: Registry[Any]) -> None:
+    """Whatever the test registers in ``registry`` leaves with the test."""
     for attribute in ("_targets", "_loaded"):
         monkeypatch.setattr(registry, attribute, dict(getattr(registry, attribute)))
+
+
+def register_for_test(monkeypatch: pytest.MonkeyPatch, registry: Registry[Any], name: str, target: Any) -> None:
+    """``registry`` answers ``name`` with ``target`` (an object or ``"module:attribute"``) until the test ends."""
+    isolate(monkeypatch, registry)
     registry.register(name, target)

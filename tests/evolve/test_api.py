@@ -24,6 +24,7 @@ from memevo.environments.amemgym.data.io import save_items
 from memevo.evolve.api import evaluate, optimize
 from memevo.evolve.cli.main import app
 from tests.doubles.fault_server import FaultServer
+from tests.doubles.registries import isolate
 
 FIELD = re.compile(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## |\Z)", re.DOTALL)
 ADDED_RULE = "When two notes disagree, trust the newer one."
@@ -48,8 +49,7 @@ def reply(body: dict[str, Any]) -> str:
 @pytest.fixture
 def endpoint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
     registry.available_kinds()  # the built-in kinds registered for good before the copy the test may add to
-    for attribute in ("_targets", "_loaded"):  # the example's kind leaves with the test
-        monkeypatch.setattr(registry.AGENTS, attribute, dict(getattr(registry.AGENTS, attribute)))
+    isolate(monkeypatch, registry.AGENTS)
     monkeypatch.setenv("MEMEVO_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("MEMEVO_MODEL", "fake-model")
     monkeypatch.setenv("OPENAI_API_KEY", "test")
