@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from memevo.environments.score_text import FigureName, data_figure_name
+from memevo.environments.short_ids import short_user_id
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
 from memevo.evolve.evaluation import CandidateEval, Evaluator, PruneHook, Pruner, UserOutcome
@@ -57,7 +58,7 @@ class Plays:
 
         def progress(outcome: UserOutcome) -> None:
             log.info("gen %d %s %s user %s: %s %.3f", candidate.generation, candidate.label, name,
-                     outcome.user_id, self.figure, outcome.accuracy)
+                     short_user_id(outcome.user_id, self.evaluator.items), self.figure, outcome.accuracy)
 
         periods = sum(self.evaluator.n_periods(user) for user in user_ids)
         with self.observers.phase(EvaluationPhase(candidate.label, name, periods)) as bar:
