@@ -3,7 +3,8 @@
 Third-party libraries log every HTTP request at INFO (``httpx``, ``httpx2`` under openai, ``LiteLLM``)
 and MLflow installs its own handler; either would bury memevo's lines. So the root logger stays at
 WARNING and only the ``memevo`` logger speaks at INFO; libraries that set up their own handlers or
-levels are lowered by name. Progress bars come from tqdm: one bar per phase, with an ETA, drawn only
+levels are lowered by name (``memevo.core.library_log.LIBRARY_LEVELS``); during a run their warnings go to the run's
+log file instead (``memevo.core.library_log``). Progress bars come from tqdm: one bar per phase, with an ETA, drawn only
 when stderr is a terminal (a log file or CI gets the log lines alone). Log lines are written through
 tqdm so they do not tear a bar in half.
 """
@@ -16,26 +17,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from memevo.core.library_log import LIBRARY_LEVELS
+
 if TYPE_CHECKING:
     from tqdm import tqdm
 
 MEMEVO_LOGGER = "memevo"
-NOISY_LIBRARIES = {
-    "httpx": logging.WARNING,
-    "httpx2": logging.WARNING,
-    "httpcore": logging.WARNING,
-    "openai": logging.WARNING,
-    "LiteLLM": logging.WARNING,
-    "LiteLLM Router": logging.WARNING,
-    "LiteLLM Proxy": logging.WARNING,
-    "litellm": logging.WARNING,
-    "dspy": logging.ERROR,  # a proposer parse failure is summarised by memevo in one line instead
-    "mlflow": logging.WARNING,
-    "optuna": logging.WARNING,
-    "alembic": logging.WARNING,
-    "urllib3": logging.WARNING,
-}
-"""Loggers that print request lines or chatter at INFO, and the level each is held to."""
 
 
 class _TqdmHandler(logging.StreamHandler):
@@ -49,7 +36,7 @@ class _TqdmHandler(logging.StreamHandler):
 
 
 def configure_terminal(level: int = logging.INFO) -> None:
-    """memevo's lines at ``level`` with a timestamp; every library held to its level in NOISY_LIBRARIES."""
+    """memevo's lines at ``level`` with a timestamp; every library held to its level in LIBRARY_LEVELS."""
     root = logging.getLogger()
     if not any(isinstance(handler, _TqdmHandler) for handler in root.handlers):
         handler = _TqdmHandler()
@@ -57,7 +44,7 @@ def configure_terminal(level: int = logging.INFO) -> None:
         root.addHandler(handler)
     root.setLevel(logging.WARNING)
     logging.getLogger(MEMEVO_LOGGER).setLevel(level)
-    for name, library_level in NOISY_LIBRARIES.items():
+    for name, library_level in LIBRARY_LEVELS.items():
         logging.getLogger(name).setLevel(library_level)
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memevo.agents.registry import agent_spec
+from memevo.core.library_log import RUN_LOG, LibraryLog
 from memevo.environments.resume import run_resumable
 from memevo.environments.score_text import data_figure_name
 from memevo.evolve import runtime
@@ -283,10 +284,11 @@ async def evolve(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resum
         run: OuterLoop | InEpisodeEvolution = InEpisodeEvolution(config, run_dir, hub, resume=resume)
     else:
         run = OuterLoop(config, run_dir, hub, resume=resume)
-    try:
-        return await run.run()
-    finally:
-        await run.close()
+    with LibraryLog(run_dir / RUN_LOG):  # libraries' warnings: in the run folder, not on the terminal
+        try:
+            return await run.run()
+        finally:
+            await run.close()
 
 
 def run_evolution(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resume: bool) -> EvolutionResult:

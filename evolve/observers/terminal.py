@@ -6,10 +6,13 @@ from __future__ import annotations
 import importlib
 import logging
 from contextlib import AbstractContextManager, ExitStack
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from memevo.core import library_log
 from memevo.environments.progress import Phase
 from memevo.environments.score_text import FigureName
+from memevo.environments.short_ids import short_user_id
 from memevo.evolve.cross_test import cross_test_lines
 from memevo.evolve.decisions import generation_decisions
 from memevo.evolve.events import (
@@ -29,6 +32,7 @@ from memevo.evolve.events import (
     RunEnded,
     UserEvolved,
 )
+from memevo.evolve.presentation.candidate_lines import candidate_line, library_warnings_line, truncation_line
 from memevo.evolve.presentation.explain import generation_line, proposals_line
 from memevo.evolve.presentation.progress import candidates_phase, evaluation_phase, test_phase
 
@@ -49,15 +53,34 @@ def _bar(phase: PhaseKind) -> AbstractContextManager[Phase]:
             return test_phase(phase.periods)
 
 
+@dataclass(frozen=True)
+class RunFacts:
+    """What the terminal's lines name beyond the events: the hyperparameters Optuna tunes, the run's users (whose
+    ids the lines shorten) and the proposer's completion token cap."""
+
+    tuned: tuple[str, ...] = ()
+    users: tuple[str, ...] = ()
+    proposer_max_tokens: int = 0
+
+    @classmethod
+    def of(cls, context: RunContext) -> RunFacts:
+        split = context.split
+        return cls(tuned=tuple(context.config.hyperparameters), users=(*split.train, *split.val, *split.test),
+                   proposer_max_tokens=context.config.llm.proposer.max_tokens)
+
+
 class TerminalObserver(Observer):
     """Draws the phases the loop reports (several at once: candidates evaluate concurrently) and logs its lines."""
 
-    def __init__(self, objective: str, evaluator: Evaluator, figure: FigureName | None = None) -> None:
+    def __init__(self, objective: str, evaluator: Evaluator, figure: FigureName | None = None, *,
+                 facts: RunFacts = RunFacts()) -> None:
         self.objective = objective
         self.figure = figure
         """The run's name for its headline figure (``RunContext.figure``)."""
         self.evaluator = evaluator
         self.bars: dict[int, tuple[ExitStack, Phase]] = {}
+        self.facts = facts
+        self.truncations_told = 0
 
     def warm_up(self) -> None:
         importlib.import_module("memevo.evolve.presentation.headline")
@@ -75,16 +98,19 @@ class TerminalObserver(Observer):
                 self.bars.pop(key)[0].close()
             case GenerationPlanned():
                 self._planned(event)
+                self._candidates(event)
+                self._truncations(event.plan.generation)
             case GenerationEnded():
                 self._decided(event)
                 self._ended(event)
             case RunEnded():
                 self._run_ended(event)
             case UserEvolved(step, evolved):
-                log.info("user %s period %d: evolved %s (%d rejected)", step.user_id, step.period,
-                         list(evolved) or "nothing", step.stats.rejected)
+                log.info("user %s period %d: evolved %s (%d rejected)", short_user_id(step.user_id, self.facts.users),
+                         step.period, list(evolved) or "nothing", step.stats.rejected)
             case InEpisodeEnded(result):
                 log.info("in-episode evolution, %s", self._held_out(result, best_label="evolving"))
+                self._library_warnings()
 
     @staticmethod
     def _planned(event: GenerationPlanned) -> None:
@@ -95,6 +121,22 @@ class TerminalObserver(Observer):
                                                  rejected=plan.stats.rejected, repaired=plan.stats.repaired,
                                                  duplicates=plan.stats.duplicates),
                  event.parent.label)
+
+    def _candidates(self, event: GenerationPlanned) -> None:
+        """Each candidate's prompt change beside the values Optuna drew for it."""
+        for candidate in event.plan.candidates:
+            log.info("%s", candidate_line(candidate, event.parent, self.facts.tuned))
+
+    def _truncations(self, generation: int) -> None:
+        """One line when the proposer's replies were cut at their token cap while the plan was made."""
+        routed = library_log.current()
+        if routed is None:
+            return
+        total = routed.count(library_log.TRUNCATED)
+        if total > self.truncations_told:
+            log.warning("%s", truncation_line(generation, total - self.truncations_told, total,
+                                              self.facts.proposer_max_tokens, routed.path))
+            self.truncations_told = total
 
     def _decided(self, event: GenerationEnded) -> None:
         """Each candidate's decision, in the words its tracker run and its Optuna trial show."""
@@ -131,7 +173,15 @@ class TerminalObserver(Observer):
             log.info("%s", categories)
         for line in [] if event.cross is None else cross_test_lines(event.cross):
             log.info("%s", line)
+        self._library_warnings()
+
+    @staticmethod
+    def _library_warnings() -> None:
+        """Where the libraries' warnings went, when there were any."""
+        routed = library_log.current()
+        if routed is not None and routed.count():
+            log.info("%s", library_warnings_line(routed.count(), routed.path))
 
 
 def make_observer(context: RunContext) -> Observer:
-    return TerminalObserver(context.config.objective, context.evaluator, context.figure)
+    return TerminalObserver(context.config.objective, context.evaluator, context.figure, facts=RunFacts.of(context))
