@@ -52,8 +52,9 @@ THREADS_ENV = "MEMEVO_LLAMA_THREADS"
 CACHE_ENV = "MEMEVO_LLAMA_CACHE_MB"
 """Megabytes of evaluated prompt states the embedded server keeps (default ``DEFAULT_CACHE_MB``)."""
 DEFAULT_CACHE_MB = 1024
-"""Room for about 30 states of a 1,000-token prompt; with the model, its context and llama.cpp's buffers the
-server stays under 2.5 GB (benchmarks/llama_memory.py)."""
+"""Room for about 45 states of a 1,000-token prompt (23 MB each); with the model, its context and llama.cpp's
+buffers (0.39 GB) and the embeddings context once used (0.22 GB) the server stays under 2.5 GB
+(benchmarks/llama_memory.py)."""
 SERVER_ENV = {
     "OMP_WAIT_POLICY": "PASSIVE",
     "MALLOC_ARENA_MAX": "2",
