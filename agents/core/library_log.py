@@ -73,15 +73,16 @@ class _CountingFile(logging.FileHandler):
 
 
 class LibraryLog:
-    """Routes ``ROUTED`` and Python's warnings to ``path`` while open (a context manager), from WARNING up."""
+    """Routes ``ROUTED`` and Python's warnings to ``path`` while open (a context manager), from WARNING up, again
+    after each import of a package named in ``reroute_after``."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, reroute_after: frozenset[str] = SELF_CONFIGURING) -> None:
         self.path = path
         self._file = _CountingFile(path)
         self._file.setLevel(logging.WARNING)
         self._saved: dict[str, tuple[int, bool, list[logging.Handler]]] = {}
         self._lock = threading.Lock()
-        self._hook = _AfterImport(SELF_CONFIGURING, self.reroute)
+        self._hook = _AfterImport(reroute_after, self.reroute)
 
     def count(self, notice: str = ALL) -> int:
         """Records so far that carried ``notice`` (one of ``NOTICES``; ``ALL``: every record)."""

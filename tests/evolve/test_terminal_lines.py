@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 import warnings
 from pathlib import Path
 
@@ -94,3 +95,26 @@ def test_a_closed_library_log_gives_the_loggers_back(tmp_path: Path) -> None:
     assert logging.getLogger(WARNINGS_LOGGER).handlers == [] or current() is None
     text = (tmp_path / RUN_LOG).read_text()
     assert "trial pruned oddly" in text and "an ExperimentalWarning-like notice" in text
+
+
+def test_a_library_imported_mid_run_with_its_own_stderr_handler_is_routed_too(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    package = tmp_path / "handler_installing_double"
+    package.mkdir()
+    (package / "__init__.py").write_text(  # as DSPy, LiteLLM and MLflow do when imported
+        "import logging, sys\nlogging.getLogger('optuna').addHandler(logging.StreamHandler(sys.stderr))\n"
+        "from handler_installing_double import part\n")
+    (package / "part.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(logging.getLogger("optuna"), "handlers", list(logging.getLogger("optuna").handlers))
+    with LibraryLog(tmp_path / RUN_LOG, reroute_after=frozenset({"handler_installing_double"})):
+        import handler_installing_double  # noqa: F401 - imported for its side effect
+
+        assert handler_installing_double.part.VALUE == 1
+        logging.getLogger("optuna.samplers").warning("said after the import")
+    assert "said after the import" not in capsys.readouterr().err
+    assert "said after the import" in (tmp_path / RUN_LOG).read_text()
+    logging.getLogger("optuna.samplers").warning("said after the run")  # the package's handler is back
+    assert "said after the run" in capsys.readouterr().err
+    monkeypatch.delitem(sys.modules, "handler_installing_double")
+    monkeypatch.delitem(sys.modules, "handler_installing_double.part")
