@@ -204,3 +204,59 @@ async def test_an_interrupt_in_a_notebook_stops_the_run_within_seconds_and_it_re
     endpoint.reply = reply
     found = optimize(policy, api_example.make_users(4), resume=True, **arguments)
     assert [outcome.generation for outcome in found.generations] == [0, 1]
+
+
+async def test_an_interrupted_evaluation_in_a_notebook_stops_within_seconds_and_resumes(endpoint: Any,
+                                                                                       tmp_path: Path) -> None:
+    """As ``optimize``: SIGINT to the notebook's thread cancels the evaluation's own loop in its worker at once, the
+    periods it finished stay saved, and ``resume=True`` plays only the rest."""
+    sent: list[float] = []
+    interrupt_lock = threading.Lock()
+
+    def interrupting(body: dict[str, Any]) -> str:
+        with interrupt_lock:
+            if len(endpoint.requests) >= 24 and not sent:  # the first period (16 requests) done
+                sent.append(time.monotonic())
+                os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)
+        return reply(body)
+
+    endpoint.reply = interrupting
+    policy = MemoryPolicy(kind="notes", llm={"base_url": endpoint.url})
+    arguments: dict[str, Any] = {"out": tmp_path / "eval", "agent_class": api_example.NotesAgent, "use_cache": False}
+    with pytest.raises(Interrupted, match=r"memevo\.evaluate\(\.\.\., out=.*, resume=True\)"):
+        evaluate(policy, api_example.make_users(4), **arguments)
+    assert sent and time.monotonic() - sent[0] < 10
+    saved = sorted((tmp_path / "eval" / "run").rglob("period_*.json*"))
+    assert saved  # the periods finished before the interrupt are kept
+    endpoint.reply = reply
+    before = len(endpoint.requests)
+    resumed = evaluate(policy, api_example.make_users(4), resume=True, **arguments)
+    assert resumed.scores.n_questions == 4 * 2 * 2
+    fresh = evaluate(policy, api_example.make_users(4), out=tmp_path / "fresh", agent_class=api_example.NotesAgent,
+                     use_cache=False)
+    assert fresh.scores == resumed.scores
+    assert len(endpoint.requests) - before - fresh.usage.calls < fresh.usage.calls  # the resume asked only the rest
+
+
+def test_errors_from_the_shared_checks_name_python_arguments_not_flags(endpoint: Any, tmp_path: Path) -> None:
+    """The run-folder checks ``memevo eval`` and ``memevo evolve`` share speak to a Python caller in its own words."""
+    policy = MemoryPolicy(kind="notes", llm={"base_url": endpoint.url})
+    users = api_example.make_users(1)
+    with pytest.raises(UserInputError) as nothing:
+        evaluate(policy, users, out=tmp_path / "empty", agent_class=api_example.NotesAgent, resume=True)
+    assert nothing.value.field == "resume" and "--" not in str(nothing.value)
+    evaluate(policy, users, out=tmp_path / "eval", agent_class=api_example.NotesAgent)
+    with pytest.raises(UserInputError, match=r"pass resume=True to continue it") as again:
+        evaluate(policy, users, out=tmp_path / "eval", agent_class=api_example.NotesAgent)
+    assert "--" not in str(again.value)
+    with pytest.raises(UserInputError) as other_kind:
+        optimize(policy, api_example.make_users(4), run_dir=tmp_path / "eval", config=EXAMPLE_CONFIG,
+                 agent_class=api_example.NotesAgent)
+    assert other_kind.value.field == "run_dir" and "choose another run_dir" in str(other_kind.value)
+
+    save_items(users, tmp_path / "users.json")
+    policy_file = next((tmp_path / "eval" / "python-inputs").glob("policy-*.json"))
+    refused = CliRunner().invoke(app, ["eval", "--agent", str(policy_file), "--env", str(tmp_path / "users.json"),
+                                       "--out", str(tmp_path / "empty"), "--resume"])  # the command line: its flags
+    assert isinstance(refused.exception, UserInputError) and refused.exception.field == "--resume"
