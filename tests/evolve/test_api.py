@@ -77,8 +77,12 @@ def test_the_example_evaluates_and_evolves_its_own_agent_on_its_own_data(endpoin
     assert found.best_policy.prompts == {"system_prompt": found.best.policy.prompts.get(
         "system_prompt", api_example.SYSTEM_PROMPT.default)} and found.best_test_scores.n_questions == 2 * 2 * 2
     assert [row.id for row in found.candidate_rows] == [candidate.id for candidate in found.candidates]
-    assert found.candidate_rows[0].fate == "kept" and found.candidate_rows[0].val is not None
-    assert found.candidate_rows[1].fate in {"kept", "accepted", "rejected"}
+    recorded = {decision["candidate_id"]: decision for gen in ("gen_000", "gen_001") for decision in json.loads(
+        (found.run_dir / "generations" / gen / "decisions.json").read_text())["decisions"]}
+    assert [(row.label, row.state, row.fate) for row in found.candidate_rows] == [
+        (recorded[row.id]["label"], recorded[row.id]["state"], recorded[row.id]["text"]) for row in found.candidate_rows]
+    assert found.candidate_rows[0].fate.startswith("kept: the seed") and found.candidate_rows[0].val is not None
+    assert found.candidate_rows[1].state in {"kept", "accepted", "rejected"}
     seed_cost = found.candidate_rows[0]
     assert seed_cost.cost_calls and seed_cost.cost_tokens and seed_cost.cost_dollars is not None  # its episodes ran
     assert sum(row.cost_calls or 0 for row in found.candidate_rows) < len(endpoint.requests)  # proposals not in them
@@ -101,11 +105,32 @@ def test_the_example_evaluates_and_evolves_its_own_agent_on_its_own_data(endpoin
     assert [row["id"] for row in data["candidates"]] == [row.id for row in found.candidate_rows]
     as_csv = CliRunner().invoke(app, ["report", str(found.run_dir), "--format", "csv"])
     lines = as_csv.output.splitlines()
-    assert lines[0] == "id,generation,origin,train,val,fate,cost_calls,cost_tokens,cost_dollars"
+    assert lines[0] == "id,label,generation,origin,train,val,state,fate,cost_calls,cost_tokens,cost_dollars"
     assert len(lines) == 1 + len(found.candidate_rows)
+    as_text = CliRunner().invoke(app, ["report", str(found.run_dir)])
+    assert as_text.exit_code == 0, as_text.output
+    assert all(f"| {row.label} | {row.origin} |" in as_text.output and f"| {row.fate} |" in as_text.output
+               for row in found.candidate_rows)
     compared = CliRunner().invoke(app, ["compare", str(found.run_dir), str(found.run_dir)])
     assert compared.exit_code == 0, compared.output
     assert "best prompts: the same" in compared.output and compared.output.count("best ") >= 2
+    states = [row.state for row in found.candidate_rows]
+    assert f"  A: 2 candidate(s): {states.count('kept')} kept" in compared.output
+
+    decisions_file = found.run_dir / "generations" / "gen_001" / "decisions.json"  # the record, not re-derived
+    edited = json.loads(decisions_file.read_text())
+    edited["decisions"][0] |= {"state": "pruned", "text": "pruned: as the record says"}
+    decisions_file.write_text(json.dumps(edited))
+    data = json.loads(CliRunner().invoke(app, ["report", str(found.run_dir), "--format", "json"]).output)
+    assert (data["candidates"][1]["state"], data["candidates"][1]["fate"]) == ("pruned", "pruned: as the record says")
+    decisions_file.unlink()  # a run folder from before decision records: n/a and why
+    data = json.loads(CliRunner().invoke(app, ["report", str(found.run_dir), "--format", "json"]).output)
+    assert data["candidates"][1]["state"] is None and data["candidates"][1]["fate"].startswith("n/a: ")
+    decisions_file.write_text("{")
+    damaged = CliRunner().invoke(app, ["report", str(found.run_dir), "--format", "csv"])
+    assert isinstance(damaged.exception, UserInputError) and "decisions.json: " in str(damaged.exception)
+    assert "restore it from a copy" in str(damaged.exception)
+    decisions_file.write_text(json.dumps(edited))
     refused = CliRunner().invoke(app, ["compare", str(found.run_dir), str(tmp_path)])
     assert isinstance(refused.exception, UserInputError) and refused.exception.field == "RUN_B"
     saved = list((found.run_dir / "python-inputs").glob("items-*.json"))
