@@ -200,26 +200,32 @@ EXAMPLE_CONFIG = {"components": ["system_prompt"], "upper_bound": False, "split"
                   "budget": {"generations": 1, "candidates": 1}, "episode": {"rounds_init": 1, "rounds_update": 1}}
 
 
-async def test_an_interrupt_in_a_notebook_stops_the_run_within_seconds_and_it_resumes(endpoint: Any,
-                                                                                      tmp_path: Path) -> None:
-    """A notebook's stop button is SIGINT to the thread that waits for the run (its event loop running): the run is
-    cancelled at once rather than the interrupt waiting for the run's end, and a resume finishes it."""
+def interrupt_once_past(endpoint: Any, requests: int) -> list[float]:
+    """Makes ``endpoint`` reply slowly and interrupt this process (SIGINT) once, at the first request past
+    ``requests``; returns the list that gets the time it did.
+
+    Requests arrive on several threads, so the count can pass the mark between two looks: ``>=`` under a lock, not
+    ``==``."""
     sent: list[float] = []
     interrupt_lock = threading.Lock()
 
     def interrupting(body: dict[str, Any]) -> str:
-        """Replies slowly; the first request past the 20th (the run's start-up work done) interrupts the caller once.
-
-        Requests arrive on several threads, so the count can pass 20 between two looks: ``>=`` under a lock, not ``==``.
-        """
         with interrupt_lock:
-            if len(endpoint.requests) >= 20 and not sent:
+            if len(endpoint.requests) >= requests and not sent:
                 sent.append(time.monotonic())
                 os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.2)
         return reply(body)
 
     endpoint.reply = interrupting
+    return sent
+
+
+async def test_an_interrupt_in_a_notebook_stops_the_run_within_seconds_and_it_resumes(endpoint: Any,
+                                                                                      tmp_path: Path) -> None:
+    """A notebook's stop button is SIGINT to the thread that waits for the run (its event loop running): the run is
+    cancelled at once rather than the interrupt waiting for the run's end, and a resume finishes it."""
+    sent = interrupt_once_past(endpoint, 20)  # the run's start-up work done
     policy = MemoryPolicy(kind="notes", llm={"base_url": endpoint.url})
     arguments: dict[str, Any] = {"run_dir": tmp_path / "run", "config": EXAMPLE_CONFIG,
                                  "agent_class": api_example.NotesAgent}
@@ -235,18 +241,7 @@ async def test_an_interrupted_evaluation_in_a_notebook_stops_within_seconds_and_
                                                                                        tmp_path: Path) -> None:
     """As ``optimize``: SIGINT to the notebook's thread cancels the evaluation's own loop in its worker at once, the
     periods it finished stay saved, and ``resume=True`` plays only the rest."""
-    sent: list[float] = []
-    interrupt_lock = threading.Lock()
-
-    def interrupting(body: dict[str, Any]) -> str:
-        with interrupt_lock:
-            if len(endpoint.requests) >= 24 and not sent:  # the first period (16 requests) done
-                sent.append(time.monotonic())
-                os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(0.2)
-        return reply(body)
-
-    endpoint.reply = interrupting
+    sent = interrupt_once_past(endpoint, 24)  # the first period (16 requests) done
     policy = MemoryPolicy(kind="notes", llm={"base_url": endpoint.url})
     arguments: dict[str, Any] = {"out": tmp_path / "eval", "agent_class": api_example.NotesAgent, "use_cache": False}
     with pytest.raises(Interrupted, match=r"memevo\.evaluate\(\.\.\., out=.*, resume=True\)"):
@@ -257,11 +252,11 @@ async def test_an_interrupted_evaluation_in_a_notebook_stops_within_seconds_and_
     endpoint.reply = reply
     before = len(endpoint.requests)
     resumed = evaluate(policy, api_example.make_users(4), resume=True, **arguments)
-    assert resumed.scores.n_questions == 4 * 2 * 2
+    resume_requests = len(endpoint.requests) - before
     fresh = evaluate(policy, api_example.make_users(4), out=tmp_path / "fresh", agent_class=api_example.NotesAgent,
                      use_cache=False)
-    assert fresh.scores == resumed.scores
-    assert len(endpoint.requests) - before - fresh.usage.calls < fresh.usage.calls  # the resume asked only the rest
+    assert resumed.scores == fresh.scores and resumed.scores.n_questions == 4 * 2 * 2
+    assert resume_requests < fresh.usage.calls  # the resume asked only what was not finished
 
 
 def test_errors_from_the_shared_checks_name_python_arguments_not_flags(endpoint: Any, tmp_path: Path) -> None:
