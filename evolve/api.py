@@ -100,7 +100,8 @@ class OptimizationResult(LazyModel):
     """Best minus seed on the test users' objective, paired by user (mean difference, interval, p-values)."""
     candidates: list[Candidate]
     candidate_rows: list[CandidateRow]
-    """Per candidate: its train and validation scores and what its generation did with it."""
+    """Per candidate: its train and validation scores, its cost and its generation's decision about it, as the
+    generation's ``decisions.json`` records it (the words the terminal, MLflow and Optuna show)."""
     generations: list[GenerationOutcome]
     stop_reason: str
     objective: str
@@ -153,7 +154,9 @@ def evaluate(
     """Score ``policy`` (default: ``agent_class``'s kind with its default prompts) on the users of ``data``,
     as ``memevo eval`` does, into ``out``; bad input raises ``UserInputError`` naming the field.
 
-    ``agent_class`` is registered under its ``spec.kind`` first, so a policy of that kind runs it."""
+    ``agent_class`` is registered under its ``spec.kind`` first, so a policy of that kind runs it. Interrupted
+    (Ctrl-C, a notebook's stop button), the run stops within seconds keeping the periods it finished and raises
+    ``Interrupted``; ``resume=True`` continues it."""
     checks.check_policy("policy", policy)
     checks.check_data("data", data)
     checks.check_folder("out", out)
