@@ -233,6 +233,9 @@ async def test_an_interrupt_in_a_notebook_stops_the_run_within_seconds_and_it_re
         optimize(policy, api_example.make_users(4), **arguments)
     assert sent and time.monotonic() - sent[0] < 10
     endpoint.reply = reply
+    with pytest.raises(UserInputError, match="pass resume=True to continue it or choose another run_dir") as again:
+        optimize(policy, api_example.make_users(4), **arguments)
+    assert again.value.field == "run_dir"
     found = optimize(policy, api_example.make_users(4), resume=True, **arguments)
     assert [outcome.generation for outcome in found.generations] == [0, 1]
 
