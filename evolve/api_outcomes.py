@@ -4,6 +4,7 @@ MLflow and Optuna read) and its cost, and the paired test of best against seed."
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,6 +19,9 @@ from memevo.evolve.stats import PairedTest, paired_test
 
 DECISIONS_REMEDY = ("restore it from a copy: it is the record of what the generation did with each candidate, which "
                     "the terminal, the MLflow runs and the Optuna trials showed; a resume does not write it again")
+STATE_WORDS = {"kept": "kept", "accepted": "accepted, not kept", "rejected": "rejected", "pruned": "pruned",
+               "not_run": "not run"}
+"""A decision state (``decisions.CandidateDecision.state``) as a count of candidates names it."""
 NOT_DECIDED = "not decided: its generation has not ended"
 NO_RECORD = "n/a: its generation has no decisions.json (a run folder from before decision records)"
 
@@ -101,6 +105,12 @@ def candidate_rows(candidates: Sequence[Candidate], generations: Sequence[Genera
             cost_calls=_whole(cost.get("cost_calls")), cost_tokens=_whole(cost.get("cost_tokens")),
             cost_dollars=cost.get("cost_dollars")))
     return rows
+
+
+def decision_counts(rows: Sequence[CandidateRow]) -> str:
+    """How many candidates each decision state holds (``1 kept, 2 rejected, 1 not run``), in order of appearance."""
+    counts = Counter(STATE_WORDS.get(row.state or "", "without a decision record") for row in rows)
+    return ", ".join(f"{count} {state}" for state, count in counts.items())
 
 
 def _whole(count: float | None) -> int | None:

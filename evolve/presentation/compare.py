@@ -5,18 +5,13 @@ each decision state holds (from the runs' ``decisions.json``), and the spend."""
 from __future__ import annotations
 
 import difflib
-from collections import Counter
 from pathlib import Path
 
 from memevo.core.errors import UserInputError
-from memevo.evolve.api_outcomes import user_values, written_rows
+from memevo.evolve.api_outcomes import decision_counts, user_values, written_rows
 from memevo.evolve.presentation.explain import spend_line
 from memevo.evolve.records import EvolutionResult, read_written
 from memevo.evolve.stats import fmt_interval, mean_ci
-
-STATE_WORDS = {"kept": "kept", "accepted": "accepted, not kept", "rejected": "rejected", "pruned": "pruned",
-               "not_run": "not run"}
-"""A decision state (``decisions.CandidateDecision.state``) as the comparison counts it."""
 
 
 def _result(run_dir: Path, field: str) -> EvolutionResult:
@@ -38,10 +33,8 @@ def _prompt_lines(a: EvolutionResult, b: EvolutionResult) -> list[str]:
 
 
 def _decision_counts(run_dir: Path, result: EvolutionResult) -> str:
-    """How many candidates each decision state holds, from the run's ``decisions.json`` records."""
     rows = written_rows(run_dir, result.seed)
-    counts = Counter(STATE_WORDS.get(row.state or "", "no decision recorded") for row in rows)
-    return f"{len(rows)} candidate(s): " + ", ".join(f"{count} {state}" for state, count in counts.items())
+    return f"{len(rows)} candidate(s): {decision_counts(rows)}"
 
 
 def compare_runs(run_a: Path, run_b: Path) -> str:

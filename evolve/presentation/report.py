@@ -99,7 +99,7 @@ def _candidate_table(rows: list[CandidateRow]) -> list[str]:
     lines = ["| candidate | origin | train | val | cost | decision |", "|---|---|---|---|---|---|"]
     for row in rows:
         lines.append(f"| {row.label} | {row.origin} | {fmt(row.train, reason='not measured')} "
-                     f"| {fmt(row.val, reason='not measured')} | {_cost_cell(row)} | {row.fate} |")
+                     f"| {fmt(row.val, reason='not measured')} | {_cost_cell(row)} | {row.fate.replace('|', '/')} |")
     return lines
 
 
@@ -283,8 +283,7 @@ def evolution_report(run_dir: Path) -> str:
     if history:
         scores = None if result is None else result.seed_scores
         lines += _history_table(history, config.get("objective", "accuracy"), scores) + [""]
-    rows = written_rows(run_dir, None if result is None else result.seed)
-    if rows:
+        rows = written_rows(run_dir, None if result is None else result.seed)  # unfinished: the seed is not known yet
         lines += ["## Candidates", "", *_candidate_table(rows), ""]
     if result is None:
         lines.append(f"Unfinished: no result.json yet. Continue it with `memevo evolve CONFIG --run-dir {run_dir} --resume`.")

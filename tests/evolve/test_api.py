@@ -90,6 +90,8 @@ def test_the_example_evaluates_and_evolves_its_own_agent_on_its_own_data(endpoin
     assert found.test_comparison.n == 2
 
     text = str(found)  # print(result): a summary, not a dump of every field
+    states = [row.state for row in found.candidate_rows]
+    assert f"over 2 generation(s) ({states.count('kept')} kept" in text  # counted from the decision records
     assert f"test accuracy: seed {found.seed_test_scores.accuracy:.3f} -> best " in text
     assert "over 2 test user(s); paired t p" in text and f"memevo ui --run-dir {found.run_dir}" in text
     spent = found.usage.total()
@@ -114,7 +116,6 @@ def test_the_example_evaluates_and_evolves_its_own_agent_on_its_own_data(endpoin
     compared = CliRunner().invoke(app, ["compare", str(found.run_dir), str(found.run_dir)])
     assert compared.exit_code == 0, compared.output
     assert "best prompts: the same" in compared.output and compared.output.count("best ") >= 2
-    states = [row.state for row in found.candidate_rows]
     assert f"  A: 2 candidate(s): {states.count('kept')} kept" in compared.output
 
     decisions_file = found.run_dir / "generations" / "gen_001" / "decisions.json"  # the record, not re-derived
