@@ -10,6 +10,7 @@ from memevo.agents.llm.accounting import UsageReport
 from memevo.agents.policy import MemoryPolicy
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
+from memevo.core.setting_names import given, setting
 from memevo.environments.metrics import DEFAULT_MIN_PROBE_COVERAGE, Scores, UserScores
 from memevo.environments.registry import DEFAULT_ENVIRONMENT
 from memevo.environments.rundir import INPUTS_FILE
@@ -66,10 +67,10 @@ def prepare_out(out: Path, resume: bool) -> None:
     during the upper bound, can be resumed."""
     started = (out / INPUTS_FILE).exists() or (out / "run").exists()
     if started and not resume:
-        raise UserInputError("already holds a run; pass --resume to continue it or choose a new folder",
+        raise UserInputError(f"already holds a run; pass {given('resume')} to continue it or choose a new folder",
                              source=str(out))
     if resume and not started:
-        raise UserInputError("nothing to resume (no run started here)", source=str(out), field="--resume")
+        raise UserInputError("nothing to resume (no run started here)", source=str(out), field=setting("resume"))
     out.mkdir(parents=True, exist_ok=True)
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from memevo.agents.registry import build_agent
 from memevo.core.atomic_files import write_json_atomic
 from memevo.core.errors import UserInputError
+from memevo.core.setting_names import given, setting
 from memevo.environments.amemgym.evaluation import evaluate_live
 from memevo.environments.capabilities import Capabilities
 from memevo.environments.eval_run import EvalReport, EvalRequest, prepare_out, usage_summary
@@ -49,17 +50,13 @@ NEEDS: dict[str, str] = {
 """Request field -> the capability (``Capabilities`` attribute) it needs."""
 
 
-def flag(field: str) -> str:
-    return "--" + field.replace("_", "-")
-
-
 def check_request(request: EvalRequest, capabilities: Capabilities) -> None:
-    """A setting the environment cannot honour is a ``UserInputError`` naming its flag and the environments that
-    take it."""
+    """A setting the environment cannot honour is a ``UserInputError`` naming it (as the caller's front end spells
+    it) and the environments that take it."""
     for field, needs in NEEDS.items():
         if getattr(request, field) not in (False, None) and not getattr(capabilities, needs):
-            raise UserInputError(f"applies to --environment {environments_with(_having(needs))} only",
-                                 field=flag(field))
+            raise UserInputError(f"applies to {given('environment', environments_with(_having(needs)))} only",
+                                 field=setting(field))
     check_options(request.environment, request.options)
 
 
@@ -70,7 +67,7 @@ def _having(capability: str) -> Callable[[Capabilities], bool]:
 def evaluate(request: EvalRequest, *, resume_hint: str) -> EvalReport:
     """Evaluate ``request.policy`` on the environment's items into ``request.out`` (or resume it there);
     ``resume_hint`` is what an interrupted or failed run tells its user to run to continue it."""
-    capabilities = capabilities_of(request.environment, field="--environment")
+    capabilities = capabilities_of(request.environment, field=setting("environment"))
     check_request(request, capabilities)
     if capabilities.sessions == "on_policy":
         return evaluate_live(request, resume_hint)
@@ -86,7 +83,7 @@ def _evaluate_replayed(request: EvalRequest, resume_hint: str) -> EvalReport:
     policy, out = request.policy, request.out
     config = EpisodeConfig(constrained_answers=request.constrained_answers, seed=request.seed,
                            max_concurrent_users=request.max_concurrent_users or 1)
-    reader = make_environment(request.environment, config, field="--environment", options=request.options)
+    reader = make_environment(request.environment, config, field=setting("environment"), options=request.options)
     with read_as(request.environment, request.data):
         items = reader.prepared(reader.load_items(request.data, limit=request.users), source=request.data)
     notes = [f"note: {warning}" for warning in getattr(reader, "load_warnings", [])]
@@ -130,7 +127,7 @@ def _evaluate_replayed(request: EvalRequest, resume_hint: str) -> EvalReport:
                                   f"results: {out}"])
             return EvalReport(headline=headline, scores=scores, user_scores=per_user, usage=usage)
 
-    with claim_run_folder(out, flag="--out", kind="eval"):
+    with claim_run_folder(out, field="out", kind="eval"):
         prepare_out(out, request.resume)
         check_inputs(out, inputs)
         with resumable_as(resume_hint):

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memevo.core.errors import DamagedFileError, Interrupted, MemevoError, RunFailedError, UserInputError
 from memevo.core.full_disk import full_disk
+from memevo.environments.stop_switch import run_switched
 
 if TYPE_CHECKING:  # the evolution engine runs through run_resumable without the command line's packages
     import typer
@@ -136,8 +137,9 @@ class _CancelOnSigterm:
 def run_resumable(coroutine: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(coroutine)``, except that under ``resumable()`` SIGTERM cancels the coroutine and raises
     ``Terminated`` once the loop has closed (module docstring)."""
-    if signal.getsignal(signal.SIGTERM) is not _raise_terminated:  # not under resumable(), or not the main thread
-        return asyncio.run(coroutine)
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not \
+            _raise_terminated:  # not the main thread (the Python API's worker: its caller stops it), or no resumable()
+        return run_switched(coroutine)
     runner = asyncio.Runner()
     handler = _CancelOnSigterm(runner.get_loop())
     signal.signal(signal.SIGTERM, handler)

@@ -41,6 +41,7 @@ from memevo.core.atomic_files import write_json_atomic
 from memevo.core.errors import DamagedFileError, RunFailedError, UserInputError
 from memevo.core.full_disk import FULL_ERRNOS, allocate_past_end, full_disk
 from memevo.core.run_files import damage, delete_and_resume, read_json
+from memevo.core.setting_names import given, setting
 from memevo.environments.amemgym.data.models import Item
 
 log = logging.getLogger("memevo.environments")
@@ -61,27 +62,28 @@ KIND_MARKERS: tuple[tuple[str, RunKind], ...] = (("ablation.json", "ablation"), 
 """How a folder written before ``run_kind.json`` shows its kind: the first of these files it holds."""
 
 
-def check_writable(folder: Path, *, flag: str) -> None:
-    """Refuse a folder path that is a file, lies under a file, or cannot be created or written."""
-    folder = Path(folder)
+def check_writable(folder: Path, *, field: str) -> None:
+    """Refuse a folder path that is a file, lies under a file, or cannot be created or written; ``field`` is the
+    setting that named it (``run_dir``), spelled by the front end in effect."""
+    folder, shown = Path(folder), setting(field)
     if folder.exists() and not folder.is_dir():
-        raise UserInputError("is a file, not a folder", source=str(folder), field=flag)
+        raise UserInputError("is a file, not a folder", source=str(folder), field=shown)
     existing = folder
     while not existing.exists():
         existing = existing.parent
     if not existing.is_dir():
-        raise UserInputError(f"lies under {existing}, which is a file", source=str(folder), field=flag)
+        raise UserInputError(f"lies under {existing}, which is a file", source=str(folder), field=shown)
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise UserInputError(f"{existing} is not writable", source=str(folder), field=flag)
+        raise UserInputError(f"{existing} is not writable", source=str(folder), field=shown)
 
 
 class RunFolderLock:
     """An exclusive ``flock`` on ``<folder>/.lock`` for as long as this process holds it."""
 
-    def __init__(self, folder: Path, *, flag: str) -> None:
+    def __init__(self, folder: Path, *, field: str) -> None:
         self.folder = Path(folder)
         self.path = self.folder / LOCK_FILE
-        self.flag = flag
+        self.field = field
         self._fd: int | None = None
 
     def acquire(self) -> None:
@@ -97,7 +99,7 @@ class RunFolderLock:
                 raise UserInputError(
                     f"run folder is in use by process {holder}; wait for it to finish or stop it",
                     source=str(self.folder),
-                    field=self.flag,
+                    field=setting(self.field),
                 ) from None
             if self._same_file(fd):
                 break
@@ -157,14 +159,14 @@ def _record_kind(path: Path, kind: RunKind) -> bool:
     return False
 
 
-def check_kind(folder: Path, kind: RunKind, *, flag: str) -> None:
+def check_kind(folder: Path, kind: RunKind, *, field: str) -> None:
     """Refuse a folder that holds another kind of run, naming both (nothing is written)."""
     found = recorded_kind(folder)
     if found is not None and found != kind:
         raise UserInputError(
             f"holds {_a(found)} run (made by {KIND_COMMANDS[found]}), not {_a(kind)} run: {KIND_COMMANDS[kind]} "
             f"cannot start or resume one here; continue it with {KIND_COMMANDS[found]} --resume, or choose "
-            f"another {flag}", source=str(folder), field=flag)
+            f"another {setting(field)}", source=str(folder), field=setting(field))
 
 
 def _a(kind: str) -> str:
@@ -172,34 +174,34 @@ def _a(kind: str) -> str:
 
 
 @contextmanager
-def claim_run_folder(folder: Path, *, flag: str, kind: RunKind) -> Iterator[Path]:
+def claim_run_folder(folder: Path, *, field: str, kind: RunKind) -> Iterator[Path]:
     """Check ``folder`` is writable and holds no other kind of run, lock it for the body's work and record its
     kind; on bad input (``UserInputError``) remove what the claim itself created, so a refused start leaves
     the disk as it found it. A full disk met before the run's own work reports it (the lock, the kind, the
     inputs) is one line too."""
     try:
-        with _claimed(Path(folder), flag=flag, kind=kind) as claimed:
+        with _claimed(Path(folder), field=field, kind=kind) as claimed:
             yield claimed
     except OSError as error:
         full = full_disk(error)
         if full is None:
             raise
-        again = " with --resume" if (Path(folder) / INPUTS_FILE).exists() else ""  # the run had begun
+        again = f" with {given('resume')}" if (Path(folder) / INPUTS_FILE).exists() else ""  # the run had begun
         raise RunFailedError(f"{full}; free space, then run the command again{again}") from error
 
 
 @contextmanager
-def _claimed(folder: Path, *, flag: str, kind: RunKind) -> Iterator[Path]:
-    check_writable(folder, flag=flag)
-    check_kind(folder, kind, flag=flag)
+def _claimed(folder: Path, *, field: str, kind: RunKind) -> Iterator[Path]:
+    check_writable(folder, field=field)
+    check_kind(folder, kind, field=field)
     created = [parent for parent in (folder, *folder.parents) if not parent.exists()]
     had_lock_file = (folder / LOCK_FILE).exists()
-    lock = RunFolderLock(folder, flag=flag)
+    lock = RunFolderLock(folder, field=field)
     lock.acquire()
     kind_path = folder / KIND_FILE
     wrote_kind = False
     try:
-        check_kind(folder, kind, flag=flag)  # again, now that no other process can be writing it
+        check_kind(folder, kind, field=field)  # again, now that no other process can be writing it
         wrote_kind = _record_kind(kind_path, kind)
         yield folder
     except UserInputError:

@@ -13,15 +13,16 @@ recorded in the run folder) rather than a train and a validation set, since test
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import json
 import signal
 import threading
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import contextmanager
+from contextvars import copy_context
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from memevo.agents.base import MemoryAgent
 from memevo.agents.llm.accounting import RoleUsage, UsageReport
@@ -30,6 +31,7 @@ from memevo.agents.registry import agent_spec, register_agent, validate_policy
 from memevo.core.atomic_files import write_json_atomic
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
+from memevo.core.setting_names import PYTHON, spelled_for
 from memevo.environments.amemgym.data.io import save_items
 from memevo.environments.amemgym.data.models import Item
 from memevo.environments.amemgym.data.validate import check_runnable
@@ -38,6 +40,7 @@ from memevo.environments.evaluate import evaluate as run_evaluation
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.resume import resumable_as
 from memevo.environments.rundir import claim_run_folder
+from memevo.environments.stop_switch import StopSwitch
 from memevo.evolve import api_arguments as checks
 from memevo.evolve.api_outcomes import CandidateRow, candidate_rows, paired_on_test_users, run_candidates
 from memevo.evolve.api_summary import summary_lines, summary_markdown
@@ -54,6 +57,7 @@ __all__ = ["EvaluationResult", "MLflowIds", "OptimizationResult", "evaluate", "o
 INPUTS_FOLDER = "python-inputs"
 """Where a run folder keeps the objects a Python caller passed, as files its run and a resume read."""
 T = TypeVar("T")
+P = ParamSpec("P")
 PolicyInput = MemoryPolicy | str | Path
 DataInput = Sequence[Item] | str | Path
 ConfigInput = EvolveConfig | Mapping[str, Any] | str | Path
@@ -96,7 +100,8 @@ class OptimizationResult(LazyModel):
     """Best minus seed on the test users' objective, paired by user (mean difference, interval, p-values)."""
     candidates: list[Candidate]
     candidate_rows: list[CandidateRow]
-    """Per candidate: its train and validation scores and what its generation did with it."""
+    """Per candidate: its train and validation scores, its cost and its generation's decision about it, as the
+    generation's ``decisions.json`` records it (the words the terminal, MLflow and Optuna show)."""
     generations: list[GenerationOutcome]
     stop_reason: str
     objective: str
@@ -114,6 +119,19 @@ class OptimizationResult(LazyModel):
         return summary_markdown(self)
 
 
+def _in_python_words(call: Callable[P, T]) -> Callable[P, T]:
+    """``call`` with every setting its errors name spelled as a Python caller writes it (``run_dir``,
+    ``resume=True``), not as the command line's flags: the checks deep inside are the command line's too."""
+
+    @functools.wraps(call)
+    def spelled(*args: P.args, **kwargs: P.kwargs) -> T:
+        with spelled_for(PYTHON):
+            return call(*args, **kwargs)
+
+    return spelled
+
+
+@_in_python_words
 def evaluate(
     policy: PolicyInput | None,
     data: DataInput,
@@ -136,7 +154,9 @@ def evaluate(
     """Score ``policy`` (default: ``agent_class``'s kind with its default prompts) on the users of ``data``,
     as ``memevo eval`` does, into ``out``; bad input raises ``UserInputError`` naming the field.
 
-    ``agent_class`` is registered under its ``spec.kind`` first, so a policy of that kind runs it."""
+    ``agent_class`` is registered under its ``spec.kind`` first, so a policy of that kind runs it. Interrupted
+    (Ctrl-C, a notebook's stop button), the run stops within seconds keeping the periods it finished and raises
+    ``Interrupted``; ``resume=True`` continues it."""
     checks.check_policy("policy", policy)
     checks.check_data("data", data)
     checks.check_folder("out", out)
@@ -165,14 +185,15 @@ def evaluate(
                 use_cache=use_cache, concurrency=concurrency, seed=seed, upper_bound=upper_bound,
                 no_memory_baseline=no_memory_baseline, diagnose=diagnose, simulator=simulator,
                 simulator_model=simulator_model, rounds_init=rounds_init, rounds_update=rounds_update)
-            return run_evaluation(request, resume_hint=f"memevo.evolve.api.evaluate(..., out={str(folder)!r}, "
-                                                      "resume=True) with the same arguments")
+            return run_evaluation(request, resume_hint=resume_hint)
 
-    report = _blocking(run)
+    resume_hint = f"memevo.evaluate(..., out={str(folder)!r}, resume=True) with the same arguments"
+    report = _stoppable(run, resume_hint=resume_hint)
     return EvaluationResult(policy=chosen, scores=report.scores, user_scores=report.user_scores,
                             usage=report.usage.total(), out=folder)
 
 
+@_in_python_words
 def optimize(
     seed_candidate: PolicyInput | None,
     data: DataInput | None,
@@ -193,7 +214,7 @@ def optimize(
     per step (logger ``memevo``, at INFO) and draws a bar per phase, as the command does. Interrupted (Ctrl-C, a
     notebook's stop button), the run stops within seconds and raises ``Interrupted``; ``resume=True`` continues it."""
     from memevo.agents.llm.hub import LLMHub
-    from memevo.evolve.loop import evolve
+    from memevo.evolve.loop import run_evolution
 
     checks.check_policy("seed_candidate", seed_candidate)
     checks.check_data("data", data, optional=True)
@@ -210,15 +231,15 @@ def optimize(
     data_file = given.items_path(items) if items is not None else _located(data) if isinstance(data, str | Path) else None
     settings = _settings(config, seed_candidate, data_file, agent_class)
 
-    def run(stoppable: _Stoppable) -> EvolutionResult:
-        with (claim_run_folder(folder, flag="run_dir", kind="evolution"), given.taken_back_if_refused(),
-              LLMHub(use_cache=use_cache, concurrency=concurrency) as hub):
+    def run() -> EvolutionResult:
+        with (resumable_as(resume_hint), claim_run_folder(folder, field="run_dir", kind="evolution"),
+              given.taken_back_if_refused(), LLMHub(use_cache=use_cache, concurrency=concurrency) as hub):
             if items is not None:
                 given.save_items(items)
-            return stoppable.run(evolve(settings, run_dir=folder, hub=hub, resume=resume))
+            return run_evolution(settings, run_dir=folder, hub=hub, resume=resume)
 
-    result = _stoppable(run, resume_hint=f"memevo.optimize(..., run_dir={str(folder)!r}, resume=True) with the "
-                                         "same arguments")
+    resume_hint = f"memevo.optimize(..., run_dir={str(folder)!r}, resume=True) with the same arguments"
+    result = _stoppable(run, resume_hint=resume_hint)
     generations = [outcome for outcome in (read_record(path, GenerationOutcome)
                                            for path in sorted(folder.glob("generations/gen_*/outcome.json")))
                    if outcome is not None]
@@ -343,58 +364,21 @@ class _Inputs:
             raise
 
 
-def _blocking(work: Callable[[], T]) -> T:
-    """``work`` (which runs its own event loop) now, or in a worker thread when this thread already runs a loop
-    (a notebook's), where ``asyncio.run`` is not allowed."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return work()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memevo-api") as worker:
-        return worker.submit(work).result()
-
-
-class _Stoppable:
-    """A coroutine run on its own event loop in a worker thread, which ``stop`` (from the caller's thread) cancels:
-    a cancelled run ends as the command's does on SIGTERM, its finished work kept for a resume."""
-
-    def __init__(self) -> None:
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.task: asyncio.Task[Any] | None = None
-        self.stopped = threading.Event()
-
-    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        async def main() -> T:
-            self.loop = asyncio.get_running_loop()
-            self.task = asyncio.current_task()
-            if self.stopped.is_set():  # stopped before the task began
-                raise asyncio.CancelledError
-            return await coroutine
-
-        return asyncio.run(main())
-
-    def stop(self) -> None:
-        self.stopped.set()
-        loop, task = self.loop, self.task
-        if loop is not None and task is not None:
-            with suppress(RuntimeError):  # the loop already closed: the work is over
-                loop.call_soon_threadsafe(task.cancel)
-
-
-def _stoppable(work: Callable[[_Stoppable], T], *, resume_hint: str) -> T:
+def _stoppable(work: Callable[[], T], *, resume_hint: str) -> T:
     """``work`` in a worker thread, the caller's thread waiting for it: there an interrupt (Ctrl-C, a notebook's
-    stop, SIGTERM) arrives even while a notebook's event loop runs, cancels the work, waits the seconds its
-    clean-up takes and is raised as ``Interrupted`` saying how to resume."""
-    stoppable = _Stoppable()
+    stop, SIGTERM) arrives even while a notebook's event loop runs, stops the work's event loop (``StopSwitch``),
+    waits the seconds its clean-up takes and is raised as ``Interrupted`` saying how to resume. The work's own errors
+    are raised as it raised them (it runs under ``resumable_as`` itself)."""
+    switch = StopSwitch()
     with (resumable_as(resume_hint), _interrupt_raises(),
           ThreadPoolExecutor(max_workers=1, thread_name_prefix="memevo-api") as worker):
-        future = worker.submit(work, stoppable)
+        future = worker.submit(copy_context().run, switch.serve, work)
         try:
-            return future.result()
-        except BaseException:
-            if not future.done():  # the caller was interrupted, not the work failed
-                stoppable.stop()
+            wait([future])
+        except BaseException:  # the caller was interrupted: the work goes on until stopped
+            switch.stop()
             raise
+    return future.result()
 
 
 @contextmanager

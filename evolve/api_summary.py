@@ -10,6 +10,7 @@ from typing import Protocol
 
 from memevo.agents.llm.accounting import UsageReport, dollars_text
 from memevo.environments.metrics import Scores
+from memevo.evolve.api_outcomes import CandidateRow, decision_counts
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.stats import PairedTest, fmt, fmt_p
 
@@ -29,6 +30,8 @@ class Optimized(Protocol):
     def test_comparison(self) -> PairedTest: ...
     @property
     def candidates(self) -> Sequence[Candidate]: ...
+    @property
+    def candidate_rows(self) -> Sequence[CandidateRow]: ...
     @property
     def generations(self) -> Sequence[object]: ...
     @property
@@ -56,8 +59,8 @@ def summary_lines(result: Optimized, code: Callable[[str], str] = str) -> list[s
     note = f" ({test.note})" if test.note and not explained else ""
     spent = result.usage.total()
     return [
-        f"memevo.optimize: {len(result.candidates)} candidate(s) over {len(result.generations)} generation(s); "
-        f"stopped: {result.stop_reason}",
+        f"memevo.optimize: {len(result.candidates)} candidate(s) over {len(result.generations)} generation(s) "
+        f"({decision_counts(result.candidate_rows)}); stopped: {result.stop_reason}",
         f"test {objective}: seed {value('seed_test_scores')} -> best {value('best_test_scores')} "
         f"({result.best.label})",
         f"best - seed: {fmt(test.mean_diff)} [{fmt(test.diff_low)}, {fmt(test.diff_high)}] over {test.n} test "

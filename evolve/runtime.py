@@ -25,6 +25,7 @@ from memevo.core.atomic_files import write_json_atomic
 from memevo.core.errors import UserInputError, nested_in
 from memevo.core.lazy_model import LazyModel
 from memevo.core.run_files import read_or_recompute
+from memevo.core.setting_names import given, setting
 from memevo.environments.amemgym.data.models import Item
 from memevo.environments.amemgym.environment import AMemGymEnvironment
 from memevo.environments.amemgym.simulators.factory import make_simulator
@@ -151,8 +152,8 @@ def claim_run_dir(run_dir: Path, config: EvolveConfig, resume: bool, inputs: dic
     """
     marker = run_dir / "config.json"
     if marker.exists() and not resume:
-        raise UserInputError("already holds a run; pass --resume to continue it or choose another --run-dir",
-                             source=str(run_dir), field="--run-dir")
+        raise UserInputError(f"already holds a run; pass {given('resume')} to continue it or choose another "
+                             f"{setting('run_dir')}", source=str(run_dir), field=setting("run_dir"))
     run_dir.mkdir(parents=True, exist_ok=True)
     # a run recorded without a judge judged nothing (a judged answer without one stops the run), so a judge added on
     # resume changes no recorded result

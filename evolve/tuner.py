@@ -28,6 +28,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from memevo.core.errors import DamagedFileError
+from memevo.core.setting_names import setting
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import IntRange, OptunaConfig
 from memevo.evolve.databases import damaged_database, sqlite_file
@@ -38,8 +39,12 @@ from memevo.evolve.events import GenerationEnded
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
-RESTORE_OPTUNA = ("restore it from a copy: its trials hold the hyperparameters of the run's candidates, so the run "
-                  "cannot be resumed without it (start again in a new --run-dir)")
+def restore_optuna() -> str:
+    """What to do about a damaged or missing study, the run folder named as the caller's front end names it."""
+    return ("restore it from a copy: its trials hold the hyperparameters of the run's candidates, so the run cannot be "
+            f"resumed without it (start again in a new {setting('run_dir')})")
+
+
 DECISION_ATTR = "decision"
 """The user attribute that says what memevo did with a trial's candidate (why a trial without a value has none)."""
 PRUNED_AFTER_ATTR = "pruned_after_users"
@@ -123,7 +128,7 @@ class Tuner:
 
     def _load(self) -> optuna.Study:
         database = sqlite_file(self.storage)
-        with damaged_database(database, RESTORE_OPTUNA) if database is not None else nullcontext():
+        with damaged_database(database, restore_optuna()) if database is not None else nullcontext():
             study = optuna.create_study(
                 study_name=self.study_name,
                 storage=study_storage(self.storage),
@@ -180,7 +185,7 @@ class Tuner:
         if number >= len(trials):
             raise DamagedFileError(f"the Optuna study '{self.study_name}' has no trial {number}, which a candidate of "
                                    "this run was given (the database was deleted or replaced)",
-                                   source=str(sqlite_file(self.storage) or self.storage), remedy=RESTORE_OPTUNA)
+                                   source=str(sqlite_file(self.storage) or self.storage), remedy=restore_optuna())
         return trials[number]
 
     def _trial(self, number: int) -> optuna.Trial:

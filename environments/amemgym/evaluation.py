@@ -26,6 +26,7 @@ from memevo.agents.templates import placeholders_in
 from memevo.core.atomic_files import write_json_atomic
 from memevo.core.errors import UserInputError
 from memevo.core.lazy_model import LazyModel
+from memevo.core.setting_names import setting
 from memevo.environments.amemgym.data.models import Item
 from memevo.environments.amemgym.environment import AMemGymEnvironment
 from memevo.environments.amemgym.prompts import AMemGymPrompts, load_amemgym_prompts
@@ -203,7 +204,8 @@ def evaluate_live(request: EvalRequest, resume_hint: str) -> EvalReport:
     prompts = None if request.amemgym_source is None else load_amemgym_prompts(request.amemgym_source)
     if prompts is not None:
         policy = prompts.apply_to(policy)
-    reader = make_environment(request.environment, EpisodeConfig(), field="--environment", options=request.options)
+    reader = make_environment(request.environment, EpisodeConfig(), field=setting("environment"),
+                              options=request.options)
     items: list[Item] = reader.prepared(reader.load_items(request.data, limit=request.users), source=request.data)
     if request.off_policy is not None:
         _check_replay(request.off_policy, items)
@@ -250,7 +252,7 @@ def evaluate_live(request: EvalRequest, resume_hint: str) -> EvalReport:
             return EvalReport(headline=_headline(outcome.scores, out, notes), scores=outcome.scores,
                               user_scores=outcome.user_scores, usage=usage)
 
-    with claim_run_folder(out, flag="--out", kind="eval"):
+    with claim_run_folder(out, field="out", kind="eval"):
         prepare_out(out, request.resume)
         check_inputs(out, inputs)
         # from here on a failure or a signal prints the resume command; the plotting stack is imported on another

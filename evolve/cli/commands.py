@@ -57,7 +57,7 @@ def evolve_command(
         result = evolve_with_workers(ctx, settings, config, folder, workers=workers, store=store, resume=resume,
                                      no_cache=no_cache, concurrency=concurrency)
     else:
-        with (claim_run_folder(folder, flag="--run-dir", kind="evolution"), resumable(ctx),
+        with (claim_run_folder(folder, field="run_dir", kind="evolution"), resumable(ctx),
               LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub):
             result = run_evolution(settings, run_dir=folder, hub=hub, resume=resume)
     from memevo.evolve.presentation.headline import held_out_lines, objective_label  # scipy.stats: after the run

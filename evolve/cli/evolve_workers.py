@@ -32,8 +32,8 @@ def evolve_with_workers(ctx: typer.Context, settings: EvolveConfig, config: Path
     from memevo.evolve.workers.worker import WorkerSettings
 
     check_shareable(settings, f"--workers {workers}" if workers > 1 else "--store")
-    check_writable(folder, flag="--run-dir")
-    check_kind(folder, "evolution", flag="--run-dir")
+    check_writable(folder, field="run_dir")
+    check_kind(folder, "evolution", field="run_dir")
     url = worker_store(store, folder)
     check_database_url(url, source="command line", field="--store")
     check_reachable(url, source="command line", field="--store")

@@ -44,7 +44,7 @@ def ablate_command(
     if workers > 1 or store:
         _ablate_as_worker(ctx, ablation, config, folder, workers, store, no_cache, concurrency)
         return
-    with (claim_run_folder(folder, flag="--run-dir", kind="ablation"), resumable(ctx),
+    with (claim_run_folder(folder, field="run_dir", kind="ablation"), resumable(ctx),
           LLMHub(use_cache=not no_cache, concurrency=concurrency) as hub):
         _, tracker = ablation_tracker(ablation)
         tracker.open_store(ablation.tracking_uri or tracker.ui().default_store(folder))  # a new store: created once

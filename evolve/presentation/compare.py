@@ -1,5 +1,6 @@
 """``memevo compare RUN_A RUN_B``: two finished evolutions side by side, from their records (no LLM calls): the best
-prompts' differences, seed and best on each run's test users with 95% t-intervals over users, and the spend."""
+prompts' differences, seed and best on each run's test users with 95% t-intervals over users, how many candidates
+each decision state holds (from the runs' ``decisions.json``), and the spend."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import difflib
 from pathlib import Path
 
 from memevo.core.errors import UserInputError
-from memevo.evolve.api_outcomes import user_values
+from memevo.evolve.api_outcomes import decision_counts, user_values, written_rows
 from memevo.evolve.presentation.explain import spend_line
 from memevo.evolve.records import EvolutionResult, read_written
 from memevo.evolve.stats import fmt_interval, mean_ci
@@ -31,6 +32,11 @@ def _prompt_lines(a: EvolutionResult, b: EvolutionResult) -> list[str]:
     return lines or ["best prompts: the same"]
 
 
+def _decision_counts(run_dir: Path, result: EvolutionResult) -> str:
+    rows = written_rows(run_dir, result.seed)
+    return f"{len(rows)} candidate(s): {decision_counts(rows)}"
+
+
 def compare_runs(run_a: Path, run_b: Path) -> str:
     """The comparison text; a run's objective values are its own test users', so the intervals are not paired."""
     a, b = _result(run_a, "RUN_A"), _result(run_b, "RUN_B")
@@ -44,6 +50,8 @@ def compare_runs(run_a: Path, run_b: Path) -> str:
         seed = fmt_interval(mean_ci(list(user_values(result.objective, result.seed_user_scores).values())))
         best = fmt_interval(mean_ci(list(user_values(result.objective, result.best_user_scores).values())))
         lines.append(f"  {label}: seed {seed}, best {best} ({result.seed_scores.n_users} users)")
+    lines += ["", "decisions (decisions.json):", f"  A: {_decision_counts(run_a, a)}",
+              f"  B: {_decision_counts(run_b, b)}"]
     lines += ["", "spend:", f"  A: {spend_line(a.usage.total())}", f"  B: {spend_line(b.usage.total())}", "",
               *_prompt_lines(a, b)]
     return "\n".join(lines)

@@ -1,7 +1,7 @@
 """``memevo report RUN_DIR``: a finished (or interrupted) evolution or ablation, again, from its stored records.
 
-Reads only files in the run folder (``result.json``, ``generations/*/outcome.json``, ``usage.jsonl``,
-``config.json`` for an evolution; ``ablation.json`` and ``*/seed-*/arm_result.json`` for an ablation).
+Reads only files in the run folder (``result.json``, ``generations/*/outcome.json``, ``plan.json`` and
+``decisions.json``, the one record of each candidate's decision, ``usage.jsonl``, ``config.json`` for an evolution; ``ablation.json`` and ``*/seed-*/arm_result.json`` for an ablation).
 It never builds an LLM client, so it is free and works offline.
 """
 
@@ -26,6 +26,7 @@ from memevo.environments.score_text import (
 )
 from memevo.evolve.ablation.plots import plot_failure_split, plot_period_curves
 from memevo.evolve.ablation.run import MANIFEST_FILE, load_manifest, render_ablation
+from memevo.evolve.api_outcomes import CandidateRow, written_history, written_rows
 from memevo.evolve.cross_test import cross_test_lines, read_cross_test
 from memevo.evolve.loop import EvolutionResult, GenerationOutcome
 from memevo.evolve.presentation.generation_plot import plot_score_per_generation
@@ -70,11 +71,6 @@ def _ablation_report(run_dir: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _history(run_dir: Path) -> list[GenerationOutcome]:
-    paths = sorted((run_dir / "generations").glob("gen_*/outcome.json"))
-    return [read_written(path, GenerationOutcome, run_dir) for path in paths]
-
-
 def _history_table(history: list[GenerationOutcome], objective: str, scores: Scores | None) -> list[str]:
     lines = [
         "| generation | kept | improved | best train | best val | kept val (running best) | candidates | pruned "
@@ -95,6 +91,23 @@ def _history_table(history: list[GenerationOutcome], objective: str, scores: Sco
               "(n/a when none was). *candidates* counts those run: validation first, a generation ends at its first "
               "kept candidate and the proposals after it are not run."]
     return lines
+
+
+def _candidate_table(rows: list[CandidateRow]) -> list[str]:
+    """Each candidate's scores, cost and decision, in the words its generation's ``decisions.json`` records (the
+    terminal's, MLflow's and Optuna's words too)."""
+    lines = ["| candidate | origin | train | val | cost | decision |", "|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {row.label} | {row.origin} | {fmt(row.train, reason='not measured')} "
+                     f"| {fmt(row.val, reason='not measured')} | {_cost_cell(row)} | {row.fate.replace('|', '/')} |")
+    return lines
+
+
+def _cost_cell(row: CandidateRow) -> str:
+    if row.cost_calls is None:
+        return na("no evaluation of it ended")
+    dollars = "unpriced" if row.cost_dollars is None else f"${row.cost_dollars:.4f}"
+    return f"{row.cost_calls} calls, {dollars}"
 
 
 AMEMGYM_ONLY_COLUMNS = ("memory score (pooled)", "AMemGym memory score (cells used/all)",
@@ -261,7 +274,7 @@ def evolution_report(run_dir: Path) -> str:
     """History, seed vs best on the test users (with a paired test), the best candidate, spend; writes plots
     to ``report/``."""
     config = read_json(run_dir / "config.json", remedy=rewritten_by_resume(run_dir))
-    history = _history(run_dir)
+    history = written_history(run_dir)
     environment = config.get("environment", DEFAULT_ENVIRONMENT)
     lines = [f"# Evolution: {config.get('name', run_dir.name)} ({config.get('protocol', 'outer_loop')}, "
              f"environment {environment})", ""]
@@ -270,6 +283,8 @@ def evolution_report(run_dir: Path) -> str:
     if history:
         scores = None if result is None else result.seed_scores
         lines += _history_table(history, config.get("objective", "accuracy"), scores) + [""]
+        rows = written_rows(run_dir, None if result is None else result.seed)  # unfinished: the seed is not known yet
+        lines += ["## Candidates", "", *_candidate_table(rows), ""]
     if result is None:
         lines.append(f"Unfinished: no result.json yet. Continue it with `memevo evolve CONFIG --run-dir {run_dir} --resume`.")
         ledger = run_dir / LEDGER_FILE

@@ -1,6 +1,7 @@
 """``memevo report --format json|csv``: a finished evolution's outcome as data for a script or a spreadsheet rather
 than text. JSON holds seed and best on the test users, the paired test, each candidate's row and the spend; CSV holds
-the candidate rows (an empty cell: not measured on that split)."""
+the candidate rows (an empty cell: not measured on that split), each with its generation's decision about it as
+``decisions.json`` records it."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from memevo.core.errors import UserInputError
-from memevo.evolve.api_outcomes import CandidateRow, candidate_rows, paired_on_test_users, run_candidates
-from memevo.evolve.records import EvolutionResult, GenerationOutcome, read_written
+from memevo.evolve.api_outcomes import CandidateRow, paired_on_test_users, written_rows
+from memevo.evolve.records import EvolutionResult, read_written
 
 
 def _finished(run_dir: Path) -> EvolutionResult:
@@ -26,12 +27,6 @@ def _finished(run_dir: Path) -> EvolutionResult:
     return read_written(path, EvolutionResult, run_dir)
 
 
-def _rows(run_dir: Path, result: EvolutionResult) -> list[CandidateRow]:
-    history = [read_written(path, GenerationOutcome, run_dir)
-               for path in sorted((run_dir / "generations").glob("gen_*/outcome.json"))]
-    return candidate_rows(run_candidates(run_dir, result.seed), history, run_dir)
-
-
 def evolution_data(run_dir: Path) -> dict[str, Any]:
     """The finished evolution in ``run_dir`` as one JSON-ready mapping."""
     result = _finished(run_dir)
@@ -43,7 +38,7 @@ def evolution_data(run_dir: Path) -> dict[str, Any]:
                  "test": result.best_scores.model_dump(mode="json")},
         "test_comparison": paired_on_test_users(result.objective, result.seed_user_scores,
                                                 result.best_user_scores).model_dump(mode="json"),
-        "candidates": [row.model_dump(mode="json") for row in _rows(run_dir, result)],
+        "candidates": [row.model_dump(mode="json") for row in written_rows(run_dir, result.seed)],
         "usage": result.usage.model_dump(mode="json"),
     }
 
@@ -53,10 +48,11 @@ def report_json(run_dir: Path) -> str:
 
 
 def report_csv(run_dir: Path) -> str:
-    """One line per candidate: id, generation, origin, train, val, fate and its cost."""
+    """One line per candidate: id, label, generation, origin, train, val, its decision (state and words) and its
+    cost."""
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=list(CandidateRow.model_fields), lineterminator="\n")
     writer.writeheader()
-    for row in _rows(run_dir, _finished(run_dir)):
+    for row in written_rows(run_dir, _finished(run_dir).seed):
         writer.writerow({name: "" if value is None else value for name, value in row.model_dump().items()})
     return out.getvalue().rstrip("\n")

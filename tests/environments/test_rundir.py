@@ -38,7 +38,7 @@ HOLDER = textwrap.dedent("""
     import sys
     from pathlib import Path
     from memevo.environments.rundir import claim_run_folder
-    with claim_run_folder(Path(sys.argv[1]), flag="--out", kind=sys.argv[2]):
+    with claim_run_folder(Path(sys.argv[1]), field="out", kind=sys.argv[2]):
         print("held", flush=True)
         sys.stdin.readline()
 """)
@@ -104,41 +104,41 @@ def test_second_process_exits_2_naming_the_holder_then_takes_over_its_stale_lock
         assert server.requests == []
     # the holder died without cleaning up: its lock file is still there, and it is taken over
     assert (folder / LOCK_FILE).read_text().strip() == str(holder.pid)
-    with claim_run_folder(folder, flag="--out", kind="eval" if command == "eval" else "evolution"):
+    with claim_run_folder(folder, field="out", kind="eval" if command == "eval" else "evolution"):
         assert (folder / LOCK_FILE).read_text().strip() == str(os.getpid())
 
 
 def test_lock_is_exclusive_within_one_process_too(tmp_path: Path) -> None:
-    with claim_run_folder(tmp_path / "run", flag="--run-dir", kind="eval"):
+    with claim_run_folder(tmp_path / "run", field="run_dir", kind="eval"):
         with pytest.raises(UserInputError, match=f"in use by process {os.getpid()}"):
-            with claim_run_folder(tmp_path / "run", flag="--run-dir", kind="eval"):
+            with claim_run_folder(tmp_path / "run", field="run_dir", kind="eval"):
                 pass
-    with claim_run_folder(tmp_path / "run", flag="--run-dir", kind="eval"):  # released at exit
+    with claim_run_folder(tmp_path / "run", field="run_dir", kind="eval"):  # released at exit
         pass
 
 
 def test_a_refused_start_leaves_nothing_behind_but_keeps_a_started_run(tmp_path: Path) -> None:
     with pytest.raises(UserInputError):
-        with claim_run_folder(tmp_path / "a" / "b", flag="--out", kind="eval"):
+        with claim_run_folder(tmp_path / "a" / "b", field="out", kind="eval"):
             raise UserInputError("bad data")
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(UserInputError):
-        with claim_run_folder(tmp_path / "run", flag="--out", kind="eval"):
+        with claim_run_folder(tmp_path / "run", field="out", kind="eval"):
             (tmp_path / "run" / "result.json").write_text("{}")
             raise UserInputError("bad data after the first write")
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["result.json", "run_kind.json"]
 
 
 def test_a_claim_records_the_folder_kind_and_a_refused_first_start_removes_it(tmp_path: Path) -> None:
-    with claim_run_folder(tmp_path / "run", flag="--run-dir", kind="ablation"):
+    with claim_run_folder(tmp_path / "run", field="run_dir", kind="ablation"):
         assert json.loads((tmp_path / "run" / KIND_FILE).read_text()) == {"kind": "ablation"}
-    with claim_run_folder(tmp_path / "run", flag="--run-dir", kind="ablation"):  # the same kind resumes
+    with claim_run_folder(tmp_path / "run", field="run_dir", kind="ablation"):  # the same kind resumes
         pass
     with pytest.raises(UserInputError, match="holds an ablation run .* not an evolution run"):
-        with claim_run_folder(tmp_path / "run", flag="--run-dir", kind="evolution"):
+        with claim_run_folder(tmp_path / "run", field="run_dir", kind="evolution"):
             pass
     with pytest.raises(UserInputError):
-        with claim_run_folder(tmp_path / "new", flag="--out", kind="eval"):
+        with claim_run_folder(tmp_path / "new", field="out", kind="eval"):
             raise UserInputError("nothing to resume")
     assert not (tmp_path / "new").exists()
 
@@ -147,7 +147,7 @@ def test_a_damaged_kind_record_without_other_files_is_one_line_naming_it_and_the
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / KIND_FILE).write_text('{"kind": ')
     with pytest.raises(DamagedFileError, match="write .* into it, whichever command made the folder") as refused:
-        with claim_run_folder(tmp_path / "run", flag="--run-dir", kind="evolution"):
+        with claim_run_folder(tmp_path / "run", field="run_dir", kind="evolution"):
             pass
     assert refused.value.source == str(tmp_path / "run" / KIND_FILE)
     assert (tmp_path / "run" / KIND_FILE).read_text() == '{"kind": '
@@ -162,9 +162,9 @@ def test_a_damaged_kind_record_is_written_again_from_the_folders_files_saying_so
     (tmp_path / "run" / marker).write_text("{}")
     (tmp_path / "run" / KIND_FILE).write_bytes(b"\x00\xff")
     with pytest.raises(UserInputError, match=f"holds an? {kind} run"):  # the files still tell the kind apart
-        with claim_run_folder(tmp_path / "run", flag="--run-dir", kind=other):
+        with claim_run_folder(tmp_path / "run", field="run_dir", kind=other):
             pass
-    with claim_run_folder(tmp_path / "run", flag="--run-dir", kind=kind):
+    with claim_run_folder(tmp_path / "run", field="run_dir", kind=kind):
         pass
     assert json.loads((tmp_path / "run" / KIND_FILE).read_text()) == {"kind": kind}
     assert f"{tmp_path / 'run' / KIND_FILE}: damaged: " in caplog.text
@@ -179,7 +179,7 @@ def test_a_full_disk_while_claiming_is_one_line(
 
     monkeypatch.setattr(rundir, "write_json_atomic", full)
     with pytest.raises(RunFailedError) as failed:
-        with claim_run_folder(tmp_path / "run", flag="--run-dir", kind="evolution"):
+        with claim_run_folder(tmp_path / "run", field="run_dir", kind="evolution"):
             pass
     assert str(failed.value) == (f"the disk is full (writing {tmp_path / 'run' / KIND_FILE}): No space left on device; "
                                  "free space, then run the command again")

@@ -77,8 +77,12 @@ def test_the_example_evaluates_and_evolves_its_own_agent_on_its_own_data(endpoin
     assert found.best_policy.prompts == {"system_prompt": found.best.policy.prompts.get(
         "system_prompt", api_example.SYSTEM_PROMPT.default)} and found.best_test_scores.n_questions == 2 * 2 * 2
     assert [row.id for row in found.candidate_rows] == [candidate.id for candidate in found.candidates]
-    assert found.candidate_rows[0].fate == "kept" and found.candidate_rows[0].val is not None
-    assert found.candidate_rows[1].fate in {"kept", "accepted", "rejected"}
+    recorded = {decision["candidate_id"]: decision for gen in ("gen_000", "gen_001") for decision in json.loads(
+        (found.run_dir / "generations" / gen / "decisions.json").read_text())["decisions"]}
+    assert [(row.label, row.state, row.fate) for row in found.candidate_rows] == [
+        (recorded[row.id]["label"], recorded[row.id]["state"], recorded[row.id]["text"]) for row in found.candidate_rows]
+    assert found.candidate_rows[0].fate.startswith("kept: the seed") and found.candidate_rows[0].val is not None
+    assert found.candidate_rows[1].state in {"kept", "accepted", "rejected"}
     seed_cost = found.candidate_rows[0]
     assert seed_cost.cost_calls and seed_cost.cost_tokens and seed_cost.cost_dollars is not None  # its episodes ran
     assert sum(row.cost_calls or 0 for row in found.candidate_rows) < len(endpoint.requests)  # proposals not in them
@@ -86,6 +90,8 @@ def test_the_example_evaluates_and_evolves_its_own_agent_on_its_own_data(endpoin
     assert found.test_comparison.n == 2
 
     text = str(found)  # print(result): a summary, not a dump of every field
+    states = [row.state for row in found.candidate_rows]
+    assert f"over 2 generation(s) ({states.count('kept')} kept" in text  # counted from the decision records
     assert f"test accuracy: seed {found.seed_test_scores.accuracy:.3f} -> best " in text
     assert "over 2 test user(s); paired t p" in text and f"memevo ui --run-dir {found.run_dir}" in text
     spent = found.usage.total()
@@ -101,11 +107,31 @@ def test_the_example_evaluates_and_evolves_its_own_agent_on_its_own_data(endpoin
     assert [row["id"] for row in data["candidates"]] == [row.id for row in found.candidate_rows]
     as_csv = CliRunner().invoke(app, ["report", str(found.run_dir), "--format", "csv"])
     lines = as_csv.output.splitlines()
-    assert lines[0] == "id,generation,origin,train,val,fate,cost_calls,cost_tokens,cost_dollars"
+    assert lines[0] == "id,label,generation,origin,train,val,state,fate,cost_calls,cost_tokens,cost_dollars"
     assert len(lines) == 1 + len(found.candidate_rows)
+    as_text = CliRunner().invoke(app, ["report", str(found.run_dir)])
+    assert as_text.exit_code == 0, as_text.output
+    assert all(f"| {row.label} | {row.origin} |" in as_text.output and f"| {row.fate} |" in as_text.output
+               for row in found.candidate_rows)
     compared = CliRunner().invoke(app, ["compare", str(found.run_dir), str(found.run_dir)])
     assert compared.exit_code == 0, compared.output
     assert "best prompts: the same" in compared.output and compared.output.count("best ") >= 2
+    assert f"  A: 2 candidate(s): {states.count('kept')} kept" in compared.output
+
+    decisions_file = found.run_dir / "generations" / "gen_001" / "decisions.json"  # the record, not re-derived
+    edited = json.loads(decisions_file.read_text())
+    edited["decisions"][0] |= {"state": "pruned", "text": "pruned: as the record says"}
+    decisions_file.write_text(json.dumps(edited))
+    data = json.loads(CliRunner().invoke(app, ["report", str(found.run_dir), "--format", "json"]).output)
+    assert (data["candidates"][1]["state"], data["candidates"][1]["fate"]) == ("pruned", "pruned: as the record says")
+    decisions_file.unlink()  # a run folder from before decision records: n/a and why
+    data = json.loads(CliRunner().invoke(app, ["report", str(found.run_dir), "--format", "json"]).output)
+    assert data["candidates"][1]["state"] is None and data["candidates"][1]["fate"].startswith("n/a: ")
+    decisions_file.write_text("{")
+    damaged = CliRunner().invoke(app, ["report", str(found.run_dir), "--format", "csv"])
+    assert isinstance(damaged.exception, UserInputError) and "decisions.json: " in str(damaged.exception)
+    assert "restore it from a copy" in str(damaged.exception)
+    decisions_file.write_text(json.dumps(edited))
     refused = CliRunner().invoke(app, ["compare", str(found.run_dir), str(tmp_path)])
     assert isinstance(refused.exception, UserInputError) and refused.exception.field == "RUN_B"
     saved = list((found.run_dir / "python-inputs").glob("items-*.json"))
@@ -175,26 +201,32 @@ EXAMPLE_CONFIG = {"components": ["system_prompt"], "upper_bound": False, "split"
                   "budget": {"generations": 1, "candidates": 1}, "episode": {"rounds_init": 1, "rounds_update": 1}}
 
 
-async def test_an_interrupt_in_a_notebook_stops_the_run_within_seconds_and_it_resumes(endpoint: Any,
-                                                                                      tmp_path: Path) -> None:
-    """A notebook's stop button is SIGINT to the thread that waits for the run (its event loop running): the run is
-    cancelled at once rather than the interrupt waiting for the run's end, and a resume finishes it."""
+def interrupt_once_past(endpoint: Any, requests: int) -> list[float]:
+    """Makes ``endpoint`` reply slowly and interrupt this process (SIGINT) once, at the first request past
+    ``requests``; returns the list that gets the time it did.
+
+    Requests arrive on several threads, so the count can pass the mark between two looks: ``>=`` under a lock, not
+    ``==``."""
     sent: list[float] = []
     interrupt_lock = threading.Lock()
 
     def interrupting(body: dict[str, Any]) -> str:
-        """Replies slowly; the first request past the 20th (the run's start-up work done) interrupts the caller once.
-
-        Requests arrive on several threads, so the count can pass 20 between two looks: ``>=`` under a lock, not ``==``.
-        """
         with interrupt_lock:
-            if len(endpoint.requests) >= 20 and not sent:
+            if len(endpoint.requests) >= requests and not sent:
                 sent.append(time.monotonic())
                 os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.2)
         return reply(body)
 
     endpoint.reply = interrupting
+    return sent
+
+
+async def test_an_interrupt_in_a_notebook_stops_the_run_within_seconds_and_it_resumes(endpoint: Any,
+                                                                                      tmp_path: Path) -> None:
+    """A notebook's stop button is SIGINT to the thread that waits for the run (its event loop running): the run is
+    cancelled at once rather than the interrupt waiting for the run's end, and a resume finishes it."""
+    sent = interrupt_once_past(endpoint, 20)  # the run's start-up work done
     policy = MemoryPolicy(kind="notes", llm={"base_url": endpoint.url})
     arguments: dict[str, Any] = {"run_dir": tmp_path / "run", "config": EXAMPLE_CONFIG,
                                  "agent_class": api_example.NotesAgent}
@@ -202,5 +234,53 @@ async def test_an_interrupt_in_a_notebook_stops_the_run_within_seconds_and_it_re
         optimize(policy, api_example.make_users(4), **arguments)
     assert sent and time.monotonic() - sent[0] < 10
     endpoint.reply = reply
+    with pytest.raises(UserInputError, match="pass resume=True to continue it or choose another run_dir") as again:
+        optimize(policy, api_example.make_users(4), **arguments)
+    assert again.value.field == "run_dir"
     found = optimize(policy, api_example.make_users(4), resume=True, **arguments)
     assert [outcome.generation for outcome in found.generations] == [0, 1]
+
+
+async def test_an_interrupted_evaluation_in_a_notebook_stops_within_seconds_and_resumes(endpoint: Any,
+                                                                                       tmp_path: Path) -> None:
+    """As ``optimize``: SIGINT to the notebook's thread cancels the evaluation's own loop in its worker at once, the
+    periods it finished stay saved, and ``resume=True`` plays only the rest."""
+    sent = interrupt_once_past(endpoint, 24)  # the first period (16 requests) done
+    policy = MemoryPolicy(kind="notes", llm={"base_url": endpoint.url})
+    arguments: dict[str, Any] = {"out": tmp_path / "eval", "agent_class": api_example.NotesAgent, "use_cache": False}
+    with pytest.raises(Interrupted, match=r"memevo\.evaluate\(\.\.\., out=.*, resume=True\)"):
+        evaluate(policy, api_example.make_users(4), **arguments)
+    assert sent and time.monotonic() - sent[0] < 10
+    saved = sorted((tmp_path / "eval" / "run").rglob("period_*.json*"))
+    assert saved  # the periods finished before the interrupt are kept
+    endpoint.reply = reply
+    before = len(endpoint.requests)
+    resumed = evaluate(policy, api_example.make_users(4), resume=True, **arguments)
+    resume_requests = len(endpoint.requests) - before
+    fresh = evaluate(policy, api_example.make_users(4), out=tmp_path / "fresh", agent_class=api_example.NotesAgent,
+                     use_cache=False)
+    assert resumed.scores == fresh.scores and resumed.scores.n_questions == 4 * 2 * 2
+    assert resume_requests < fresh.usage.calls  # the resume asked only what was not finished
+
+
+def test_errors_from_the_shared_checks_name_python_arguments_not_flags(endpoint: Any, tmp_path: Path) -> None:
+    """The run-folder checks ``memevo eval`` and ``memevo evolve`` share speak to a Python caller in its own words."""
+    policy = MemoryPolicy(kind="notes", llm={"base_url": endpoint.url})
+    users = api_example.make_users(1)
+    with pytest.raises(UserInputError) as nothing:
+        evaluate(policy, users, out=tmp_path / "empty", agent_class=api_example.NotesAgent, resume=True)
+    assert nothing.value.field == "resume" and "--" not in str(nothing.value)
+    evaluate(policy, users, out=tmp_path / "eval", agent_class=api_example.NotesAgent)
+    with pytest.raises(UserInputError, match=r"pass resume=True to continue it") as again:
+        evaluate(policy, users, out=tmp_path / "eval", agent_class=api_example.NotesAgent)
+    assert "--" not in str(again.value)
+    with pytest.raises(UserInputError) as other_kind:
+        optimize(policy, api_example.make_users(4), run_dir=tmp_path / "eval", config=EXAMPLE_CONFIG,
+                 agent_class=api_example.NotesAgent)
+    assert other_kind.value.field == "run_dir" and "choose another run_dir" in str(other_kind.value)
+
+    save_items(users, tmp_path / "users.json")
+    policy_file = next((tmp_path / "eval" / "python-inputs").glob("policy-*.json"))
+    refused = CliRunner().invoke(app, ["eval", "--agent", str(policy_file), "--env", str(tmp_path / "users.json"),
+                                       "--out", str(tmp_path / "empty"), "--resume"])  # the command line: its flags
+    assert isinstance(refused.exception, UserInputError) and refused.exception.field == "--resume"

@@ -82,7 +82,11 @@ def test_report_of_unfinished_runs_says_how_to_resume(finished_ablation: Path, m
     _forbid_llm(monkeypatch)
     evolution = finished_ablation / "complete" / "seed-0"
     (evolution / "result.json").unlink()
-    assert "Unfinished" in report_run(evolution) and "--resume" in report_run(evolution)
+    text = report_run(evolution)
+    assert "Unfinished" in text and "--resume" in text
+    recorded = json.loads((evolution / "generations" / "gen_001" / "decisions.json").read_text())["decisions"]
+    assert recorded and all(f"| {decision['label']} |" in text and f"| {decision['text']} |" in text
+                            for decision in recorded)  # the planned candidates' decisions, as their records word them
     (evolution / "arm_result.json").unlink()
     assert "Unfinished" in report_run(finished_ablation) and "complete/seed-0" in report_run(finished_ablation)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from memevo.core.errors import DamagedFileError
+from memevo.core.setting_names import PYTHON, spelled_for
 from memevo.evolve.config import IntRange, OptunaConfig
 from memevo.evolve.tuner import Tuner
 
@@ -28,3 +29,13 @@ def test_a_deleted_study_ends_in_one_line(tmp_path: Path) -> None:
         again.report(numbers[-1], 0.5, step=0)
     assert "optuna.db" in str(caught.value) and "no trial 2" in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_its_remedy_names_the_run_folder_as_the_caller_does(tmp_path: Path) -> None:
+    first = make(tmp_path)
+    number = [first.ask()[0] for _ in range(3)][-1]
+    (tmp_path / "optuna.db").unlink()
+    with pytest.raises(DamagedFileError, match=r"new --run-dir\)"):
+        make(tmp_path).report(number, 0.5, step=0)
+    with spelled_for(PYTHON), pytest.raises(DamagedFileError, match=r"new run_dir\)"):  # memevo.optimize's caller
+        make(tmp_path).report(number, 0.5, step=0)
