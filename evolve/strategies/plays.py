@@ -102,6 +102,13 @@ class Plays:
     def speculate_test(self, candidate: Candidate) -> None:
         """The test users of a candidate that may end the run as its best, when speculation is on."""
         if self.speculation != "off":
+            self.start_test([candidate])
+
+    def start_test(self, candidates: Iterable[Candidate]) -> None:
+        """The test users of candidates the run's end scores whatever happens next, played from now rather than
+        when the end asks for them: the same episodes and calls, sooner. They go through the speculative store
+        (``speculation``), so nothing the run reports sees them before the end adopts them."""
+        for candidate in candidates:
             self.evaluator.speculate(candidate, "test", self.split.test)
 
     async def cancel(self, candidate_ids: Iterable[str] | None = None, *, keep_split: str | None = None) -> None:
