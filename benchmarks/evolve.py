@@ -13,7 +13,10 @@ first sample helps while its other samples hurt (``mixed`` mode).
    makes the same needed calls: results do not depend on speculation); sequential waits (seconds with at least one
    request in flight at the endpoint, over the latency); mean requests in flight while any is; wall time; the floor,
    the larger of calls x latency / width and the longest chain of dependent calls x latency, the chain measured from
-   the run folder's records (``FLOOR_RULE``, printed with the table, with each run's longest path); and wall / floor.
+   the run folder's records (``FLOOR_RULE``, printed with the table, with each run's longest path: for the race
+   without speculation it follows the race's decision order, rounds after rounds, the best's test after the last
+   race); and wall / floor. A run faster than its floor means the floor is wrong: the table says so and the
+   benchmark exits with status 1.
    ``--part startup``: ``memevo evolve`` as a child process (tracking on, a fresh run folder): seconds from its
    launch to its first request at the endpoint, then a ``--resume`` of the finished run: its wall time. With
    ``--baseline`` (another checkout's ``memevo``) each try launches both, one after the other, and the last line
