@@ -43,7 +43,19 @@ Speed, 2026-11-29 (same box, niced, load 12.1 then 9.4, ``--strategies default -
 generation strategies split and the repeat fix (a known policy is resampled, never raced again): 0.2 s 510 calls,
 wall 50.1 s, floor 10.4 s (chain 52 waits), wall/floor 4.82, 3.3 requests in flight; main at 31cb145 right after,
 same load: 616 calls, 50.5 s, 4.85. At 1 s (smaller run): 338 calls, 78.4 s, floor 35.0 s, 2.24. The rounds of a race
-still wait for one another (the floor does not count that order), so the default stays above 2x its floor.
+still wait for one another (the floor did not count that order then), so the default stayed above 2x its floor.
+Speed, 2026-11-29 later (same box, niced, load 21 to 12 with CI beside it): the chain now follows the race's decision
+order without speculation (``FLOOR_RULE``): 77 waits at 0.2 s (52 before), 52 at 1 s (35). The default with the
+end's test users started when the last race decided, against without (the same code with that start turned off, run
+alternately): 0.2 s 510 calls both, wall 32.4 -> 29.4 s, wall/floor 2.11 -> 1.91 (floor 15.4 s); 1 s 338 calls both,
+78.9 -> 63.4 s, 1.52 -> 1.22 (floor 52.0 s). ``--strategies default spec-candidate spec-generation --latencies 0.2 1``
+right after (load 12-13): default 33.9 s, 2.20 (0.2 s) and 61.6 s, 1.18 (1 s); speculation per candidate 22.6 s (510
+calls) and 45.7 s (338), per generation 22.5 s (+136 calls) and 49.1 s (+121), their floors without the decision
+order (10.4 and 35.0 s). At 0.2 s the default is at 2x its floor within the box's noise (1.91 to 2.20): the kept
+candidate's validation users still play before the next generation starts (its outcome, its spend row and Optuna's
+tell wait for them: one episode chain, 25 waits, that the floor does not count, and that speculation per candidate
+overlaps with the race), and on the busy box the episodes take longer than their chains (135 sequential waits
+against 77 + 25), with idle gaps where the loop computes (Optuna's SQLite, tiktoken's first load: 1-2 s each).
 """
 
 from __future__ import annotations
