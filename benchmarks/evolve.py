@@ -13,7 +13,10 @@ first sample helps while its other samples hurt (``mixed`` mode).
    makes the same needed calls: results do not depend on speculation); sequential waits (seconds with at least one
    request in flight at the endpoint, over the latency); mean requests in flight while any is; wall time; the floor,
    the larger of calls x latency / width and the longest chain of dependent calls x latency, the chain measured from
-   the run folder's records (``FLOOR_RULE``, printed with the table, with each run's longest path); and wall / floor.
+   the run folder's records (``FLOOR_RULE``, printed with the table, with each run's longest path: for the race
+   without speculation it follows the race's decision order, rounds after rounds, the best's test after the last
+   race); and wall / floor. A run faster than its floor means the floor is wrong: the table says so and the
+   benchmark exits with status 1.
    ``--part startup``: ``memevo evolve`` as a child process (tracking on, a fresh run folder): seconds from its
    launch to its first request at the endpoint, then a ``--resume`` of the finished run: its wall time. With
    ``--baseline`` (another checkout's ``memevo``) each try launches both, one after the other, and the last line
@@ -40,7 +43,19 @@ Speed, 2026-11-29 (same box, niced, load 12.1 then 9.4, ``--strategies default -
 generation strategies split and the repeat fix (a known policy is resampled, never raced again): 0.2 s 510 calls,
 wall 50.1 s, floor 10.4 s (chain 52 waits), wall/floor 4.82, 3.3 requests in flight; main at 31cb145 right after,
 same load: 616 calls, 50.5 s, 4.85. At 1 s (smaller run): 338 calls, 78.4 s, floor 35.0 s, 2.24. The rounds of a race
-still wait for one another (the floor does not count that order), so the default stays above 2x its floor.
+still wait for one another (the floor did not count that order then), so the default stayed above 2x its floor.
+Speed, 2026-11-29 later (same box, niced, load 21 to 12 with CI beside it): the chain now follows the race's decision
+order without speculation (``FLOOR_RULE``): 77 waits at 0.2 s (52 before), 52 at 1 s (35). The default with the
+end's test users started when the last race decided, against without (the same code with that start turned off, run
+alternately): 0.2 s 510 calls both, wall 32.4 -> 29.4 s, wall/floor 2.11 -> 1.91 (floor 15.4 s); 1 s 338 calls both,
+78.9 -> 63.4 s, 1.52 -> 1.22 (floor 52.0 s). ``--strategies default spec-candidate spec-generation --latencies 0.2 1``
+right after (load 12-13): default 33.9 s, 2.20 (0.2 s) and 61.6 s, 1.18 (1 s); speculation per candidate 22.6 s (510
+calls) and 45.7 s (338), per generation 22.5 s (+136 calls) and 49.1 s (+121), their floors without the decision
+order (10.4 and 35.0 s). At 0.2 s the default is at 2x its floor within the box's noise (1.91 to 2.20): the kept
+candidate's validation users still play before the next generation starts (its outcome, its spend row and Optuna's
+tell wait for them: one episode chain, 25 waits, that the floor does not count, and that speculation per candidate
+overlaps with the race), and on the busy box the episodes take longer than their chains (135 sequential waits
+against 77 + 25), with idle gaps where the loop computes (Optuna's SQLite, tiktoken's first load: 1-2 s each).
 """
 
 from __future__ import annotations
@@ -66,6 +81,7 @@ from memevo.environments.store import RunStore  # noqa: E402
 from memevo.evolve.config import parse_evolve_config  # noqa: E402
 from memevo.evolve.loop import EvolutionResult, run_evolution  # noqa: E402
 from memevo.evolve.records import GenerationOutcome, GenerationPlan, read_record  # noqa: E402
+from memevo.evolve.selection.race import RaceRecord  # noqa: E402
 from tests.doubles.category_backend import CategoryBackend, category_world  # noqa: E402
 from tests.doubles.fault_server import FaultServer  # noqa: E402
 
@@ -125,19 +141,31 @@ def busy_seconds(spans: list[tuple[float, float]]) -> float:
     return busy
 
 
+EPISODE_RULE = (
+    "Within an episode, per period: one reply per round, and the memory writes (requests and retries, each reading "
+    "the memory the one before it wrote); with the LLM simulator, whose follow-ups are calls, as many writes as there "
+    "are follow-ups may overlap them (the next reply needs both), while the template simulator's follow-ups make no "
+    "call and are no wait; plus one wave for the last period's questions (asked at once; an earlier period's "
+    "questions could overlap the next period). A proposal is one wait when the generation's proposer made calls "
+    "(samples and components could go at once) and needs at least one of its parent's train episodes (its evidence).")
 FLOOR_RULE = (
-    "chain = the longest path of calls that depend on one another, from the run folder's records, that no schedule "
-    "of the same calls could shorten. Within an episode, per period: one reply per round, and the memory writes "
-    "(requests and retries, each reading the memory the one before it wrote); with the LLM simulator, whose "
-    "follow-ups are calls, as many writes as there are follow-ups may overlap them (the next reply needs both), while "
-    "the template simulator's follow-ups make no call and are no wait; plus one wave for the last period's "
-    "questions (asked at once; an earlier period's questions could overlap the next period). Between episodes: a "
-    "candidate's episodes start after its first proposal (one proposed again later could have been played then), which "
-    "needs one proposer wait (samples and components could go at once) after the shortest of its parent's train "
-    "episodes (its evidence) ended; the seed's start at 0; a generation's proposal is on the path too. Not "
-    "counted: a tuner's dependence on earlier trials' values, and the order the strategy decides in (race rounds, "
-    "train check after validation, test after the choice of the best): a schedule that knew the outcome could run "
-    "them at once, as speculation does at the price of calls.")
+    "chain = the longest path of calls that depend on one another, counted from the run folder's records. "
+    f"{EPISODE_RULE} The race without speculation (race.json, episode.speculate off), a lower bound of any schedule "
+    "that starts a call only once it is known to be needed (the same calls and decisions, none speculative): the "
+    "seed's episodes start at 0; a generation's proposal once its parent is known (the previous race decided) and "
+    "its evidence ended (a winner's episodes in its race started with their round, its others after its race "
+    "decided); a race's first round starts after the proposal, each later round after the round before it was "
+    "decided (it needs every episode of that round: whether the next round runs depends on them), and under "
+    "first_accepted a generation's next race after the race before it was decided; a round lasts as long as its "
+    "candidates' longest new episode (the parent's are not counted: it may have played them earlier); after a race "
+    "decided, its winner's other episodes (validation users, train evidence); the best's test episodes after the "
+    "last race decided (the seed's at 0). Not counted: the tuner's dependence on earlier trials' values, a "
+    "merge proposer's on validation values, and the bookkeeping order (a generation's outcome and spend row before "
+    "the next generation starts). Other strategies and speculative runs: a candidate's episodes start after its "
+    "first proposal (one proposed again later could have been played then), which comes after its parent's "
+    "evidence; the seed's start at 0; a generation's proposal is on the path too; the order the strategy decides "
+    "in (race rounds, train check after validation, test after the choice of the best) is not counted: a schedule "
+    "that knew the outcome could run them at once, as speculation does at the price of calls.")
 """How the speed table's chain term of the floor is counted (printed with the table)."""
 
 
@@ -151,7 +179,7 @@ class Chain:
 
 
 def episode_chain(episode: EpisodeResult, simulator_calls: bool) -> tuple[int, bool]:
-    """Calls of one stored episode that depend on one another (see ``FLOOR_RULE``; ``simulator_calls``: the
+    """Calls of one stored episode that depend on one another (see ``EPISODE_RULE``; ``simulator_calls``: the
     simulator's follow-ups are calls), and whether its writes were recorded."""
     waits, recorded = 0, True
     for period in episode.periods:
@@ -166,15 +194,20 @@ def episode_chain(episode: EpisodeResult, simulator_calls: bool) -> tuple[int, b
     return waits + bool(episode.periods), recorded
 
 
-def stored_chains(evals: Path, candidate_id: str, simulator_calls: bool) -> dict[str, list[tuple[int, bool]]]:
+Episodes = dict[str, dict[str, tuple[int, bool]]]
+"""Per split store of a candidate, per user, the chain of its stored episode and whether its writes were recorded."""
+
+
+def stored_chains(evals: Path, candidate_id: str, simulator_calls: bool) -> Episodes:
     """Per split store of a candidate, the chains of its stored episodes."""
-    chains: dict[str, list[tuple[int, bool]]] = {}
+    chains: Episodes = {}
     for split_dir in sorted(path for path in (evals / candidate_id).glob("*") if path.is_dir()):
         store = RunStore(split_dir)
         for meta in sorted(split_dir.glob("users/*/meta.json")):
-            episode = store.load_episode(json.loads(meta.read_text())["user_id"])
+            user_id = json.loads(meta.read_text())["user_id"]
+            episode = store.load_episode(user_id)
             if episode is not None and episode.periods:
-                chains.setdefault(split_dir.name, []).append(episode_chain(episode, simulator_calls))
+                chains.setdefault(split_dir.name, {})[user_id] = episode_chain(episode, simulator_calls)
     return chains
 
 
@@ -190,49 +223,153 @@ def proposer_calls(run_dir: Path, generation: int) -> int | None:
     return None if now is None or before is None else now - before
 
 
-def run_chain(run_dir: Path) -> Chain | str:
-    """The chain term of the floor from a finished run's folder (``FLOOR_RULE``), or why it cannot be counted."""
-    evals = run_dir / "evals"
+@dataclass
+class RunRecords:
+    """What the chain is counted from, read from a finished run's folder."""
+
+    seed_id: str
+    plans: dict[int, GenerationPlan]
+    races: dict[int, list[RaceRecord]]
+    """Per generation, its races in the order they ran (none: the generation did not race)."""
+    proposals: dict[int, int]
+    """Per generation, the waits of its proposal (1 when its proposer made calls or they were not recorded)."""
+    episodes: dict[str, Episodes]
+    """Per candidate id, its stored episodes' chains."""
+    best_id: str | None
+    speculative: bool
+    """Whether speculative episodes could run (``episode.speculate`` in effect)."""
+
+
+def read_run(run_dir: Path) -> RunRecords | str:
+    """The records the chain needs, or why they are not there."""
     zero = read_record(run_dir / "generations" / "gen_000" / "outcome.json", GenerationOutcome)
     if zero is None:
         return "n/a (no generation 0 outcome in the run folder)"
-    plans = [read_record(path, GenerationPlan) for path in sorted(run_dir.glob("generations/gen_*/plan.json"))]
+    plans = {plan.generation: plan for path in sorted(run_dir.glob("generations/gen_*/plan.json"))
+             if (plan := read_record(path, GenerationPlan)) is not None}
+    races = {generation: [RaceRecord.model_validate(race) for race in json.loads(path.read_text())]
+             for generation in plans if (path := run_dir / "generations" / f"gen_{generation:03d}" / "race.json").exists()}
+    settings = json.loads((run_dir / "config.json").read_text())
+    capped = any(settings["budget"].get(cap) is not None for cap in ("max_calls", "max_tokens", "max_dollars"))
+    simulator_calls = settings["episode"]["simulator"] == "llm"
+    evals = run_dir / "evals"
+    result = read_record(run_dir / "result.json", EvolutionResult)
+    return RunRecords(
+        seed_id=zero.parent_id, plans=plans, races=races,
+        proposals={generation: int(calls is None or calls > 0)
+                   for generation in plans for calls in [proposer_calls(run_dir, generation)]},
+        episodes={path.name: stored_chains(evals, path.name, simulator_calls) for path in sorted(evals.glob("*"))
+                  if path.is_dir()},
+        best_id=None if result is None else result.best.id,
+        speculative=settings["episode"]["speculate"] != "off" and not capped)
+
+
+def unrecorded(records: RunRecords) -> int:
+    return sum(not recorded for by_split in records.episodes.values() for by_user in by_split.values()
+               for _, recorded in by_user.values())
+
+
+def run_chain(run_dir: Path) -> Chain | str:
+    """The chain term of the floor from a finished run's folder (``FLOOR_RULE``), or why it cannot be counted."""
+    records = read_run(run_dir)
+    if isinstance(records, str):
+        return records
+    raced = records.races and not records.speculative
+    waits, path = race_path(records) if raced else free_path(records)
+    return Chain(waits=waits, path=path, unrecorded_writes=unrecorded(records))
+
+
+Step = tuple[int, str]
+"""A point on a path: waits since the start, and the path that reaches it."""
+
+
+def longest(episodes: Episodes, users: list[str] | None = None) -> int:
+    """The longest chain among a candidate's episodes (of these users, when given), 0 for none."""
+    return max((waits for by_user in episodes.values() for user, (waits, _) in by_user.items()
+                if users is None or user in users), default=0)
+
+
+def race_path(records: RunRecords) -> Step:
+    """The longest path of a race run without speculation (``FLOOR_RULE``)."""
+    seed = records.seed_id
+    begun: dict[str, dict[str, Step]] = {seed: {}}
+    """Per candidate, where its episodes on these users could start at the earliest."""
+    settled: dict[str, Step] = {seed: (0, "seed")}
+    """Per candidate, where its other episodes could start: the seed at 0, a winner once its race decided."""
+    ends: list[Step] = []
+
+    def start(candidate_id: str, user: str) -> Step:
+        return begun.get(candidate_id, {}).get(user) or settled[candidate_id]
+
+    def after(step: Step, waits: int, part: str) -> Step:
+        return step[0] + waits, f"{step[1]} -> {part} {waits}"
+
+    decided: Step = (0, "seed")
+    for generation, plan in sorted(records.plans.items()):
+        parent = plan.parent_id
+        evidence = [after(start(parent, user), waits, f"{parent[:8]} train episode")
+                    for user, (waits, _) in records.episodes.get(parent, {}).get("train", {}).items()]
+        ready = max([decided, min(evidence, default=decided)])
+        step = after(ready, records.proposals.get(generation, 1), f"g{generation} proposal")
+        ends.append(step)
+        for number, race in enumerate(records.races.get(generation, []), 1):
+            played: list[str] = []
+            for round_number, round_ in enumerate(race.rounds, 1):
+                new = [user for user in round_.users if user not in played]
+                for candidate_id in round_.verdicts:
+                    begun.setdefault(candidate_id, {}).update({user: step for user in new})
+                waits = max((longest(records.episodes.get(candidate_id, {}), new) for candidate_id in round_.verdicts),
+                            default=0)
+                step = after(step, waits, f"g{generation} race {number} round {round_number}")
+                ends.append(step)
+                played = round_.users
+            if race.winner_id is not None:
+                settled[race.winner_id] = step
+                searched = records.episodes.get(race.winner_id, {})
+                others = {split: {user: chain for user, chain in searched.get(split, {}).items()
+                                  if user not in begun[race.winner_id]} for split in ("train", "val")}
+                ends.append(after(step, longest(others), "winner's other episodes"))
+        decided = step
+    seed_test = records.episodes.get(seed, {}).get("test", {})
+    ends.append(after((0, "seed"), longest({"test": seed_test}), "seed test"))
+    if records.best_id is not None and records.best_id != seed:
+        best_test = {"test": records.episodes.get(records.best_id, {}).get("test", {})}
+        ends.append(after(decided, longest(best_test), "best test"))
+    return max(ends)
+
+
+def free_path(records: RunRecords) -> Step:
+    """The longest path when the strategy's decision order is not counted (``FLOOR_RULE``: other strategies,
+    speculation)."""
     proposed: dict[str, int] = {}  # a candidate proposed again later could have been played after its first proposal
-    for plan in plans:
-        assert plan is not None
+    for plan in records.plans.values():
         for candidate in plan.candidates:
             proposed.setdefault(candidate.id, plan.generation)
-    simulator_calls = json.loads((run_dir / "config.json").read_text())["episode"]["simulator"] == "llm"
-    chains = {path.name: stored_chains(evals, path.name, simulator_calls) for path in sorted(evals.glob("*"))
-              if path.is_dir()}
-    starts: dict[str, tuple[int, str]] = {zero.parent_id: (0, "seed")}
-    by_generation = {plan.generation: plan for plan in plans if plan is not None}
+    starts: dict[str, Step] = {records.seed_id: (0, "seed")}
 
-    def proposal_end(generation: int) -> tuple[int, str]:
-        parent_id = by_generation[generation].parent_id
+    def proposal_end(generation: int) -> Step:
+        parent_id = records.plans[generation].parent_id
         before, path = start(parent_id)
-        evidence = min((waits for waits, _ in chains.get(parent_id, {}).get("train", [])), default=0)
-        proposing = proposer_calls(run_dir, generation)
-        proposal = 1 if proposing is None or proposing > 0 else 0
+        train = records.episodes.get(parent_id, {}).get("train", {})
+        evidence = min((waits for waits, _ in train.values()), default=0)
+        proposal = records.proposals.get(generation, 1)
         return before + evidence + proposal, f"{path} {evidence} -> g{generation} proposal {proposal}"
 
-    def start(candidate_id: str) -> tuple[int, str]:
+    def start(candidate_id: str) -> Step:
         if candidate_id not in starts:
             end, path = proposal_end(proposed[candidate_id])
             starts[candidate_id] = (end, f"{path} -> {candidate_id[:8]}")
         return starts[candidate_id]
 
-    best: tuple[int, str] = max((proposal_end(generation) for generation in by_generation), default=(0, "no proposal"))
-    unrecorded = 0
-    for candidate_id, by_split in chains.items():
+    best: Step = max((proposal_end(generation) for generation in records.plans), default=(0, "no proposal"))
+    for candidate_id, by_split in records.episodes.items():
         if candidate_id not in starts and candidate_id not in proposed:
             continue  # not a candidate of this run's plans (none such is expected)
         offset, path = start(candidate_id)
         for split, episodes in by_split.items():
-            unrecorded += sum(not recorded for _, recorded in episodes)
-            longest = max(waits for waits, _ in episodes)
-            best = max(best, (offset + longest, f"{path} {split} episode {longest}"))
-    return Chain(waits=best[0], path=best[1], unrecorded_writes=unrecorded)
+            waits = max(waits for waits, _ in episodes.values())
+            best = max(best, (offset + waits, f"{path} {split} episode {waits}"))
+    return best
 
 
 def speed_run(data: Path, latency: float, workdir: Path, name: str, **overrides: Any) -> SpeedRow:
@@ -275,7 +412,8 @@ WITHOUT_SPECULATION = {"spec-candidate": "default", "spec-generation": "default"
 """The row that makes the same needed calls: a speculative row's extra calls are its speculative calls wasted."""
 
 
-def speed_table(data: Path, workdir: Path, latencies: list[float], small_from: float, strategies: list[str]) -> None:
+def speed_table(data: Path, workdir: Path, latencies: list[float], small_from: float, strategies: list[str]) -> list[str]:
+    """Print the speed table; the runs that beat their floor (a floor above the wall is not a lower bound)."""
     print(f"speed: {', '.join(strategies)}; width {WIDTH}; load "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start")
     print(f"floor = max(calls x latency / width, chain x latency); {FLOOR_RULE}")
@@ -283,7 +421,7 @@ def speed_table(data: Path, workdir: Path, latencies: list[float], small_from: f
           "| floor: calls x latency / width s | floor: chain waits | floor: chain x latency s | wall/floor "
           "| first request s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    paths = []
+    paths, beaten = [], []
     for latency in latencies:
         base = SMALL_RUN if latency >= small_from else SPEED_RUN
         calls: dict[str, int] = {}
@@ -307,10 +445,15 @@ def speed_table(data: Path, workdir: Path, latencies: list[float], small_from: f
             print(f"| {name} | {latency:g} | {row.calls} | {wasted} | {row.waits:.0f} | {row.in_flight:.1f} | "
                   f"{row.wall:.1f} | {row.calls_floor:.1f} | {chain_cells} | {row.wall / row.floor:.2f} | "
                   f"{row.first_request:.2f} |", flush=True)
+            if row.wall < row.floor:
+                beaten.append(name)
     print("longest chains (waits along the path):")
     for path in paths:
         print(f"  {path}")
     print(f"load {os.getloadavg()[0]:.1f} at the end")
+    if beaten:
+        print(f"wall below the floor in {', '.join(beaten)}: the floor rule is wrong (not a lower bound)")
+    return beaten
 
 
 def startup(data: Path, workdir: Path, repeats: int, executables: dict[str, str]) -> None:
@@ -409,7 +552,8 @@ def main() -> None:
         data = workdir / "data.json"
         save_items(category_world(8, 3), data)
         if args.part == "speed":
-            speed_table(data, workdir, args.latencies, args.small_from, args.strategies)
+            if speed_table(data, workdir, args.latencies, args.small_from, args.strategies):
+                sys.exit(1)
         elif args.part == "startup":
             startup(data, workdir, args.repeats,
                     {"this": args.memevo} | ({"baseline": args.baseline} if args.baseline else {}))

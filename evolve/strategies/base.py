@@ -37,6 +37,11 @@ class Lineage:
     pool: list[Candidate]
     val_instances: dict[str, dict[Instance, float]]
 
+    @property
+    def seed(self) -> Candidate:
+        """The run's seed: the pool's first member (generation 0 admits it, also when resuming)."""
+        return self.pool[0]
+
 
 @dataclass(frozen=True)
 class StrategyContext:

@@ -85,12 +85,15 @@ class Plays:
         return values
 
     @property
-    def speculation(self) -> str:
-        """``episode.speculate`` in effect: off while a call, token or dollar budget is set (speculative calls would
-        move where the run stops)."""
+    def capped(self) -> bool:
+        """Whether a call, token or dollar budget is set: calls made sooner could move where the run stops."""
         budget = self.config.budget
-        capped = (budget.max_calls, budget.max_tokens, budget.max_dollars) != (None, None, None)
-        return "off" if capped else self.config.episode.speculate
+        return (budget.max_calls, budget.max_tokens, budget.max_dollars) != (None, None, None)
+
+    @property
+    def speculation(self) -> str:
+        """``episode.speculate`` in effect: off while a spend budget is set (``capped``)."""
+        return "off" if self.capped else self.config.episode.speculate
 
     def speculate(self, candidate: Candidate, users: list[str]) -> None:
         """Speculative episodes (``speculation``) of these search users, each in its split's store, in this order; a
@@ -103,6 +106,16 @@ class Plays:
     def speculate_test(self, candidate: Candidate) -> None:
         """The test users of a candidate that may end the run as its best, when speculation is on."""
         if self.speculation != "off":
+            self.start_test([candidate])
+
+    def start_test(self, candidates: Iterable[Candidate]) -> None:
+        """The test users of candidates the run's end scores whatever happens next, played from now rather than
+        when the end asks for them: the same episodes and calls, sooner. They go through the speculative store
+        (``speculation``), so nothing the run reports sees them before the end adopts them. Not under a spend
+        budget (``capped``): the end plays them then, as before."""
+        if self.capped:
+            return
+        for candidate in candidates:
             self.evaluator.speculate(candidate, "test", self.split.test)
 
     async def cancel(self, candidate_ids: Iterable[str] | None = None, *, keep_split: str | None = None) -> None:

@@ -168,7 +168,7 @@ class RaceStrategy(GenerationStrategy):
             bar.skip(len(plan.candidates) - sum(len(record.candidate_ids) for record in records))
         save()  # also a generation without candidates has its (empty) record
         self._log(generation, records)
-        return await self._close(parent, plan, records, budget_stop)
+        return await self._close(generation, parent, plan, records, budget_stop)
 
     def _log(self, generation: int, records: list[RaceRecord]) -> None:
         candidates = self.lineage.candidates
@@ -178,13 +178,17 @@ class RaceStrategy(GenerationStrategy):
                                                   for round_ in record.rounds[-1:]
                                                   for cid, verdict in round_.verdicts.items()))
 
-    async def _close(self, parent: Candidate, plan: GenerationPlan, records: list[RaceRecord],
+    async def _close(self, generation: int, parent: Candidate, plan: GenerationPlan, records: list[RaceRecord],
                      budget_stop: list[str]) -> Ran:
-        """The races' results: the speculation nobody needs stopped, the winner on every validation user."""
+        """The races' results: the speculation nobody needs stopped, the winner on every validation user. After the
+        run's last race the best is known: its test users and the seed's start beside the winner's validation users
+        (no decision is left that they could change, and no budget check)."""
         raced = {cid for record in records for round_ in record.rounds for cid in round_.verdicts}
         accepted = [self.lineage.candidates[r.winner_id] for r in records if r.winner_id is not None]
         await self.plays.cancel(c.id for c in plan.candidates if c not in accepted)
         await self.plays.cancel([parent.id], keep_split="test")  # test users: for the best (the loop's end)
+        if generation == self.config.budget.generations:
+            self.plays.start_test([self.lineage.seed, self.kept(parent, accepted, {})])
         for winner in accepted:
             await self.plays.play(winner, self.split.val)
         await self.plays.cancel((c.id for c in accepted), keep_split="test")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,11 @@ import pytest
 
 from memevo.core.errors import UserInputError
 from memevo.environments.amemgym.data.io import save_items
+from memevo.evolve.candidates import Candidate
+from memevo.evolve.evaluation import CandidateEval, Evaluator
 from memevo.evolve.loop import GenerationPlan
 from memevo.evolve.selection.race import RaceRecord
+from memevo.evolve.strategies import Plays
 from tests.doubles.category_backend import CategoryBackend, category_world
 from tests.doubles.line_proposers import register_proposer_double
 from tests.evolve.test_evolve_loop import CrashingBackend, Killed, _comparable, _served, evolve
@@ -74,6 +78,39 @@ def test_first_accepted_races_one_candidate_at_a_time_until_one_is_kept(tmp_path
         ended_early += bool(outcome.not_needed)
         assert outcome.not_needed == [c.id for c in plan.candidates[len(records):]]
     assert ended_early, "no generation ended at its first kept candidate"
+
+
+def test_the_last_race_starts_the_best_s_and_the_seed_s_test_users_beside_the_winner_s_validation(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the last race kept its winner, the run's end scores it and the seed on the test users whatever happens
+    next: their episodes start before the winner's validation users are played, and change no result or call."""
+    events: list[tuple[str, str, str]] = []
+    speculate, evaluate = Evaluator.speculate, Evaluator.evaluate
+
+    def spied_speculate(self: Evaluator, candidate: Candidate, split: str, user_ids: Sequence[str]) -> None:
+        events.append(("start", candidate.id, split))
+        speculate(self, candidate, split, user_ids)
+
+    async def spied_evaluate(self: Evaluator, candidate: Candidate, split: str, user_ids: Sequence[str],
+                             **options: Any) -> CandidateEval:
+        result = await evaluate(self, candidate, split, user_ids, **options)
+        events.append(("evaluated", candidate.id, options.get("label") or split))
+        return result
+
+    monkeypatch.setattr(Evaluator, "speculate", spied_speculate)
+    monkeypatch.setattr(Evaluator, "evaluate", spied_evaluate)
+    options = {**OPTIONS, "budget": {"generations": 1, "candidates": 3}}
+    early, early_backend = evolve(tmp_path, "early", CategoryBackend(WORLD, proposer_mode="step"), strategy=RACE,
+                                  **options)
+    assert early.best.id != early.seed.id, "the last race kept no candidate"
+    validated = max(i for i, event in enumerate(events) if event == ("evaluated", early.best.id, "val"))
+    assert {("start", early.best.id, "test"), ("start", early.seed.id, "test")} <= set(events[:validated])
+
+    monkeypatch.setattr(Plays, "start_test", lambda self, candidates: None)  # the end plays them, as before
+    late, late_backend = evolve(tmp_path, "late", CategoryBackend(WORLD, proposer_mode="step"), strategy=RACE,
+                                **options)
+    assert _comparable(early) == _comparable(late)
+    assert early.usage.total() == _served(early_backend) and _served(early_backend) == _served(late_backend)
 
 
 @pytest.mark.parametrize(("fraction", "strategy"), [(0.3, RACE), (0.7, RACE), (0.5, {**RACE, "first_accepted": True})])
