@@ -1,7 +1,7 @@
 """What the outer loop logs to MLflow: per-candidate metrics, params and artifacts, per-generation metrics.
 
-The payloads are built here from the run's records and the evaluator's scores; ``store.Tracker``
-writes them. Metric names keep the split and the objective in them (``val_objective`` is the value the
+The payloads are built here from the run's records (``events.CandidateRecord``: what the engine read of each
+candidate's evaluations); ``store.Tracker`` writes them. Metric names keep the split and the objective in them (``val_objective`` is the value the
 loop compared; ``val_accuracy`` and ``val_memory_score`` are always both logged when defined). The headline figure
 is named by what it is, once per run from the environment's questions (``score_text.data_figure_name``):
 ``val_accuracy`` when every question is multiple choice, ``val_score`` (a mean of per-question credit) otherwise.
@@ -12,15 +12,14 @@ from __future__ import annotations
 import csv
 import io
 import re
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from memevo.agents.base import AgentSpec
 from memevo.agents.llm.accounting import UsageReport, dollars_cell
 from memevo.environments.metrics import Scores
-from memevo.environments.question_table import score_columns
 from memevo.environments.score_text import FigureName, extra_metrics
 from memevo.evolve.candidates import Candidate
-from memevo.evolve.evaluation import CandidateEval, Evaluator
 from memevo.evolve.records import EvolutionResult, GenerationOutcome
 from memevo.evolve.tracking.payloads import (
     COST_PREFIX,
@@ -33,6 +32,9 @@ from memevo.evolve.tracking.payloads import (
     cost_metrics,
 )
 
+if TYPE_CHECKING:
+    from memevo.evolve.events import CandidateRecord
+
 RESULTS_ARTIFACT = "results.csv"
 """A candidate's answers, one row per question of each train and validation user it finished, with its category and
 its score (the credit in [0, 1], so a free-text answer's partial credit is not shown only as ``correct 0``)."""
@@ -40,8 +42,6 @@ CATEGORY_INFIX = "/category/"
 """Between a headline figure's name and a category's in the per-category metrics (``val_score/category/temporal``)."""
 REFUSED_IN_NAMES = re.compile(r"[^\w\-. /]")
 """Characters MLflow refuses in a metric's name."""
-SPLITS = ("train", "val")
-"""The splits whose episodes are logged; a minibatch's episodes are part of the train split's."""
 
 
 def score_metrics(prefix: str, summary: Scores, figure: FigureName) -> dict[str, float]:
@@ -70,55 +70,28 @@ def category_metrics(name: str, summary: Scores) -> dict[str, float]:
             for each in summary.per_category}
 
 
-def evaluation_span(evaluator: Evaluator, candidate_id: str) -> tuple[int, int] | None:
-    """When a candidate's evaluations ran, in epoch milliseconds: its first user's episode began (the episode's
-    ``meta.json``) to its last split's summary written. None when no evaluation left its files (a run folder
-    written before, or a candidate never run): then MLflow's own times stand."""
-    folder = evaluator.root / "evals" / candidate_id
-    starts = [path.stat().st_mtime for path in folder.glob("*/users/*/meta.json")]
-    ends = [path.stat().st_mtime for path in folder.glob("*.json")]
-    if not starts or not ends:
-        return None
-    return int(min(starts) * 1000), int(max(max(ends), max(starts)) * 1000)
-
-
-def candidate_metrics(
-    evaluator: Evaluator, users: dict[str, list[str]], candidate: Candidate, evals: dict[str, CandidateEval | None],
-    figure: FigureName,
-) -> dict[str, float]:
-    train = evals.get("train")
-    metrics: dict[str, float] = {
-        "pruned": float(bool(train and train.pruned)),
-        "gated": float(train is None and evals.get("val") is None and evals.get("minibatch") is not None),
-        "train_users_evaluated": len(train.users) if train else 0,
-    }
-    for label, result in evals.items():
-        if result is not None:
-            metrics[f"{label}_objective"] = result.score
-    for split in SPLITS:
-        if evals.get(split) is not None:
-            metrics |= split_metrics(evaluator, users, candidate.id, split, figure)
+def candidate_metrics(record: CandidateRecord, figure: FigureName) -> dict[str, float]:
+    """A candidate's figures from its record: whether it was pruned or gated, the objective of each evaluation, and
+    ``score_metrics`` of the users each split's evaluation covered."""
+    metrics: dict[str, float] = {"pruned": float(record.pruned), "gated": float(record.gated),
+                                 "train_users_evaluated": record.train_users}
+    metrics |= {f"{label}_objective": value for label, value in record.objectives.items()}
+    for split, scores in record.scores.items():
+        metrics |= score_metrics(split, scores, figure)
     return metrics
 
 
-def split_metrics(evaluator: Evaluator, users: dict[str, list[str]], candidate_id: str, split: str,
-                  figure: FigureName) -> dict[str, float]:
-    """``score_metrics`` of a candidate's finished episodes on one split (nothing when none finished)."""
-    scored = evaluator.scores(candidate_id, split, users[split])
-    return score_metrics(split, scored[0], figure) if scored is not None else {}
-
-
-def completed_train_entry(evaluator: Evaluator, users: dict[str, list[str]], candidate: Candidate,
-                          train: CandidateEval, figure: FigureName) -> tuple[dict[str, float], dict[str, str]]:
+def completed_train_entry(record: CandidateRecord, figure: FigureName) -> tuple[dict[str, float], dict[str, str]]:
     """The train scores and the answers table of a candidate that ran on the other train users when it became a
     parent (validation first): the metric names and the ``RESULTS_ARTIFACT`` its run would have had, had its
     generation run it on them all."""
-    metrics = ({"train_users_evaluated": len(train.users), "train_objective": train.score}
-               | split_metrics(evaluator, users, candidate.id, "train", figure))
-    return metrics, {RESULTS_ARTIFACT: qa_table(evaluator, users, candidate.id)}
+    metrics: dict[str, float] = {"train_users_evaluated": record.train_users, "train_objective": record.objectives["train"]}
+    if "train" in record.scores:
+        metrics |= score_metrics("train", record.scores["train"], figure)
+    return metrics, {RESULTS_ARTIFACT: table_csv(record.answers)}
 
 
-def table_csv(rows: list[dict[str, Any]]) -> str:
+def table_csv(rows: Sequence[Mapping[str, Any]]) -> str:
     """Rows of dicts as CSV text (header from the first row)."""
     if not rows:
         return ""
@@ -129,58 +102,34 @@ def table_csv(rows: list[dict[str, Any]]) -> str:
     return buffer.getvalue()
 
 
-def qa_table(evaluator: Evaluator, users: dict[str, list[str]], candidate_id: str) -> str:
-    rows = []
-    for split in SPLITS:
-        for episode in evaluator.episodes(candidate_id, split, users[split]):
-            for period in episode.periods:
-                for qa in period.qa:
-                    rows.append(
-                        {
-                            "split": split,
-                            "user_id": qa.user_id,
-                            "period": qa.period,
-                            "question": qa.question_index,
-                            "choice": qa.choice,
-                            "gold": qa.gold,
-                            **score_columns(qa),
-                            "correct": int(qa.correct),
-                            "format_error": int(qa.format_error),
-                        }
-                    )
-    return table_csv(rows)
-
-
 def candidate_entry(
-    evaluator: Evaluator,
-    users: dict[str, list[str]],
     spec: AgentSpec,
     candidate: Candidate,
     parent: Candidate,
-    evals: dict[str, CandidateEval | None],
+    record: CandidateRecord,
     feedback: str,
     *,
     outcome: GenerationOutcome,
     decision: str,
     figure: FigureName,
 ) -> dict[str, Any]:
-    """One candidate's MLflow run: its metrics, params, prompts, diff and answers, and the generation's ``decision``
-    (``decisions.generation_decisions``; also for a candidate the generation never ran: evals empty)."""
+    """One candidate's MLflow run: its metrics, params, prompts, diff and answers from its ``record``, and the
+    generation's ``decision`` (``decisions.generation_decisions``; also for a candidate the generation never ran)."""
     artifacts = {f"prompts/{c.name}.txt": candidate.policy.prompts.get(c.name, c.default) for c in spec.components}
     artifacts[DIFF_ARTIFACT] = candidate_diff(parent.policy, candidate.policy, spec.components,
                                               before_name=parent.label, after_name=candidate.label)
     artifacts["feedback.txt"] = feedback or "(seed: no feedback)"
     artifacts["changes.txt"] = "\n".join(candidate.changes) or "(none)"
-    artifacts[RESULTS_ARTIFACT] = qa_table(evaluator, users, candidate.id)
+    artifacts[RESULTS_ARTIFACT] = table_csv(record.answers)
     artifacts["policy.json"] = candidate.policy.model_dump_json(indent=2)
     tags = candidate_tags(candidate.id, kept_id=outcome.kept_id, generation=candidate.generation, origin=candidate.origin,
                           decision=decision)
     return {
         "label": candidate.label,
-        "metrics": candidate_metrics(evaluator, users, candidate, evals, figure),
+        "metrics": candidate_metrics(record, figure),
         "tags": tags | candidate_note(decision, label=candidate.label, parent_label=parent.label,
                                       changes=candidate.changes),
-        "span": evaluation_span(evaluator, candidate.id),
+        "span": record.span,
         "params": {
             "candidate_id": candidate.id,
             "parent_id": candidate.parent_id,
