@@ -235,9 +235,9 @@ Event = (PhaseStarted | PhaseAdvanced | PhaseSkipped | PhaseEnded | GenerationPl
 
 # ----- observers ---------------------------------------------------------------------------------------------------
 
-def objective_name(objective: str, figure: FigureName) -> str:
+def objective_name(objective: str, figure: str) -> str:
     """What the run's tags, attributes and Optuna study call its objective: the headline figure's name for
-    ``accuracy`` (``score`` on free-text answers), AMemGym's memory score under its own."""
+    ``accuracy`` (``score_f1`` on answers scored by F1: ``figure``), AMemGym's memory score under its own."""
     return figure if objective == "accuracy" else objective
 
 
@@ -254,9 +254,11 @@ class RunContext:
     start_later: DeferredStart
     """Start-up work an observer needs later but not for the run's first request (e.g. MLflow's store)."""
     figure: FigureName
-    """What the run's metric names call the headline figure (``val_accuracy`` or ``val_score``): decided once from
-    every question of the run's data (``score_text.data_figure_name``), so no candidate or split logs it under another
-    name."""
+    """What the run's lines call the headline figure (``accuracy`` or ``score``), decided once from every question of
+    the run's data (``score_text.data_figure_name``)."""
+    figure_key: str
+    """What the run's metric names call it (``val_accuracy``, ``val_score_f1``): decided once from every question of
+    the run's data (``score_text.data_figure_key``), so no candidate or split logs it under another name."""
     data_hash: str
     """The hash of the run's data (``runtime.data_hash``), which identifies the users' content."""
 
@@ -266,9 +268,9 @@ class RunContext:
 
     @property
     def objective_name(self) -> str:
-        """The objective as the run's tags and attributes name it (``val_<objective_name>``): the headline figure's
-        name for ``accuracy``, AMemGym's memory score under its own."""
-        return objective_name(self.config.objective, self.figure)
+        """The objective as the run's params, tags and attributes name it (``val_<objective_name>``): the headline
+        figure's metric name for ``accuracy``, AMemGym's memory score under its own."""
+        return objective_name(self.config.objective, self.figure_key)
 
 
 class Observer:

@@ -98,7 +98,7 @@ class OuterLoop(runtime.RunBase):
             open_tuner, config, storage=config.optuna.storage or f"sqlite:///{(self.run_dir / 'optuna.db').resolve()}",
             study_name=self.study_name,
             first_trial={name: getattr(self.seed.policy, name) for name in config.hyperparameters},
-            metric=objective_name(config.objective, self.figure)),
+            metric=objective_name(config.objective, self.figure_key)),
             first=True)
 
     @property

@@ -87,7 +87,7 @@ class MlflowObserver(Observer):
                 self._generation(event)
             case ParentTrainCompleted(parent, record):
                 tracker = self.tracker
-                metrics, artifacts = completed_train_entry(record, self.context.figure)
+                metrics, artifacts = completed_train_entry(record, self.context.figure_key)
                 tracker.update_candidate(parent.generation, parent.label, metrics | cost_metrics(record.cost), artifacts,
                                          key="completed_train")
             case RunEnded():
@@ -111,7 +111,7 @@ class MlflowObserver(Observer):
             "seed_policy_id": seed.id,
             "agent_kind": seed.policy.kind, "agent_model": seed.policy.llm.model,
             "proposer_model": config.llm.proposer.model, "feedback_mode": config.feedback.mode.value,
-            "objective": config.objective, "proposers": ",".join(config.strategy.proposers),
+            "objective": self.context.objective_name, "proposers": ",".join(config.strategy.proposers),
             "parents": config.strategy.parents, "acceptance": config.strategy.acceptance,
             "order": config.strategy.order,
             "minibatch": minibatch_param(config.strategy.minibatch, order=config.strategy.order),
@@ -130,7 +130,7 @@ class MlflowObserver(Observer):
         entries = [
             candidate_entry(context.spec, candidate, event.parent_of(candidate), event.records[candidate.id],
                             event.feedback, outcome=outcome, decision=event.decisions.of(candidate.id).text,
-                            figure=context.figure)
+                            figure=context.figure_key)
             for candidate in candidates
         ]
         for entry, candidate in zip(entries, candidates, strict=True):
@@ -158,7 +158,7 @@ class MlflowObserver(Observer):
                                               key="tested_cost")
         plot = self.context.run_dir / SCORE_PLOT_FILE
         extra = {} if event.cross is None else cross_test_metrics(event.cross)
-        metrics = final_metrics(result, self.context.figure) | objective_summary(generation_points(result.history))
+        metrics = final_metrics(result, self.context.figure_key) | objective_summary(generation_points(result.history))
         self.tracker.finish(metrics | extra,
                             {"result.json": result.model_dump_json(indent=2),
                              "best_policy.json": best.policy.model_dump_json(indent=2)},
@@ -172,7 +172,7 @@ class MlflowObserver(Observer):
         """The parent run: both arms' per-period scores (step = period), then the test figures, every user's steps
         and the result. A repeat after a kill stores no second row (``Tracker``)."""
         self.start()
-        tracker, figure = self.tracker, self.context.figure
+        tracker, figure = self.tracker, self.context.figure_key
         for step, values in in_episode_period_metrics(result, figure):
             tracker.log_metrics(values, step=step)
         steps = sorted((self.context.run_dir / "in_episode").glob("*/period_*.json"))

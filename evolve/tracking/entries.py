@@ -1,10 +1,12 @@
 """What the outer loop logs to MLflow: per-candidate metrics, params and artifacts, per-generation metrics.
 
 The payloads are built here from the run's records (``events.CandidateRecord``: what the engine read of each
-candidate's evaluations); ``store.Tracker`` writes them. Metric names keep the split and the objective in them (``val_objective`` is the value the
-loop compared; ``val_accuracy`` and ``val_memory_score`` are always both logged when defined). The headline figure
-is named by what it is, once per run from the environment's questions (``score_text.data_figure_name``):
-``val_accuracy`` when every question is multiple choice, ``val_score`` (a mean of per-question credit) otherwise.
+candidate's evaluations); ``store.Tracker`` writes them. Metric names keep the split and the objective in them
+(``val_objective`` is the value the loop compared). Each quantity has one name: the headline figure is named by what
+it is, once per run from the environment's questions (``score_text.data_figure_key``): ``val_accuracy`` when every
+question is multiple choice, ``val_score_f1``, ``val_score_judge``... (a mean of per-question credit, named by the
+credit) otherwise; the memory score is ``amemgym_memory_score`` (AMemGym's mean of cell ratios) or
+``pooled_memory_score`` (pooled over the cells), never a bare ``memory_score``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from memevo.agents.base import AgentSpec
 from memevo.agents.llm.accounting import UsageReport, dollars_cell
 from memevo.environments.metrics import Scores
-from memevo.environments.score_text import FigureName, extra_metrics
+from memevo.environments.score_text import extra_metrics
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.records import EvolutionResult, GenerationOutcome
 from memevo.evolve.tracking.payloads import (
@@ -40,21 +42,25 @@ RESULTS_ARTIFACT = "results.csv"
 its score (the credit in [0, 1], so a free-text answer's partial credit is not shown only as ``correct 0``)."""
 CATEGORY_INFIX = "/category/"
 """Between a headline figure's name and a category's in the per-category metrics (``val_score/category/temporal``)."""
+AMEMGYM_MEMORY = "amemgym_memory_score"
+"""AMemGym's memory score, its mean of cell ratios (a cell: one user's period), also the objective of that name."""
+POOLED_MEMORY = "pooled_memory_score"
+"""The memory score pooled over the cells (the terminal's "memory score"), as ``score_text.extra_metrics`` names it."""
 REFUSED_IN_NAMES = re.compile(r"[^\w\-. /]")
 """Characters MLflow refuses in a metric's name."""
 
 
-def score_metrics(prefix: str, summary: Scores, figure: FigureName) -> dict[str, float]:
-    """The headline figure (named ``figure``), memory score, their per-period values, the failure split and the
-    figures behind the memory score (cells, pooled score, memory gain, probe coverage, write failures) of one
-    split's scores."""
+def score_metrics(prefix: str, summary: Scores, figure: str) -> dict[str, float]:
+    """The headline figure (named ``figure``), AMemGym's memory score (``amemgym_memory_score``, its mean of cell
+    ratios), their per-period values, the failure split and the figures behind the memory score (cells, the pooled
+    memory score ``pooled_memory_score``, memory gain, probe coverage, write failures) of one split's scores."""
     metrics: dict[str, float] = {f"{prefix}_{figure}": summary.accuracy}
     if summary.memory_score is not None:
-        metrics[f"{prefix}_memory_score"] = summary.memory_score
+        metrics[f"{prefix}_{AMEMGYM_MEMORY}"] = summary.memory_score
     for period in summary.per_period:
         metrics[f"{prefix}_{figure}_p{period.period:02d}"] = period.accuracy
         if period.memory_score is not None:
-            metrics[f"{prefix}_memory_score_p{period.period:02d}"] = period.memory_score
+            metrics[f"{prefix}_{AMEMGYM_MEMORY}_p{period.period:02d}"] = period.memory_score
     if summary.failure is not None:
         metrics[f"{prefix}_write_failure"] = summary.failure.write
         metrics[f"{prefix}_read_failure"] = summary.failure.read
@@ -70,7 +76,7 @@ def category_metrics(name: str, summary: Scores) -> dict[str, float]:
             for each in summary.per_category}
 
 
-def candidate_metrics(record: CandidateRecord, figure: FigureName) -> dict[str, float]:
+def candidate_metrics(record: CandidateRecord, figure: str) -> dict[str, float]:
     """A candidate's figures from its record: whether it was pruned or gated, the objective of each evaluation, and
     ``score_metrics`` of the users each split's evaluation covered."""
     metrics: dict[str, float] = {"pruned": float(record.pruned), "gated": float(record.gated),
@@ -81,7 +87,7 @@ def candidate_metrics(record: CandidateRecord, figure: FigureName) -> dict[str, 
     return metrics
 
 
-def completed_train_entry(record: CandidateRecord, figure: FigureName) -> tuple[dict[str, float], dict[str, str]]:
+def completed_train_entry(record: CandidateRecord, figure: str) -> tuple[dict[str, float], dict[str, str]]:
     """The train scores and the answers table of a candidate that ran on the other train users when it became a
     parent (validation first): the metric names and the ``RESULTS_ARTIFACT`` its run would have had, had its
     generation run it on them all."""
@@ -111,7 +117,7 @@ def candidate_entry(
     *,
     outcome: GenerationOutcome,
     decision: str,
-    figure: FigureName,
+    figure: str,
 ) -> dict[str, Any]:
     """One candidate's MLflow run: its metrics, params, prompts, diff and answers from its ``record``, and the
     generation's ``decision`` (``decisions.generation_decisions``; also for a candidate the generation never ran)."""
@@ -172,7 +178,7 @@ def memory_tags(result: EvolutionResult) -> dict[str, str]:
     return {} if reason is None else {f"{TEST_PREFIX}memory_score": f"n/a ({reason})"}
 
 
-def test_figures(result: EvolutionResult, figure: FigureName) -> dict[str, float]:
+def test_figures(result: EvolutionResult, figure: str) -> dict[str, float]:
     """The seed's and the best's headline figure on the test users, named ``figure``, overall and per category."""
     return {f"{TEST_PREFIX}seed_{figure}": result.seed_scores.accuracy,
             f"{TEST_PREFIX}best_{figure}": result.best_scores.accuracy,
@@ -181,14 +187,15 @@ def test_figures(result: EvolutionResult, figure: FigureName) -> dict[str, float
 
 
 def _memory_figures(result: EvolutionResult) -> dict[str, float]:
-    """The memory score as the terminal names it (pooled over the test users' cells) and AMemGym's mean of cell
-    ratios (``amemgym_memory_score``, the objective of that name), each when both arms have it."""
+    """The memory score pooled over the test users' cells (``pooled_memory_score``, the terminal's "memory score")
+    and AMemGym's mean of cell ratios (``amemgym_memory_score``, the objective of that name), each when both arms
+    have it."""
     seed, best = result.seed_scores, result.best_scores
     metrics: dict[str, float] = {}
     if seed.pooled_memory_score is not None and best.pooled_memory_score is not None:
-        metrics |= {"seed_memory_score": seed.pooled_memory_score, "best_memory_score": best.pooled_memory_score}
+        metrics |= {f"seed_{POOLED_MEMORY}": seed.pooled_memory_score, f"best_{POOLED_MEMORY}": best.pooled_memory_score}
     if seed.memory_score is not None and best.memory_score is not None:
-        metrics |= {"seed_amemgym_memory_score": seed.memory_score, "best_amemgym_memory_score": best.memory_score}
+        metrics |= {f"seed_{AMEMGYM_MEMORY}": seed.memory_score, f"best_{AMEMGYM_MEMORY}": best.memory_score}
     return {f"{TEST_PREFIX}{name}": value for name, value in metrics.items()}
 
 
@@ -203,7 +210,7 @@ def _difference_figures(result: EvolutionResult) -> dict[str, float]:
     return {f"{TEST_PREFIX}{name}": value for name, value in values.items() if value is not None}
 
 
-def final_metrics(result: EvolutionResult, figure: FigureName) -> dict[str, float]:
+def final_metrics(result: EvolutionResult, figure: str) -> dict[str, float]:
     """The held-out test under ``TEST_PREFIX`` (``test_figures``, the difference, the memory figures), and the whole
     run's spend (the test users' and the judge's calls come after the last generation's row)."""
     return (test_figures(result, figure) | _difference_figures(result) | _memory_figures(result)
@@ -225,14 +232,14 @@ def outcome_note(result: EvolutionResult) -> dict[str, str]:
     return {EXPERIMENT_NOTE_TAG: "\n".join(lines)}
 
 
-def in_episode_period_metrics(result: EvolutionResult, figure: FigureName) -> list[tuple[int, dict[str, float]]]:
-    """An in-episode run's per-period rows (step = period): the headline figure (named ``figure``) and memory score
-    of the seed arm (``seed_...``), then of the evolving arm (``evolved_...``)."""
+def in_episode_period_metrics(result: EvolutionResult, figure: str) -> list[tuple[int, dict[str, float]]]:
+    """An in-episode run's per-period rows (step = period): the headline figure (named ``figure``) and AMemGym's
+    memory score of the seed arm (``seed_...``), then of the evolving arm (``evolved_...``)."""
     rows = []
     for label, scores in (("seed", result.seed_scores), ("evolved", result.best_scores)):
         for period in scores.per_period:
             values = {f"{label}_{figure}": period.accuracy}
             if period.memory_score is not None:
-                values[f"{label}_memory_score"] = period.memory_score
+                values[f"{label}_{AMEMGYM_MEMORY}"] = period.memory_score
             rows.append((period.period, values))
     return rows
