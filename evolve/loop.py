@@ -206,16 +206,14 @@ class OuterLoop(runtime.RunBase):
 
     def _end_generation(self, outcome: GenerationOutcome, ran: list[tuple[Candidate, CandidateRun]], *, feedback: str,
                         never_run: list[Candidate] | None = None) -> None:
-        """Every observer has the generation's end (its runs logged, then its trials closed: each trial names its
-        candidate's run) before its outcome is saved, so a kill in between repeats it on resume. The event carries
-        the generation's decisions and each candidate's record, made here from the run folder."""
+        """Every observer has the generation's end, its decisions and candidates' records (its runs logged, then its
+        trials closed: each names its candidate's run) before its outcome is saved: a kill in between repeats it."""
         never_run = never_run or []
         decisions, records = generation_records(self.evaluator, self.plays.users, self._gen_dir(outcome.generation),
                                                 outcome, ran, never_run, self.lineage.candidates)
-        event = GenerationEnded(
-            outcome=outcome, ran=ran, never_run=never_run, lineage=self.lineage.candidates, feedback=feedback,
-            usage=self.budget.recorded(self._gen_dir(outcome.generation)), spend=self.budget.report().total(),
-            decisions=decisions, records=records)
+        event = GenerationEnded(outcome=outcome, ran=ran, never_run=never_run, lineage=self.lineage.candidates,
+                                feedback=feedback, usage=self.budget.recorded(self._gen_dir(outcome.generation)),
+                                spend=self.budget.report().total(), decisions=decisions, records=records)
         self.observers.notify(event)
         self.tuner.close_generation(event, self.observers.links)
 
