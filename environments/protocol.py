@@ -44,6 +44,7 @@ class QuestionView(LazyModel):
     choices: list[str] | None = Field(default=None, description="Option texts of a multiple-choice question; None: free text.")
     gold: str = Field(description="The gold answer text (multiple choice: the gold option's text).")
     gold_choice: int | None = Field(default=None, description="1-based gold option (multiple choice only).")
+    scoring: ScoringMethod = Field(default="choice", description="How its answer is scored (what a figure's name says).")
 
     @property
     def multiple_choice(self) -> bool:

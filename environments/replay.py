@@ -128,7 +128,8 @@ class ReplayEnvironment(Environment[ReplayItem]):
                     raise UserInputError("the gold answer is not one of the choices", field=f"{item.id}.questions[{index}]")
                 gold_choice = question.choices.index(question.gold) + 1
             views.append(QuestionView(index=index, query=question.query, category=question.category,
-                                      choices=question.choices, gold=question.gold, gold_choice=gold_choice))
+                                      choices=question.choices, gold=question.gold, gold_choice=gold_choice,
+                                      scoring=question.scoring))
         return views
 
     def chain_length(self, item: ReplayItem) -> int:

@@ -88,10 +88,31 @@ def data_figure_name(environment: Environment[Any], items: Iterable[Any]) -> Fig
         for question in environment.questions(item, period)))
 
 
-def scored_figure_name(*scores: Scores) -> FigureName:
-    """``figure_name`` of the questions behind ``scores`` (every one scored by choice: multiple choice); one name for
-    all of them, so scores of the same items are logged under one name."""
-    return figure_name(multiple_choice=not any(free_text(each) for each in scores))
+CREDIT_KEYS: dict[str, str] = {"token_f1": "f1", "llm_judge": "judge", "exact_match": "exact_match",
+                               "substring_match": "substring", "recall": "recall"}
+"""How a metric key names each free-text credit (``CREDIT_NAMES`` in the words a key may hold), in a fixed order."""
+
+
+def figure_key(methods: Iterable[str]) -> str:
+    """The headline figure's name in metric keys (MLflow's, Optuna's), which hold no spaces or parentheses: ``accuracy``
+    when every answer is scored by choice, else ``score_`` and the free-text credits behind it, as ``figure_label``
+    names them (``score_f1``, ``score_judge``, ``score_f1_substring``)."""
+    used = set(methods)
+    credits = [key for method, key in CREDIT_KEYS.items() if method in used]
+    return "score_" + "_".join(credits) if credits else "accuracy"
+
+
+def data_figure_key(environment: Environment[Any], items: Iterable[Any]) -> str:
+    """``figure_key`` of every question ``environment`` asks of ``items``: decided once per run from its data, so a
+    split or a candidate that happened to meet only some kinds of question logs under the run's one name."""
+    return figure_key(question.scoring for item in items for period in range(environment.n_periods(item))
+                      for question in environment.questions(item, period))
+
+
+def scored_figure_key(*scores: Scores) -> str:
+    """``figure_key`` of the answers behind ``scores``: one name for all of them, so scores of the same items are
+    logged under one name."""
+    return figure_key(method for each in scores for method in each.scoring)
 
 
 CREDIT_NAMES = {"token_f1": "F1", "llm_judge": "judge", "exact_match": "exact match",

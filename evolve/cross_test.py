@@ -12,7 +12,7 @@ from typing import Any
 
 from memevo.core.lazy_model import LazyModel
 from memevo.environments.metrics import Scores
-from memevo.environments.score_text import score_lines, scored_figure_name
+from memevo.environments.score_text import score_lines, scored_figure_key
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.evaluation import Evaluator
 from memevo.evolve.records import read_record, write_record
@@ -70,8 +70,8 @@ def cross_test_lines(result: CrossTestResult) -> list[str]:
 
 def cross_test_metrics(result: CrossTestResult) -> dict[str, Any]:
     """Flat metrics for the tracker: seed's and best's headline figure on the test environment, named by what it
-    is (``cross_amemgym_seed_accuracy``, ``cross_locomo_seed_score``). Both arms were scored on every item of the
-    test environment's data, so the name is that data's (``score_text.scored_figure_name``)."""
-    prefix, figure = f"cross_{result.environment}", scored_figure_name(result.seed_scores, result.best_scores)
+    is (``cross_amemgym_seed_accuracy``, ``cross_locomo_seed_score_f1``). Both arms were scored on every item of the
+    test environment's data, so the name is that data's (``score_text.scored_figure_key``)."""
+    prefix, figure = f"cross_{result.environment}", scored_figure_key(result.seed_scores, result.best_scores)
     return {f"{prefix}_{label}_{figure}": scores.accuracy
             for label, scores in (("seed", result.seed_scores), ("best", result.best_scores))}

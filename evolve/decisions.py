@@ -4,6 +4,7 @@ they all say the same words (``kept``, ``pruned: ...``, ``rejected in the race: 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -11,8 +12,7 @@ from memevo.core.atomic_files import write_json_atomic
 from memevo.core.lazy_model import LazyModel
 from memevo.core.run_files import read_json, read_or_recompute
 from memevo.evolve.candidates import Candidate
-from memevo.evolve.evaluation import CandidateEval, Evaluator
-from memevo.evolve.events import GenerationEnded
+from memevo.evolve.evaluation import CandidateEval
 from memevo.evolve.records import GenerationOutcome
 from memevo.evolve.selection.race import RaceRecord
 from memevo.evolve.selection.sequential import Verdict
@@ -93,28 +93,29 @@ def race_verdicts(gen_dir: Path) -> dict[str, Verdict]:
     return {cid: verdict for record in records for round_ in record.rounds for cid, verdict in round_.verdicts.items()}
 
 
-def _decide(evaluator: Evaluator, event: GenerationEnded, verdicts: dict[str, Verdict]) -> GenerationDecisions:
-    runs = {candidate.id: run.evals() for candidate, run in event.ran}
+Planned = tuple[Candidate, dict[str, CandidateEval | None], float | None]
+"""One candidate of a generation, as its decision reads it: its evaluations (empty when it never ran) and its parent's
+validation score (None for the seed, its own parent)."""
+
+
+def _decide(outcome: GenerationOutcome, planned: Sequence[Planned], verdicts: dict[str, Verdict]) -> GenerationDecisions:
     decisions = []
-    for candidate in [*(candidate for candidate, _ in event.ran), *event.never_run]:
-        parent = event.parent_of(candidate)
-        parent_eval = evaluator.finished(parent.id, "val") if parent.id != candidate.id else None
-        state, text = _decided(candidate, runs.get(candidate.id, {}), outcome=event.outcome,
-                               parent_val=parent_eval.score if parent_eval is not None else None,
+    for candidate, evals, parent_val in planned:
+        state, text = _decided(candidate, evals, outcome=outcome, parent_val=parent_val,
                                race=verdicts.get(candidate.id))
         decisions.append(CandidateDecision(candidate_id=candidate.id, label=candidate.label,
-                                           generation=event.outcome.generation, state=state, text=text))
+                                           generation=outcome.generation, state=state, text=text))
     return GenerationDecisions(decisions=decisions)
 
 
-def generation_decisions(evaluator: Evaluator, event: GenerationEnded) -> GenerationDecisions:
-    """The generation's decisions: the saved ones, or made now from its outcome, evaluations and race and saved, so
-    every reader of the generation's end (terminal, tracker, tuner, also after a resume) reads the same record."""
-    gen_dir = evaluator.root / "generations" / f"gen_{event.outcome.generation:03d}"  # strategies.base.generation_dir
+def generation_decisions(gen_dir: Path, outcome: GenerationOutcome, planned: Sequence[Planned]) -> GenerationDecisions:
+    """The generation's decisions (``gen_dir`` its folder, ``planned`` its candidates in the plan's order): the saved
+    ones, or made now from its outcome, evaluations and race and saved, so every reader of the generation's end
+    (terminal, tracker, tuner, also after a resume) reads the same record."""
     path = gen_dir / DECISIONS_FILE
     stored = read_or_recompute(path, GenerationDecisions)
     if stored is not None:
         return stored
-    decisions = _decide(evaluator, event, race_verdicts(gen_dir))
+    decisions = _decide(outcome, planned, race_verdicts(gen_dir))
     write_json_atomic(path, decisions.model_dump(mode="json"))
     return decisions

@@ -8,7 +8,9 @@ are handed to the observers one at a time, in the registry's order, in the loop'
 same events in the same order, so every observer writes the same records.
 
 The records an event carries are named here by what observers read of them (``CandidateOutcome``, ``UsersSplit``,
-``UserStep``), so this module imports none of the engine's modules that emit events.
+``UserStep``), so this module imports none of the engine's modules that emit events. What observers read of a
+candidate is a plain record the engine made from its run folder (``CandidateRecord``, ``candidate_records``), and the
+run's settings come as values (``RunContext``): no observer holds the evaluator or the tuner.
 """
 
 from __future__ import annotations
@@ -17,20 +19,21 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from memevo.environments.score_text import FigureName, data_figure_name
+from memevo.environments.score_text import FigureName
 
 if TYPE_CHECKING:
     from memevo.agents.base import AgentSpec
     from memevo.agents.llm.accounting import RoleUsage, UsageReport
+    from memevo.environments.metrics import Scores
     from memevo.evolve.candidates import Candidate
     from memevo.evolve.config import EvolveConfig
     from memevo.evolve.cross_test import CrossTestResult
+    from memevo.evolve.decisions import GenerationDecisions
     from memevo.evolve.deferred import DeferredStart
-    from memevo.evolve.evaluation import CandidateEval, Evaluator
+    from memevo.evolve.evaluation import CandidateEval
     from memevo.evolve.records import EvolutionResult, GenerationOutcome, GenerationPlan, ProposalStats
 
 
@@ -72,6 +75,28 @@ class UserStep(Protocol):
 
     @property
     def stats(self) -> ProposalStats: ...
+
+
+@dataclass(frozen=True)
+class CandidateRecord:
+    """One candidate as its run folder records it when an event is told (``candidate_records.candidate_record``):
+    what a tracker logs of it, so its metrics are those of its saved evaluations, whatever else is in flight."""
+
+    objectives: Mapping[str, float]
+    """The objective on each evaluation (``train``, ``val``, ``minibatch``) as its summary saved it."""
+    pruned: bool
+    gated: bool
+    """Stopped by the minibatch gate before validation."""
+    train_users: int
+    """Train users its train evaluation covered (a pruned one: the prefix played before the pruner stopped it)."""
+    scores: Mapping[str, Scores]
+    """Per split (``train``, ``val``) the scores of the users its saved evaluation covered."""
+    answers: Sequence[Mapping[str, Any]]
+    """One row per question of those users (a tracker's answers table)."""
+    span: tuple[int, int] | None
+    """When its evaluations ran, in epoch milliseconds (None when none left its files)."""
+    cost: RoleUsage
+    """The calls of its episodes so far (zero for one never played)."""
 
 
 # ----- phases of work (what a progress display shows) ------------------------------------------------------------
@@ -143,7 +168,7 @@ class ParentTrainCompleted:
     """A parent checked on a minibatch only ran on every train user after its generation was recorded."""
 
     parent: Candidate
-    train: CandidateEval
+    record: CandidateRecord
 
 
 @dataclass(frozen=True)
@@ -151,7 +176,8 @@ class GenerationEnded:
     """A generation's candidates are decided; its outcome is saved right after every observer had it.
 
     ``usage`` is the run's usage saved when the generation's evaluations ended (the same on a resume), ``spend``
-    the run's total at the time of the event."""
+    the run's total at the time of the event; ``decisions`` what the generation did with each candidate (saved in its
+    folder), ``records`` each candidate's record by id (those never run included)."""
 
     outcome: GenerationOutcome
     ran: Sequence[tuple[Candidate, CandidateOutcome]]
@@ -160,6 +186,8 @@ class GenerationEnded:
     feedback: str
     usage: UsageReport
     spend: RoleUsage
+    decisions: GenerationDecisions
+    records: Mapping[str, CandidateRecord]
 
     @property
     def kept(self) -> Candidate:
@@ -176,10 +204,12 @@ class GenerationEnded:
 
 @dataclass(frozen=True)
 class RunEnded:
-    """Seed and best scored on the test users (``result.json`` is saved)."""
+    """Seed and best scored on the test users (``result.json`` is saved); ``costs`` the calls of each one's episodes,
+    the test users' included, by candidate id."""
 
     result: EvolutionResult
     cross: CrossTestResult | None
+    costs: Mapping[str, RoleUsage]
 
 
 # ----- AMemGym's in-episode protocol ----------------------------------------------------------------------------------
@@ -205,41 +235,42 @@ Event = (PhaseStarted | PhaseAdvanced | PhaseSkipped | PhaseEnded | GenerationPl
 
 # ----- observers ---------------------------------------------------------------------------------------------------
 
-def objective_name(objective: str, figure: FigureName) -> str:
+def objective_name(objective: str, figure: str) -> str:
     """What the run's tags, attributes and Optuna study call its objective: the headline figure's name for
-    ``accuracy`` (``score`` on free-text answers), AMemGym's memory score under its own."""
+    ``accuracy`` (``score_f1`` on answers scored by F1: ``figure``), AMemGym's memory score under its own."""
     return figure if objective == "accuracy" else objective
 
 
 @dataclass
 class RunContext:
-    """What observers may read about the run beyond the events: its settings, folder, evaluations and users."""
+    """What observers may read about the run beyond the events: its settings, folder, users and the name of its
+    headline figure; values only, never the engine's live objects."""
 
     config: EvolveConfig
     run_dir: Path
-    evaluator: Evaluator
     split: UsersSplit
-    items: Sequence[object]
     seed: Candidate
     spec: AgentSpec
     start_later: DeferredStart
     """Start-up work an observer needs later but not for the run's first request (e.g. MLflow's store)."""
+    figure: FigureName
+    """What the run's lines call the headline figure (``accuracy`` or ``score``), decided once from every question of
+    the run's data (``score_text.data_figure_name``)."""
+    figure_key: str
+    """What the run's metric names call it (``val_accuracy``, ``val_score_f1``): decided once from every question of
+    the run's data (``score_text.data_figure_key``), so no candidate or split logs it under another name."""
+    data_hash: str
+    """The hash of the run's data (``runtime.data_hash``), which identifies the users' content."""
 
     @property
     def users(self) -> dict[str, list[str]]:
         return {"train": self.split.train, "val": self.split.val}
 
-    @cached_property
-    def figure(self) -> FigureName:
-        """What the run's metric names call the headline figure (``val_accuracy`` or ``val_score``): decided once
-        from every question of the run's data, so no candidate or split logs it under another name."""
-        return data_figure_name(self.evaluator.environment, self.items)
-
     @property
     def objective_name(self) -> str:
-        """The objective as the run's tags and attributes name it (``val_<objective_name>``): the headline figure's
-        name for ``accuracy``, AMemGym's memory score under its own."""
-        return objective_name(self.config.objective, self.figure)
+        """The objective as the run's params, tags and attributes name it (``val_<objective_name>``): the headline
+        figure's metric name for ``accuracy``, AMemGym's memory score under its own."""
+        return objective_name(self.config.objective, self.figure_key)
 
 
 class Observer:

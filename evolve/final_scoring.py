@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+from memevo.agents.llm.accounting import RoleUsage
 from memevo.environments.metrics import Scores, UserScores
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.cross_test import CrossTestResult, cross_test
@@ -55,5 +56,6 @@ class FinalScoring:
             best_user_scores=best_users, history=history, stop_reason=stop, usage=self.budget.report(),
         )
         write_record(run.run_dir / "result.json", result)
-        run.observers.notify(RunEnded(result, cross))
+        costs = {candidate.id: run.evaluator.costs.total(candidate.id) or RoleUsage() for candidate in both}
+        run.observers.notify(RunEnded(result, cross, costs))
         return result

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING
 from memevo.agents.registry import agent_spec
 from memevo.core.library_log import RUN_LOG, LibraryLog
 from memevo.environments.resume import run_resumable
-from memevo.environments.score_text import data_figure_name
 from memevo.evolve import runtime
+from memevo.evolve.candidate_records import generation_records
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
 from memevo.evolve.deferred import Deferred
@@ -99,7 +99,7 @@ class OuterLoop(runtime.RunBase):
             open_tuner, config, storage=config.optuna.storage or f"sqlite:///{(self.run_dir / 'optuna.db').resolve()}",
             study_name=self.study_name,
             first_trial={name: getattr(self.seed.policy, name) for name in config.hyperparameters},
-            metric=objective_name(config.objective, data_figure_name(self.evaluator.environment, self.users))),
+            metric=objective_name(config.objective, self.figure_key)),
             first=True)
 
     @property
@@ -207,13 +207,16 @@ class OuterLoop(runtime.RunBase):
 
     def _end_generation(self, outcome: GenerationOutcome, ran: list[tuple[Candidate, CandidateRun]], *, feedback: str,
                         never_run: list[Candidate] | None = None) -> None:
-        """Every observer has the generation's end (its runs logged, then its trials closed: each trial names its
-        candidate's run) before its outcome is saved, so a kill in between repeats it on resume."""
-        event = GenerationEnded(
-            outcome=outcome, ran=ran, never_run=never_run or [], lineage=self.lineage.candidates, feedback=feedback,
-            usage=self.budget.recorded(self._gen_dir(outcome.generation)), spend=self.budget.report().total())
+        """Every observer has the generation's end, its decisions and candidates' records (its runs logged, then its
+        trials closed: each names its candidate's run) before its outcome is saved: a kill in between repeats it."""
+        never_run = never_run or []
+        decisions, records = generation_records(self.evaluator, self.plays.users, self._gen_dir(outcome.generation),
+                                                outcome, ran, never_run, self.lineage.candidates)
+        event = GenerationEnded(outcome=outcome, ran=ran, never_run=never_run, lineage=self.lineage.candidates,
+                                feedback=feedback, usage=self.budget.recorded(self._gen_dir(outcome.generation)),
+                                spend=self.budget.report().total(), decisions=decisions, records=records)
         self.observers.notify(event)
-        self.tuner.close_generation(event, self.evaluator, self.observers.links)
+        self.tuner.close_generation(event, self.observers.links)
 
     # ----- the run ------------------------------------------------------------------------------
 

@@ -39,6 +39,7 @@ from memevo.environments.protocol import Environment
 from memevo.environments.registry import make_environment
 from memevo.environments.rundir import LEDGER_FILE, UsageLedger, check_inputs, item_fingerprints
 from memevo.environments.runner import EpisodeConfig
+from memevo.environments.score_text import data_figure_key, data_figure_name
 from memevo.environments.table_cache import cached_table
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import DataConfig, EvolveConfig, check_judge, check_validation_users
@@ -287,6 +288,10 @@ class RunBase:
                                  endpoint_width(self.client(self.seed.policy.llm), self.seed.policy.llm))
         self.environment = make_run_environment(config, episode, judge)
         self.items = {self.environment.item_id(item): item for item in self.users}
+        self.figure = data_figure_name(self.environment, self.users)
+        """What the run's lines call its headline figure, decided once from every question of its data."""
+        self.figure_key = data_figure_key(self.environment, self.users)
+        """What its metric names (MLflow's, Optuna's) call it."""
         fresh_split = make_split(self.users, config, self.environment)
         test = config.test_environment
         self.test_environment = None if test is None else make_run_environment(
@@ -302,7 +307,8 @@ class RunBase:
         if test_users:
             inputs["test_environment_data"] = item_fingerprints(test_users)
         claim_run_dir(run_dir, config, resume, inputs)
-        keep_data(run_dir, config, self.users, data_hash=data_hash(self.users))
+        self.data_hash = data_hash(self.users)
+        keep_data(run_dir, config, self.users, data_hash=self.data_hash)
         self.split = recorded_split(run_dir, fresh_split)
         self.usage = UsageLedger(run_dir / LEDGER_FILE)
         hub.accounting.attach(self.usage)  # detached by ``close``: an ablation's next run keeps its own ledger
@@ -324,8 +330,9 @@ class RunBase:
         """The run's observers (``memevo.evolve.plugins``): the tracker's store opens once the first requests are in
         flight."""
         open_observers(self.observers, RunContext(
-            config=config, run_dir=run_dir, evaluator=self.evaluator, split=self.split, items=self.users,
-            seed=self.seed, spec=agent_spec(self.seed.policy.kind), start_later=self.start_later))
+            config=config, run_dir=run_dir, split=self.split, seed=self.seed, spec=agent_spec(self.seed.policy.kind),
+            start_later=self.start_later, figure=self.figure, figure_key=self.figure_key,
+            data_hash=self.data_hash))
         self._proposers = self.start_later.defer(partial(make_proposers, hub, config))
         self.start_later.watch(hub.accounting)
 

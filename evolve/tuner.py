@@ -32,8 +32,7 @@ from memevo.core.setting_names import setting
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import IntRange, OptunaConfig
 from memevo.evolve.databases import damaged_database, sqlite_file
-from memevo.evolve.decisions import generation_decisions
-from memevo.evolve.evaluation import CandidateEval, Evaluator
+from memevo.evolve.evaluation import CandidateEval
 from memevo.evolve.events import GenerationEnded
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -231,9 +230,8 @@ class Tuner:
         """Close the trial of a proposal that repeated a known policy: it is not run."""
         self.tell(number, None, reason=REPEATED, ran=False)
 
-    def close_generation(self, event: GenerationEnded, evaluator: Evaluator,
-                         links: Callable[[int, str], Mapping[str, str]]) -> None:
-        """Tell the generation's trials from its decisions (``decisions.generation_decisions``, the words its tracker
+    def close_generation(self, event: GenerationEnded, links: Callable[[int, str], Mapping[str, str]]) -> None:
+        """Tell the generation's trials from its decisions (``event.decisions``, the words its tracker
         runs show): a kept or accepted candidate with the objective on the train users it was run on; a rejected or
         pruned one without a value (PRUNED, so a rejected candidate is never the study's best trial); one never run
         FAIL. Each first gets its attributes (Optuna refuses to change a finished trial), among them
@@ -241,10 +239,9 @@ class Tuner:
         runs: list[tuple[Candidate, CandidateEval | None, CandidateEval | None]]
         runs = [(candidate, None, None) for candidate in event.never_run]
         runs += [(candidate, run.val, run.train_check) for candidate, run in event.ran]
-        decisions = generation_decisions(evaluator, event)
         for candidate, val, check in runs:
             assert candidate.trial_number is not None
-            decision = decisions.of(candidate.id)
+            decision = event.decisions.of(candidate.id)
             self.annotate(candidate.trial_number, **trial_attributes(
                 candidate_id=candidate.id, label=candidate.label, generation=candidate.generation,
                 objective=self.metric, val_score=val.score if val is not None else None,

@@ -74,6 +74,23 @@ def test_the_engine_imports_no_presentation_and_no_tracker():
     assert not offenders, sorted(offenders)
 
 
+LIVE_ENGINE = ("memevo.evolve.evaluation", "memevo.evolve.tuner", "memevo.evolve.runtime", "memevo.evolve.loop",
+               "memevo.evolve.candidate_records")
+"""The engine's live objects (the evaluator, the tuner, the run) and what reads them: observers get records in the
+events and values in ``RunContext`` instead."""
+
+
+def test_observers_and_tracking_payloads_import_no_live_engine_object(tmp_path: Path):
+    files = sorted([*(REPO / "evolve" / "observers").rglob("*.py"), *(REPO / "evolve" / "tracking").rglob("*.py")])
+    offenders = {f"{path.relative_to(REPO)} imports {name}" for path in files for name in _imported_modules(path)
+                 if name in LIVE_ENGINE}
+    assert not offenders, sorted(offenders)
+    planted = tmp_path / "observer.py"
+    planted.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from memevo.evolve.evaluation import "
+                       "Evaluator\n", encoding="utf-8")
+    assert LIVE_ENGINE[0] in _imported_modules(planted)  # a type-only import counts too
+
+
 def _module_name(layer: str, path: Path) -> str:
     return ".".join(("memevo", layer, *path.relative_to(FOLDERS[layer]).with_suffix("").parts)).removesuffix(".__init__")
 

@@ -152,14 +152,14 @@ def record_from_result(
 
 
 def summary_metrics(summary: AblationSummary) -> dict[str, float]:
-    """The parent run's metrics: per arm the objective's mean over seeds with its interval, the memory score and
-    spend; per comparison the test over seeds (p-values, seeds needed) and the conditional p-value over units.
+    """The parent run's metrics: per arm the objective's mean over seeds with its interval, the pooled memory score
+    and spend; per comparison the test over seeds (p-values, seeds needed) and the conditional p-value over units.
     A figure that cannot be computed is left out, never logged as a number."""
     metrics: dict[str, float | int | None] = {}
     for arm in summary.arms:
         key = f"{arm.arm}.{summary.metric}"
         metrics |= {key: arm.mean.mean, f"{key}_ci_low": arm.mean.low, f"{key}_ci_high": arm.mean.high,
-                    f"{arm.arm}.memory_score": arm.memory, f"{arm.arm}.calls": arm.spend.calls,
+                    f"{arm.arm}.pooled_memory_score": arm.memory, f"{arm.arm}.calls": arm.spend.calls,
                     f"{arm.arm}.dollars": priced_dollars(arm.spend), f"{arm.arm}.unpriced_calls": arm.spend.unpriced_calls}
     for c in summary.comparisons:
         key = f"{c.arm}.{c.metric}"

@@ -12,10 +12,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memevo.agents.llm.accounting import RoleUsage
 from memevo.evolve.candidate_costs import cost_metrics
 from memevo.evolve.cross_test import cross_test_metrics
-from memevo.evolve.decisions import generation_decisions
 from memevo.evolve.events import (
     Event,
     GenerationEnded,
@@ -25,7 +23,6 @@ from memevo.evolve.events import (
     RunContext,
     RunEnded,
 )
-from memevo.evolve.runtime import data_hash
 from memevo.evolve.tracking.entries import (
     candidate_entry,
     completed_train_entry,
@@ -88,11 +85,10 @@ class MlflowObserver(Observer):
         match event:
             case GenerationEnded():
                 self._generation(event)
-            case ParentTrainCompleted(parent, train):
+            case ParentTrainCompleted(parent, record):
                 tracker = self.tracker
-                metrics, artifacts = completed_train_entry(self.context.evaluator, self.context.users, parent, train,
-                                                           self.context.figure)
-                tracker.update_candidate(parent.generation, parent.label, metrics | self._cost(parent.id), artifacts,
+                metrics, artifacts = completed_train_entry(record, self.context.figure_key)
+                tracker.update_candidate(parent.generation, parent.label, metrics | cost_metrics(record.cost), artifacts,
                                          key="completed_train")
             case RunEnded():
                 self._run_ended(event)
@@ -104,7 +100,7 @@ class MlflowObserver(Observer):
         tracker = self.tracker  # first: the dataset input imports MLflow, which the tracking thread may be importing
         config, split = self.context.config, self.context.split
         dataset = split_dataset_input({"train": split.train, "val": split.val, "test": split.test}, name=f"{config.name}-users",
-                                      source=config.data.path or "synth", digest=data_hash(self.context.items))
+                                      source=config.data.path or "synth", digest=self.context.data_hash)
         tracker.start(config.name, self.params(), config.hash_payload(), dataset)
 
     def params(self) -> dict[str, Any]:
@@ -115,12 +111,12 @@ class MlflowObserver(Observer):
             "seed_policy_id": seed.id,
             "agent_kind": seed.policy.kind, "agent_model": seed.policy.llm.model,
             "proposer_model": config.llm.proposer.model, "feedback_mode": config.feedback.mode.value,
-            "objective": config.objective, "proposers": ",".join(config.strategy.proposers),
+            "objective": self.context.objective_name, "proposers": ",".join(config.strategy.proposers),
             "parents": config.strategy.parents, "acceptance": config.strategy.acceptance,
             "order": config.strategy.order,
             "minibatch": minibatch_param(config.strategy.minibatch, order=config.strategy.order),
             "components": ",".join(config.components), "split_seed": config.split.seed,
-            "optuna_seed": config.optuna.seed, "data_hash": data_hash(self.context.items),
+            "optuna_seed": config.optuna.seed, "data_hash": self.context.data_hash,
             "n_train": len(split.train), "n_val": len(split.val), "n_test": len(split.test),
             "git_commit": git_commit(Path(__file__).parent) or "unknown",
         }
@@ -130,17 +126,15 @@ class MlflowObserver(Observer):
         and repeatable when a kill interrupted it (``Tracker``), so nothing is left out or written twice."""
         self.start()
         context, outcome, kept = self.context, event.outcome, event.kept
-        runs = {candidate.id: run for candidate, run in event.ran}
-        decisions = generation_decisions(context.evaluator, event)
         candidates = [*(candidate for candidate, _ in event.ran), *event.never_run]
         entries = [
-            candidate_entry(context.evaluator, context.users, context.spec, candidate, event.parent_of(candidate),
-                            runs[candidate.id].evals() if candidate.id in runs else {}, event.feedback,
-                            outcome=outcome, decision=decisions.of(candidate.id).text, figure=context.figure)
+            candidate_entry(context.spec, candidate, event.parent_of(candidate), event.records[candidate.id],
+                            event.feedback, outcome=outcome, decision=event.decisions.of(candidate.id).text,
+                            figure=context.figure_key)
             for candidate in candidates
         ]
         for entry, candidate in zip(entries, candidates, strict=True):
-            entry["metrics"] |= self._cost(candidate.id)
+            entry["metrics"] |= cost_metrics(event.records[candidate.id].cost)
         (point,) = generation_points([outcome])
         self.tracker.log_generation(
             outcome.generation, generation_counts(outcome, len(event.ran), event.usage) | generation_metrics(point),
@@ -155,21 +149,16 @@ class MlflowObserver(Observer):
                                        scores={f"val_{context.objective_name}": outcome.parent_val}, run_id=run_id)
             self.tracker.register_prompts(context.config.name, kept.id, prompts, best=True, tags=tags, run_id=run_id)
 
-    def _cost(self, candidate_id: str) -> dict[str, float]:
-        """The calls of the candidate's episodes so far (``candidate_costs``; zero for one never played), logged
-        again when it plays more."""
-        return cost_metrics(self.context.evaluator.costs.total(candidate_id) or RoleUsage())
-
     def _run_ended(self, event: RunEnded) -> None:
         self.start()
         result, best = event.result, event.result.best
         for scored in {result.seed.id: result.seed, best.id: best}.values():  # their cost now includes the test
             if self.tracker.candidate_run_id(scored.generation, scored.label):
-                self.tracker.update_candidate(scored.generation, scored.label, self._cost(scored.id), {},
+                self.tracker.update_candidate(scored.generation, scored.label, cost_metrics(event.costs[scored.id]), {},
                                               key="tested_cost")
         plot = self.context.run_dir / SCORE_PLOT_FILE
         extra = {} if event.cross is None else cross_test_metrics(event.cross)
-        metrics = final_metrics(result, self.context.figure) | objective_summary(generation_points(result.history))
+        metrics = final_metrics(result, self.context.figure_key) | objective_summary(generation_points(result.history))
         self.tracker.finish(metrics | extra,
                             {"result.json": result.model_dump_json(indent=2),
                              "best_policy.json": best.policy.model_dump_json(indent=2)},
@@ -183,7 +172,7 @@ class MlflowObserver(Observer):
         """The parent run: both arms' per-period scores (step = period), then the test figures, every user's steps
         and the result. A repeat after a kill stores no second row (``Tracker``)."""
         self.start()
-        tracker, figure = self.tracker, self.context.figure
+        tracker, figure = self.tracker, self.context.figure_key
         for step, values in in_episode_period_metrics(result, figure):
             tracker.log_metrics(values, step=step)
         steps = sorted((self.context.run_dir / "in_episode").glob("*/period_*.json"))

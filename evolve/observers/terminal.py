@@ -14,7 +14,6 @@ from memevo.environments.progress import Phase
 from memevo.environments.score_text import FigureName
 from memevo.environments.short_ids import short_user_id
 from memevo.evolve.cross_test import cross_test_lines
-from memevo.evolve.decisions import generation_decisions
 from memevo.evolve.events import (
     CandidatesPhase,
     EvaluationPhase,
@@ -37,7 +36,6 @@ from memevo.evolve.presentation.explain import generation_line, proposals_line
 from memevo.evolve.presentation.progress import candidates_phase, evaluation_phase, test_phase
 
 if TYPE_CHECKING:
-    from memevo.evolve.evaluation import Evaluator
     from memevo.evolve.records import EvolutionResult
 
 log = logging.getLogger("memevo.evolve")
@@ -72,12 +70,10 @@ class RunFacts:
 class TerminalObserver(Observer):
     """Draws the phases the loop reports (several at once: candidates evaluate concurrently) and logs its lines."""
 
-    def __init__(self, objective: str, evaluator: Evaluator, figure: FigureName | None = None, *,
-                 facts: RunFacts = RunFacts()) -> None:
+    def __init__(self, objective: str, figure: FigureName | None = None, *, facts: RunFacts = RunFacts()) -> None:
         self.objective = objective
         self.figure = figure
         """The run's name for its headline figure (``RunContext.figure``)."""
-        self.evaluator = evaluator
         self.bars: dict[int, tuple[ExitStack, Phase]] = {}
         self.facts = facts
         self.truncations_told = 0
@@ -142,7 +138,7 @@ class TerminalObserver(Observer):
         """Each candidate's decision, in the words its tracker run and its Optuna trial show."""
         if event.outcome.generation == 0:
             return
-        for decision in generation_decisions(self.evaluator, event).decisions:
+        for decision in event.decisions.decisions:
             log.info("gen %d %s: %s", decision.generation, decision.label, decision.text)
 
     @staticmethod
@@ -184,4 +180,4 @@ class TerminalObserver(Observer):
 
 
 def make_observer(context: RunContext) -> Observer:
-    return TerminalObserver(context.config.objective, context.evaluator, context.figure, facts=RunFacts.of(context))
+    return TerminalObserver(context.config.objective, context.figure, facts=RunFacts.of(context))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 
+from memevo.evolve.candidate_records import candidate_record
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.evaluation import CandidateEval
 from memevo.evolve.events import CandidatesPhase, ParentTrainCompleted
@@ -62,7 +63,9 @@ class ScheduledStrategy(GenerationStrategy):
         evaluator = self.plays.evaluator
         train = evaluator.finished(parent.id, "train") or await self.plays.evaluate(parent, "train", self.split.train)
         if self.validation_first and evaluator.finished(parent.id, "minibatch") is not None:
-            self.context.observers.notify(ParentTrainCompleted(parent, train))
+            evals = {"train": train, "val": evaluator.finished(parent.id, "val")}
+            self.context.observers.notify(ParentTrainCompleted(parent, candidate_record(evaluator, self.plays.users,
+                                                                                        parent, evals)))
 
     async def run_candidates(self, generation: int, parent: Candidate, plan: GenerationPlan) -> Scheduled:
         """The candidates through the scheduler: all at once, or (``one_candidate_at_a_time``) until one is

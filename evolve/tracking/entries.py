@@ -1,10 +1,12 @@
 """What the outer loop logs to MLflow: per-candidate metrics, params and artifacts, per-generation metrics.
 
-The payloads are built here from the run's records and the evaluator's scores; ``store.Tracker``
-writes them. Metric names keep the split and the objective in them (``val_objective`` is the value the
-loop compared; ``val_accuracy`` and ``val_memory_score`` are always both logged when defined). The headline figure
-is named by what it is, once per run from the environment's questions (``score_text.data_figure_name``):
-``val_accuracy`` when every question is multiple choice, ``val_score`` (a mean of per-question credit) otherwise.
+The payloads are built here from the run's records (``events.CandidateRecord``: what the engine read of each
+candidate's evaluations); ``store.Tracker`` writes them. Metric names keep the split and the objective in them
+(``val_objective`` is the value the loop compared). Each quantity has one name: the headline figure is named by what
+it is, once per run from the environment's questions (``score_text.data_figure_key``): ``val_accuracy`` when every
+question is multiple choice, ``val_score_f1``, ``val_score_judge``... (a mean of per-question credit, named by the
+credit) otherwise; the memory score is ``amemgym_memory_score`` (AMemGym's mean of cell ratios) or
+``pooled_memory_score`` (pooled over the cells), never a bare ``memory_score``.
 """
 
 from __future__ import annotations
@@ -12,15 +14,14 @@ from __future__ import annotations
 import csv
 import io
 import re
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from memevo.agents.base import AgentSpec
 from memevo.agents.llm.accounting import UsageReport, dollars_cell
 from memevo.environments.metrics import Scores
-from memevo.environments.question_table import score_columns
-from memevo.environments.score_text import FigureName, extra_metrics
+from memevo.environments.score_text import extra_metrics
 from memevo.evolve.candidates import Candidate
-from memevo.evolve.evaluation import CandidateEval, Evaluator
 from memevo.evolve.records import EvolutionResult, GenerationOutcome
 from memevo.evolve.tracking.payloads import (
     COST_PREFIX,
@@ -33,28 +34,33 @@ from memevo.evolve.tracking.payloads import (
     cost_metrics,
 )
 
+if TYPE_CHECKING:
+    from memevo.evolve.events import CandidateRecord
+
 RESULTS_ARTIFACT = "results.csv"
 """A candidate's answers, one row per question of each train and validation user it finished, with its category and
 its score (the credit in [0, 1], so a free-text answer's partial credit is not shown only as ``correct 0``)."""
 CATEGORY_INFIX = "/category/"
 """Between a headline figure's name and a category's in the per-category metrics (``val_score/category/temporal``)."""
+AMEMGYM_MEMORY = "amemgym_memory_score"
+"""AMemGym's memory score, its mean of cell ratios (a cell: one user's period), also the objective of that name."""
+POOLED_MEMORY = "pooled_memory_score"
+"""The memory score pooled over the cells (the terminal's "memory score"), as ``score_text.extra_metrics`` names it."""
 REFUSED_IN_NAMES = re.compile(r"[^\w\-. /]")
 """Characters MLflow refuses in a metric's name."""
-SPLITS = ("train", "val")
-"""The splits whose episodes are logged; a minibatch's episodes are part of the train split's."""
 
 
-def score_metrics(prefix: str, summary: Scores, figure: FigureName) -> dict[str, float]:
-    """The headline figure (named ``figure``), memory score, their per-period values, the failure split and the
-    figures behind the memory score (cells, pooled score, memory gain, probe coverage, write failures) of one
-    split's scores."""
+def score_metrics(prefix: str, summary: Scores, figure: str) -> dict[str, float]:
+    """The headline figure (named ``figure``), AMemGym's memory score (``amemgym_memory_score``, its mean of cell
+    ratios), their per-period values, the failure split and the figures behind the memory score (cells, the pooled
+    memory score ``pooled_memory_score``, memory gain, probe coverage, write failures) of one split's scores."""
     metrics: dict[str, float] = {f"{prefix}_{figure}": summary.accuracy}
     if summary.memory_score is not None:
-        metrics[f"{prefix}_memory_score"] = summary.memory_score
+        metrics[f"{prefix}_{AMEMGYM_MEMORY}"] = summary.memory_score
     for period in summary.per_period:
         metrics[f"{prefix}_{figure}_p{period.period:02d}"] = period.accuracy
         if period.memory_score is not None:
-            metrics[f"{prefix}_memory_score_p{period.period:02d}"] = period.memory_score
+            metrics[f"{prefix}_{AMEMGYM_MEMORY}_p{period.period:02d}"] = period.memory_score
     if summary.failure is not None:
         metrics[f"{prefix}_write_failure"] = summary.failure.write
         metrics[f"{prefix}_read_failure"] = summary.failure.read
@@ -70,55 +76,28 @@ def category_metrics(name: str, summary: Scores) -> dict[str, float]:
             for each in summary.per_category}
 
 
-def evaluation_span(evaluator: Evaluator, candidate_id: str) -> tuple[int, int] | None:
-    """When a candidate's evaluations ran, in epoch milliseconds: its first user's episode began (the episode's
-    ``meta.json``) to its last split's summary written. None when no evaluation left its files (a run folder
-    written before, or a candidate never run): then MLflow's own times stand."""
-    folder = evaluator.root / "evals" / candidate_id
-    starts = [path.stat().st_mtime for path in folder.glob("*/users/*/meta.json")]
-    ends = [path.stat().st_mtime for path in folder.glob("*.json")]
-    if not starts or not ends:
-        return None
-    return int(min(starts) * 1000), int(max(max(ends), max(starts)) * 1000)
-
-
-def candidate_metrics(
-    evaluator: Evaluator, users: dict[str, list[str]], candidate: Candidate, evals: dict[str, CandidateEval | None],
-    figure: FigureName,
-) -> dict[str, float]:
-    train = evals.get("train")
-    metrics: dict[str, float] = {
-        "pruned": float(bool(train and train.pruned)),
-        "gated": float(train is None and evals.get("val") is None and evals.get("minibatch") is not None),
-        "train_users_evaluated": len(train.users) if train else 0,
-    }
-    for label, result in evals.items():
-        if result is not None:
-            metrics[f"{label}_objective"] = result.score
-    for split in SPLITS:
-        if evals.get(split) is not None:
-            metrics |= split_metrics(evaluator, users, candidate.id, split, figure)
+def candidate_metrics(record: CandidateRecord, figure: str) -> dict[str, float]:
+    """A candidate's figures from its record: whether it was pruned or gated, the objective of each evaluation, and
+    ``score_metrics`` of the users each split's evaluation covered."""
+    metrics: dict[str, float] = {"pruned": float(record.pruned), "gated": float(record.gated),
+                                 "train_users_evaluated": record.train_users}
+    metrics |= {f"{label}_objective": value for label, value in record.objectives.items()}
+    for split, scores in record.scores.items():
+        metrics |= score_metrics(split, scores, figure)
     return metrics
 
 
-def split_metrics(evaluator: Evaluator, users: dict[str, list[str]], candidate_id: str, split: str,
-                  figure: FigureName) -> dict[str, float]:
-    """``score_metrics`` of a candidate's finished episodes on one split (nothing when none finished)."""
-    scored = evaluator.scores(candidate_id, split, users[split])
-    return score_metrics(split, scored[0], figure) if scored is not None else {}
-
-
-def completed_train_entry(evaluator: Evaluator, users: dict[str, list[str]], candidate: Candidate,
-                          train: CandidateEval, figure: FigureName) -> tuple[dict[str, float], dict[str, str]]:
+def completed_train_entry(record: CandidateRecord, figure: str) -> tuple[dict[str, float], dict[str, str]]:
     """The train scores and the answers table of a candidate that ran on the other train users when it became a
     parent (validation first): the metric names and the ``RESULTS_ARTIFACT`` its run would have had, had its
     generation run it on them all."""
-    metrics = ({"train_users_evaluated": len(train.users), "train_objective": train.score}
-               | split_metrics(evaluator, users, candidate.id, "train", figure))
-    return metrics, {RESULTS_ARTIFACT: qa_table(evaluator, users, candidate.id)}
+    metrics: dict[str, float] = {"train_users_evaluated": record.train_users, "train_objective": record.objectives["train"]}
+    if "train" in record.scores:
+        metrics |= score_metrics("train", record.scores["train"], figure)
+    return metrics, {RESULTS_ARTIFACT: table_csv(record.answers)}
 
 
-def table_csv(rows: list[dict[str, Any]]) -> str:
+def table_csv(rows: Sequence[Mapping[str, Any]]) -> str:
     """Rows of dicts as CSV text (header from the first row)."""
     if not rows:
         return ""
@@ -129,58 +108,34 @@ def table_csv(rows: list[dict[str, Any]]) -> str:
     return buffer.getvalue()
 
 
-def qa_table(evaluator: Evaluator, users: dict[str, list[str]], candidate_id: str) -> str:
-    rows = []
-    for split in SPLITS:
-        for episode in evaluator.episodes(candidate_id, split, users[split]):
-            for period in episode.periods:
-                for qa in period.qa:
-                    rows.append(
-                        {
-                            "split": split,
-                            "user_id": qa.user_id,
-                            "period": qa.period,
-                            "question": qa.question_index,
-                            "choice": qa.choice,
-                            "gold": qa.gold,
-                            **score_columns(qa),
-                            "correct": int(qa.correct),
-                            "format_error": int(qa.format_error),
-                        }
-                    )
-    return table_csv(rows)
-
-
 def candidate_entry(
-    evaluator: Evaluator,
-    users: dict[str, list[str]],
     spec: AgentSpec,
     candidate: Candidate,
     parent: Candidate,
-    evals: dict[str, CandidateEval | None],
+    record: CandidateRecord,
     feedback: str,
     *,
     outcome: GenerationOutcome,
     decision: str,
-    figure: FigureName,
+    figure: str,
 ) -> dict[str, Any]:
-    """One candidate's MLflow run: its metrics, params, prompts, diff and answers, and the generation's ``decision``
-    (``decisions.generation_decisions``; also for a candidate the generation never ran: evals empty)."""
+    """One candidate's MLflow run: its metrics, params, prompts, diff and answers from its ``record``, and the
+    generation's ``decision`` (``decisions.generation_decisions``; also for a candidate the generation never ran)."""
     artifacts = {f"prompts/{c.name}.txt": candidate.policy.prompts.get(c.name, c.default) for c in spec.components}
     artifacts[DIFF_ARTIFACT] = candidate_diff(parent.policy, candidate.policy, spec.components,
                                               before_name=parent.label, after_name=candidate.label)
     artifacts["feedback.txt"] = feedback or "(seed: no feedback)"
     artifacts["changes.txt"] = "\n".join(candidate.changes) or "(none)"
-    artifacts[RESULTS_ARTIFACT] = qa_table(evaluator, users, candidate.id)
+    artifacts[RESULTS_ARTIFACT] = table_csv(record.answers)
     artifacts["policy.json"] = candidate.policy.model_dump_json(indent=2)
     tags = candidate_tags(candidate.id, kept_id=outcome.kept_id, generation=candidate.generation, origin=candidate.origin,
                           decision=decision)
     return {
         "label": candidate.label,
-        "metrics": candidate_metrics(evaluator, users, candidate, evals, figure),
+        "metrics": candidate_metrics(record, figure),
         "tags": tags | candidate_note(decision, label=candidate.label, parent_label=parent.label,
                                       changes=candidate.changes),
-        "span": evaluation_span(evaluator, candidate.id),
+        "span": record.span,
         "params": {
             "candidate_id": candidate.id,
             "parent_id": candidate.parent_id,
@@ -223,7 +178,7 @@ def memory_tags(result: EvolutionResult) -> dict[str, str]:
     return {} if reason is None else {f"{TEST_PREFIX}memory_score": f"n/a ({reason})"}
 
 
-def test_figures(result: EvolutionResult, figure: FigureName) -> dict[str, float]:
+def test_figures(result: EvolutionResult, figure: str) -> dict[str, float]:
     """The seed's and the best's headline figure on the test users, named ``figure``, overall and per category."""
     return {f"{TEST_PREFIX}seed_{figure}": result.seed_scores.accuracy,
             f"{TEST_PREFIX}best_{figure}": result.best_scores.accuracy,
@@ -232,14 +187,15 @@ def test_figures(result: EvolutionResult, figure: FigureName) -> dict[str, float
 
 
 def _memory_figures(result: EvolutionResult) -> dict[str, float]:
-    """The memory score as the terminal names it (pooled over the test users' cells) and AMemGym's mean of cell
-    ratios (``amemgym_memory_score``, the objective of that name), each when both arms have it."""
+    """The memory score pooled over the test users' cells (``pooled_memory_score``, the terminal's "memory score")
+    and AMemGym's mean of cell ratios (``amemgym_memory_score``, the objective of that name), each when both arms
+    have it."""
     seed, best = result.seed_scores, result.best_scores
     metrics: dict[str, float] = {}
     if seed.pooled_memory_score is not None and best.pooled_memory_score is not None:
-        metrics |= {"seed_memory_score": seed.pooled_memory_score, "best_memory_score": best.pooled_memory_score}
+        metrics |= {f"seed_{POOLED_MEMORY}": seed.pooled_memory_score, f"best_{POOLED_MEMORY}": best.pooled_memory_score}
     if seed.memory_score is not None and best.memory_score is not None:
-        metrics |= {"seed_amemgym_memory_score": seed.memory_score, "best_amemgym_memory_score": best.memory_score}
+        metrics |= {f"seed_{AMEMGYM_MEMORY}": seed.memory_score, f"best_{AMEMGYM_MEMORY}": best.memory_score}
     return {f"{TEST_PREFIX}{name}": value for name, value in metrics.items()}
 
 
@@ -254,7 +210,7 @@ def _difference_figures(result: EvolutionResult) -> dict[str, float]:
     return {f"{TEST_PREFIX}{name}": value for name, value in values.items() if value is not None}
 
 
-def final_metrics(result: EvolutionResult, figure: FigureName) -> dict[str, float]:
+def final_metrics(result: EvolutionResult, figure: str) -> dict[str, float]:
     """The held-out test under ``TEST_PREFIX`` (``test_figures``, the difference, the memory figures), and the whole
     run's spend (the test users' and the judge's calls come after the last generation's row)."""
     return (test_figures(result, figure) | _difference_figures(result) | _memory_figures(result)
@@ -276,14 +232,14 @@ def outcome_note(result: EvolutionResult) -> dict[str, str]:
     return {EXPERIMENT_NOTE_TAG: "\n".join(lines)}
 
 
-def in_episode_period_metrics(result: EvolutionResult, figure: FigureName) -> list[tuple[int, dict[str, float]]]:
-    """An in-episode run's per-period rows (step = period): the headline figure (named ``figure``) and memory score
-    of the seed arm (``seed_...``), then of the evolving arm (``evolved_...``)."""
+def in_episode_period_metrics(result: EvolutionResult, figure: str) -> list[tuple[int, dict[str, float]]]:
+    """An in-episode run's per-period rows (step = period): the headline figure (named ``figure``) and AMemGym's
+    memory score of the seed arm (``seed_...``), then of the evolving arm (``evolved_...``)."""
     rows = []
     for label, scores in (("seed", result.seed_scores), ("evolved", result.best_scores)):
         for period in scores.per_period:
             values = {f"{label}_{figure}": period.accuracy}
             if period.memory_score is not None:
-                values[f"{label}_memory_score"] = period.memory_score
+                values[f"{label}_{AMEMGYM_MEMORY}"] = period.memory_score
             rows.append((period.period, values))
     return rows

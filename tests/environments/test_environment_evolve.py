@@ -122,8 +122,9 @@ def test_evolve_on_a_split_of_a_replayed_benchmark(tmp_path: Path, tiny_benchmar
 def test_a_free_text_environment_logs_scores_under_score_names_in_every_split(
         tmp_path: Path, tiny_benchmark: str, caplog: pytest.LogCaptureFixture) -> None:
     """One user's data holds a free-text question: the run's figure is a mean credit, so every split (also those
-    whose users met only multiple choice), the test and the log lines name it ``score``, never ``accuracy``; each
-    candidate's answers carry their score and category, and each category has its metric."""
+    whose users met only multiple choice), the test and the log lines name it ``score``, never ``accuracy``, and
+    every metric name, Optuna's and the ``objective`` param say its credit (``score_exact_match``); each candidate's
+    answers carry their score and category, and each category has its metric."""
     items = replayed(category_world(6, 2))
     first = items[0].questions[0]
     free = first.model_copy(update={"choices": None, "scoring": "exact_match"})
@@ -140,14 +141,15 @@ def test_a_free_text_environment_logs_scores_under_score_names_in_every_split(
     client = MlflowClient(f"sqlite:///{tmp_path / 'run' / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("env-evolution").experiment_id])
     names = {name for run in runs for name in run.data.metrics}
-    assert {"train_score", "val_score", "train_score_p00", "val_score_p00", "test/seed_score",
-            "test/best_score"} <= names
+    assert {"train_score_exact_match", "val_score_exact_match", "train_score_exact_match_p00",
+            "val_score_exact_match_p00", "test/seed_score_exact_match", "test/best_score_exact_match"} <= names
     assert not [name for name in names if "accuracy" in name]
     categories = {c.category: c.accuracy for c in result.best_scores.per_category}
-    assert {f"val_score/category/{name}" for name in categories} <= names
+    assert {f"val_score_exact_match/category/{name}" for name in categories} <= names
     (parent,) = [run for run in runs if run.info.run_name == "env-evolution"]
-    assert parent.data.metrics["test/best_score"] == pytest.approx(result.best_scores.accuracy)
-    assert {name: parent.data.metrics[f"test/best_score/category/{name}"] for name in categories} == \
+    assert parent.data.params["objective"] == "score_exact_match"
+    assert parent.data.metrics["test/best_score_exact_match"] == pytest.approx(result.best_scores.accuracy)
+    assert {name: parent.data.metrics[f"test/best_score_exact_match/category/{name}"] for name in categories} == \
         pytest.approx(categories)
     seed_run = next(run for run in runs if run.data.params.get("candidate_id") == result.seed.id)
     answers = list(csv.DictReader(io.StringIO(Path(client.download_artifacts(
@@ -156,8 +158,8 @@ def test_a_free_text_environment_logs_scores_under_score_names_in_every_split(
     assert all(float(row["score"]) == float(row["correct"]) for row in answers)  # exact match: all or nothing
     study = optuna.load_study(study_name="env-evolution", storage=f"sqlite:///{tmp_path / 'run' / 'optuna.db'}")
     attributes = {name for trial in study.trials for name in trial.user_attrs}
-    assert "val_score" in attributes and "val_accuracy" not in attributes
-    assert study.metric_names == ["score"], "the study names its objective as the runs do"
+    assert "val_score_exact_match" in attributes and "val_accuracy" not in attributes
+    assert study.metric_names == ["score_exact_match"], "the study names its objective as the runs do"
 
 
 @pytest.mark.parametrize(("overrides", "field"), [

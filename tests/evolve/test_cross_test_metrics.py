@@ -9,7 +9,7 @@ import pytest
 from memevo.environments.amemgym.environment import AMemGymEnvironment
 from memevo.environments.metrics import Scores
 from memevo.environments.runner import EpisodeConfig
-from memevo.environments.score_text import data_figure_name
+from memevo.environments.score_text import data_figure_key, data_figure_name, figure_key
 from memevo.evolve.cross_test import CrossTestResult, cross_test_metrics
 from tests.doubles.category_backend import category_world
 from tests.doubles.replay_environment import TinyReplayEnvironment, tiny_items
@@ -34,7 +34,7 @@ def test_choice_only_environments_keep_accuracy_names(scoring: dict[str, int]) -
 
 def test_free_text_scores_are_logged_as_scores_not_accuracy() -> None:
     metrics = cross_test_metrics(result("locomo", {"token_f1": 4, "choice": 1}))
-    assert metrics == {"cross_locomo_seed_score": 0.25, "cross_locomo_best_score": 0.5}
+    assert metrics == {"cross_locomo_seed_score_f1": 0.25, "cross_locomo_best_score_f1": 0.5}
     assert not any(name.endswith("accuracy") for name in metrics)
 
 
@@ -42,7 +42,7 @@ def test_seed_and_best_are_named_alike_when_one_of_them_met_free_text() -> None:
     mixed = CrossTestResult(environment="locomo", data="data.json", seed_id="seed", best_id="best",
                             seed_scores=scores(0.25, {"choice": 5}),
                             best_scores=scores(0.5, {"token_f1": 4, "choice": 1}))
-    assert cross_test_metrics(mixed) == {"cross_locomo_seed_score": 0.25, "cross_locomo_best_score": 0.5}
+    assert cross_test_metrics(mixed) == {"cross_locomo_seed_score_f1": 0.25, "cross_locomo_best_score_f1": 0.5}
 
 
 def test_a_run_names_its_figure_from_every_question_of_its_data() -> None:
@@ -54,3 +54,15 @@ def test_a_run_names_its_figure_from_every_question_of_its_data() -> None:
                    for item in items]
     assert data_figure_name(replay, choice_only) == "accuracy"
     assert data_figure_name(replay, [*choice_only, items[0]]) == "score"  # one user's free text names the run's
+
+
+def test_metric_keys_name_the_credit_in_one_order_whatever_the_questions_order() -> None:
+    episode = EpisodeConfig()
+    assert data_figure_key(AMemGymEnvironment(episode), category_world(3, 2)) == "accuracy"
+    replay, items = TinyReplayEnvironment(episode), tiny_items(3)
+    assert data_figure_key(replay, items) == "score_f1_exact_match"  # F1 first, as every key orders them
+    choice_only = [item.model_copy(update={"questions": [q for q in item.questions if q.choices is not None]})
+                   for item in items]
+    assert data_figure_key(replay, choice_only) == "accuracy"
+    assert figure_key(["llm_judge", "choice", "token_f1"]) == figure_key(["token_f1", "llm_judge"]) == "score_f1_judge"
+    assert figure_key([]) == "accuracy"  # a record written before scoring was counted

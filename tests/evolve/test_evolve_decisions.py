@@ -62,6 +62,6 @@ def test_terminal_mlflow_and_optuna_say_what_the_race_decided(tmp_path: Path, ca
     assert f"{result.seed.label} -> {result.best.label}" in note and "paired t p" in note and "Cost: " in note
     assert metrics["test/best_accuracy"] == pytest.approx(result.best_scores.accuracy)
     assert metrics["test/best_minus_seed_low"] <= metrics["test/best_minus_seed"] <= metrics["test/best_minus_seed_high"]
-    # the memory score is the terminal's (pooled); AMemGym's mean of cell ratios has its own name
-    assert metrics["test/best_memory_score"] == pytest.approx(result.best_scores.pooled_memory_score)
+    # each memory score says which it is: the terminal's (pooled), AMemGym's mean of cell ratios
+    assert metrics["test/best_pooled_memory_score"] == pytest.approx(result.best_scores.pooled_memory_score)
     assert metrics["test/best_amemgym_memory_score"] == pytest.approx(result.best_scores.memory_score)

@@ -10,7 +10,9 @@ import optuna
 import pytest
 
 from memevo.agents.policy import MemoryPolicy
+from memevo.evolve.candidate_costs import saved_cost
 from memevo.evolve.candidates import Candidate
+from memevo.evolve.decisions import DECISIONS_FILE, GenerationDecisions
 from memevo.evolve.events import (
     Event,
     FinalScoringPhase,
@@ -124,6 +126,15 @@ def test_a_new_tracker_is_one_module_and_one_registry_entry(tmp_path: Path, monk
     links = {trial.user_attrs.get("recorded_run") for trial in study.trials if trial.user_attrs.get("candidate")}
     assert links and all(str(link).startswith("recorded-g") for link in links)  # the trial names the tracker's run
     assert not (tmp_path / "recorded" / "mlflow.db").exists()
+    for event in events:  # what an observer reads of a generation is the run folder's, handed over as records
+        if isinstance(event, GenerationEnded):
+            gen_dir = tmp_path / "recorded" / "generations" / f"gen_{event.outcome.generation:03d}"
+            assert event.decisions == GenerationDecisions.model_validate_json((gen_dir / DECISIONS_FILE).read_text())
+            planned = [*(candidate.id for candidate, _ in event.ran), *(c.id for c in event.never_run)]
+            assert list(event.records) == planned == [d.candidate_id for d in event.decisions.decisions]
+            assert all(event.records[candidate.id].cost.calls > 0 for candidate, _ in event.ran)
+    assert set(events[-1].costs) == {result.seed.id, result.best.id}
+    assert all(cost == saved_cost(tmp_path / "recorded", cid) for cid, cost in events[-1].costs.items())
 
 
 def test_in_episode_evolution_tells_observers_each_step_and_its_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -207,6 +207,11 @@ def test_mlflow_store_holds_runs_metrics_and_artifacts(tmp_path: Path) -> None:
     parent = runs["test-evolution"]
     assert {"data_hash", "git_commit", "agent_model", "proposer_model", "split_seed"} <= set(parent.data.params)
     assert parent.data.metrics["test/best_accuracy"] == pytest.approx(result.best_scores.accuracy)
+    assert parent.data.params["objective"] == "accuracy"
+    assert parent.data.metrics["test/best_pooled_memory_score"] == pytest.approx(result.best_scores.pooled_memory_score)
+    assert parent.data.metrics["test/best_amemgym_memory_score"] == pytest.approx(result.best_scores.memory_score)
+    assert not [name for run in runs.values() for name in run.data.metrics if name.rsplit("/", 1)[-1].startswith(
+        ("memory_score", "seed_memory_score", "best_memory_score", "val_memory_score", "train_memory_score"))]
     parent_artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
     assert {"score_per_generation.png", "config.json", "result.json"} <= parent_artifacts
     assert (tmp_path / "tracked" / "score_per_generation.png").exists()
@@ -233,8 +238,9 @@ def test_mlflow_store_holds_runs_metrics_and_artifacts(tmp_path: Path) -> None:
     (dataset,) = client.get_run(parent.info.run_id).inputs.dataset_inputs
     assert dataset.dataset.name == "test-evolution-users" and dataset.dataset.digest == parent.data.params["data_hash"]
     metrics = candidate.data.metrics
-    for name in ("train_accuracy", "val_accuracy", "train_memory_score", "val_memory_score", "pruned",
-                 "train_accuracy_p00", "val_accuracy_p02"):
+    for name in ("train_accuracy", "val_accuracy", "train_amemgym_memory_score", "val_amemgym_memory_score",
+                 "val_pooled_memory_score", "pruned", "train_accuracy_p00", "val_accuracy_p02",
+                 "val_amemgym_memory_score_p02"):
         assert name in metrics, name
     assert "spend/calls_agent" in generation.data.metrics and "spend/calls_proposer" in generation.data.metrics
     for candidate_id in result.history[1].train_skipped:  # validation first: never run on the train users

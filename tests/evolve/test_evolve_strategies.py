@@ -318,7 +318,7 @@ def test_a_parent_completing_its_train_users_logs_their_scores_to_its_own_candid
         generation = int(run.data.tags["memevo.generation"])
         assert run.data.metrics["train_objective"] == pytest.approx(train.score)
         assert run.data.metrics["train_accuracy"] == pytest.approx(sum(u.accuracy for u in train.users) / 2)
-        assert run.data.metrics["train_users_evaluated"] == 2 and "train_memory_score" in run.data.metrics
+        assert run.data.metrics["train_users_evaluated"] == 2 and "train_amemgym_memory_score" in run.data.metrics
         assert [m.step for m in client.get_metric_history(run.info.run_id, "train_accuracy")] == [generation]
 
 
