@@ -21,6 +21,7 @@ from memevo.core.run_files import delete_and_resume, read_json
 from memevo.environments.protocol import Environment
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
+from memevo.evolve.decisions import race_verdicts
 from memevo.evolve.evaluation import Evaluator
 from memevo.evolve.evidence import evidence_from_episodes, render_evidence
 from memevo.evolve.proposers import ProposalContext, Proposer, propose_all
@@ -75,6 +76,7 @@ class Planner:
         context = ProposalContext(
             generation=generation, parent=parent, evidence=evidence, task=self.config.task, bounds=self.bounds,
             components=self.components, pool=tuple(pool), val_instances=val_instances, lineage=lineage,
+            raced=self.raced(generation),
         )
         self.tuner().reuse_from(first_trial)
         candidates, stats = await self._candidates(context)
@@ -82,6 +84,11 @@ class Planner:
                               candidates=candidates, stats=stats)
         write_record(self._gen_dir(generation) / "plan.json", plan)
         return plan
+
+    def raced(self, generation: int) -> dict[str, float]:
+        """Per candidate raced before ``generation``, its mean gain at its race's last look (race records)."""
+        return {cid: verdict.mean_gain for earlier in range(1, generation)
+                for cid, verdict in race_verdicts(self._gen_dir(earlier)).items()}
 
     async def _candidates(self, context: ProposalContext) -> tuple[list[Candidate], ProposalStats]:
         """The generation's K candidates: the proposers' variants with Optuna's hyperparameters. A candidate whose
