@@ -34,6 +34,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("memevo.evolve")
 
 
+def raced_gains(gen_dir: Callable[[int], Path], generation: int) -> dict[str, float]:
+    """Per candidate raced before ``generation``, its mean gain over its parent at its race's last look (the race
+    records; none under a strategy that keeps none)."""
+    return {cid: verdict.mean_gain for earlier in range(1, generation)
+            for cid, verdict in race_verdicts(gen_dir(earlier)).items()}
+
+
 class Planner:
     """Writes each generation's plan (see the module docstring)."""
 
@@ -76,7 +83,7 @@ class Planner:
         context = ProposalContext(
             generation=generation, parent=parent, evidence=evidence, task=self.config.task, bounds=self.bounds,
             components=self.components, pool=tuple(pool), val_instances=val_instances, lineage=lineage,
-            raced=self.raced(generation),
+            raced=raced_gains(self._gen_dir, generation),
         )
         self.tuner().reuse_from(first_trial)
         candidates, stats = await self._candidates(context)
@@ -84,11 +91,6 @@ class Planner:
                               candidates=candidates, stats=stats)
         write_record(self._gen_dir(generation) / "plan.json", plan)
         return plan
-
-    def raced(self, generation: int) -> dict[str, float]:
-        """Per candidate raced before ``generation``, its mean gain at its race's last look (race records)."""
-        return {cid: verdict.mean_gain for earlier in range(1, generation)
-                for cid, verdict in race_verdicts(self._gen_dir(earlier)).items()}
 
     async def _candidates(self, context: ProposalContext) -> tuple[list[Candidate], ProposalStats]:
         """The generation's K candidates: the proposers' variants with Optuna's hyperparameters. A candidate whose

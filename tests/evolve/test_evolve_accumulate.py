@@ -1,10 +1,16 @@
 """The accumulate proposer: edits that gained in a race are carried onto the parent; with none, it is reflection."""
 
+import json
+from pathlib import Path
+
 from memevo.agents.llm.dspy_lm import GatewayLM
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.prompts.awi import MEMORY_TYPES_COMPONENT
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.proposers import ProposalContext, ProposerSettings, make_proposer
+from memevo.evolve.proposers.planner import raced_gains
+from memevo.evolve.selection.race import RaceRecord, RaceRound
+from memevo.evolve.selection.sequential import Verdict
 from memevo.evolve.validation import LengthBounds
 from tests.doubles.category_backend import CategoryBackend, category_world
 
@@ -64,3 +70,22 @@ async def test_with_no_donor_it_proposes_what_reflection_proposes() -> None:
     mine, _ = await make_proposer("accumulate", settings("step")).propose(ctx, 3)
     theirs, _ = await make_proposer("reflection", settings("step")).propose(ctx, 3)
     assert [v.prompts for v in mine] == [v.prompts for v in theirs]
+
+
+def test_the_planner_reads_each_raced_candidate_s_last_gain_from_earlier_generations(tmp_path: Path) -> None:
+    def verdict(gain: float) -> Verdict:
+        return Verdict(state="open", mean_gain=gain, n=6, p_better=0.5, p_worse=0.5)
+
+    def gen_dir(generation: int) -> Path:
+        return tmp_path / f"gen_{generation:03d}"
+
+    first = RaceRecord(parent_id="p", candidate_ids=["a", "b"], users=["u1", "u2", "u3", "u4"], rounds=[
+        RaceRound(users=["u1", "u2"], verdicts={"a": verdict(0.1), "b": verdict(-0.2)}, staying=["a"]),
+        RaceRound(users=["u1", "u2", "u3", "u4"], verdicts={"a": verdict(0.05)}, staying=[])])
+    later = RaceRecord(parent_id="p", candidate_ids=["c"], users=["u1"], rounds=[
+        RaceRound(users=["u1"], verdicts={"c": verdict(0.3)}, staying=[])])
+    for generation, record in ((1, first), (3, later)):
+        gen_dir(generation).mkdir()
+        (gen_dir(generation) / "race.json").write_text(json.dumps([json.loads(record.model_dump_json())]))
+    assert raced_gains(gen_dir, 3) == {"a": 0.05, "b": -0.2}  # generation 2 has no race; 3 is not before itself
+    assert raced_gains(gen_dir, 4) == {"a": 0.05, "b": -0.2, "c": 0.3}
