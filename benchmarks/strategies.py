@@ -25,7 +25,7 @@ strategy: no ``strategy`` section),
 plays on the validation users, the best there kept after a check on one train user), ``gepa`` (GEPA 0.1.4 through
 ``gepa.optimize``, see benchmarks/gepa_arm.py), and memevo strategies named by ``+``-joined words: ``mean``,
 ``paired`` or ``sequential`` (acceptance), ``first`` (``first_accepted: true``), ``every`` (false), ``race1`` (1 user
-per race round), ``c0.8`` (confidence), ``e0.02`` (minimum effect), ``gate1`` (minibatch). ``one-at-a-time`` is
+per race round), ``c0.8`` (confidence), ``e0.02`` (minimum effect), ``gate1`` (minibatch), ``reflect`` or ``acc`` (proposer ``reflection`` or ``accumulate``). ``one-at-a-time`` is
 EvolveConfig's previous default (``mean+first``).
 
 Per world, seed (a new world, split and noise for each) and arm one run goes in-process. Reported per world and arm:
@@ -113,6 +113,8 @@ WORLDS: dict[str, Callable[[int, float], WorldRun]] = {
 }
 CANDIDATES = 3
 """Proposals per generation (memevo) and proposer samples cycled per iteration (GEPA)."""
+PROPOSER_WORDS = {"reflect": "reflection", "acc": "accumulate"}
+"""Arm words naming the proposer (``strategy.proposers``)."""
 REFERENCE = "memevo"
 ARMS = ["memevo", "none", "best-of-n", "gepa"]
 
@@ -137,6 +139,8 @@ def arm_strategy(arm: str) -> dict[str, Any]:
             strategy["minibatch"] = int(word.removeprefix("gate")) or None
         elif word[:1] == "c":
             strategy["confidence"] = float(word[1:])
+        elif word in PROPOSER_WORDS:
+            strategy["proposers"] = [PROPOSER_WORDS[word]]
         elif word[:1] == "e":
             strategy["min_effect"] = float(word[1:])
         else:

@@ -16,6 +16,7 @@ PROPOSERS: Registry[Any] = Registry("proposer", {
     "reflection": "memevo.evolve.proposers.reflection:ReflectionProposer",
     "delta": "memevo.evolve.proposers.delta:DeltaProposer",
     "merge": "memevo.evolve.proposers.merge:MergeProposer",
+    "accumulate": "memevo.evolve.proposers.accumulate:AccumulateProposer",
 }, entry_point_group="memevo.proposers")
 """Proposer name -> a class taking ``ProposerSettings`` (``memevo.evolve.proposers``)."""
 

@@ -45,6 +45,8 @@ class ProposalContext:
     """Per pool candidate id, its objective per validation (user, period)."""
     lineage: Mapping[str, Candidate] = field(default_factory=dict)
     """Every known candidate by id, to walk parent links."""
+    raced: Mapping[str, float] = field(default_factory=dict)
+    """Per candidate raced in an earlier generation, its mean gain over its own parent at its race's last look."""
     first_sample: int = 0
     """The number of the proposer's first sample: proposals asked for again (their first answers repeated a known
     policy) start after those it already drew (``propose_all``), so they are new samples, not cached repeats."""

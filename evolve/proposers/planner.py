@@ -21,6 +21,7 @@ from memevo.core.run_files import delete_and_resume, read_json
 from memevo.environments.protocol import Environment
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import EvolveConfig
+from memevo.evolve.decisions import race_verdicts
 from memevo.evolve.evaluation import Evaluator
 from memevo.evolve.evidence import evidence_from_episodes, render_evidence
 from memevo.evolve.proposers import ProposalContext, Proposer, propose_all
@@ -31,6 +32,13 @@ if TYPE_CHECKING:
     from memevo.evolve.tuner import Tuner
 
 log = logging.getLogger("memevo.evolve")
+
+
+def raced_gains(gen_dir: Callable[[int], Path], generation: int) -> dict[str, float]:
+    """Per candidate raced before ``generation``, its mean gain over its parent at its race's last look (the race
+    records; none under a strategy that keeps none)."""
+    return {cid: verdict.mean_gain for earlier in range(1, generation)
+            for cid, verdict in race_verdicts(gen_dir(earlier)).items()}
 
 
 class Planner:
@@ -75,6 +83,7 @@ class Planner:
         context = ProposalContext(
             generation=generation, parent=parent, evidence=evidence, task=self.config.task, bounds=self.bounds,
             components=self.components, pool=tuple(pool), val_instances=val_instances, lineage=lineage,
+            raced=raced_gains(self._gen_dir, generation),
         )
         self.tuner().reuse_from(first_trial)
         candidates, stats = await self._candidates(context)

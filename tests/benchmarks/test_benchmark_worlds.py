@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from benchmarks.strategies import Clean, make_config, run_arm, winners_curse
+from benchmarks.strategies import Clean, arm_strategy, make_config, run_arm, winners_curse
 from benchmarks.worlds.backend import WorldBackend
 from benchmarks.worlds.family import family_world
 from benchmarks.worlds.rules import NOISE_RANGE, SYNONYMS, WorldRules, draw_rules
@@ -126,3 +126,8 @@ def test_a_generation_without_a_race_round_has_no_parent_to_compare(tmp_path: Pa
     result = SimpleNamespace(seed=seed, history=history)
     policies = {"kept": MemoryPolicy(kind="awi")}
     assert winners_curse(tmp_path, result, policies, clean, ["user-0"], 0.3) == []  # type: ignore[arg-type]
+
+
+def test_an_arm_word_names_the_proposer() -> None:
+    assert arm_strategy("acc+every") == {"proposers": ["accumulate"], "first_accepted": False}
+    assert arm_strategy("reflect") == {"proposers": ["reflection"]}
