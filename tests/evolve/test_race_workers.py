@@ -1,0 +1,88 @@
+"""The default strategy (the sequential race) on two worker processes: each round's plays are the workers' units,
+and the run ends as one process's ends (records, trials, MLflow runs and their metrics, candidate costs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.doubles.category_backend import CategoryBackend
+from tests.doubles.fault_server import FaultServer
+from tests.doubles.worker_evolution import outcome, trials, world, write_evolution
+
+pytestmark = pytest.mark.timeout(900)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env(folder: Path) -> dict[str, str]:
+    return {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1", "OPENAI_API_KEY": "test",
+            "MEMEVO_CACHE_DIR": str(folder / "cache"), "PYTHONPATH": str(ROOT)}
+
+
+def _racing(folder: Path, url: str, strategy: dict[str, Any]) -> None:
+    path = write_evolution(folder, url, f"sqlite:///{folder / 'mlflow.db'}", "race")
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    config["strategy"] = strategy  # the default acceptance: sequential
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+
+
+def _records(run_dir: Path) -> dict[str, Any]:
+    """Every generation's race record and every candidate's evaluation summaries and cost."""
+    found = {}
+    for path in sorted([*run_dir.glob("generations/*/race*.json"), *run_dir.glob("evals/*/*.json")]):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        if path.name == "cost.json":
+            record.pop("wall_s")  # time waited, not a count
+        found[str(path.relative_to(run_dir))] = record
+    return found
+
+
+def _mlflow(folder: Path) -> dict[str, dict[str, float]]:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("race")
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id], max_results=1000)
+    named = {run.info.run_name: {key: value for key, value in run.data.metrics.items() if "seconds" not in key}
+             for run in runs}
+    assert len(named) == len(runs)  # each generation and candidate logged once
+    return named
+
+
+def _race_workers(run_dir: Path) -> set[str]:
+    """The workers that held a play of a race."""
+    import sqlite3
+
+    with sqlite3.connect(run_dir / "workers.db") as db:
+        return {worker for (worker,) in db.execute("SELECT worker FROM memevo_work_units WHERE unit LIKE '%/race-%'")}
+
+
+@pytest.mark.parametrize("strategy", [{"race_users": 1}, {"race_users": 1, "first_accepted": False}],
+                         ids=["first-accepted", "all-together"])
+def test_two_workers_race_as_one_process(tmp_path: Path, strategy: dict[str, Any]) -> None:
+    backend = CategoryBackend(world())
+    alone, shared = tmp_path / "alone", tmp_path / "shared"
+    with FaultServer(backend.http_reply, latency_s=0.01) as server:
+        for folder, flags in ((alone, []), (shared, ["--workers", "2"])):
+            _racing(folder, server.url, strategy)
+            done = subprocess.run([sys.executable, "-m", "memevo.evolve.cli", "evolve", "evolve.yaml", "--run-dir",
+                                   "run", "--no-cache", *flags], cwd=folder, env=_env(folder), capture_output=True,
+                                  text=True, timeout=600)
+            assert done.returncode == 0, done.stderr[-3000:]
+    assert outcome(shared / "run") == outcome(alone / "run")
+    records = _records(shared / "run")
+    assert any(len(record["rounds"]) > 1 for name, race in records.items() if name.endswith("race.json")
+               for record in race)  # a race went past its first round
+    assert records == _records(alone / "run")
+    assert len(_race_workers(shared / "run")) == 2  # both played
+    assert trials(f"sqlite:///{shared / 'run' / 'optuna.db'}", "race") == trials(
+        f"sqlite:///{alone / 'run' / 'optuna.db'}", "race")
+    assert _mlflow(shared) == _mlflow(alone)
