@@ -17,7 +17,6 @@ from tests.doubles.worker_evolution import write_evolution
 
 
 @pytest.mark.parametrize(("overrides", "flags", "field"), [
-    ({"strategy": {}}, ["--workers", "2"], "strategy.acceptance"),  # the default: the sequential race
     ({"strategy": {"acceptance": "mean", "order": "validation_first", "first_accepted": True}},
      ["--store", "sqlite:///claims.db"], "strategy.first_accepted"),  # a worker joining with --store alone too
     ({"strategy": {"acceptance": "mean", "first_accepted": False}, "episode": {"speculate": "candidate"}},
