@@ -91,3 +91,23 @@ def test_workers_judge_the_budget_on_the_usage_of_all_of_them(tmp_path: Path) ->
     finally:
         for usage in (first, second, other_run):
             usage.close()
+
+
+def test_a_usage_ledger_of_an_earlier_version_gains_the_cancelled_column(tmp_path: Path) -> None:
+    import sqlite3
+
+    from memevo.agents.llm.shared_usage import TABLE, SharedUsage
+
+    with sqlite3.connect(tmp_path / "usage.db") as db:  # as the ledger was before cancelled requests were counted
+        db.execute(f"CREATE TABLE {TABLE} (job TEXT NOT NULL, worker TEXT NOT NULL, role TEXT NOT NULL, calls DOUBLE "
+                   "PRECISION NOT NULL DEFAULT 0, unknown_calls DOUBLE PRECISION NOT NULL DEFAULT 0, PRIMARY KEY "
+                   "(job, worker, role))")
+        db.execute(f"INSERT INTO {TABLE} VALUES ('run', 'earlier', 'agent', 3, 0)")
+    usage = SharedUsage(f"sqlite:///{tmp_path / 'usage.db'}", "run", "now", flush_s=60)
+    try:
+        usage.book("agent")
+        usage.record_cancel("agent")
+        total = usage.report().total()
+        assert (total.calls, total.unknown_calls, total.cancelled_calls) == (3, 0, 1)
+    finally:
+        usage.close()
