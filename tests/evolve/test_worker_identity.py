@@ -94,3 +94,13 @@ def test_an_unreachable_tracking_store_stops_one_process_before_any_request(tmp_
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "tracking.uri" in lines[0] and "cannot be reached" in lines[0], done.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_an_unreachable_tracking_server_stops_one_process_before_any_request(tmp_path: Path) -> None:
+    path = write_evolution(tmp_path, "http://127.0.0.1:9/v1", "http://127.0.0.1:9", "tracked")
+    done = subprocess.run([sys.executable, "-m", "memevo.evolve.cli", "evolve", str(path), "--run-dir", "run"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "tracking.uri" in lines[0] and "cannot be reached" in lines[0], done.stderr
+    assert not (tmp_path / "run").exists()
