@@ -86,6 +86,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05, help="the fake endpoint's seconds per request")
     parser.add_argument("--candidates", type=int, default=4, help="candidates per generation")
     parser.add_argument("--generations", type=int, default=2)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker counts to compare")
     args = parser.parse_args()
     if postgres_bin() is None:
         sys.exit("n/a (PostgreSQL server binaries are not installed: bash .ci/services.sh)")
@@ -97,13 +98,16 @@ def main() -> None:
         work = Path(temporary)
         endpoint = TimedEndpoint()
         with FaultServer(endpoint.reply, latency_s=args.latency) as fake:
-            results = {label: run(work, name, workers, endpoint, fake, cluster, server, args) for label, name, workers
-                       in (("1 process", "alone", None), ("1 worker", "one-worker", 1), ("2 workers", "two-workers", 2))}
+            runs = [("1 process", "alone", None), *((f"{count} worker(s)", f"workers-{count}", count)
+                                                    for count in args.workers)]
+            results = {label: run(work, name, workers, endpoint, fake, cluster, server, args)
+                       for label, name, workers in runs}
         reference = results["1 process"]
-        print(f"{'run':>10} {'wall s':>7} {'candidates/min':>14} {'requests':>8} {'result =':>8} {'trials =':>8} "
-              f"{'MLflow runs =':>13}")
+        print(f"{'run':>11} {'wall s':>7} {'speed-up':>8} {'candidates/min':>14} {'requests':>8} {'result =':>8} "
+              f"{'trials =':>8} {'MLflow runs =':>13}")
         for label, result in results.items():
-            print(f"{label:>10} {result['wall']:>7.1f} {total / result['wall'] * 60:>14.2f} {result['requests']:>8} "
+            print(f"{label:>11} {result['wall']:>7.1f} {reference['wall'] / result['wall']:>8.2f} "
+                  f"{total / result['wall'] * 60:>14.2f} {result['requests']:>8} "
                   f"{str(result['outcome'] == reference['outcome']):>8} {str(result['trials'] == reference['trials']):>8}"
                   f" {str(result['runs'] == reference['runs']):>8} ({len(result['runs'])})")
 
