@@ -94,7 +94,7 @@ def main() -> None:
     print(f"evolution sweep: {args.generations} generations x {args.candidates} candidates; endpoint latency "
           f"{args.latency:.3f} s")
     with tempfile.TemporaryDirectory(prefix="memevo-evolve-workers-bench-") as temporary, PostgresCluster() as cluster, \
-            MlflowServer(cluster.url("mlflow"), Path(temporary) / "artifacts") as server:
+            MlflowServer(cluster.url("mlflow"), Path(temporary) / "artifacts", start_timeout_s=600) as server:
         work = Path(temporary)
         endpoint = TimedEndpoint()
         with FaultServer(endpoint.reply, latency_s=args.latency) as fake:
