@@ -8,8 +8,8 @@ and per generation its ``plan`` (budget check, proposals and Optuna's asks), one
 unit tells the observers of it, so each MLflow row is written once; the others read its files. Trials are told
 when their generation ends and every draw is seeded by (seed, trial number, name), so the trials, scores and
 runs are those of one process. The race (``strategy.acceptance: sequential``, the default) shares each round's plays
-instead (``strategies.race_units``). Validation first with ``first_accepted`` (one candidate at a time) is one
-process's work: several workers refuse it.
+instead (``strategies.race_units``); one candidate at a time (validation first with ``first_accepted``) has each
+candidate's run and its check on the train users as units, one after the other.
 """
 
 from __future__ import annotations
@@ -32,17 +32,13 @@ from memevo.evolve.workers.worker import WorkerSettings
 
 
 def check_shareable(config: EvolveConfig, flag: str) -> None:
-    """Refuse workers (``flag``: the option that asked for them) for a strategy whose candidates run one at a time or
-    depend on each other: one worker would hold each generation while the others wait."""
+    """Refuse workers (``flag``: the option that asked for them) for a run whose work cannot be split into units: an
+    evolution inside one episode, and speculative episodes played beside one process's own candidates."""
     source = str(config.source or "evolve config")
     why = f"{flag} runs a generation's candidates in several processes, but"
     if config.protocol != "outer_loop":
         raise UserInputError(f"{why} protocol {config.protocol} evolves inside one episode: use 1 worker",
                              source=source, field="protocol")
-    if config.one_candidate_at_a_time and config.strategy.acceptance != "sequential":  # the race shares its rounds
-        raise UserInputError(f"{why} validation_first with first_accepted runs them one at a time: set "
-                             "strategy.first_accepted: false, or use 1 worker", source=source,
-                             field="strategy.first_accepted")
     if config.episode.speculate != "off":
         raise UserInputError(f"{why} speculative episodes are played beside one process's own candidates: set "
                              "episode.speculate: off, or use 1 worker", source=source, field="episode.speculate")

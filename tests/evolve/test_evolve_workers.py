@@ -17,13 +17,12 @@ from tests.doubles.worker_evolution import write_evolution
 
 
 @pytest.mark.parametrize(("overrides", "flags", "field"), [
-    ({"strategy": {"acceptance": "mean", "order": "validation_first", "first_accepted": True}},
-     ["--store", "sqlite:///claims.db"], "strategy.first_accepted"),  # a worker joining with --store alone too
     ({"strategy": {"acceptance": "mean", "first_accepted": False}, "episode": {"speculate": "candidate"}},
      ["--workers", "2"], "episode.speculate"),
+    ({"episode": {"speculate": "generation"}}, ["--store", "sqlite:///claims.db"],
+     "episode.speculate"),  # a worker joining with --store alone too
 ])
-def test_strategies_that_run_one_candidate_at_a_time_refuse_workers(tmp_path: Path, overrides: dict,
-                                                                    flags: list[str], field: str) -> None:
+def test_speculation_refuses_workers(tmp_path: Path, overrides: dict, flags: list[str], field: str) -> None:
     path = write_evolution(tmp_path, "http://127.0.0.1:9/v1", f"sqlite:///{tmp_path / 'mlflow.db'}", "refused")
     config = yaml.safe_load(path.read_text(encoding="utf-8"))
     for key, value in overrides.items():

@@ -1,5 +1,6 @@
-"""The default strategy (the sequential race) on two worker processes: each round's plays are the workers' units,
-and the run ends as one process's ends (records, trials, MLflow runs and their metrics, candidate costs)."""
+"""The strategies whose candidates depend on each other on two worker processes: the sequential race (the default;
+each round's plays are the units) and one candidate at a time (validation first, ``first_accepted``). The run ends as
+one process's ends (records, trials, MLflow runs and their metrics, candidate costs)."""
 
 from __future__ import annotations
 
@@ -57,17 +58,19 @@ def _mlflow(folder: Path) -> dict[str, dict[str, float]]:
     return named
 
 
-def _race_claims(run_dir: Path) -> dict[str, int]:
-    """How many times each play of a race was claimed."""
+def _claims(run_dir: Path) -> dict[str, int]:
+    """How many times each unit was claimed."""
     import sqlite3
 
     with sqlite3.connect(run_dir.parent / "workers.db") as db:
-        return dict(db.execute("SELECT unit, claims FROM memevo_work_units WHERE unit LIKE '%/race-%'").fetchall())
+        return dict(db.execute("SELECT unit, claims FROM memevo_work_units").fetchall())
 
 
-@pytest.mark.parametrize("strategy", [{"race_users": 1}, {"race_users": 1, "first_accepted": False}],
-                         ids=["first-accepted", "all-together"])
-def test_two_workers_race_as_one_process(tmp_path: Path, strategy: dict[str, Any]) -> None:
+@pytest.mark.parametrize("strategy", [
+    {"race_users": 1}, {"race_users": 1, "first_accepted": False},
+    {"acceptance": "mean", "order": "validation_first", "first_accepted": True},
+], ids=["race-first-accepted", "race-all-together", "one-at-a-time"])
+def test_two_workers_run_as_one_process(tmp_path: Path, strategy: dict[str, Any]) -> None:
     backend = CategoryBackend(world())
     alone, shared = tmp_path / "alone", tmp_path / "shared"
     command = [sys.executable, "-m", "memevo.evolve.cli", "evolve", "evolve.yaml", "--run-dir", "run", "--no-cache"]
@@ -84,11 +87,13 @@ def test_two_workers_race_as_one_process(tmp_path: Path, strategy: dict[str, Any
             assert worker.returncode == 0, errors[-3000:]
     assert outcome(shared / "run") == outcome(alone / "run")
     records = _records(shared / "run")
-    assert any(len(record["rounds"]) > 1 for name, race in records.items() if name.endswith("race.json")
-               for record in race)  # a race went past its first round
+    if "acceptance" not in strategy:
+        assert any(len(record["rounds"]) > 1 for name, race in records.items() if name.endswith("race.json")
+                   for record in race)  # a race went past its first round
     assert records == _records(alone / "run")
-    claims = _race_claims(shared / "run")
-    assert claims and set(claims.values()) == {1}  # every play once (which worker played it depends on timing)
+    claims = _claims(shared / "run")
+    assert set(claims.values()) == {1}  # every unit once (which worker did it depends on timing)
+    assert any(("/settle" if "acceptance" in strategy else "/race-") in unit for unit in claims)
     assert trials(f"sqlite:///{shared / 'run' / 'optuna.db'}", "race") == trials(
         f"sqlite:///{alone / 'run' / 'optuna.db'}", "race")
     assert _mlflow(shared) == _mlflow(alone)
