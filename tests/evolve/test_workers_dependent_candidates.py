@@ -27,10 +27,11 @@ def _env(folder: Path) -> dict[str, str]:
             "MEMEVO_CACHE_DIR": str(folder / "cache"), "PYTHONPATH": str(ROOT)}
 
 
-def _racing(folder: Path, url: str, strategy: dict[str, Any]) -> None:
+def _racing(folder: Path, url: str, strategy: dict[str, Any], max_calls: int | None) -> None:
     path = write_evolution(folder, url, f"sqlite:///{folder / 'mlflow.db'}", "race")
     config = yaml.safe_load(path.read_text(encoding="utf-8"))
     config["strategy"] = strategy  # the default acceptance: sequential
+    config["budget"]["max_calls"] = max_calls
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
 
 
@@ -66,19 +67,20 @@ def _claims(run_dir: Path) -> dict[str, int]:
         return dict(db.execute("SELECT unit, claims FROM memevo_work_units").fetchall())
 
 
-@pytest.mark.parametrize("strategy", [
-    {"race_users": 1}, {"race_users": 1, "first_accepted": False},
-    {"acceptance": "mean", "order": "validation_first", "first_accepted": True},
-], ids=["race-first-accepted", "race-all-together", "one-at-a-time"])
-def test_two_workers_run_as_one_process(tmp_path: Path, strategy: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("strategy", "max_calls"), [
+    ({"race_users": 1}, None), ({"race_users": 1, "first_accepted": False}, None),
+    ({"race_users": 1, "first_accepted": False}, 300),  # a call budget that ends the run
+    ({"acceptance": "mean", "order": "validation_first", "first_accepted": True}, None),
+], ids=["race-first-accepted", "race-all-together", "race-budget", "one-at-a-time"])
+def test_two_workers_run_as_one_process(tmp_path: Path, strategy: dict[str, Any], max_calls: int | None) -> None:
     backend = CategoryBackend(world())
     alone, shared = tmp_path / "alone", tmp_path / "shared"
     command = [sys.executable, "-m", "memevo.evolve.cli", "evolve", "evolve.yaml", "--run-dir", "run", "--no-cache"]
     with FaultServer(backend.http_reply, latency_s=0.02) as server:
-        _racing(alone, server.url, strategy)
+        _racing(alone, server.url, strategy, max_calls)
         done = subprocess.run(command, cwd=alone, env=_env(alone), capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
-        _racing(shared, server.url, strategy)  # two workers started together, as on two machines
+        _racing(shared, server.url, strategy, max_calls)  # two workers started together, as on two machines
         workers = [subprocess.Popen([*command, "--store", f"sqlite:///{shared / 'workers.db'}"], cwd=shared,
                                     env=_env(shared), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                    for _ in range(2)]
@@ -86,6 +88,8 @@ def test_two_workers_run_as_one_process(tmp_path: Path, strategy: dict[str, Any]
             _, errors = worker.communicate(timeout=600)
             assert worker.returncode == 0, errors[-3000:]
     assert outcome(shared / "run") == outcome(alone / "run")
+    if max_calls is not None:
+        assert "call budget" in json.dumps(outcome(alone / "run"))
     records = _records(shared / "run")
     if "acceptance" not in strategy:
         assert any(len(record["rounds"]) > 1 for name, race in records.items() if name.endswith("race.json")
