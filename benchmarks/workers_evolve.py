@@ -18,6 +18,13 @@ and MLflow runs equal one process's. One process is no faster than 1 worker beca
 (latency 0.05 s, 2 generations, 1254 requests) the box's CPU was the bound: 64, 51 and 52 s. Again 2026-11-29 with
 run ids (issue 41), ``--latency 0.2 --generations 1``, load ~2-13: 99.1, 97.1 and 71.8 s (2.42, 2.47, 3.34
 candidates/min; 2 workers 1.38x one process), 928 requests each, every result, trials and MLflow runs equal.
+Again 2026-11-29 (issue 41 item 3; polling every 0.25 s), ``--latency 1 --candidates 8 --generations 2 --workers 2 4``,
+load ~8: one process 559.7 s, 2 workers 388.5 s (1.44x), 4 workers 319.3 s (1.75x), 1279 requests each, every
+result, trials and MLflow runs equal: short of the 1.7x and 3x the issue asks. Where the 4 workers' time went (run
+folder file times): start-up to the upper-bound table 51 s (one process 23 s: four interpreters and their stores on
+a loaded 2-core box), the seed's generation 53 s (70 s) and the final test scoring 35 s (35 s), each one worker's
+unit; plans and outcomes ~30 s (~30 s); the candidates 130 s against 386 s (2.97x). The serial units (the seed's
+episodes, the test scoring, start-up) bound the whole run: splitting them into units is the next step.
 """
 
 from __future__ import annotations
@@ -86,6 +93,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05, help="the fake endpoint's seconds per request")
     parser.add_argument("--candidates", type=int, default=4, help="candidates per generation")
     parser.add_argument("--generations", type=int, default=2)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker counts to compare")
     args = parser.parse_args()
     if postgres_bin() is None:
         sys.exit("n/a (PostgreSQL server binaries are not installed: bash .ci/services.sh)")
@@ -93,17 +101,20 @@ def main() -> None:
     print(f"evolution sweep: {args.generations} generations x {args.candidates} candidates; endpoint latency "
           f"{args.latency:.3f} s")
     with tempfile.TemporaryDirectory(prefix="memevo-evolve-workers-bench-") as temporary, PostgresCluster() as cluster, \
-            MlflowServer(cluster.url("mlflow"), Path(temporary) / "artifacts") as server:
+            MlflowServer(cluster.url("mlflow"), Path(temporary) / "artifacts", start_timeout_s=600) as server:
         work = Path(temporary)
         endpoint = TimedEndpoint()
         with FaultServer(endpoint.reply, latency_s=args.latency) as fake:
-            results = {label: run(work, name, workers, endpoint, fake, cluster, server, args) for label, name, workers
-                       in (("1 process", "alone", None), ("1 worker", "one-worker", 1), ("2 workers", "two-workers", 2))}
+            runs = [("1 process", "alone", None), *((f"{count} worker(s)", f"workers-{count}", count)
+                                                    for count in args.workers)]
+            results = {label: run(work, name, workers, endpoint, fake, cluster, server, args)
+                       for label, name, workers in runs}
         reference = results["1 process"]
-        print(f"{'run':>10} {'wall s':>7} {'candidates/min':>14} {'requests':>8} {'result =':>8} {'trials =':>8} "
-              f"{'MLflow runs =':>13}")
+        print(f"{'run':>11} {'wall s':>7} {'speed-up':>8} {'candidates/min':>14} {'requests':>8} {'result =':>8} "
+              f"{'trials =':>8} {'MLflow runs =':>13}")
         for label, result in results.items():
-            print(f"{label:>10} {result['wall']:>7.1f} {total / result['wall'] * 60:>14.2f} {result['requests']:>8} "
+            print(f"{label:>11} {result['wall']:>7.1f} {reference['wall'] / result['wall']:>8.2f} "
+                  f"{total / result['wall'] * 60:>14.2f} {result['requests']:>8} "
                   f"{str(result['outcome'] == reference['outcome']):>8} {str(result['trials'] == reference['trials']):>8}"
                   f" {str(result['runs'] == reference['runs']):>8} ({len(result['runs'])})")
 

@@ -4,7 +4,8 @@ A candidate's calls are counted by the context they are made in (``accounting.ch
 at once on one hub are told apart. Counted are the calls of its episodes' tasks (agent and simulator), cache hits
 included in ``calls`` as everywhere (``cost_calls`` leaves them out). The total is saved as
 ``evals/<candidate id>/cost.json`` whenever one of its evaluations ends: a resume adds to it, and calls of an
-evaluation killed before it ended are not in it.
+evaluation killed before it ended are not in it. Worker processes take turns with one candidate's evaluations (a
+race's rounds): a total saved by another process since this one's last save is counted on from.
 """
 
 from __future__ import annotations
@@ -51,7 +52,10 @@ class CandidateCosts:
         self.run_dir = run_dir
         self._accountings: dict[str, Accounting] = {}
         self._earlier: dict[str, RoleUsage] = {}
-        """What earlier processes saved, read when this process first charges the candidate."""
+        """What other processes saved, read when this process first charges the candidate (and again when another
+        process saved since)."""
+        self._written: dict[str, tuple[RoleUsage, RoleUsage]] = {}
+        """Per candidate, the total this process last saved and its own calls in it."""
 
     @contextmanager
     def charged(self, candidate_id: str) -> Iterator[None]:
@@ -68,6 +72,10 @@ class CandidateCosts:
         accounting = self._accountings.get(candidate_id)
         if accounting is None:
             return saved_cost(self.run_dir, candidate_id)
+        saved = saved_cost(self.run_dir, candidate_id)
+        written, own = self._written.get(candidate_id, (self._earlier[candidate_id], RoleUsage()))
+        if saved is not None and saved != written:  # another worker process saved since: count on from its total
+            self._earlier[candidate_id] = saved.minus(own)
         return self._earlier[candidate_id].plus(accounting.report().total())
 
     def save(self, candidate_id: str) -> None:
@@ -75,3 +83,6 @@ class CandidateCosts:
         usage = self.total(candidate_id)
         if usage is not None:
             write_json_atomic(cost_path(self.run_dir, candidate_id), json.loads(usage.model_dump_json()))
+            accounting = self._accountings.get(candidate_id)
+            if accounting is not None:
+                self._written[candidate_id] = (usage, accounting.report().total())

@@ -81,6 +81,23 @@ def check_reachable(url: str, *, source: str | None, field: str) -> None:
         engine.dispose()
 
 
+def check_server(url: str, *, source: str | None, field: str, timeout_s: float = 10.0) -> None:
+    """Ask a tracking server over HTTP for anything (any answer, even an error status, says it is there), so a server
+    nobody can reach stops the run before its first LLM call."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/health", timeout=timeout_s):
+            pass
+    except urllib.error.HTTPError:
+        pass  # it answered
+    except (OSError, ValueError) as error:
+        reason = getattr(error, "reason", None) or error
+        raise UserInputError(f"{url} cannot be reached ({reason}): start the tracking server or correct the URL; "
+                             "nothing was run", source=source, field=field) from None
+
+
 def shown_url(url: str) -> str:
     """``url`` without its password, for messages."""
     from sqlalchemy.engine import make_url

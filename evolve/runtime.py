@@ -43,7 +43,14 @@ from memevo.environments.score_text import data_figure_key, data_figure_name
 from memevo.environments.table_cache import cached_table
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.config import DataConfig, EvolveConfig, check_judge, check_validation_users
-from memevo.evolve.databases import check_database_url, check_name, check_reachable, is_database, uri_scheme
+from memevo.evolve.databases import (
+    check_database_url,
+    check_name,
+    check_reachable,
+    check_server,
+    is_database,
+    uri_scheme,
+)
 from memevo.evolve.deferred import Deferred, DeferredStart
 from memevo.evolve.evaluation import Evaluator
 from memevo.evolve.events import Observers, RunContext
@@ -140,6 +147,8 @@ def check_stores(config: EvolveConfig, run_dir: Path) -> None:
                             experiment_field="tracking.experiment" if tracking.experiment else "name")
         if tracking.uri and is_database(uri_scheme(tracking.uri)):
             check_reachable(tracking.uri, source=source, field="tracking.uri")
+        elif tracking.uri and uri_scheme(tracking.uri) in ("http", "https"):
+            check_server(tracking.uri, source=source, field="tracking.uri")
     if config.optuna.storage:
         check_database_url(config.optuna.storage, source=source, field="optuna.storage")
         check_reachable(config.optuna.storage, source=source, field="optuna.storage")

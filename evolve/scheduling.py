@@ -116,8 +116,9 @@ class CandidateScheduler:
             runs = []
             for candidate in candidates:
                 result, accepted = await start(candidate), False
-                if result is not None:
-                    result, accepted = await settle(candidate, result)
+                if result is not None:  # one worker's unit too: the others then read what it stored
+                    async with self.turns.turn(f"gen-{candidate.generation:03d}/{candidate.id}/settle"):
+                        result, accepted = await settle(candidate, result)
                 runs.append(result)
                 if accepted:
                     break

@@ -7,7 +7,8 @@ known for costs 0 and is counted in ``unpriced_calls``, so a report never preten
 
 A request is booked (``book``) before it is sent and settled by the count of its answer or its failure, in one
 count with it: a process killed in between leaves it booked, counted in ``unknown_calls`` (the endpoint may have
-served and billed it) rather than missing from the usage.
+served and billed it) rather than missing from the usage. A request the run itself stopped waiting for (a pruned or
+stopped play cancels its task) is settled as cancelled: its cost is not known either, but nobody killed anything.
 """
 
 from __future__ import annotations
@@ -47,8 +48,11 @@ class RoleUsage(Tally):
     retries: int = 0
     unpriced_calls: int = 0
     unknown_calls: int = 0
-    """Requests sent whose answer no count recorded: in flight, or lost to a kill or a cancellation. Neither their
-    tokens nor their dollars are known; the endpoint may have served them."""
+    """Requests sent whose answer no count recorded: in flight, or lost to a kill. Neither their tokens nor their
+    dollars are known; the endpoint may have served them."""
+    cancelled_calls: int = 0
+    """Requests sent that the run stopped waiting for (their task was cancelled): the endpoint may have served them,
+    at a cost not known."""
 
 
 class EndpointUsage(Tally):
@@ -181,6 +185,10 @@ class Accounting:
         """Count one failed call; ``booked``: its request was booked, and this count settles it."""
         self._count(role, _nonzero(wall_s=wall_s, errors=1, unknown_calls=-int(booked)))
 
+    def record_cancel(self, role: str) -> None:
+        """Settle a booked request whose task was cancelled before its answer came."""
+        self._count(role, {"unknown_calls": -1, "cancelled_calls": 1})
+
     def record_retry(self, role: str) -> None:
         self._count(role, {"retries": 1})
 
@@ -226,7 +234,8 @@ def dollars_text(usage: RoleUsage) -> str:
         return "$0 (every reply came from the cache)" if usage.calls else "$0 (no calls)"
     if usage.unpriced_calls >= billed:
         return f"unpriced ({UNPRICED_FIX})"
-    unknown = f" + {usage.unknown_calls} call(s) of unknown cost" if usage.unknown_calls else ""
+    not_known = usage.unknown_calls + usage.cancelled_calls
+    unknown = f" + {not_known} call(s) of unknown cost" if not_known else ""
     if usage.unpriced_calls:
         return f"${usage.dollars:.4f} + {usage.unpriced_calls} unpriced call(s){unknown} ({UNPRICED_FIX})"
     return f"${usage.dollars:.4f}{unknown}"

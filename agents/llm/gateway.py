@@ -292,39 +292,46 @@ class LLMGateway:
 
     async def _send(self, role: Role, model: str, path: str, payload: Body) -> dict[str, Any]:
         """One logical request: retried on transient failures, refused at once on the others. Booked as it is first
-        sent: the caller settles it with the count of its answer or failure.
+        sent: the caller settles it with the count of its answer or failure, this method a cancellation.
 
         A connection failure is first checked against the server's health: retrying a dead process
         would only hide its crash behind a connection error.
         """
         attempts = self.config.max_retries + 1
-        for attempt in range(attempts):
-            route = next_route(self.routes)
-            try:
-                async with route.limit.slot(payload) as ticket:
-                    if attempt == 0:  # once it has a slot: a request waiting for one is not sent yet
-                        self.accounting.book(role)
-                    if self.health_check is not None:
+        booked = False
+        try:
+            for attempt in range(attempts):
+                route = next_route(self.routes)
+                try:
+                    async with route.limit.slot(payload) as ticket:
+                        if attempt == 0:  # once it has a slot: a request waiting for one is not sent yet
+                            self.accounting.book(role)
+                            booked = True
+                        if self.health_check is not None:
+                            self.health_check()
+                        completion = await route.transport.post(path, payload)
+                        ticket.settle(completion)
+                        route.succeeded()
+                        self.accounting.record_endpoint(route.url, completion)
+                        return completion
+                except RefusedHTTPError as error:
+                    self.accounting.record_endpoint(route.url, None)
+                    raise LLMRequestError(f"{model} at {route.url} refused the request: {error}") from error
+                except TransientHTTPError as error:
+                    self.accounting.record_endpoint(route.url, None)
+                    if error.connection and self.health_check is not None:
                         self.health_check()
-                    completion = await route.transport.post(path, payload)
-                    ticket.settle(completion)
-                    route.succeeded()
-                    self.accounting.record_endpoint(route.url, completion)
-                    return completion
-            except RefusedHTTPError as error:
-                self.accounting.record_endpoint(route.url, None)
-                raise LLMRequestError(f"{model} at {route.url} refused the request: {error}") from error
-            except TransientHTTPError as error:
-                self.accounting.record_endpoint(route.url, None)
-                if error.connection and self.health_check is not None:
-                    self.health_check()
-                failure, retry_after = error.failure, error.retry_after_s
-                route.failed_for(self._delay(route.failed_in_a_row, retry_after))
-            if attempt + 1 < attempts:
-                self.accounting.record_retry(role)
-                if not another_awake(self.routes, route):  # else another endpoint takes the retry at once
-                    await self.sleep(self._delay(attempt, retry_after))
-        raise LLMError(f"{model} at {route.url} failed after {attempts} attempt(s): {failure}")
+                    failure, retry_after = error.failure, error.retry_after_s
+                    route.failed_for(self._delay(route.failed_in_a_row, retry_after))
+                if attempt + 1 < attempts:
+                    self.accounting.record_retry(role)
+                    if not another_awake(self.routes, route):  # else another endpoint takes the retry at once
+                        await self.sleep(self._delay(attempt, retry_after))
+            raise LLMError(f"{model} at {route.url} failed after {attempts} attempt(s): {failure}")
+        except asyncio.CancelledError:  # the run stopped waiting (a pruned or stopped play): not lost to a kill
+            if booked:
+                self.accounting.record_cancel(role)
+            raise
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         """Exponential backoff with jitter (50-100 % of the step), at least what the server asked for."""

@@ -34,6 +34,21 @@ def _role_usage(sums: Sequence[float]) -> RoleUsage:
     return RoleUsage(**{name: round(value) if name in WHOLE else value for name, value in zip(FIELDS, sums, strict=True)})
 
 
+def _add_missing_columns(engine: Engine) -> None:
+    """A ledger made by an earlier version lacks the figures counted since (``cancelled_calls``): added, as 0."""
+    from sqlalchemy import inspect, text
+    from sqlalchemy.exc import DBAPIError
+
+    present = {column["name"] for column in inspect(engine).get_columns(TABLE)}
+    for name in FIELDS:
+        if name not in present:
+            try:
+                with engine.begin() as db:
+                    db.execute(text(f"ALTER TABLE {TABLE} ADD COLUMN {name} DOUBLE PRECISION NOT NULL DEFAULT 0"))
+            except DBAPIError:  # another worker added it at the same moment
+                pass
+
+
 class SharedUsage(Accounting):
     """This worker's counts, kept in the shared database at ``url``; ``report`` is every worker's of ``job``."""
 
@@ -44,6 +59,7 @@ class SharedUsage(Accounting):
         columns = ", ".join(f"{name} DOUBLE PRECISION NOT NULL DEFAULT 0" for name in FIELDS)
         create_table(self.engine, f"{TABLE} (job TEXT NOT NULL, worker TEXT NOT NULL, role TEXT NOT NULL, {columns}, "
                      "PRIMARY KEY (job, worker, role))")
+        _add_missing_columns(self.engine)
         self._written: dict[str, Counts] = {}
         self._write_lock = threading.Lock()
         self._stop = threading.Event()

@@ -10,9 +10,11 @@ from memevo.agents.llm.accounting import RoleUsage, dollars_text
 
 
 def spend_line(usage: RoleUsage) -> str:
-    """Calls, tokens and dollars; requests in flight at a kill are named, since their answer and cost are not known."""
+    """Calls, tokens and dollars; requests in flight at a kill and those the run cancelled (a pruned or stopped play)
+    are named apart, since their answer and cost are not known."""
     tokens = usage.prompt_tokens + usage.completion_tokens
     unknown = f", {usage.unknown_calls} unknown: in flight at a kill" if usage.unknown_calls else ""
+    unknown += f", {usage.cancelled_calls} cancelled by the run" if usage.cancelled_calls else ""
     return f"{usage.calls} calls ({usage.cache_hits} cached{unknown}), {tokens} tokens, {dollars_text(usage)}"
 
 

@@ -4,8 +4,8 @@ keeps at most one (``selection.race``). The kept candidate is the next parent, a
 best. Under ``strategy.first_accepted`` (on by default) the candidates race one at a time in the plan's order and
 the first one kept ends the generation.
 
-A race's rounds are one process's (several workers refuse it: ``workers``); rounds started by a killed process
-continue without a budget check (``race_started.json``), and the record of every round (``race.json``) says which
+Several worker processes share a race's plays (``race_units``); rounds started by a killed process continue
+without a budget check (``race_started.json``), and the record of every round (``race.json``) says which
 users decided the kept candidate, so its successors race on others.
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from memevo.core.atomic_files import write_json_atomic
-from memevo.core.run_files import RESTORE, delete_and_resume, read_json
+from memevo.core.run_files import RESTORE, read_json
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.events import CandidatesPhase
 from memevo.evolve.records import GenerationOutcome, GenerationPlan, Instance
@@ -26,6 +26,7 @@ from memevo.evolve.scheduling import CandidateRun, Scheduled
 from memevo.evolve.selection.race import RaceRecord, looks, race, race_users
 from memevo.evolve.selection.sequential import SequentialTest
 from memevo.evolve.strategies.base import GenerationStrategy, Ran, StrategyContext
+from memevo.evolve.strategies.race_units import RacePlays, shared, start_round
 
 log = logging.getLogger("memevo.evolve")
 
@@ -37,6 +38,7 @@ class RaceStrategy(GenerationStrategy):
         super().__init__(context)
         self.selected_on: dict[str, list[str]] = {}
         """Per kept candidate, the users whose episodes decided to keep it (none for the seed)."""
+        self.units = RacePlays(self.plays, context.turns)
 
     def parent(self, history: list[GenerationOutcome], generation: int) -> Candidate:
         return self.best(history)
@@ -81,20 +83,15 @@ class RaceStrategy(GenerationStrategy):
         """``may_start`` of the generation's races: the budget is checked before each round, except the rounds a
         killed process started (they continue)."""
         started_path = self.context.gen_dir(generation) / "race_started.json"
-        started = int(read_json(started_path, remedy=delete_and_resume(
-            "it", "the race's rounds are checked against the budget again"))["rounds"]) if started_path.exists() else 0
         rounds_begun = [0]
 
         def may_start(_: int) -> str | None:
             number = rounds_begun[0]
             rounds_begun[0] += 1
-            if number >= started:
-                exceeded = self.context.budget.spent()
-                if exceeded:
-                    budget_stop.append(exceeded)
-                    return exceeded
-                write_json_atomic(started_path, {"rounds": number + 1})
-            return None
+            exceeded = start_round(started_path, number, self.context.budget)
+            if exceeded:
+                budget_stop.append(exceeded)
+            return exceeded
 
         return may_start
 
@@ -116,13 +113,14 @@ class RaceStrategy(GenerationStrategy):
 
         async def play(candidate: Candidate, users: list[str]) -> dict[Instance, float]:
             staying = record.rounds[-1].staying if record.rounds else [c.id for c in group]
+            unit = f"gen-{generation:03d}/race-{group[0].id}/users-{len(users)}"  # a round's plays: workers' units
             if (parent.id, tuple(users)) not in started:
                 started[(parent.id, tuple(users))] = asyncio.ensure_future(
-                    self.plays.play(parent, users, parent_of=generation))
+                    self.units.play(f"{unit}/{parent.id}", parent, users, parent_of=generation))
             for other in group:
                 key = (other.id, tuple(users))
                 if other.id in staying and key not in started:
-                    started[key] = asyncio.ensure_future(self.plays.play(other, users))
+                    started[key] = asyncio.ensure_future(self.units.play(f"{unit}/{other.id}", other, users))
             try:
                 return await started[(candidate.id, tuple(users))]
             except BaseException:
@@ -132,16 +130,31 @@ class RaceStrategy(GenerationStrategy):
 
         return play
 
+    async def run_candidates(self, generation: int, parent: Candidate, plan: GenerationPlan) -> Scheduled | None:
+        """With other workers, every worker races (each play one worker's unit, ``race_units``) so all take part;
+        the worker that holds the outcome then races once more from the stored episodes (``decide``)."""
+        if shared(self.context.turns):
+            await self._races(generation, parent, plan)
+        return None
+
     async def decide(self, generation: int, parent: Candidate, plan: GenerationPlan,
                      scheduled: Scheduled | None) -> Ran:
         """The generation's race (``selection.race``): all candidates together, or under ``strategy.first_accepted``
         one at a time until one is kept. The winner then plays the validation users it has not (its validation
         score, as every kept candidate has one)."""
+        records, budget_stop = await self._races(generation, parent, plan, save=True)
+        self._log(generation, records)
+        return await self._close(generation, parent, plan, records, budget_stop)
+
+    async def _races(self, generation: int, parent: Candidate, plan: GenerationPlan, *,
+                     save: bool = False) -> tuple[list[RaceRecord], list[str]]:
+        """The generation's races, their records written after each round when ``save``; and the budget that
+        stopped them, if one did."""
         strategy = self.config.strategy
         users = self._race_users(generation, parent)
         test = SequentialTest(strategy.test_confidence, strategy.min_effect, looks(len(users), strategy.race_users))
         instances = sum(self.plays.evaluator.n_periods(user) for user in users)
-        if not test.can_accept(instances):
+        if save and not test.can_accept(instances):
             log.warning("gen %d: its race has %d (user, period) instance(s), too few for the sequential test to accept "
                         "anything at confidence %g (give more train or validation users, or strategy.acceptance: mean)",
                         generation, instances, strategy.test_confidence)
@@ -149,8 +162,9 @@ class RaceStrategy(GenerationStrategy):
         may_start = self._may_start(generation, budget_stop)
         records: list[RaceRecord] = []
 
-        def save(_: RaceRecord | None = None) -> None:
-            write_json_atomic(self._race_path(generation), [json.loads(r.model_dump_json()) for r in records])
+        def write(_: RaceRecord | None = None) -> None:
+            if save:
+                write_json_atomic(self._race_path(generation), [json.loads(r.model_dump_json()) for r in records])
 
         groups = [[c] for c in plan.candidates] if strategy.first_accepted else [plan.candidates][:len(plan.candidates)]
         with self.context.observers.phase(CandidatesPhase(generation, len(plan.candidates))) as bar:
@@ -160,15 +174,14 @@ class RaceStrategy(GenerationStrategy):
                 records.append(record)
                 await race(group, parent, users, chunk=strategy.race_users, test=test,
                            play=self._player(generation, parent, group, record), may_start=may_start,
-                           record=record, on_round=save)
+                           record=record, on_round=write)
                 bar.advance(len(group))
                 await self.plays.cancel(c.id for c in group if c.id != record.winner_id)
                 if record.winner_id is not None or record.stop_reason is not None:
                     break
             bar.skip(len(plan.candidates) - sum(len(record.candidate_ids) for record in records))
-        save()  # also a generation without candidates has its (empty) record
-        self._log(generation, records)
-        return await self._close(generation, parent, plan, records, budget_stop)
+        write()  # also a generation without candidates has its (empty) record
+        return records, budget_stop
 
     def _log(self, generation: int, records: list[RaceRecord]) -> None:
         candidates = self.lineage.candidates
@@ -187,7 +200,7 @@ class RaceStrategy(GenerationStrategy):
         accepted = [self.lineage.candidates[r.winner_id] for r in records if r.winner_id is not None]
         await self.plays.cancel(c.id for c in plan.candidates if c not in accepted)
         await self.plays.cancel([parent.id], keep_split="test")  # test users: for the best (the loop's end)
-        if generation == self.config.budget.generations:
+        if generation == self.config.budget.generations and not shared(self.context.turns):  # workers: the end's unit
             self.plays.start_test([self.lineage.seed, self.kept(parent, accepted, {})])
         for winner in accepted:
             await self.plays.play(winner, self.split.val)

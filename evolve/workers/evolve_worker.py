@@ -7,8 +7,9 @@ and per generation its ``plan`` (budget check, proposals and Optuna's asks), one
 ``outcome`` (decisions, MLflow rows, trials told), then ``finish`` (test scores, the run's end). Whoever holds a
 unit tells the observers of it, so each MLflow row is written once; the others read its files. Trials are told
 when their generation ends and every draw is seeded by (seed, trial number, name), so the trials, scores and
-runs are those of one process. A generation's race (sequential acceptance) and one candidate at a time are one
-process's work: several workers refuse them.
+runs are those of one process. The race (``strategy.acceptance: sequential``, the default) shares each round's plays
+instead (``strategies.race_units``); one candidate at a time (validation first with ``first_accepted``) has each
+candidate's run and its check on the train users as units, one after the other.
 """
 
 from __future__ import annotations
@@ -31,21 +32,13 @@ from memevo.evolve.workers.worker import WorkerSettings
 
 
 def check_shareable(config: EvolveConfig, flag: str) -> None:
-    """Refuse workers (``flag``: the option that asked for them) for a strategy whose candidates run one at a time or
-    depend on each other: one worker would hold each generation while the others wait."""
+    """Refuse workers (``flag``: the option that asked for them) for a run whose work cannot be split into units: an
+    evolution inside one episode, and speculative episodes played beside one process's own candidates."""
     source = str(config.source or "evolve config")
     why = f"{flag} runs a generation's candidates in several processes, but"
     if config.protocol != "outer_loop":
         raise UserInputError(f"{why} protocol {config.protocol} evolves inside one episode: use 1 worker",
                              source=source, field="protocol")
-    if config.strategy.acceptance == "sequential":
-        raise UserInputError(f"{why} the sequential race plays its candidates round by round together: set "
-                             "strategy.acceptance to mean or paired, or use 1 worker", source=source,
-                             field="strategy.acceptance")
-    if config.one_candidate_at_a_time:
-        raise UserInputError(f"{why} validation_first with first_accepted runs them one at a time: set "
-                             "strategy.first_accepted: false, or use 1 worker", source=source,
-                             field="strategy.first_accepted")
     if config.episode.speculate != "off":
         raise UserInputError(f"{why} speculative episodes are played beside one process's own candidates: set "
                              "episode.speculate: off, or use 1 worker", source=source, field="episode.speculate")
@@ -83,9 +76,9 @@ async def evolve_as_worker(config: EvolveConfig, *, run_dir: Path, hub: runtime.
     """Work on the evolution in ``run_dir`` with the other workers on ``settings.store`` until it has ended; the
     result (written once, by whichever worker scored it)."""
     run_id = run_identity(settings.store, config.name, Path(run_dir))
-    turns = SharedTurns(ClaimStore(settings.store), evolution_job(config, run_id), settings,
-                        slots=config.episode.candidate_concurrency or 1)
     usage = SharedUsage(settings.store, usage_job(config, Path(run_dir)), settings.name)
+    turns = SharedTurns(ClaimStore(settings.store), evolution_job(config, run_id), settings,
+                        slots=config.episode.candidate_concurrency or 1, settle=usage.flush)
     hub.accounting.attach(usage)
     try:
         async with turns.turn("prepare") as mine:

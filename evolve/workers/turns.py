@@ -4,12 +4,14 @@ The loop asks for a turn before each unit (generation 0, a generation's plan, ea
 end). This worker either claims the unit and does it under a heartbeat, or waits until another worker has done it
 and then reads its files. While it waits it keeps trying to claim the unit, so a unit whose worker died is taken
 over once its heartbeat is older than the grace period, and resumed from its files. A worker holds at most
-``slots`` units at once: the others stay free for the other workers.
+``slots`` units at once: the others stay free for the other workers. Before a unit counts as done, ``settle`` runs (the
+worker's usage written to the shared ledger), so a budget judged once a unit is done counts all of its calls.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from types import TracebackType
 
 from memevo.evolve.workers.claims import DONE, ClaimStore, Heartbeat
@@ -19,8 +21,9 @@ from memevo.evolve.workers.worker import WorkerSettings
 class SharedTurns:
     """``turn(unit)`` over the units of ``job`` in ``store``."""
 
-    def __init__(self, store: ClaimStore, job: str, settings: WorkerSettings, *, slots: int = 1) -> None:
-        self.store, self.job, self.settings = store, job, settings
+    def __init__(self, store: ClaimStore, job: str, settings: WorkerSettings, *, slots: int = 1,
+                 settle: Callable[[], None] = lambda: None) -> None:
+        self.store, self.job, self.settings, self.settle = store, job, settings, settle
         self._slots = asyncio.Semaphore(slots)
 
     def turn(self, unit: str) -> Turn:
@@ -68,6 +71,7 @@ class Turn:
         turns, worker = self.turns, self.turns.settings.name
         try:
             if kind is None:
+                turns.settle()
                 turns.store.finish(turns.job, self.unit, worker)
             else:  # the next claim (this worker's resume, or another worker) continues from its files
                 turns.store.release(turns.job, self.unit, worker)

@@ -30,7 +30,8 @@ class WorkerSettings(LazyModel):
     heartbeat_s: float = Field(2.0, gt=0)
     grace_s: float = Field(10.0, gt=0)
     """A unit whose heartbeat is older than this is taken over (keep it several heartbeats long)."""
-    poll_s: float = Field(1.0, gt=0)
+    poll_s: float = Field(0.25, gt=0)
+    """How often a worker waiting for a unit looks again (a unit done elsewhere is noticed this late)."""
 
 
 def work_through(store: ClaimStore, job: str, units: list[str], settings: WorkerSettings,

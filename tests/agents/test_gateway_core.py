@@ -231,7 +231,7 @@ async def test_chat_json_raises_a_counted_error_for_non_json(server, text):
 
 async def test_a_request_is_unknown_from_before_it_is_sent_until_its_answer_or_failure_is_counted(server, tmp_path):
     """Booked as it leaves (not while it waits for a slot), settled in the count of its answer or failure; a
-    cancelled one stays unknown (the endpoint may have served it). Cache hits book nothing."""
+    cancelled one is counted as cancelled, not unknown (nobody killed the process). Cache hits book nothing."""
     gateway = make_gateway(server, cache=ResponseCache(tmp_path), max_retries=0, max_concurrency=1)
 
     def usage():
@@ -260,7 +260,7 @@ async def test_a_request_is_unknown_from_before_it_is_sent_until_its_answer_or_f
     cancelled.cancel()
     with pytest.raises(asyncio.CancelledError):
         await cancelled
-    assert (usage().unknown_calls, usage().calls) == (1, 5)
+    assert (usage().unknown_calls, usage().cancelled_calls, usage().calls) == (0, 1, 5)
 
 
 async def test_messages_and_sampling_reach_the_server_unchanged(server):

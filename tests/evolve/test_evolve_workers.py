@@ -17,14 +17,12 @@ from tests.doubles.worker_evolution import write_evolution
 
 
 @pytest.mark.parametrize(("overrides", "flags", "field"), [
-    ({"strategy": {}}, ["--workers", "2"], "strategy.acceptance"),  # the default: the sequential race
-    ({"strategy": {"acceptance": "mean", "order": "validation_first", "first_accepted": True}},
-     ["--store", "sqlite:///claims.db"], "strategy.first_accepted"),  # a worker joining with --store alone too
     ({"strategy": {"acceptance": "mean", "first_accepted": False}, "episode": {"speculate": "candidate"}},
      ["--workers", "2"], "episode.speculate"),
+    ({"episode": {"speculate": "generation"}}, ["--store", "sqlite:///claims.db"],
+     "episode.speculate"),  # a worker joining with --store alone too
 ])
-def test_strategies_that_run_one_candidate_at_a_time_refuse_workers(tmp_path: Path, overrides: dict,
-                                                                    flags: list[str], field: str) -> None:
+def test_speculation_refuses_workers(tmp_path: Path, overrides: dict, flags: list[str], field: str) -> None:
     path = write_evolution(tmp_path, "http://127.0.0.1:9/v1", f"sqlite:///{tmp_path / 'mlflow.db'}", "refused")
     config = yaml.safe_load(path.read_text(encoding="utf-8"))
     for key, value in overrides.items():
@@ -92,3 +90,23 @@ def test_workers_judge_the_budget_on_the_usage_of_all_of_them(tmp_path: Path) ->
     finally:
         for usage in (first, second, other_run):
             usage.close()
+
+
+def test_a_usage_ledger_of_an_earlier_version_gains_the_cancelled_column(tmp_path: Path) -> None:
+    import sqlite3
+
+    from memevo.agents.llm.shared_usage import TABLE, SharedUsage
+
+    with sqlite3.connect(tmp_path / "usage.db") as db:  # as the ledger was before cancelled requests were counted
+        db.execute(f"CREATE TABLE {TABLE} (job TEXT NOT NULL, worker TEXT NOT NULL, role TEXT NOT NULL, calls DOUBLE "
+                   "PRECISION NOT NULL DEFAULT 0, unknown_calls DOUBLE PRECISION NOT NULL DEFAULT 0, PRIMARY KEY "
+                   "(job, worker, role))")
+        db.execute(f"INSERT INTO {TABLE} VALUES ('run', 'earlier', 'agent', 3, 0)")
+    usage = SharedUsage(f"sqlite:///{tmp_path / 'usage.db'}", "run", "now", flush_s=60)
+    try:
+        usage.book("agent")
+        usage.record_cancel("agent")
+        total = usage.report().total()
+        assert (total.calls, total.unknown_calls, total.cancelled_calls) == (3, 0, 1)
+    finally:
+        usage.close()

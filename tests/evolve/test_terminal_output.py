@@ -52,6 +52,8 @@ def test_dollars_are_never_a_silent_zero_for_an_unpriced_model(usage: RoleUsage,
 def test_the_spend_line_names_requests_in_flight_at_a_kill() -> None:
     line = spend_line(RoleUsage(calls=4, cache_hits=1, unknown_calls=2, prompt_tokens=10, completion_tokens=5))
     assert line.startswith("4 calls (1 cached, 2 unknown: in flight at a kill), 15 tokens")
+    cancelled = spend_line(RoleUsage(calls=4, unknown_calls=1, cancelled_calls=3))
+    assert cancelled.startswith("4 calls (0 cached, 1 unknown: in flight at a kill, 3 cancelled by the run)")
 
 
 def _scores(**fields: object) -> Scores:

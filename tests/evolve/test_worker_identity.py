@@ -84,10 +84,12 @@ def test_an_sqlite_store_with_a_new_run_folder_starts(tmp_path: Path) -> None:
     assert (tmp_path / "runs" / "new" / IDENTITY_FILE).exists()
 
 
-def test_an_unreachable_tracking_store_stops_one_process_before_any_request(tmp_path: Path) -> None:
-    pytest.importorskip("psycopg")
-    path = write_evolution(tmp_path, "http://127.0.0.1:9/v1", "postgresql+psycopg://someone@127.0.0.1:9/mlflow",
-                           "tracked")
+@pytest.mark.parametrize("uri", ["postgresql+psycopg://someone@127.0.0.1:9/mlflow", "http://127.0.0.1:9"],
+                         ids=["database", "server"])
+def test_an_unreachable_tracking_store_stops_one_process_before_any_request(tmp_path: Path, uri: str) -> None:
+    if uri.startswith("postgresql"):
+        pytest.importorskip("psycopg")
+    path = write_evolution(tmp_path, "http://127.0.0.1:9/v1", uri, "tracked")
     done = subprocess.run([sys.executable, "-m", "memevo.evolve.cli", "evolve", str(path), "--run-dir", "run"],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 2
