@@ -14,6 +14,7 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
+from benchmarks.quickstart_gain import SPLIT_SEEDS, with_split_seed
 from memevo.agents.llm.hub import LLMHub
 from memevo.agents.prompts.answer import answer_component
 from memevo.agents.prompts.awi import WRITE_COMPONENT
@@ -25,7 +26,7 @@ from memevo.environments.metrics.measurable import memory_not_measurable
 from memevo.evolve.config import parse_evolve_config
 from memevo.evolve.loop import run_evolution
 from memevo.evolve.presentation.report import report_run
-from memevo.evolve.runtime import load_users
+from memevo.evolve.runtime import load_users, make_split
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "experiments" / "quickstart.yaml"
 
@@ -100,3 +101,14 @@ def test_quickstart_world_upper_bound_is_above_random_on_the_embedded_model(
     rand = sum(random_baseline(*cell) for cell in cells) / len(cells)
     assert memory_not_measurable(n_questions=len(cells), upper_bound=upper, random_baseline=rand,
                                  upper_bound_unreadable=0.0) is None, (upper, rand)
+
+
+def test_the_gain_benchmark_draws_other_test_users_from_the_same_world() -> None:
+    """benchmarks/quickstart_gain.py varies only the split seed: the world stays and the held-out users change."""
+    config = parse_evolve_config(yaml.safe_load(QUICKSTART.read_text(encoding="utf-8")), source=QUICKSTART)
+    items = load_users(config)
+    splits = [make_split(items, with_split_seed(config, seed)) for seed in SPLIT_SEEDS]
+    assert all(split.seed == seed for split, seed in zip(splits, SPLIT_SEEDS, strict=True))
+    assert len({tuple(split.test) for split in splits}) > 1
+    assert all(load_users(with_split_seed(config, seed)) == items for seed in SPLIT_SEEDS)
+    assert config.split.seed not in SPLIT_SEEDS
