@@ -195,7 +195,7 @@ class RaceStrategy(GenerationStrategy):
                      budget_stop: list[str]) -> Ran:
         """The races' results: the speculation nobody needs stopped, the winner on every validation user. After the
         run's last race the best is known: its test users and the seed's start beside the winner's validation users
-        (no decision is left that they could change, and no budget check)."""
+        (no decision is left that they could change, and no budget check); with other workers the end is its own unit."""
         raced = {cid for record in records for round_ in record.rounds for cid in round_.verdicts}
         accepted = [self.lineage.candidates[r.winner_id] for r in records if r.winner_id is not None]
         await self.plays.cancel(c.id for c in plan.candidates if c not in accepted)
