@@ -10,8 +10,8 @@ from pathlib import Path
 from memevo.core.errors import UserInputError
 from memevo.evolve.api_outcomes import decision_counts, user_values, written_rows
 from memevo.evolve.presentation.explain import spend_line
+from memevo.evolve.presentation.headline import objective_interval
 from memevo.evolve.records import EvolutionResult, read_written
-from memevo.evolve.stats import fmt_interval, mean_ci
 
 
 def _result(run_dir: Path, field: str) -> EvolutionResult:
@@ -47,8 +47,8 @@ def compare_runs(run_a: Path, run_b: Path) -> str:
                      "comparable")
     lines.append("held-out test [95% t-intervals over users]:")
     for label, result in (("A", a), ("B", b)):
-        seed = fmt_interval(mean_ci(list(user_values(result.objective, result.seed_user_scores).values())))
-        best = fmt_interval(mean_ci(list(user_values(result.objective, result.best_user_scores).values())))
+        seed = objective_interval(result.objective, user_values(result.objective, result.seed_user_scores))
+        best = objective_interval(result.objective, user_values(result.objective, result.best_user_scores))
         lines.append(f"  {label}: seed {seed}, best {best} ({result.seed_scores.n_users} users)")
     lines += ["", "decisions (decisions.json):", f"  A: {_decision_counts(run_a, a)}",
               f"  B: {_decision_counts(run_b, b)}"]

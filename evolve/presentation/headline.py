@@ -50,6 +50,13 @@ def held_out_difference(objective: str, seed: Sequence[UserScores], best: Sequen
     return paired_test(_per_user(seed, pick), _per_user(best, pick))
 
 
+def objective_interval(objective: str, values: dict[str, float]) -> str:
+    """The t-interval over users of one candidate's objective, kept inside [0, 1] for accuracy (a score of a few
+    users' questions cannot leave it; AMemGym's ratio has no bounds)."""
+    ci = mean_ci(list(values.values()))
+    return fmt_interval(ci.clipped(0.0, 1.0) if objective == "accuracy" else ci)
+
+
 def _objective_line(objective: str, label: str, seed: Sequence[UserScores], best: Sequence[UserScores],
                     best_label: str) -> str:
     pick = _pick(objective)
@@ -59,8 +66,7 @@ def _objective_line(objective: str, label: str, seed: Sequence[UserScores], best
     bounded = objective == "accuracy"  # AMemGym's ratio has no bounds
 
     def interval(values: dict[str, float]) -> str:
-        ci = mean_ci(list(values.values()))
-        return fmt_interval(ci.clipped(0.0, 1.0) if bounded else ci)
+        return objective_interval(objective, values)
 
     low, high = test.diff_low, test.diff_high
     if bounded and low is not None and high is not None:

@@ -14,7 +14,7 @@ from memevo.environments.records import ProbeRecord
 from memevo.environments.score_text import failure_cell
 from memevo.evolve.config import LEGACY_OBJECTIVE_NOTE, parse_evolve_config
 from memevo.evolve.evaluation import CandidateEval, UserOutcome
-from memevo.evolve.presentation.headline import WIDTH, held_out_lines
+from memevo.evolve.presentation.headline import WIDTH, held_out_lines, objective_interval
 from memevo.evolve.presentation.report import _scores_line
 from memevo.evolve.records import EvolutionResult
 from tests.environments.test_metrics_scores import STATES, episode, hand_item, qa
@@ -172,3 +172,11 @@ def test_a_diagnosis_whose_probes_were_all_unreadable_says_so_not_undiagnosed() 
     assert failure_cell(scores) == "n/a (probe coverage 0%)"
     assert "no diagnosis" in failure_cell(Scores.model_validate(
         scores.model_dump() | {"probes": None}))
+
+
+def test_an_accuracy_interval_over_two_users_stays_inside_zero_and_one() -> None:
+    """Two users' accuracies 0 and 1 give a t-interval of about [-5.9, 6.9]; ``memevo compare`` printed it as is,
+    while the end-of-run summary clips it: both now show [0, 1]. AMemGym's ratio has no bounds and is not clipped."""
+    spread = {"user-0": 0.0, "user-1": 1.0}
+    assert objective_interval("accuracy", spread) == "0.500 [0.000, 1.000]"
+    assert objective_interval("memory_score", spread).startswith("0.500 [-")
