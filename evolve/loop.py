@@ -14,10 +14,9 @@ the usage ledger as it is counted), so ``resume=True`` recomputes nothing finish
 result as an uninterrupted run: the pool is rebuilt from the saved outcomes, trials asked for an unsaved
 plan are handed out again, and every random choice is seeded (by the generation, or the trial).
 
-Budgets are checked before each generation and before each candidate starts (``spend.BudgetKeeper``): once one
-is spent, the run stops, and a generation's candidates that had not started are left out (the stop reason says so).
-The loop tells what happened as events (``events``); the observers (``plugins``: the tracker, the terminal,
-the score plot) record them; the tuner tells its own trials.
+Budgets are checked before each generation and each candidate's start (``spend.BudgetKeeper``): once one is spent,
+the run stops, leaving out the candidates not started (the stop reason says so). The loop tells what happened as
+events (``events``); observers (``plugins``: tracker, terminal, score plot) record them; the tuner tells its trials.
 """
 
 from __future__ import annotations
@@ -278,8 +277,7 @@ class OuterLoop(runtime.RunBase):
 
 
 async def evolve(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resume: bool) -> EvolutionResult:
-    """Async form of ``run_evolution`` (for callers already inside an event loop; several workers on one run:
-    ``memevo.evolve.workers.evolve_worker``)."""
+    """``run_evolution`` for callers already inside an event loop (a notebook's ``memevo.optimize``)."""
     run_dir = Path(run_dir)
     if config.protocol == "amemgym_period":
         from memevo.evolve.in_episode import InEpisodeEvolution
@@ -297,6 +295,6 @@ async def evolve(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resum
 def run_evolution(config: EvolveConfig, *, run_dir: Path, hub: runtime.Hub, resume: bool) -> EvolutionResult:
     """Run (or resume) one evolution to the end and return seed vs best on the test users.
 
-    Nothing is written to ``run_dir`` until the config has been checked against the data; with
-    ``resume`` a folder without a run starts one."""
+    Nothing is written to ``run_dir`` until the config has been checked against the data; with ``resume`` a folder
+    without a run starts one."""
     return run_resumable(evolve(config, run_dir=run_dir, hub=hub, resume=resume))
