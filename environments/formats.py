@@ -14,6 +14,7 @@ from itertools import islice
 from pathlib import Path
 
 from memevo.core.errors import UserInputError
+from memevo.core.setting_names import given, setting
 from memevo.environments.registry import ENVIRONMENTS, environment_class
 
 _JSON_SUFFIXES = (".json", ".jsonl")
@@ -49,5 +50,5 @@ def read_as(environment: str, source: str | Path) -> Iterator[None]:
         other = recognised(source)
         if other is None or other == environment:
             raise
-        raise UserInputError(f"this is a {other} file, not {environment} data: add --environment {other}",
-                             source=str(source), field="--environment") from error
+        raise UserInputError(f"this is a {other} file, not {environment} data: add {given('environment', other)}",
+                             source=str(source), field=setting("environment")) from error

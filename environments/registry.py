@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from memevo.core.errors import UserInputError
 from memevo.core.registry import Registry
+from memevo.core.setting_names import given, setting
 
 if TYPE_CHECKING:
     from memevo.agents.llm.protocol import ChatClient
@@ -53,20 +54,22 @@ def option_owners(option: str) -> str:
     return environments_with(lambda capabilities: option in capabilities.options)
 
 
-OPTION_FLAGS = {"dialog_field": "--dialog-field"}
-"""Options with a flag of their own (from before ``--env-option``); the others are named as ``--env-option``."""
+OWN_SETTINGS = ("dialog_field",)
+"""Options that are settings of their own (``--dialog-field``, from before ``--env-option``); the others are named as
+the ``options`` setting (``--env-option``)."""
 
 
 def check_options(name: str, options: Mapping[str, str]) -> None:
     """Every option given is one the environment registered under ``name`` takes (``Capabilities.options``); another
-    is a ``UserInputError`` naming its flag and the environments that take it."""
-    takes = capabilities_of(name, field="--environment").options
+    is a ``UserInputError`` naming its setting and the environments that take it, as the caller's front end spells
+    them."""
+    takes = capabilities_of(name, field=setting("environment")).options
     for option in options:
         if option not in takes:
             owners = option_owners(option)
-            reason = (f"applies to --environment {owners} only" if owners else
+            reason = (f"applies to {given('environment', owners)} only" if owners else
                       f"'{option}' is not a setting of {name} (it takes: {', '.join(takes) or 'none'})")
-            raise UserInputError(reason, field=OPTION_FLAGS.get(option, "--env-option"))
+            raise UserInputError(reason, field=setting(option if option in OWN_SETTINGS else "options"))
 
 
 def parse_options(words: Sequence[str], *, field: str) -> dict[str, str]:

@@ -70,7 +70,7 @@ class RunStore:
             for key, value in meta.items():
                 if stored.get(key) != value:
                     raise UserInputError(
-                        f"run folder holds {key}={stored.get(key)!r}, not {value!r}; use a new --out folder",
+                        f"run folder holds {key}={stored.get(key)!r}, not {value!r}; use a new run folder",
                         source=str(path),
                         field=key,
                     )

@@ -38,6 +38,7 @@ from memevo.environments.amemgym.data.validate import check_runnable
 from memevo.environments.eval_run import DEFAULT_SIMULATOR, EvalReport, EvalRequest, SimulatorName
 from memevo.environments.evaluate import evaluate as run_evaluation
 from memevo.environments.metrics import Scores, UserScores
+from memevo.environments.registry import DEFAULT_ENVIRONMENT
 from memevo.environments.resume import resumable_as
 from memevo.environments.rundir import claim_run_folder
 from memevo.environments.stop_switch import StopSwitch
@@ -138,6 +139,8 @@ def evaluate(
     *,
     out: str | Path,
     agent_class: type[MemoryAgent] | None = None,
+    environment: str = DEFAULT_ENVIRONMENT,
+    options: Mapping[str, str] | None = None,
     simulator: SimulatorName = DEFAULT_SIMULATOR,
     simulator_model: str | None = None,
     upper_bound: bool = False,
@@ -152,7 +155,8 @@ def evaluate(
     seed: int = 0,
 ) -> EvaluationResult:
     """Score ``policy`` (default: ``agent_class``'s kind with its default prompts) on the users of ``data``,
-    as ``memevo eval`` does, into ``out``; bad input raises ``UserInputError`` naming the field.
+    as ``memevo eval`` does, into ``out``; bad input raises ``UserInputError`` naming the field. ``environment``
+    names the benchmark ``data`` belongs to (``memevo env list``), ``options`` its own settings (``--env-option``).
 
     ``agent_class`` is registered under its ``spec.kind`` first, so a policy of that kind runs it. Interrupted
     (Ctrl-C, a notebook's stop button), the run stops within seconds keeping the periods it finished and raises
@@ -161,6 +165,7 @@ def evaluate(
     checks.check_data("data", data)
     checks.check_folder("out", out)
     checks.check_agent_class(agent_class)
+    checks.check_environment(environment, options, data)
     checks.check_simulator(simulator, simulator_model)
     checks.check_flags(upper_bound=upper_bound, no_memory_baseline=no_memory_baseline, diagnose=diagnose,
                        use_cache=use_cache, resume=resume)
@@ -181,7 +186,8 @@ def evaluate(
             policy_file = Path(policy) if isinstance(policy, str | Path) else given.save_policy(chosen)
             data_source = str(data) if items is None else str(given.save_items(items))
             request = EvalRequest(
-                policy=load_policy(policy_file), data=data_source, out=folder, resume=resume, users=users,
+                policy=load_policy(policy_file), data=data_source, out=folder, environment=environment,
+                options=dict(options or {}), resume=resume, users=users,
                 use_cache=use_cache, concurrency=concurrency, seed=seed, upper_bound=upper_bound,
                 no_memory_baseline=no_memory_baseline, diagnose=diagnose, simulator=simulator,
                 simulator_model=simulator_model, rounds_init=rounds_init, rounds_update=rounds_update)

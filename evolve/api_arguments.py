@@ -11,6 +11,7 @@ from typing import Any
 from memevo.agents.base import MemoryAgent
 from memevo.agents.policy import MemoryPolicy
 from memevo.core.errors import UserInputError
+from memevo.environments.registry import DEFAULT_ENVIRONMENT, environment_class
 from memevo.evolve.config import EvolveConfig
 
 SIMULATORS = ("template", "llm")
@@ -69,6 +70,20 @@ def check_count(name: str, value: Any, *, least: int, optional: bool = False) ->
         raise _reject(name, f"an int{' or None' if optional else ''}", value)
     if value < least:
         raise UserInputError(f"must be at least {least}, not {value}", field=name)
+
+
+def check_environment(name: Any, options: Any, data: Any) -> None:
+    """A registered environment's name, its options a mapping of names to strings; users given as objects are
+    AMemGym items, so another environment reads its data from a path."""
+    if not isinstance(name, str):
+        raise _reject("environment", "an environment's name (str)", name)
+    environment_class(name, field="environment")
+    if options is not None and not (isinstance(options, Mapping)
+                                    and all(isinstance(k, str) and isinstance(v, str) for k, v in options.items())):
+        raise _reject("options", "a mapping of option names to str values, or None", options)
+    if name != DEFAULT_ENVIRONMENT and not isinstance(data, str | Path):
+        raise UserInputError(f"users given as objects are {DEFAULT_ENVIRONMENT} items; give {name}'s data as a "
+                             "file or folder path", field="data")
 
 
 def check_simulator(value: Any, model: Any) -> None:

@@ -27,8 +27,11 @@ class CommandLineSpelling(Spelling):
     """``run_dir`` is ``--run-dir``; ``resume`` given is ``--resume``, ``environment`` given ``locomo`` is
     ``--environment locomo``."""
 
+    FLAGS = {"options": "--env-option"}
+    """Settings whose flag is not their name with dashes (the environment's ``options`` are ``--env-option`` words)."""
+
     def name(self, setting: str) -> str:
-        return "--" + setting.replace("_", "-")
+        return self.FLAGS.get(setting, "--" + setting.replace("_", "-"))
 
     def given(self, setting: str, value: object) -> str:
         return self.name(setting) if value is True else f"{self.name(setting)} {value}"

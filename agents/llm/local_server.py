@@ -41,6 +41,7 @@ from memevo.agents.llm.config import LOCAL_MODEL_NAME
 from memevo.agents.llm.llama_build import reinstall_command
 from memevo.agents.llm.protocol import LLMError
 from memevo.core.errors import RunFailedError, UserInputError
+from memevo.core.setting_names import given
 
 log = logging.getLogger("memevo.llm")
 
@@ -121,7 +122,7 @@ def repair_advice(returncode: int) -> str:
             "llama.cpp crashed; a build compiled for another CPU (for example with AVX-512/AMX) does this. "
             f"Rebuild it portably: `make reinstall-llama` in a memevo checkout, or\n  {reinstall_command(version)}"
         )
-    return "rerun the command with --resume to continue where it stopped"
+    return f"run it again with {given('resume')} to continue where it stopped"
 
 
 def _die_with_parent() -> None:
