@@ -64,6 +64,20 @@ async def test_the_policys_prompts_are_the_ones_mem0_sends(server):
     assert update[0]["content"].startswith("Merge new facts into memory; never delete anything. Today is 2021-03-01.")
 
 
+async def test_the_policys_memory_types_and_answer_prompt_are_the_ones_sent(server):
+    policy = POLICY.with_prompts(memory_types="- the user's pets and nothing else",
+                                 answer_system_prompt="Answer from what you remember:\n{memories}")
+    agent, _ = agent_on(server, policy)
+    await tell(agent, "I live in Paris")
+    extraction, _ = write_requests(server)
+    assert "- the user's pets and nothing else" in extraction[0]["content"]
+    await agent.answer("q", query="where do I live?", now=day(9))
+    (answer,) = [body["messages"] for body in server.requests if "response_format" not in body
+                 and body.get("messages") and body["messages"][-1]["content"] == "q"]
+    assert answer[0]["role"] == "system"
+    assert answer[0]["content"].startswith("Answer from what you remember:\n- [") and "I live in Paris" in answer[0]["content"]
+
+
 async def test_the_default_prompts_are_memevos_with_the_simulated_date(server):
     agent, _ = agent_on(server)
     await tell(agent, "I live in Paris", "I keep bees")
