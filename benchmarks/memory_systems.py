@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -60,8 +61,12 @@ def quickstart_data(config: EvolveConfig, out: Path) -> Path:
 
 
 def evidence_sessions(question: dict[str, Any]) -> set[int]:
-    """Sessions a LoCoMo question's evidence cites (``D3:12`` is session 3); empty when it cites none."""
-    return {int(ref.split(":")[0][1:]) for ref in question.get("evidence", []) if ref.startswith("D") and ":" in ref}
+    """Sessions a LoCoMo question's evidence cites (``D3:12`` is session 3; the file also has ``D:11:26`` and
+    several references in one string); empty when it cites none or a reference names no dialog turn."""
+    found = [re.findall(r"D:?(\d+):\d+", ref) for ref in question.get("evidence", [])]
+    if not found or not all(found):
+        return set()
+    return {int(session) for sessions in found for session in sessions}
 
 
 def locomo_subset(source: Path, conversation: int, sessions: int, out: Path) -> tuple[Path, int]:
