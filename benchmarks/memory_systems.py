@@ -84,16 +84,20 @@ def locomo_subset(source: Path, conversation: int, sessions: int, out: Path) -> 
     return path, len(questions)
 
 
-def run_arm(policy: MemoryPolicy, request: dict[str, Any], folder: Path) -> tuple[dict[str, Any], float | None]:
-    """The arm's ``summary.json`` and its wall time (None when it was finished before this run)."""
+def run_arm(policy: MemoryPolicy, request: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """The arm's ``summary.json``, from its run here or from an earlier one (a started run is resumed)."""
     summary = folder / "summary.json"
-    if summary.exists():
-        return json.loads(summary.read_text(encoding="utf-8")), None
-    started = time.monotonic()
-    resume = (folder / INPUTS_FILE).exists() or (folder / "run").exists()
-    evaluate(EvalRequest(policy=policy, out=folder, resume=resume, **request),
-             resume_hint=f"python {' '.join(sys.argv)}")
-    return json.loads(summary.read_text(encoding="utf-8")), time.monotonic() - started
+    if not summary.exists():
+        resume = (folder / INPUTS_FILE).exists() or (folder / "run").exists()
+        evaluate(EvalRequest(policy=policy, out=folder, resume=resume, **request),
+                 resume_hint=f"python {' '.join(sys.argv)}")
+    return json.loads(summary.read_text(encoding="utf-8"))
+
+
+def minutes(folder: Path) -> float:
+    """An arm's wall time: from its run folder's first record (``inputs.json``) to its ``summary.json``; a run
+    stopped and resumed counts the pause too."""
+    return ((folder / "summary.json").stat().st_mtime - (folder / INPUTS_FILE).stat().st_mtime) / 60
 
 
 def interval(folder: Path, free_text: bool) -> str:
@@ -111,14 +115,13 @@ def interval(folder: Path, free_text: bool) -> str:
     return f"{mean:.3f} [{low:.2f}, {high:.2f}]"
 
 
-def row(name: str, folder: Path, summary: dict[str, Any], wall_s: float | None, free_text: bool) -> str:
+def row(name: str, folder: Path, summary: dict[str, Any], free_text: bool) -> str:
     scores, usage = summary["scores"], summary["usage"]["total"]
     asked = scores["n_questions"]
     writes = "n/a: no write path" if scores.get("write_requests") is None else (
         f"{scores['write_requests']} / {scores['write_failures']}")
-    wall = "n/a: finished before this run" if wall_s is None else f"{wall_s / 60:.1f}"
     return (f"| {name} | {interval(folder, free_text)} | {usage['calls'] / asked:.1f} | "
-            f"{(usage['prompt_tokens'] + usage['completion_tokens']) / asked:.0f} | {writes} | {wall} |")
+            f"{(usage['prompt_tokens'] + usage['completion_tokens']) / asked:.0f} | {writes} | {minutes(folder):.1f} |")
 
 
 def table(title: str, free_text: bool, rows: list[str]) -> str:
@@ -157,18 +160,18 @@ def main() -> None:
             folder = args.out / world / name
             asks_upper_bound = world == "quickstart" and index == 0
             try:
-                summary, wall_s = run_arm(config.seed.policy, {**request, "upper_bound": asks_upper_bound}, folder)
+                summary = run_arm(config.seed.policy, {**request, "upper_bound": asks_upper_bound}, folder)
             except Exception as error:  # one arm's failure is its row's n/a; a rerun resumes it
                 rows.append(f"| {name} | n/a: failed ({type(error).__name__}: {str(error).splitlines()[0]}) |||||")
                 print(rows[-1], file=sys.stderr, flush=True)
                 continue
-            rows.append(row(name, folder, summary, wall_s, free_text))
+            rows.append(row(name, folder, summary, free_text))
             print(rows[-1], file=sys.stderr, flush=True)
             if asks_upper_bound:
                 scores = summary["scores"]
                 title += f"; random {scores['random_baseline']:.3f}, upper bound {scores['upper_bound']:.3f}"
         print(table(title, free_text, rows), flush=True)
-    print(f"wall time {(time.monotonic() - started) / 60:.1f} minutes; 1-minute load average {load_at_start:.1f} at "
+    print(f"wall time of this run {(time.monotonic() - started) / 60:.1f} minutes; 1-minute load average {load_at_start:.1f} at "
           f"the start, {os.getloadavg()[0]:.1f} at the end")
 
 
