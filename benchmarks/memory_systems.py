@@ -10,7 +10,7 @@ embedded SmolLM2-135M unless an endpoint is set). Each arm is one ``memevo eval`
   sessions and the questions whose evidence lies in them; LoCoMo's score (token F1, adversarial questions by
   choice) with a seeded 95% bootstrap interval over the questions.
 
-Calls and tokens are the arm's whole run (writes, embeddings, answers; the upper bound for the first arm) per
+Calls and tokens are the agent's (replies, writes, embeddings, answers; not the upper bound) over its whole run, per
 question asked. Each arm runs in its own folder under ``--out``; a rerun skips finished arms and resumes the others.
 
     python benchmarks/memory_systems.py --locomo locomo10.json [--sessions 2] [--arms a,b] [--out DIR]
@@ -116,12 +116,12 @@ def interval(folder: Path, free_text: bool) -> str:
 
 
 def row(name: str, folder: Path, summary: dict[str, Any], free_text: bool) -> str:
-    scores, usage = summary["scores"], summary["usage"]["total"]
+    scores, usage = summary["scores"], summary["usage"]["by_role"].get("agent", {})
     asked = scores["n_questions"]
     writes = "n/a: no write path" if scores.get("write_requests") is None else (
         f"{scores['write_requests']} / {scores['write_failures']}")
-    return (f"| {name} | {interval(folder, free_text)} | {usage['calls'] / asked:.1f} | "
-            f"{(usage['prompt_tokens'] + usage['completion_tokens']) / asked:.0f} | {writes} | {minutes(folder):.1f} |")
+    return (f"| {name} | {interval(folder, free_text)} | {usage.get('calls', 0) / asked:.1f} | "
+            f"{(usage.get('prompt_tokens', 0) + usage.get('completion_tokens', 0)) / asked:.0f} | {writes} | {minutes(folder):.1f} |")
 
 
 def table(title: str, free_text: bool, rows: list[str]) -> str:
