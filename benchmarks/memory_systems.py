@@ -118,10 +118,11 @@ def interval(folder: Path, free_text: bool) -> str:
 def row(name: str, folder: Path, summary: dict[str, Any], free_text: bool) -> str:
     scores, usage = summary["scores"], summary["usage"]["by_role"].get("agent", {})
     asked = scores["n_questions"]
+    tokens = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
     writes = "n/a: no write path" if scores.get("write_requests") is None else (
         f"{scores['write_requests']} / {scores['write_failures']}")
-    return (f"| {name} | {interval(folder, free_text)} | {usage.get('calls', 0) / asked:.1f} | "
-            f"{(usage.get('prompt_tokens', 0) + usage.get('completion_tokens', 0)) / asked:.0f} | {writes} | {minutes(folder):.1f} |")
+    return (f"| {name} | {interval(folder, free_text)} | {usage.get('calls', 0) / asked:.1f} | {tokens / asked:.0f} | "
+            f"{writes} | {minutes(folder):.1f} |")
 
 
 def table(title: str, free_text: bool, rows: list[str]) -> str:
