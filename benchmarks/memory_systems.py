@@ -13,7 +13,7 @@ embedded SmolLM2-135M unless an endpoint is set). Each arm is one ``memevo eval`
 Calls and tokens are the agent's (replies, writes, embeddings, answers; not the upper bound) over its whole run, per
 question asked. Each arm runs in its own folder under ``--out``; a rerun skips finished arms and resumes the others.
 
-    python benchmarks/memory_systems.py --locomo locomo10.json [--sessions 2] [--arms a,b] [--out DIR]
+    python benchmarks/memory_systems.py --locomo locomo10.json [--conversation 1 --sessions 1] [--arms a,b] [--out DIR]
 """
 
 from __future__ import annotations
@@ -134,8 +134,9 @@ def table(title: str, free_text: bool, rows: list[str]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--locomo", type=Path, help="LoCoMo's locomo10.json (without it the LoCoMo table is skipped)")
-    parser.add_argument("--conversation", type=int, default=0, help="which of its conversations (0-based)")
-    parser.add_argument("--sessions", type=int, default=2, help="its first N sessions")
+    parser.add_argument("--conversation", type=int, default=1, help="which of its conversations (0-based; the "
+                        "default, conv-30, has the most questions answerable from its first session: 16)")
+    parser.add_argument("--sessions", type=int, default=1, help="its first N sessions")
     parser.add_argument("--arms", help="comma-separated arm names (default: every arm of the config)")
     parser.add_argument("--users", type=int, default=2, help="quickstart users played (the first N of the world)")
     parser.add_argument("--worlds", default="quickstart,locomo", help="quickstart, locomo or both")
