@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.quickstart_world import wilson  # noqa: E402
 from memevo.agents.policy import MemoryPolicy  # noqa: E402
+from memevo.core.errors import Interrupted, RunFailedError, UserInputError  # noqa: E402
 from memevo.environments.amemgym.data.io import save_items  # noqa: E402
 from memevo.environments.eval_run import EvalRequest  # noqa: E402
 from memevo.environments.evaluate import evaluate  # noqa: E402
@@ -163,7 +164,7 @@ def main() -> None:
             asks_upper_bound = world == "quickstart" and index == 0
             try:
                 summary = run_arm(config.seed.policy, {**request, "upper_bound": asks_upper_bound}, folder)
-            except Exception as error:  # one arm's failure is its row's n/a; a rerun resumes it
+            except (RunFailedError, UserInputError) as error:  # the arm's row says n/a; a rerun resumes it
                 rows.append(f"| {name} | n/a: failed ({type(error).__name__}: {str(error).splitlines()[0]}) |||||")
                 print(rows[-1], file=sys.stderr, flush=True)
                 continue
@@ -178,4 +179,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Interrupted as stop:  # finished arms are kept; the message says how to resume
+        print(stop, file=sys.stderr)
+        sys.exit(stop.exit_code)
