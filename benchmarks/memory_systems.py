@@ -122,14 +122,15 @@ def row(name: str, folder: Path, summary: dict[str, Any], free_text: bool) -> st
     tokens = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
     writes = "n/a: no write path" if scores.get("write_requests") is None else (
         f"{scores['write_requests']} / {scores['write_failures']}")
+    cached = f"{usage.get('cache_hits', 0)} of {usage.get('calls', 0)}"
     return (f"| {name} | {interval(folder, free_text)} | {usage.get('calls', 0) / asked:.1f} | {tokens / asked:.0f} | "
-            f"{writes} | {minutes(folder):.1f} |")
+            f"{writes} | {minutes(folder):.1f} ({cached}) |")
 
 
 def table(title: str, free_text: bool, rows: list[str]) -> str:
     credit = "score (LoCoMo F1) [95% bootstrap interval]" if free_text else "accuracy [95% Wilson interval]"
     return "\n".join([title, "", f"| arm | {credit} | calls per question | tokens per question | "
-                      "write requests / failures | minutes |", "|---|---|---|---|---|---|", *rows, ""])
+                      "write requests / failures | minutes (agent calls from the response cache) |", "|---|---|---|---|---|---|", *rows, ""])
 
 
 def main() -> None:
