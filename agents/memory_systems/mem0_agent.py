@@ -51,15 +51,29 @@ def import_mem0() -> Any:
     return main
 
 
-def mem0_reads_object(text: str) -> bool:
-    """Whether Mem0's own reply cleaning (code fences, then the outermost braces) gives a JSON object."""
+def mem0_can_use(text: str) -> bool:
+    """Whether Mem0 can act on a write reply. Its own cleaning (code fences, then the outermost braces) must give a
+    JSON object with a "memory" list (the update step) or a "facts" list (extraction; empty when there is nothing to
+    remember) that is not made only of facts Mem0 skips (objects without "fact" or "text", as small models write
+    them). Otherwise Mem0 stores nothing, with at most a log line."""
     utils = sys.modules["mem0.memory.utils"]
     for candidate in (utils.remove_code_blocks(text), utils.extract_json(text)):
         try:
-            return isinstance(json.loads(candidate, strict=False), dict)
+            data = json.loads(candidate, strict=False)
         except json.JSONDecodeError:
             continue
+        if not isinstance(data, dict):
+            return False
+        facts = data.get("facts")
+        if isinstance(facts, list):
+            return not facts or not all(_skipped_fact(fact) for fact in facts)
+        return isinstance(data.get("memory"), list)
     return False
+
+
+def _skipped_fact(fact: Any) -> bool:
+    """A fact Mem0's ``normalize_facts`` drops: an object with neither a "fact" nor a "text" value, or ""."""
+    return not (fact.get("fact") or fact.get("text")) if isinstance(fact, dict) else fact == ""
 
 
 @register_agent("mem0")
@@ -132,10 +146,10 @@ class Mem0Agent(BufferedMemoryAgent):
         self.memory, self.dimensions = memory, dimensions
 
     def _count_write(self, reply: str) -> None:
-        """One write request; a failure when Mem0 cannot read its reply as a JSON object (Mem0 then skips the step
-        without a word, and retries nothing)."""
+        """One write request; a failure when Mem0 cannot use its reply (no JSON object, or only facts of a shape it
+        skips): Mem0 then skips the step with at most a log line, and retries nothing."""
         self.counters.requests += 1
-        if not mem0_reads_object(reply):
+        if not mem0_can_use(reply):
             self.counters.failures += 1
 
     def memory_state(self) -> dict[str, Any]:

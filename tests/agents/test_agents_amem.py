@@ -12,7 +12,11 @@ from memevo.agents.llm.accounting import Accounting
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.llm.gateway import LLMGateway
 from memevo.agents.memory_systems.amem_agent import AMemAgent, evolution_parser, link_parser
-from memevo.agents.memory_systems.amem_prompts import NOTE_FORMAT_CLAUSE
+from memevo.agents.memory_systems.amem_prompts import (
+    EVOLUTION_FORMAT_CLAUSE,
+    LINK_FORMAT_CLAUSE,
+    NOTE_FORMAT_CLAUSE,
+)
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import build_agent
 from tests.agents.test_agents_support import day, scripted
@@ -21,6 +25,10 @@ from tests.doubles.memory_system_replies import memory_system_reply
 
 POLICY = MemoryPolicy(kind="amem", update_every=2, short_term=0, top_k=1)
 EVOLVED_NOTE = ("Label this exchange for later, dated {today}:\n{content}\n" + NOTE_FORMAT_CLAUSE)
+# The fake endpoint finds the new note and the listed notes under these headings, as in the default prompts.
+EVOLVED_LINK = "Join related notes.\nNew note:\n{note}\n\nSimilar stored notes:\n{candidates}\n\n" + LINK_FORMAT_CLAUSE
+EVOLVED_EVOLUTION = "Refresh old notes.\nNew note:\n{note}\n\nLinked notes:\n{neighbours}\n\n" + EVOLUTION_FORMAT_CLAUSE
+EVOLVED_ANSWER = "Answer from your notes:\n{memories}"
 
 
 @pytest.fixture
@@ -53,6 +61,20 @@ async def test_a_note_gets_keywords_tags_and_context_from_the_policys_prompt(ser
     (note,) = agent.notes
     assert note.keywords == ["keep", "bees", "oslo"] and note.tags == ["personal"]
     assert note.context == "I keep bees in Oslo" and note.links == []
+
+
+async def test_the_link_evolution_and_answer_prompts_are_the_policys(server):
+    policy = POLICY.with_prompts(link_prompt=EVOLVED_LINK, evolution_prompt=EVOLVED_EVOLUTION,
+                                 answer_system_prompt=EVOLVED_ANSWER)
+    agent = agent_on(server, policy)
+    await tell(agent, "I keep bees in Oslo", "The bees swarmed today")
+    _, _, link, evolution = prompts_sent(server)
+    assert link.startswith("Join related notes.\nNew note:\nuser: The bees swarmed today\n")
+    assert evolution.startswith("Refresh old notes.\nNew note:\nuser: The bees swarmed today\n")
+    assert agent.notes[0].context == "revised: user: The bees swarmed today"  # the evolved prompt's reply was used
+    await agent.answer("q", query="bees", now=day(9))
+    system = server.requests[-1]["messages"][0]
+    assert system["role"] == "system" and system["content"].startswith("Answer from your notes:\n- [")
 
 
 async def test_related_notes_are_linked_both_ways_and_evolved(server):

@@ -15,7 +15,7 @@ from memevo.agents.base import MemoryAgent
 from memevo.agents.llm.accounting import Accounting
 from memevo.agents.llm.config import LLMConfig
 from memevo.agents.llm.gateway import LLMGateway
-from memevo.agents.memory_systems.mem0_agent import import_mem0
+from memevo.agents.memory_systems.mem0_agent import import_mem0, mem0_can_use
 from memevo.agents.memory_systems.mem0_prompts import FACT_EXTRACTION_PROMPT
 from memevo.agents.policy import MemoryPolicy
 from memevo.agents.registry import build_agent, validate_policy
@@ -62,6 +62,20 @@ async def test_the_policys_prompts_are_the_ones_mem0_sends(server):
     assert extraction[0] == {"role": "system", "content": EVOLVED_FACTS.replace("{today}", "2021-03-01")}
     assert extraction[1]["content"].startswith("Input:\nuser: I live in Paris")
     assert update[0]["content"].startswith("Merge new facts into memory; never delete anything. Today is 2021-03-01.")
+
+
+async def test_the_policys_memory_types_and_answer_prompt_are_the_ones_sent(server):
+    policy = POLICY.with_prompts(memory_types="- the user's pets and nothing else",
+                                 answer_system_prompt="Answer from what you remember:\n{memories}")
+    agent, _ = agent_on(server, policy)
+    await tell(agent, "I live in Paris")
+    extraction, _ = write_requests(server)
+    assert "- the user's pets and nothing else" in extraction[0]["content"]
+    await agent.answer("q", query="where do I live?", now=day(9))
+    (answer,) = [body["messages"] for body in server.requests if "response_format" not in body
+                 and body.get("messages") and body["messages"][-1]["content"] == "q"]
+    assert answer[0]["role"] == "system"
+    assert answer[0]["content"].startswith("Answer from what you remember:\n- [") and "I live in Paris" in answer[0]["content"]
 
 
 async def test_the_default_prompts_are_memevos_with_the_simulated_date(server):
@@ -149,6 +163,27 @@ async def test_a_reply_mem0_cannot_read_is_counted_as_a_failed_write():
         await tell(agent, "I live in Paris")
     assert agent.state()["counters"] == {"requests": 1, "retries": 0, "failures": 1}
     assert (await agent.answer("q", query="Paris", now=day(2))).consulted_memory == ""
+
+
+async def test_facts_mem0_skips_every_one_of_are_a_failed_write():
+    """Small models write facts as objects; Mem0 drops those without "fact" or "text" and stores nothing."""
+    def reply(body: dict) -> str:
+        return json.dumps({"facts": [{"name": "John", "age": 25}]}) if "response_format" in body else "ok"
+
+    with FaultServer(reply) as server:
+        agent, _ = agent_on(server)
+        await tell(agent, "I live in Paris")
+    assert agent.state()["counters"] == {"requests": 1, "retries": 0, "failures": 1}
+    assert (await agent.answer("q", query="Paris", now=day(2))).consulted_memory == ""
+
+
+@pytest.mark.parametrize(("reply", "usable"), [
+    ('{"facts": []}', True), ('{"facts": [{"fact": "Lives in Paris"}, {"name": "x"}]}', True),
+    ('```json\n{"memory": []}\n```', True), ('{"facts": [""]}', False), ('{"answer": "Paris"}', False),
+])
+def test_which_write_replies_mem0_can_use(reply, usable):
+    import_mem0()
+    assert mem0_can_use(reply) is usable
 
 
 def test_mem0s_telemetry_is_off_even_when_mem0_was_imported_with_it_on(monkeypatch):
