@@ -18,7 +18,7 @@ from itertools import combinations
 from typing import TYPE_CHECKING
 
 from memevo.evolve.candidates import Candidate
-from memevo.evolve.proposers.base import ProposalContext, Variant, checked
+from memevo.evolve.proposers.base import ProposalContext, Variant, variant_of
 from memevo.evolve.proposers.merge import ancestors
 from memevo.evolve.proposers.reflection import ReflectionProposer
 from memevo.evolve.records import ProposalStats
@@ -97,16 +97,7 @@ class AccumulateProposer:
         return texts
 
     def _variant(self, context: ProposalContext, texts: dict[str, str], stats: ProposalStats) -> Variant | None:
-        variant = Variant(prompts={}, proposer=self.name)
-        for spec in context.components:
-            current = context.current(spec)
-            if texts[spec.name] == current:
-                continue
-            text, repairs = checked(spec, texts[spec.name], current, context.bounds, stats)
-            if text is not None:
-                variant.prompts[spec.name] = text
-                variant.changes += [f"{spec.name}: carried over an edit that gained in a race"] + repairs
-        return variant if variant.prompts else None
+        return variant_of(context, texts, stats, proposer=self.name, change="carried over an edit that gained in a race")
 
     async def propose(self, context: ProposalContext, n: int) -> tuple[list[Variant], ProposalStats]:
         stats = ProposalStats()

@@ -76,6 +76,22 @@ def checked(
     return (verdict.text if verdict.accepted else None), verdict.repairs
 
 
+def variant_of(context: ProposalContext, texts: Mapping[str, str], stats: ProposalStats, *, proposer: str,
+               change: str, other_parent_id: str | None = None) -> Variant | None:
+    """The variant of the parent whose components read ``texts`` (a component left as it is is not proposed), each
+    checked (``checked``) and noted as ``change``; None when no component changed and passed."""
+    variant = Variant(prompts={}, proposer=proposer, other_parent_id=other_parent_id)
+    for spec in context.components:
+        current = context.current(spec)
+        if texts[spec.name] == current:
+            continue
+        text, repairs = checked(spec, texts[spec.name], current, context.bounds, stats)
+        if text is not None:
+            variant.prompts[spec.name] = text
+            variant.changes += [f"{spec.name}: {change}"] + repairs
+    return variant if variant.prompts else None
+
+
 def shares(k: int, n: int) -> list[int]:
     """K variants dealt to ``n`` proposers in turn."""
     return [k // n + (index < k % n) for index in range(n)]

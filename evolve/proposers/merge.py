@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memevo.evolve.candidates import Candidate
-from memevo.evolve.proposers.base import ProposalContext, Variant, checked
+from memevo.evolve.proposers.base import ProposalContext, Variant, variant_of
 from memevo.evolve.records import ProposalStats
 
 if TYPE_CHECKING:
@@ -64,17 +64,10 @@ class MergeProposer:
         theirs = set(ancestors(partner, lineage))
         common = next((i for i in ancestors(context.parent, lineage) if i in theirs), None)
         ancestor = lineage.get(common or "", context.parent)
-        variant = Variant(prompts={}, proposer=self.name, other_parent_id=partner.id)
-        for spec in context.components:
-            current = context.current(spec)
-            merged = merge_text(current, context.current(spec, partner), context.current(spec, ancestor))
-            if merged == current:
-                continue
-            text, repairs = checked(spec, merged, current, context.bounds, stats)
-            if text is not None:
-                variant.prompts[spec.name] = text
-                variant.changes += [f"{spec.name}: merged with {partner.label}"] + repairs
-        return variant if variant.prompts else None
+        merged = {spec.name: merge_text(context.current(spec), context.current(spec, partner),
+                                        context.current(spec, ancestor)) for spec in context.components}
+        return variant_of(context, merged, stats, proposer=self.name, change=f"merged with {partner.label}",
+                          other_parent_id=partner.id)
 
     async def propose(self, context: ProposalContext, n: int) -> tuple[list[Variant], ProposalStats]:
         stats = ProposalStats()
