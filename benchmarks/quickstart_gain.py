@@ -36,9 +36,9 @@ from benchmarks.quickstart import (  # noqa: E402
 from benchmarks.wire_counts import WireClock  # noqa: E402
 from memevo.agents.llm.hub import LLMHub  # noqa: E402
 from memevo.environments.progress import configure_terminal  # noqa: E402
+from memevo.evolve.api_outcomes import paired_on_test_users  # noqa: E402
 from memevo.evolve.config import EvolveConfig, load_evolve_config  # noqa: E402
 from memevo.evolve.loop import run_evolution  # noqa: E402
-from memevo.evolve.presentation.headline import held_out_difference  # noqa: E402
 from memevo.evolve.stats import fmt  # noqa: E402
 
 SPLIT_SEEDS = (1, 2, 3, 4, 5)
@@ -69,7 +69,7 @@ def run_split(config: EvolveConfig, seed: int, scratch: Path, wire: WireClock) -
     finally:
         logging.getLogger("memevo").removeHandler(clock)
     evolution = time.monotonic() - (clock.ready_at or started)
-    test = held_out_difference(result.objective, result.seed_user_scores, result.best_user_scores)
+    test = paired_on_test_users(result.objective, result.seed_user_scores, result.best_user_scores)
     calls, prompt, completion = (now - then for now, then in zip(wire.totals(), before, strict=True))
     idle = prompt * IDLE_S_PER_PROMPT_TOKEN + completion * IDLE_S_PER_COMPLETION_TOKEN
     best = "seed (no candidate kept)" if result.best.id == result.seed.id else result.best.label

@@ -8,15 +8,16 @@ measurably beat random. Each line is wrapped to a terminal's width; a figure is 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from memevo.environments.answering import ANSWER_MODE_TEXT
 from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.metrics.scores import CategoryScores
 from memevo.environments.registry import DEFAULT_ENVIRONMENT, capabilities_of
 from memevo.environments.score_text import MEMORY_SCORE_SCALE, FigureName, failure_text, figure_label, free_text
+from memevo.evolve.api_outcomes import paired_on_test_users, user_values
 from memevo.evolve.config import Objective
-from memevo.evolve.stats import PairedTest, fmt, fmt_interval, fmt_p, mean_ci, paired_test
+from memevo.evolve.stats import fmt, fmt_interval, fmt_p, mean_ci
 
 WIDTH = 100
 INDENT = "  "
@@ -34,22 +35,6 @@ def objective_label(objective: str, scores: Scores | None = None, *, figure: Fig
     return figure or "accuracy"
 
 
-def _per_user(users: Sequence[UserScores], pick: Callable[[UserScores], float | None]) -> dict[str, float]:
-    return {user.user_id: value for user in users if (value := pick(user)) is not None}
-
-
-def _pick(objective: str) -> Callable[[UserScores], float | None]:
-    if objective == "accuracy":
-        return lambda user: user.accuracy
-    return lambda user: user.memory_score
-
-
-def held_out_difference(objective: str, seed: Sequence[UserScores], best: Sequence[UserScores]) -> PairedTest:
-    """Best minus seed in the objective over the test users: the difference the headline and the parent run show."""
-    pick = _pick(objective)
-    return paired_test(_per_user(seed, pick), _per_user(best, pick))
-
-
 def objective_interval(objective: str, values: dict[str, float]) -> str:
     """The t-interval over users of one candidate's objective, kept inside [0, 1] for accuracy (a score of a few
     users' questions cannot leave it; AMemGym's ratio has no bounds)."""
@@ -59,19 +44,14 @@ def objective_interval(objective: str, values: dict[str, float]) -> str:
 
 def _objective_line(objective: str, label: str, seed: Sequence[UserScores], best: Sequence[UserScores],
                     best_label: str) -> str:
-    pick = _pick(objective)
-    seed_values, best_values = _per_user(seed, pick), _per_user(best, pick)
-    test = held_out_difference(objective, seed, best)
+    test = paired_on_test_users(objective, seed, best)
     p = "n/a" if test.t_p is None else fmt_p(test.t_p)
-    bounded = objective == "accuracy"  # AMemGym's ratio has no bounds
-
-    def interval(values: dict[str, float]) -> str:
-        return objective_interval(objective, values)
-
     low, high = test.diff_low, test.diff_high
-    if bounded and low is not None and high is not None:
+    if objective == "accuracy" and low is not None and high is not None:  # AMemGym's ratio has no bounds
         low, high = max(low, -1.0), min(high, 1.0)
-    return (f"{label}: seed {interval(seed_values)} -> {best_label} {interval(best_values)}; "
+    seed_interval = objective_interval(objective, user_values(objective, seed))
+    best_interval = objective_interval(objective, user_values(objective, best))
+    return (f"{label}: seed {seed_interval} -> {best_label} {best_interval}; "
             f"{best_label} - seed {fmt(test.mean_diff)} [{fmt(low)}, {fmt(high)}], paired t p {p} over "
             f"{test.n} users" + (f" ({test.note})" if test.note else ""))
 

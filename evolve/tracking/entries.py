@@ -202,9 +202,9 @@ def _memory_figures(result: EvolutionResult) -> dict[str, float]:
 def _difference_figures(result: EvolutionResult) -> dict[str, float]:
     """Best minus seed in the objective over the test users: mean, 95% t-interval and paired t p, each when defined
     (the parent run's description says n/a and why otherwise)."""
-    from memevo.evolve.presentation.headline import held_out_difference  # scipy: not on the way to the first request
+    from memevo.evolve.api_outcomes import paired_on_test_users  # scipy: not on the way to the first request
 
-    test = held_out_difference(result.objective, result.seed_user_scores, result.best_user_scores)
+    test = paired_on_test_users(result.objective, result.seed_user_scores, result.best_user_scores)
     values = {"best_minus_seed": test.mean_diff, "best_minus_seed_low": test.diff_low,
               "best_minus_seed_high": test.diff_high, "paired_t_p": test.t_p}
     return {f"{TEST_PREFIX}{name}": value for name, value in values.items() if value is not None}
