@@ -123,7 +123,13 @@ def user_values(objective: str, users: Sequence[UserScores]) -> dict[str, float]
     return {user_id: value for user_id, value in picked if value is not None}
 
 
+def user_weights(objective: str, users: Sequence[UserScores]) -> dict[str, float]:
+    """Each user's weight in a mean over users: its questions for accuracy, so the mean is the score pooled over
+    questions (the one every other figure shows); 1 for AMemGym's memory score, a mean of ratios."""
+    return {user.user_id: float(user.n_questions) if objective == "accuracy" else 1.0 for user in users}
+
+
 def paired_on_test_users(objective: str, seed: Sequence[UserScores], best: Sequence[UserScores]) -> PairedTest:
-    """Best minus seed on the test users' objective, paired by user; users without a value on one side are counted
-    as unmatched."""
-    return paired_test(user_values(objective, seed), user_values(objective, best))
+    """Best minus seed on the test users' objective, paired by user and weighted (``user_weights``); users without a
+    value on one side are counted as unmatched."""
+    return paired_test(user_values(objective, seed), user_values(objective, best), weights=user_weights(objective, best))

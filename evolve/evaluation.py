@@ -23,7 +23,6 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from statistics import fmean
 from typing import Annotated, Any, Protocol
 
 from pydantic import BeforeValidator
@@ -43,19 +42,22 @@ from memevo.environments.runner import EpisodeConfig
 from memevo.environments.store import RunStore
 from memevo.evolve.candidate_costs import CandidateCosts
 from memevo.evolve.candidates import Candidate
+from memevo.evolve.cells import pooled_mean
 from memevo.evolve.config import Objective, stored_objective
 from memevo.evolve.records import SUMMARY_REMEDY, Instance
 from memevo.evolve.speculation import Speculator
 
 
 class UserOutcome(LazyModel):
-    """One user's accuracy and memory score, overall and per period (memory None where undefined)."""
+    """One user's accuracy and memory score, overall and per period (memory None where undefined), with each
+    period's questions (empty in a summary written before they were kept: its cells then weigh 1)."""
 
     user_id: str
     accuracy: float
     period_accuracy: list[float]
     memory_score: float | None = None
     period_memory: list[float | None] = []
+    period_questions: list[int] = []
 
     def value(self, objective: Objective) -> float | None:
         return self.memory_score if objective == "amemgym_memory_score" else self.accuracy
@@ -63,12 +65,19 @@ class UserOutcome(LazyModel):
     def period_values(self, objective: Objective) -> list[float | None]:
         return list(self.period_memory) if objective == "amemgym_memory_score" else list(self.period_accuracy)
 
+    def period_weights(self, objective: Objective) -> list[int]:
+        """Each period's weight in a mean over cells: its questions for accuracy, 1 for AMemGym's ratio."""
+        if objective == "amemgym_memory_score" or len(self.period_questions) != len(self.period_accuracy):
+            return [1] * len(self.period_accuracy)
+        return list(self.period_questions)
+
 
 def user_outcome(episode: EpisodeResult, item: Any, table: UpperBoundTable | None) -> UserOutcome:
     (scored,) = user_scores([episode], [item], table)
     return UserOutcome(
         user_id=episode.user_id, accuracy=scored.accuracy, period_accuracy=scored.per_period_accuracy,
         memory_score=scored.memory_score, period_memory=scored.per_period_memory,
+        period_questions=scored.per_period_questions,
     )
 
 
@@ -96,19 +105,21 @@ class CandidateEval(LazyModel):
         return self.split == split and self.objective == objective and users_match
 
     def instances(self) -> dict[Instance, float]:
-        """The objective per (user, period) where it is defined: what paired tests and Pareto compare."""
+        """The objective per (user, period) where it is defined, each cell weighted (``Instance``): what paired
+        tests and Pareto compare."""
         return {
-            (user.user_id, period): value
+            Instance(user.user_id, period, weight): value
             for user in self.users
-            for period, value in enumerate(user.period_values(self.objective))
+            for period, (value, weight) in enumerate(zip(user.period_values(self.objective),
+                                                         user.period_weights(self.objective), strict=True))
             if value is not None
         }
 
     @property
     def score(self) -> float:
-        """Mean of the objective over the defined (user, period) instances: what the loop maximizes."""
-        values = list(self.instances().values())
-        return fmean(values) if values else 0.0
+        """The objective over the defined (user, period) cells, pooled over questions for accuracy (a weighted mean,
+        ``cells``), AMemGym's mean of cell ratios for its memory score: what the loop maximizes."""
+        return pooled_mean(self.instances())
 
     def user_value(self, user: UserOutcome) -> float:
         """One user's objective value (0 when it is undefined for every period)."""
@@ -117,12 +128,13 @@ class CandidateEval(LazyModel):
 
     @property
     def period_scores(self) -> list[float]:
-        """Mean over users of each period's objective value (where defined)."""
+        """Each period's objective over users (where defined), weighted as ``score`` is."""
         if not self.users:
             return []
         n_periods = min(len(user.period_accuracy) for user in self.users)
-        columns = [[u.period_values(self.objective)[p] for u in self.users] for p in range(n_periods)]
-        return [fmean([v for v in column if v is not None] or [0.0]) for column in columns]
+        return [pooled_mean({Instance(u.user_id, p, u.period_weights(self.objective)[p]): value for u in self.users
+                             if (value := u.period_values(self.objective)[p]) is not None})
+                for p in range(n_periods)]
 
 
 class Pruner(Protocol):

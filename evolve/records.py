@@ -24,8 +24,29 @@ from memevo.evolve.config import Objective, stored_objective
 from memevo.evolve.validation import Verdict
 
 Record = TypeVar("Record", bound=BaseModel)
-Instance = tuple[str, int]
-"""A validation instance: (user id, period)."""
+
+
+class Instance(tuple[str, int]):
+    """A (user id, period) cell, compared and hashed as that pair. ``weight`` is the cell's weight in the means
+    selection takes: its question count when the objective is a score over questions, so a mean over cells pools the
+    questions as the displayed score and the benchmarks' own scorers do; 1 for AMemGym's memory score, a mean of cell
+    ratios. The weight is a property of the data (every candidate is asked the same questions), so it travels with
+    the key through any merge of instance maps; a plain pair weighs 1."""
+
+    weight: int
+
+    def __new__(cls, user_id: str, period: int, weight: int = 1) -> Instance:
+        cell = super().__new__(cls, (user_id, period))
+        cell.weight = weight
+        return cell
+
+    def __getnewargs__(self) -> tuple[str, int, int]:  # type: ignore[override]  # copies keep the weight
+        return self[0], self[1], self.weight
+
+
+def cell_weight(key: tuple[str, int]) -> int:
+    """A cell's weight in a mean (see ``Instance``)."""
+    return key.weight if isinstance(key, Instance) else 1
 
 
 class ProposalStats(LazyModel):

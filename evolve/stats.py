@@ -170,16 +170,30 @@ def interval(values: Sequence[float], method: CIMethod = "t", confidence: float 
 Unit = TypeVar("Unit", bound=Hashable)
 
 
+def weighted_contributions(values: Sequence[float], weights: Sequence[float]) -> list[float]:
+    """Each value times its weight over the mean weight: the plain mean of these is the weighted mean, so an interval
+    or a paired test over them speaks of the figure pooled over what the weights count (questions)."""
+    if not values:
+        return []
+    mean_weight = sum(weights) / len(weights)
+    return [value * weight / mean_weight for value, weight in zip(values, weights, strict=True)]
+
+
 def paired_test(
-    baseline: Mapping[Unit, float], treatment: Mapping[Unit, float], confidence: float = 0.95
+    baseline: Mapping[Unit, float], treatment: Mapping[Unit, float], confidence: float = 0.95,
+    weights: Mapping[Unit, float] | None = None,
 ) -> PairedTest:
     """Compare ``treatment - baseline`` over the units present in both (paired t-test and Wilcoxon signed-rank).
 
-    Units present in only one arm are counted in ``unmatched`` and left out, never imputed.
+    Units present in only one arm are counted in ``unmatched`` and left out, never imputed. With ``weights`` (a
+    unit's questions) the differences are weighted (``weighted_contributions``): the mean difference is the pooled one.
     """
     keys = [key for key in baseline if key in treatment]
     unmatched = len(set(baseline) ^ set(treatment))
-    diffs = _clean([treatment[key] - baseline[key] for key in keys])
+    differences = [treatment[key] - baseline[key] for key in keys]
+    if weights is not None:
+        differences = weighted_contributions(differences, [weights[key] for key in keys])
+    diffs = _clean(differences)
     diffs[np.abs(diffs) <= ROUNDING] = 0.0  # 0.3 - 0.3 computed two ways is no difference
     n = len(diffs)
     diff_ci = mean_ci(diffs, confidence)

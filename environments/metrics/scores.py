@@ -149,6 +149,8 @@ class UserScores(ScoreSummary):
     user_id: str
     per_period_accuracy: list[float]
     per_period_memory: list[float | None]
+    per_period_questions: list[int] = []
+    """Questions per period (empty in records written before it was kept)."""
 
 
 class Scores(ScoreSummary):
@@ -374,6 +376,7 @@ def user_scores(
             user_id=episode.user_id,
             per_period_accuracy=[cell.accuracy for cell in group],
             per_period_memory=[cell.memory_score for cell in group],
+            per_period_questions=[cell.n_questions for cell in group],
             **summarize(group),
         ))
     return out

@@ -8,7 +8,7 @@ import difflib
 from pathlib import Path
 
 from memevo.core.errors import UserInputError
-from memevo.evolve.api_outcomes import decision_counts, user_values, written_rows
+from memevo.evolve.api_outcomes import decision_counts, written_rows
 from memevo.evolve.presentation.explain import spend_line
 from memevo.evolve.presentation.headline import objective_interval
 from memevo.evolve.records import EvolutionResult, read_written
@@ -47,8 +47,8 @@ def compare_runs(run_a: Path, run_b: Path) -> str:
                      "comparable")
     lines.append("held-out test [95% t-intervals over users]:")
     for label, result in (("A", a), ("B", b)):
-        seed = objective_interval(result.objective, user_values(result.objective, result.seed_user_scores))
-        best = objective_interval(result.objective, user_values(result.objective, result.best_user_scores))
+        seed = objective_interval(result.objective, result.seed_user_scores)
+        best = objective_interval(result.objective, result.best_user_scores)
         lines.append(f"  {label}: seed {seed}, best {best} ({result.seed_scores.n_users} users)")
     lines += ["", "decisions (decisions.json):", f"  A: {_decision_counts(run_a, a)}",
               f"  B: {_decision_counts(run_b, b)}"]

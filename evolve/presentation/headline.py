@@ -15,9 +15,9 @@ from memevo.environments.metrics import Scores, UserScores
 from memevo.environments.metrics.scores import CategoryScores
 from memevo.environments.registry import DEFAULT_ENVIRONMENT, capabilities_of
 from memevo.environments.score_text import MEMORY_SCORE_SCALE, FigureName, failure_text, figure_label, free_text
-from memevo.evolve.api_outcomes import paired_on_test_users, user_values
+from memevo.evolve.api_outcomes import paired_on_test_users, user_values, user_weights
 from memevo.evolve.config import Objective
-from memevo.evolve.stats import fmt, fmt_interval, fmt_p, mean_ci
+from memevo.evolve.stats import fmt, fmt_interval, fmt_p, mean_ci, weighted_contributions
 
 WIDTH = 100
 INDENT = "  "
@@ -35,10 +35,12 @@ def objective_label(objective: str, scores: Scores | None = None, *, figure: Fig
     return figure or "accuracy"
 
 
-def objective_interval(objective: str, values: dict[str, float]) -> str:
-    """The t-interval over users of one candidate's objective, kept inside [0, 1] for accuracy (a score of a few
-    users' questions cannot leave it; AMemGym's ratio has no bounds)."""
-    ci = mean_ci(list(values.values()))
+def objective_interval(objective: str, users: Sequence[UserScores]) -> str:
+    """The t-interval over users of one candidate's objective, users weighted as ``user_weights`` says (so its mean
+    is the pooled score), kept inside [0, 1] for accuracy (a score of a few users' questions cannot leave it;
+    AMemGym's ratio has no bounds)."""
+    values, weights = user_values(objective, users), user_weights(objective, users)
+    ci = mean_ci(weighted_contributions(list(values.values()), [weights[user] for user in values]))
     return fmt_interval(ci.clipped(0.0, 1.0) if objective == "accuracy" else ci)
 
 
@@ -49,8 +51,8 @@ def _objective_line(objective: str, label: str, seed: Sequence[UserScores], best
     low, high = test.diff_low, test.diff_high
     if objective == "accuracy" and low is not None and high is not None:  # AMemGym's ratio has no bounds
         low, high = max(low, -1.0), min(high, 1.0)
-    seed_interval = objective_interval(objective, user_values(objective, seed))
-    best_interval = objective_interval(objective, user_values(objective, best))
+    seed_interval = objective_interval(objective, seed)
+    best_interval = objective_interval(objective, best)
     return (f"{label}: seed {seed_interval} -> {best_label} {best_interval}; "
             f"{best_label} - seed {fmt(test.mean_diff)} [{fmt(low)}, {fmt(high)}], paired t p {p} over "
             f"{test.n} users" + (f" ({test.note})" if test.note else ""))

@@ -13,6 +13,7 @@ from statistics import fmean
 from typing import Protocol
 
 from memevo.core.lazy_model import LazyModel
+from memevo.evolve.cells import paired_gains, pooled_mean
 from memevo.evolve.records import Instance
 
 
@@ -30,7 +31,7 @@ class MeanAcceptance:
         del confidence, min_effect  # the mean rule has no parameters
 
     def decide(self, candidate: Mapping[Instance, float], parent: Mapping[Instance, float]) -> Decision:
-        mine, theirs = fmean(candidate.values() or [0.0]), fmean(parent.values() or [0.0])
+        mine, theirs = pooled_mean(candidate), pooled_mean(parent)
         return Decision(accepted=mine > theirs, reason=f"validation mean {mine:.3f} vs parent {theirs:.3f}")
 
 
@@ -40,8 +41,7 @@ class PairedAcceptance:
         self.min_effect = min_effect
 
     def decide(self, candidate: Mapping[Instance, float], parent: Mapping[Instance, float]) -> Decision:
-        common = sorted(set(candidate) & set(parent))
-        gains = [candidate[key] - parent[key] for key in common]
+        gains = paired_gains(candidate, parent)
         if len(gains) < 2:
             return Decision(accepted=False, reason=f"{len(gains)} paired instance(s): too few to test")
         mean_gain = fmean(gains)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from statistics import fmean
 
+from memevo.evolve.cells import pooled_mean
 from memevo.evolve.records import Instance
 
 
@@ -38,4 +38,4 @@ def not_worse(candidate: Mapping[Instance, float], parent: Mapping[Instance, flo
     common = [key for key in candidate if key in parent]
     if not common:
         return True
-    return fmean(candidate[key] for key in common) >= fmean(parent[key] for key in common)
+    return pooled_mean({key: candidate[key] for key in common}) >= pooled_mean({key: parent[key] for key in common})

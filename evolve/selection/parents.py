@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from statistics import fmean
 from typing import Protocol
 
 from gepa.gepa_utils import select_program_candidate_from_pareto_front
 
 from memevo.evolve.candidates import Candidate
+from memevo.evolve.cells import pooled_mean
 from memevo.evolve.records import Instance
 
 Scores = Mapping[str, Mapping[Instance, float]]
@@ -24,8 +24,7 @@ Scores = Mapping[str, Mapping[Instance, float]]
 
 
 def mean_score(scores: Scores, candidate: Candidate) -> float:
-    values = list(scores.get(candidate.id, {}).values())
-    return fmean(values) if values else 0.0
+    return pooled_mean(scores.get(candidate.id, {}))
 
 
 def best_of(pool: Sequence[Candidate], scores: Scores) -> Candidate:

@@ -1,6 +1,7 @@
 """A paired sequential test: is a candidate better than its parent on the instances both were run on?
 
-The evidence is the per-(user, period) gain of candidate over parent on the same users. After each look (a race
+The evidence is the per-(user, period) gain of candidate over parent on the same users, each weighted by the
+cell's questions (``cells.paired_gains``: their mean is the gain pooled over questions). After each look (a race
 round, see ``race``) a one-sided Wilcoxon signed-rank test asks both ways: better by more than ``min_effect``, or
 worse. A tie (gain 0) is counted as a tie, half a rank each way (``zero_method="zsplit"``), not dropped: a
 candidate that changes nothing the users ask about never shows a gain. The test may stop at any look, so the
@@ -17,6 +18,7 @@ from statistics import fmean
 from typing import Literal
 
 from memevo.core.lazy_model import LazyModel
+from memevo.evolve.cells import paired_gains
 from memevo.evolve.records import Instance
 from memevo.evolve.selection.acceptance import Decision
 
@@ -36,11 +38,6 @@ class Verdict(LazyModel):
     def reason(self) -> str:
         return (f"mean gain {self.mean_gain:+.3f} on {self.n} paired instance(s), p(better) {self.p_better:.4f}, "
                 f"p(worse) {self.p_worse:.4f}: {self.state}")
-
-
-def paired_gains(candidate: Mapping[Instance, float], parent: Mapping[Instance, float]) -> list[float]:
-    """Candidate minus parent on the instances both have, in instance order."""
-    return [candidate[key] - parent[key] for key in sorted(set(candidate) & set(parent))]
 
 
 def one_sided_p(differences: Sequence[float], alternative: Literal["greater", "less"]) -> float:

@@ -18,6 +18,7 @@ from memevo.evolve.presentation.headline import WIDTH, held_out_lines, objective
 from memevo.evolve.presentation.report import _scores_line
 from memevo.evolve.records import EvolutionResult
 from tests.environments.test_metrics_scores import STATES, episode, hand_item, qa
+from tests.evolve.test_pooled_selection import scored_user
 
 USERS = [f"u{i}" for i in range(6)]
 
@@ -177,6 +178,6 @@ def test_a_diagnosis_whose_probes_were_all_unreadable_says_so_not_undiagnosed() 
 def test_an_accuracy_interval_over_two_users_stays_inside_zero_and_one() -> None:
     """Two users' accuracies 0 and 1 give a t-interval of about [-5.9, 6.9]; ``memevo compare`` printed it as is,
     while the end-of-run summary clips it: both now show [0, 1]. AMemGym's ratio has no bounds and is not clipped."""
-    spread = {"user-0": 0.0, "user-1": 1.0}
+    spread = [scored_user(f"user-{i}", value) for i, value in enumerate([0.0, 1.0])]
     assert objective_interval("accuracy", spread) == "0.500 [0.000, 1.000]"
     assert objective_interval("memory_score", spread).startswith("0.500 [-")
