@@ -98,6 +98,8 @@ def test_two_workers_run_as_one_process(tmp_path: Path, strategy: dict[str, Any]
     claims = _claims(shared / "run")
     assert set(claims.values()) == {1}  # every unit once (which worker did it depends on timing)
     assert any(("/settle" if "acceptance" in strategy else "/race-") in unit for unit in claims)
+    assert {unit.split("/")[-2] for unit in claims if unit.startswith(("gen-000/", "finish/"))} == {
+        "gen-000", "train", "val", "test"}, sorted(claims)  # the seed's first users and the end's test users are units too
     assert trials(f"sqlite:///{shared / 'run' / 'optuna.db'}", "race") == trials(
         f"sqlite:///{alone / 'run' / 'optuna.db'}", "race")
     assert _mlflow(shared) == _mlflow(alone)
