@@ -56,11 +56,11 @@ def user_plays(plays: Plays, unit: str, candidates: Iterable[Candidate], splits:
     return units
 
 
-def seed_units(run: RunBase, plays: Plays) -> dict[str, Play]:
+def seed_units(run: RunBase, plays: Plays, splits: dict[str, list[str]]) -> dict[str, Play]:
     """Generation 0's units: the upper-bound table (its holder writes the run folder's copy, which the others read)
-    and the seed's train and validation users."""
+    and the seed's users (those generation 0 evaluates, by split)."""
     return {"gen-000/upper-bound": lambda: run.upper_bound_table(run.users),
-            **user_plays(plays, "gen-000", [run.seed], plays.users)}
+            **user_plays(plays, "gen-000", [run.seed], splits)}
 
 
 def test_units(run: RunBase, plays: Plays, best: Candidate) -> dict[str, Play]:
