@@ -74,7 +74,7 @@ def run(work: Path, label: str, workers: int | None, endpoint: TimedEndpoint, fa
     if workers is not None:
         one_candidate_per_worker(path)
     extra = [] if workers is None else ["--workers", str(workers), "--store", cluster.url()]
-    started = time.monotonic()
+    started, load = time.monotonic(), os.getloadavg()[0]
     done = subprocess.run([sys.executable, "-m", "memevo.evolve.cli", "evolve", "evolve.yaml", "--run-dir", "run",
                            "--no-cache", *extra], cwd=folder, env=environment(folder), capture_output=True,
                           text=True)
@@ -84,7 +84,8 @@ def run(work: Path, label: str, workers: int | None, endpoint: TimedEndpoint, fa
     study = f"sqlite:///{folder / 'run' / 'optuna.db'}" if workers is None else cluster.url()
     study_name = label if workers is None else f"{label}-{read_identity(folder / 'run')}"  # a worker run's own study
     names = [name for name in candidate_runs(tracking, label) if name != label]
-    return {"wall": wall, "requests": len(endpoint.arrivals), "outcome": outcome(folder / "run"),
+    return {"wall": wall, "load": (load, os.getloadavg()[0]), "requests": len(endpoint.arrivals),
+            "outcome": outcome(folder / "run"),
             "trials": trials(study, study_name), "runs": names}
 
 
@@ -110,10 +111,11 @@ def main() -> None:
             results = {label: run(work, name, workers, endpoint, fake, cluster, server, args)
                        for label, name, workers in runs}
         reference = results["1 process"]
-        print(f"{'run':>11} {'wall s':>7} {'speed-up':>8} {'candidates/min':>14} {'requests':>8} {'result =':>8} "
-              f"{'trials =':>8} {'MLflow runs =':>13}")
+        print(f"{'run':>11} {'wall s':>7} {'load':>9} {'speed-up':>8} {'candidates/min':>14} {'requests':>8} "
+              f"{'result =':>8} {'trials =':>8} {'MLflow runs =':>13}")
         for label, result in results.items():
-            print(f"{label:>11} {result['wall']:>7.1f} {reference['wall'] / result['wall']:>8.2f} "
+            load = "{:.1f}-{:.1f}".format(*result["load"])
+            print(f"{label:>11} {result['wall']:>7.1f} {load:>9} {reference['wall'] / result['wall']:>8.2f} "
                   f"{total / result['wall'] * 60:>14.2f} {result['requests']:>8} "
                   f"{str(result['outcome'] == reference['outcome']):>8} {str(result['trials'] == reference['trials']):>8}"
                   f" {str(result['runs'] == reference['runs']):>8} ({len(result['runs'])})")
