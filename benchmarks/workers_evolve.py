@@ -34,9 +34,9 @@ load ~1 rising to ~10. After: one process 497.6 s (load 8.6-7.1), 2 workers 298.
 and 3x. Where the 4 workers' 233 s went (run folder file times): start to the first episodes ~6 s, generation 0
 (seed and table) 39 s, generation 1's plan 8 s, its 8 candidates 121 s, its outcome 9 s, generation 2 (its plan
 found no new candidate) 10 s, the test scoring 18 s, the end ~5 s. The candidates are bound by the users in flight:
-``episode.user_concurrency`` (2) per process, so 4 workers have 4 times one process's, and no split of the work
-gives more; the plans and outcomes (~27 s, one worker's by nature: proposals, decisions, MLflow rows, trials told)
-and generation 0's table stay serial, which caps 4 workers near 2.7x on this sweep.
+``episode.user_concurrency`` (2) per process, so 4 workers have 4 times one process's and no split of the work gives
+more (8 candidates of unequal length on 4 one-candidate workers also leave a tail); the plans and outcomes (~27 s,
+one worker's by nature: proposals, decisions, MLflow rows, trials told) stay serial.
 """
 
 from __future__ import annotations
