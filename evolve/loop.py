@@ -49,7 +49,7 @@ from memevo.evolve.scheduling import CandidateRun, OneProcess, Scheduled, Turns
 from memevo.evolve.selection.parents import mean_score
 from memevo.evolve.spend import BudgetKeeper
 from memevo.evolve.strategies import Lineage, Plays, StrategyContext, generation_dir, make_strategy
-from memevo.evolve.user_units import seed_units, spread, test_units
+from memevo.evolve.user_units import end_units, seed_units, spread
 
 if TYPE_CHECKING:
     from memevo.evolve.tuner import Tuner
@@ -262,7 +262,7 @@ class OuterLoop(runtime.RunBase):
         return exceeded
 
     async def _finish(self, best: Candidate, history: list[GenerationOutcome], stop: str) -> EvolutionResult:
-        await spread(self.turns, test_units(self, self.plays, best), width=self.plays.width)  # with other workers
+        await spread(self.turns, end_units(self, self.plays, best), width=self.plays.width)  # with other workers
         async with self.turns.turn("finish") as mine:
             if not mine:  # scored and logged by another worker
                 stored = read_record(self.run_dir / "result.json", EvolutionResult)

@@ -63,7 +63,7 @@ def seed_units(run: RunBase, plays: Plays, splits: dict[str, list[str]]) -> dict
             **user_plays(plays, "gen-000", [run.seed], splits)}
 
 
-def test_units(run: RunBase, plays: Plays, best: Candidate) -> dict[str, Play]:
+def end_units(run: RunBase, plays: Plays, best: Candidate) -> dict[str, Play]:
     """The end's units: the seed's and the best's test users (the seed once when it is the best)."""
     both = [run.seed] if best.id == run.seed.id else [run.seed, best]
     return user_plays(plays, "finish", both, {"test": run.split.test})
