@@ -81,10 +81,11 @@ class CandidateCosts:
         return self._earlier[candidate_id].plus(accounting.report().total())
 
     def save(self, candidate_id: str) -> None:
-        """Write the candidate's total so far (called when one of its evaluations ends), under a lock on its folder:
-        workers may end evaluations of one candidate at once (``user_units``)."""
+        """Write the candidate's total so far (called when one of its evaluations ends), under a lock on the
+        evaluations' folder: workers may end evaluations of one candidate at once (``user_units``)."""
         path = cost_path(self.run_dir, candidate_id)
-        descriptor = os.open(path.parent, os.O_RDONLY)
+        path.parent.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path.parent.parent, os.O_RDONLY)
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX)
             usage = self.total(candidate_id)
