@@ -25,6 +25,18 @@ folder file times): start-up to the upper-bound table 51 s (one process 23 s: fo
 a loaded 2-core box), the seed's generation 53 s (70 s) and the final test scoring 35 s (35 s), each one worker's
 unit; plans and outcomes ~30 s (~30 s); the candidates 130 s against 386 s (2.97x). The serial units (the seed's
 episodes, the test scoring, start-up) bound the whole run: splitting them into units is the next step.
+Again 2026-11-29 after that step (the seed's users with the upper-bound table, and the end's test users, are units;
+a worker no longer loads MLflow to open a tracking server's store before the others start), the same command, one
+run each, the box shared with two other engineers' benchmarks (load column: 1-minute load average at a run's start
+and end). Before (the previous commit): one process 536.1 s, 2 workers 380.9 s (1.41x), 4 workers 325.7 s (1.65x),
+load ~1 rising to ~10. After: one process 497.6 s (load 8.6-7.1), 2 workers 298.1 s (1.67x, load 7.1-7.4), 4 workers
+232.6 s (2.14x, load 7.5-9.2); 1279 requests each, every result, trials and MLflow runs equal. Still short of 1.7x
+and 3x. Where the 4 workers' 233 s went (run folder file times): start to the first episodes ~6 s, generation 0
+(seed and table) 39 s, generation 1's plan 8 s, its 8 candidates 121 s, its outcome 9 s, generation 2 (its plan
+found no new candidate) 10 s, the test scoring 18 s, the end ~5 s. The candidates are bound by the users in flight:
+``episode.user_concurrency`` (2) per process, so 4 workers have 4 times one process's and no split of the work gives
+more (8 candidates of unequal length on 4 one-candidate workers also leave a tail); the plans and outcomes (~27 s,
+one worker's by nature: proposals, decisions, MLflow rows, trials told) stay serial.
 """
 
 from __future__ import annotations
@@ -74,7 +86,7 @@ def run(work: Path, label: str, workers: int | None, endpoint: TimedEndpoint, fa
     if workers is not None:
         one_candidate_per_worker(path)
     extra = [] if workers is None else ["--workers", str(workers), "--store", cluster.url()]
-    started = time.monotonic()
+    started, load = time.monotonic(), os.getloadavg()[0]
     done = subprocess.run([sys.executable, "-m", "memevo.evolve.cli", "evolve", "evolve.yaml", "--run-dir", "run",
                            "--no-cache", *extra], cwd=folder, env=environment(folder), capture_output=True,
                           text=True)
@@ -84,7 +96,8 @@ def run(work: Path, label: str, workers: int | None, endpoint: TimedEndpoint, fa
     study = f"sqlite:///{folder / 'run' / 'optuna.db'}" if workers is None else cluster.url()
     study_name = label if workers is None else f"{label}-{read_identity(folder / 'run')}"  # a worker run's own study
     names = [name for name in candidate_runs(tracking, label) if name != label]
-    return {"wall": wall, "requests": len(endpoint.arrivals), "outcome": outcome(folder / "run"),
+    return {"wall": wall, "load": (load, os.getloadavg()[0]), "requests": len(endpoint.arrivals),
+            "outcome": outcome(folder / "run"),
             "trials": trials(study, study_name), "runs": names}
 
 
@@ -110,10 +123,11 @@ def main() -> None:
             results = {label: run(work, name, workers, endpoint, fake, cluster, server, args)
                        for label, name, workers in runs}
         reference = results["1 process"]
-        print(f"{'run':>11} {'wall s':>7} {'speed-up':>8} {'candidates/min':>14} {'requests':>8} {'result =':>8} "
-              f"{'trials =':>8} {'MLflow runs =':>13}")
+        print(f"{'run':>11} {'wall s':>7} {'load':>9} {'speed-up':>8} {'candidates/min':>14} {'requests':>8} "
+              f"{'result =':>8} {'trials =':>8} {'MLflow runs =':>13}")
         for label, result in results.items():
-            print(f"{label:>11} {result['wall']:>7.1f} {reference['wall'] / result['wall']:>8.2f} "
+            load = "{:.1f}-{:.1f}".format(*result["load"])
+            print(f"{label:>11} {result['wall']:>7.1f} {load:>9} {reference['wall'] / result['wall']:>8.2f} "
                   f"{total / result['wall'] * 60:>14.2f} {result['requests']:>8} "
                   f"{str(result['outcome'] == reference['outcome']):>8} {str(result['trials'] == reference['trials']):>8}"
                   f" {str(result['runs'] == reference['runs']):>8} ({len(result['runs'])})")

@@ -10,7 +10,9 @@ race's rounds): a total saved by another process since this one's last save is c
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -79,10 +81,18 @@ class CandidateCosts:
         return self._earlier[candidate_id].plus(accounting.report().total())
 
     def save(self, candidate_id: str) -> None:
-        """Write the candidate's total so far (called when one of its evaluations ends)."""
-        usage = self.total(candidate_id)
-        if usage is not None:
-            write_json_atomic(cost_path(self.run_dir, candidate_id), json.loads(usage.model_dump_json()))
-            accounting = self._accountings.get(candidate_id)
-            if accounting is not None:
-                self._written[candidate_id] = (usage, accounting.report().total())
+        """Write the candidate's total so far (called when one of its evaluations ends), under a lock on the
+        evaluations' folder: workers may end evaluations of one candidate at once (``user_units``)."""
+        path = cost_path(self.run_dir, candidate_id)
+        path.parent.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path.parent.parent, os.O_RDONLY)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            usage = self.total(candidate_id)
+            if usage is not None:
+                write_json_atomic(path, json.loads(usage.model_dump_json()))
+                accounting = self._accountings.get(candidate_id)
+                if accounting is not None:
+                    self._written[candidate_id] = (usage, accounting.report().total())
+        finally:
+            os.close(descriptor)  # drops the lock

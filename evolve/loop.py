@@ -49,6 +49,7 @@ from memevo.evolve.scheduling import CandidateRun, OneProcess, Scheduled, Turns
 from memevo.evolve.selection.parents import mean_score
 from memevo.evolve.spend import BudgetKeeper
 from memevo.evolve.strategies import Lineage, Plays, StrategyContext, generation_dir, make_strategy
+from memevo.evolve.user_units import end_units, seed_units, spread
 
 if TYPE_CHECKING:
     from memevo.evolve.tuner import Tuner
@@ -124,8 +125,6 @@ class OuterLoop(runtime.RunBase):
     async def close(self) -> None:
         await self.plays.cancel()
         await super().close()
-
-    # ----- generations --------------------------------------------------------------------------
 
     async def _plan(self, generation: int, parent: Candidate) -> GenerationPlan:
         stored = self.planner.stored(generation)
@@ -217,9 +216,8 @@ class OuterLoop(runtime.RunBase):
         self.observers.notify(event)
         self.tuner.close_generation(event, self.observers.links)
 
-    # ----- the run ------------------------------------------------------------------------------
-
     async def run(self) -> EvolutionResult:
+        await spread(self.turns, seed_units(self, self.plays, self.plays.users), width=self.plays.width)  # workers
         async with self.turns.turn("gen-000"):  # the upper-bound table and the seed's episodes
             table = asyncio.ensure_future(self.upper_bound_table(self.users))
             self.evaluator.upper_bound_pending = table  # the seed's episodes play meanwhile; their scores wait for it
@@ -264,6 +262,7 @@ class OuterLoop(runtime.RunBase):
         return exceeded
 
     async def _finish(self, best: Candidate, history: list[GenerationOutcome], stop: str) -> EvolutionResult:
+        await spread(self.turns, end_units(self, self.plays, best), width=self.plays.width)  # with other workers
         async with self.turns.turn("finish") as mine:
             if not mine:  # scored and logged by another worker
                 stored = read_record(self.run_dir / "result.json", EvolutionResult)

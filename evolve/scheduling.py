@@ -95,14 +95,16 @@ class CandidateScheduler:
         """Several worker processes: each candidate (its budget check and its run) is one unit of work."""
 
     async def run(self, candidates: Sequence[Candidate], run_one: RunOne, progress: Progress, *,
-                  settle: Settle | None = None) -> Scheduled:
-        """All candidates at once, or with ``settle`` one at a time until one is accepted."""
+                  settle: Settle | None = None, spent: Callable[[], str | None] | None = None) -> Scheduled:
+        """All candidates at once, or with ``settle`` one at a time until one is accepted; ``spent`` judges the
+        budget before each start (default: the budget keeper's)."""
+        spent = spent or self.budget.spent
         semaphore = asyncio.Semaphore(self.concurrency or len(candidates) or 1)
         stops: list[str] = []
 
         async def start(candidate: Candidate) -> CandidateRun | None:
             async with self.turns.turn(f"gen-{candidate.generation:03d}/{candidate.id}"), semaphore:
-                exceeded = None if self.started(candidate.id) else self.budget.spent()
+                exceeded = None if self.started(candidate.id) else spent()
                 if exceeded:
                     stops.append(exceeded)
                     return None

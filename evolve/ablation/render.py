@@ -85,6 +85,10 @@ def _arm_rows(summary: AblationSummary, level: str, metric: str) -> list[str]:
             f"| {_memory_cell(arm.memory, arm.memory_na_reason)} | {arm.failure_cell} | {arm.spend.calls} "
             f"| {arm.spend.prompt_tokens + arm.spend.completion_tokens} | {dollars_cell(arm.spend)} |"
         )
+    cancelled = [f"{arm.arm} {arm.spend.cancelled_calls}" for arm in summary.arms if arm.spend.cancelled_calls]
+    if cancelled:  # sent, perhaps served and billed: their tokens and dollars are not in the table
+        lines += ["", f"Calls include requests the runs cancelled themselves (a pruned or stopped play; their cost is "
+                  f"not known): {', '.join(cancelled)}."]
     return lines
 
 
@@ -249,14 +253,15 @@ def write_ablation_outputs(summary: AblationSummary, records: list[ArmSeedRecord
         paths["arms_csv"],
         ["arm", "metric", "seeds", "replicates", "n_units", "mean", "low", "high", "conditional_low",
          "conditional_high", "memory", "memory_na_reason", "write", "read", "util", "failures", "calls", "cache_hits",
-         "prompt_tokens", "completion_tokens", "dollars", "unpriced_calls", "unknown_calls"],
+         "prompt_tokens", "completion_tokens", "dollars", "unpriced_calls", "unknown_calls",
+         "cancelled_calls"],
         [
             [arm.arm, summary.metric, " ".join(map(str, arm.seeds)), arm.replicates, arm.n_units, arm.mean.mean,
              arm.mean.low, arm.mean.high, arm.conditional.low, arm.conditional.high, arm.memory, arm.memory_na_reason]
             + ([arm.failure.write, arm.failure.read, arm.failure.util] if arm.failure else [None] * 3)
             + [arm.failure_cell, arm.spend.calls, arm.spend.cache_hits, arm.spend.prompt_tokens,
                arm.spend.completion_tokens, priced_dollars(arm.spend), arm.spend.unpriced_calls,
-               arm.spend.unknown_calls]
+               arm.spend.unknown_calls, arm.spend.cancelled_calls]
             for arm in summary.arms
         ],
     )

@@ -160,7 +160,8 @@ def summary_metrics(summary: AblationSummary) -> dict[str, float]:
         key = f"{arm.arm}.{summary.metric}"
         metrics |= {key: arm.mean.mean, f"{key}_ci_low": arm.mean.low, f"{key}_ci_high": arm.mean.high,
                     f"{arm.arm}.pooled_memory_score": arm.memory, f"{arm.arm}.calls": arm.spend.calls,
-                    f"{arm.arm}.dollars": priced_dollars(arm.spend), f"{arm.arm}.unpriced_calls": arm.spend.unpriced_calls}
+                    f"{arm.arm}.dollars": priced_dollars(arm.spend), f"{arm.arm}.unpriced_calls": arm.spend.unpriced_calls,
+                    f"{arm.arm}.cancelled_calls": arm.spend.cancelled_calls}
     for c in summary.comparisons:
         key = f"{c.arm}.{c.metric}"
         name = REPLICATE_NAMES[c.level]

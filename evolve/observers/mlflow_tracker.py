@@ -35,9 +35,11 @@ class MlflowTracker:
                                 field=experiment_field)
 
     def open_store(self, store: str) -> None:
+        from memevo.evolve.databases import uri_scheme
         from memevo.evolve.tracking.stores import open_tracking_store
 
-        open_tracking_store(store)
+        if uri_scheme(store) not in ("http", "https"):  # a server made its store: nothing to create, MLflow not loaded
+            open_tracking_store(store)
 
     def make_observer(self, context: RunContext) -> Observer:
         from memevo.evolve.observers.mlflow_runs import MlflowObserver

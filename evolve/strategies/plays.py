@@ -44,6 +44,11 @@ class Plays:
         """The search users by split."""
         return {"train": self.split.train, "val": self.split.val}
 
+    @property
+    def width(self) -> int:
+        """How many users this process plays at once, over all of its evaluations."""
+        return self.evaluator.episode_config.max_concurrent_users
+
     @cached_property
     def figure(self) -> FigureName:
         """What the log lines call a user's headline figure: ``accuracy`` only when every question of the run's data

@@ -12,6 +12,8 @@ that sees the started round's first calls: budgets only grow spent.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from memevo.core.atomic_files import write_json_atomic
@@ -21,6 +23,7 @@ from memevo.evolve.evaluation import CandidateEval, user_outcome
 from memevo.evolve.records import Instance
 from memevo.evolve.scheduling import OneProcess, Turns
 from memevo.evolve.spend import BudgetKeeper
+from memevo.evolve.strategies.base import StrategyContext
 from memevo.evolve.strategies.plays import Plays
 
 
@@ -48,6 +51,15 @@ def start_round(path: Path, number: int, budget: BudgetKeeper) -> str | None:
     if exceeded is None:
         write_json_atomic(path, {"rounds": number + 1})
     return exceeded
+
+
+def generation_start(context: StrategyContext, generation: int) -> Callable[[], str | None] | None:
+    """With other workers, the budget judgment of a generation's candidates started at once: the one at the spend
+    its plan left, where one process starts them all (a worker holding one candidate at a time would otherwise judge
+    the next one after the first ones spent); recorded as the start of round 0 (``start_round``). None: one process."""
+    if not shared(context.turns):
+        return None
+    return partial(start_round, context.gen_dir(generation) / "candidates_started.json", 0, context.budget)
 
 
 class RacePlays:

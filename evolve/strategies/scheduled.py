@@ -25,6 +25,7 @@ from memevo.evolve.scheduling import CandidateRun, CandidateScheduler, Scheduled
 from memevo.evolve.selection import Decision, MinibatchGate, best_of, make_acceptance, make_parent_selector
 from memevo.evolve.selection.gate import not_worse
 from memevo.evolve.strategies.base import GenerationStrategy, Ran, StrategyContext
+from memevo.evolve.strategies.race_units import generation_start
 
 log = logging.getLogger("memevo.evolve")
 
@@ -77,7 +78,8 @@ class ScheduledStrategy(GenerationStrategy):
             one_at_a_time = self.config.one_candidate_at_a_time
             return await self.scheduler.run(
                 plan.candidates, lambda candidate: self._run_candidate(candidate, parent), bar,
-                settle=(lambda candidate, result: self._settle(candidate, result, parent)) if one_at_a_time else None)
+                settle=(lambda candidate, result: self._settle(candidate, result, parent)) if one_at_a_time else None,
+                spent=None if one_at_a_time else generation_start(self.context, generation))
 
     async def decide(self, generation: int, parent: Candidate, plan: GenerationPlan,
                      scheduled: Scheduled | None) -> Ran:

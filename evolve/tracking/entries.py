@@ -28,6 +28,7 @@ from memevo.evolve.tracking.payloads import (
     COUNTS_PREFIX,
     DIFF_ARTIFACT,
     EXPERIMENT_NOTE_TAG,
+    cancelled_metric,
     candidate_diff,
     candidate_note,
     candidate_tags,
@@ -214,7 +215,7 @@ def final_metrics(result: EvolutionResult, figure: str) -> dict[str, float]:
     """The held-out test under ``TEST_PREFIX`` (``test_figures``, the difference, the memory figures), and the whole
     run's spend (the test users' and the judge's calls come after the last generation's row)."""
     return (test_figures(result, figure) | _difference_figures(result) | _memory_figures(result)
-            | cost_metrics(result.usage))
+            | cost_metrics(result.usage) | cancelled_metric(result.usage))
 
 
 def outcome_note(result: EvolutionResult) -> dict[str, str]:
@@ -228,7 +229,9 @@ def outcome_note(result: EvolutionResult) -> dict[str, str]:
     lines = [f"**{result.seed.label} -> {result.best.label}** (stopped: {result.stop_reason})", "", "```text",
              *headline, "```", "",
              f"Cost: {total.calls} calls, {total.prompt_tokens + total.completion_tokens} tokens, "
-             f"{dollars_cell(total)} (per role: the `{COST_PREFIX}` metrics)."]
+             f"{dollars_cell(total)} (per role: the `{COST_PREFIX}` metrics)"
+             + (f"; {total.cancelled_calls} of the calls cancelled by the run (their cost is not known)."
+                if total.cancelled_calls else ".")]
     return {EXPERIMENT_NOTE_TAG: "\n".join(lines)}
 
 

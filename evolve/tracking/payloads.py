@@ -135,6 +135,12 @@ def cost_metrics(usage: UsageReport) -> dict[str, float]:
     return metrics
 
 
+def cancelled_metric(usage: UsageReport) -> dict[str, float]:
+    """Requests the run itself cancelled (a pruned or stopped play: sent, perhaps served and billed, answer and cost
+    not known), apart from those in flight at a kill; 0 when none was."""
+    return {f"{COST_PREFIX}cancelled_calls": float(usage.total().cancelled_calls)}
+
+
 def generation_tags(*, kept_id: str, kept_label: str, improved: bool) -> dict[str, str]:
     """The generation run names the candidate it kept (its run name is ``kept_label``)."""
     return {ROLE_TAG: "generation", "memevo.kept_candidate": kept_label, "memevo.kept_candidate_id": kept_id,
@@ -217,7 +223,8 @@ def experiment_tags(*, name: str, protocol: str, components: Sequence[str], feed
          f"`{DECISION_TAG}` (and the run's description) says what its generation did with it and why."),
         (f"- Calls, tokens and dollars are charted under `{COST_PREFIX}`, a generation's counts under "
          f"`{COUNTS_PREFIX}`; a model without a known price has no dollar figure but "
-         f"`{COST_PREFIX}unpriced_calls_<role>`."),
+         f"`{COST_PREFIX}unpriced_calls_<role>`; the parent's `{COST_PREFIX}cancelled_calls` counts requests the "
+         "run cancelled itself (their cost is not known)."),
         (f"- Each candidate run has `{DIFF_ARTIFACT}` (against its parent), its prompts and `policy.json`; "
         "accepted prompts are in the Prompts tab (alias `best`), where *Compare* shows the versions side by side."),
         "- Memory score: 0 = random guessing, 1 = the model's perfect-information upper bound.",

@@ -2,9 +2,11 @@
 
 Every worker runs the same loop on the same run folder (one machine, or a network folder every machine mounts
 at the same path) and the same Optuna study. The units (``loop.OuterLoop.turns``): ``prepare`` (the run folder,
-the study and its enqueued first trial, the MLflow ids; the others then open the run as a resume), ``gen-000``,
-and per generation its ``plan`` (budget check, proposals and Optuna's asks), one unit per candidate and its
-``outcome`` (decisions, MLflow rows, trials told), then ``finish`` (test scores, the run's end). Whoever holds a
+the study and its enqueued first trial, the MLflow ids; the others then open the run as a resume), ``gen-000``
+(after the upper-bound table and each of the seed's users as units, ``user_units``), and per generation its
+``plan`` (budget check, proposals and Optuna's asks), one unit per candidate and its ``outcome`` (decisions, MLflow
+rows, trials told), then ``finish`` (after each test user of the seed and the best as a unit: test scores, the
+run's end). Whoever holds a
 unit tells the observers of it, so each MLflow row is written once; the others read its files. Trials are told
 when their generation ends and every draw is seeded by (seed, trial number, name), so the trials, scores and
 runs are those of one process. The race (``strategy.acceptance: sequential``, the default) shares each round's plays

@@ -29,6 +29,11 @@ class SharedTurns:
     def turn(self, unit: str) -> Turn:
         return Turn(self, unit)
 
+    def widened(self, slots: int) -> SharedTurns:
+        """The same units with ``slots`` of this worker's own, beside these (a candidate's users played at once,
+        ``user_units``)."""
+        return SharedTurns(self.store, self.job, self.settings, slots=slots, settle=self.settle)
+
     async def claim_or_wait(self, unit: str) -> bool:
         """True once this worker holds ``unit`` (a slot taken), False once another worker has done it."""
         store, job, settings = self.store, self.job, self.settings

@@ -231,3 +231,18 @@ def test_the_ablation_run_description_names_arms_seeds_and_the_arm_table() -> No
     note = next(iter(ablation_note(summary, arm_table(summary)).values()))
     assert "**demo**" in note and "**evolved**" in note and "3 seed(s)" in note
     assert "| arm | seeds |" in note and "| evolved | 0,1,2 |" in note
+
+
+def test_requests_the_runs_cancelled_reach_the_report_the_csv_and_mlflow(tmp_path: Path) -> None:
+    records = _shared_prompt_ablation()
+    cancelled = UsageReport(by_role={"agent": RoleUsage(calls=10, prompt_tokens=100, cancelled_calls=2)})
+    records = [record.model_copy(update={"usage": cancelled}) if record.arm == "evolved" else record
+               for record in records]
+    summary = summarize("demo", records, ["base", "evolved"])
+    paths = write_ablation_outputs(summary, records, tmp_path)
+    assert "cancelled themselves (a pruned or stopped play; their cost is not known): evolved 6." in paths[
+        "markdown"].read_text()
+    with paths["arms_csv"].open() as handle:
+        arms = {row["arm"]: row for row in csv.DictReader(handle)}
+    assert (arms["base"]["cancelled_calls"], arms["evolved"]["cancelled_calls"]) == ("0", "6")
+    assert summary_metrics(summary)["evolved.cancelled_calls"] == 6

@@ -57,3 +57,30 @@ def test_cost_metrics_leave_out_cache_hits_and_unknown_dollars() -> None:
     assert cost_metrics(unpriced) == {"cost_calls": 2.0, "cost_tokens": 24.0}
     priced = RoleUsage(calls=2, prompt_tokens=10, dollars=0.5)
     assert cost_metrics(priced) == {"cost_calls": 2.0, "cost_tokens": 10.0, "cost_dollars": 0.5}
+
+
+def test_two_workers_saving_one_candidates_cost_at_once_lose_neither_count(tmp_path: Path, monkeypatch) -> None:
+    import threading
+    import time
+
+    from memevo.evolve import candidate_costs
+
+    read = candidate_costs.saved_cost
+
+    def slow_read(run_dir: Path, candidate_id: str) -> RoleUsage | None:
+        found = read(run_dir, candidate_id)
+        time.sleep(0.2)  # the other worker saves meanwhile, unless the lock keeps it out
+        return found
+
+    workers = [CandidateCosts(tmp_path), CandidateCosts(tmp_path)]  # two processes' users of one candidate
+    for tokens, worker in zip((10, 100), workers, strict=True):
+        with worker.charged("a"):
+            _call(Accounting(), tokens)
+    monkeypatch.setattr(candidate_costs, "saved_cost", slow_read)
+    saves = [threading.Thread(target=worker.save, args=("a",)) for worker in workers]
+    for save in saves:
+        save.start()
+    for save in saves:
+        save.join()
+    saved = read(tmp_path, "a")
+    assert saved is not None and (saved.calls, saved.prompt_tokens) == (2, 110)

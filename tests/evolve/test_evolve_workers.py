@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,35 @@ def test_a_turn_is_one_workers_and_a_dead_workers_turn_is_taken_over(tmp_path: P
     assert len([entry for entry in done if entry.endswith(":a")]) == 1
     assert heir_mine and "heir:b" in done
     assert ClaimStore(url).claim_counts("job") == {"a": 1, "b": 2}
+
+
+def test_spread_units_are_played_once_each_at_most_width_at_once_per_worker(tmp_path: Path) -> None:
+    from memevo.evolve.user_units import spread
+
+    url = f"sqlite:///{tmp_path / 'claims.db'}"
+    workers = [SharedTurns(ClaimStore(url), "job", WorkerSettings(store=url, name=name, poll_s=0.02))
+               for name in ("first", "second")]
+    played: list[tuple[str, str]] = []
+    playing: dict[str, int] = {"first": 0, "second": 0}
+    widest: dict[str, int] = {"first": 0, "second": 0}
+
+    def player(worker: str, unit: str) -> Callable[[], Awaitable[None]]:
+        async def play() -> None:
+            playing[worker] += 1
+            widest[worker] = max(widest[worker], playing[worker])
+            await asyncio.sleep(0.1)
+            played.append((worker, unit))
+            playing[worker] -= 1
+        return play
+
+    async def scene() -> None:
+        await asyncio.gather(*(spread(turns, {f"user-{n}": player(turns.settings.name, f"user-{n}") for n in range(6)},
+                                      width=2) for turns in workers))
+
+    asyncio.run(scene())
+    assert sorted(unit for _, unit in played) == [f"user-{n}" for n in range(6)]  # each unit once, all done
+    assert max(widest.values()) == 2 and {worker for worker, _ in played} == {"first", "second"}
+    assert set(ClaimStore(url).states("job").values()) == {"done"}
 
 
 def test_workers_judge_the_budget_on_the_usage_of_all_of_them(tmp_path: Path) -> None:

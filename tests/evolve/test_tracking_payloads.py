@@ -185,3 +185,19 @@ def test_the_parent_runs_last_row_carries_the_whole_runs_spend_judge_included() 
     metrics = final_metrics(result, "score")  # type: ignore[arg-type]
     assert metrics["spend/calls_judge"] == 3 and metrics["spend/tokens_judge"] == 63
     assert metrics["spend/calls_agent"] == 59 and metrics["test/best_score"] == 0.5
+
+
+def test_the_parent_run_counts_the_requests_the_run_cancelled_apart_from_a_kills() -> None:
+    from types import SimpleNamespace
+
+    from memevo.agents.llm.accounting import RoleUsage, UsageReport
+    from memevo.evolve.tracking.entries import final_metrics
+
+    scores = SimpleNamespace(accuracy=0.5, memory_score=None, pooled_memory_score=None, per_category=[])
+    usage = UsageReport(by_role={"agent": RoleUsage(calls=59, cancelled_calls=4, unknown_calls=1),
+                                 "simulator": RoleUsage(calls=20, cancelled_calls=2)})
+    result = SimpleNamespace(seed_scores=scores, best_scores=scores, usage=usage, objective="accuracy",
+                             seed_user_scores=[], best_user_scores=[])
+    assert final_metrics(result, "score")["spend/cancelled_calls"] == 6  # type: ignore[arg-type]
+    result.usage = UsageReport(by_role={"agent": RoleUsage(calls=59)})
+    assert final_metrics(result, "score")["spend/cancelled_calls"] == 0  # type: ignore[arg-type]
