@@ -70,6 +70,16 @@ class RaceStrategy(GenerationStrategy):
         return race_users([*self.split.train, *self.split.val], self.selected_on.get(parent.id, []),
                           self.config.split.seed, generation)
 
+    def seed_users(self) -> tuple[list[str], list[str]]:
+        """Under ``strategy.seed_users: first_round`` the seed plays the first race's first round (with at least one
+        train user, its evidence, and one validation user, its validation score); a user it plays that no race
+        needs is budget taken from the candidates."""
+        if self.config.strategy.seed_users == "all":
+            return super().seed_users()
+        train, val = self.split.train, self.split.val
+        first = race_users([*train, *val], [], self.config.split.seed, 1)[:self.config.strategy.race_users]
+        return ([u for u in first if u in train] or train[:1]), ([u for u in first if u in val] or val[:1])
+
     async def prepare_parent(self, generation: int, parent: Candidate) -> None:
         """The parent's evidence is its episodes on the train users it has played (the race that kept it, or
         generation 0). A parent with none plays one train user, the first its race will play (a round that reaches
@@ -174,7 +184,7 @@ class RaceStrategy(GenerationStrategy):
                 records.append(record)
                 await race(group, parent, users, chunk=strategy.race_users, test=test,
                            play=self._player(generation, parent, group, record), may_start=may_start,
-                           record=record, on_round=write)
+                           record=record, on_round=write, futility=strategy.futility)
                 bar.advance(len(group))
                 await self.plays.cancel(c.id for c in group if c.id != record.winner_id)
                 if record.winner_id is not None or record.stop_reason is not None:
@@ -182,6 +192,17 @@ class RaceStrategy(GenerationStrategy):
             bar.skip(len(plan.candidates) - sum(len(record.candidate_ids) for record in records))
         write()  # also a generation without candidates has its (empty) record
         return records, budget_stop
+
+    def _winner_validation(self, record: RaceRecord) -> list[str]:
+        """The validation users the race's winner plays for its validation score (``strategy.winner_validation``):
+        all, or those that decided it (else the first validation user of its race, else of the split): a kept
+        candidate's remaining validation users decide nothing under the race, and their episodes come out of the
+        candidates' budget."""
+        if self.config.strategy.winner_validation == "all":
+            return self.split.val
+        val = [user for user in record.users if user in self.split.val]
+        decided = [user for user in record.selected_on if user in self.split.val]
+        return decided or (val or self.split.val)[:1]
 
     def _log(self, generation: int, records: list[RaceRecord]) -> None:
         candidates = self.lineage.candidates
@@ -202,8 +223,9 @@ class RaceStrategy(GenerationStrategy):
         await self.plays.cancel([parent.id], keep_split="test")  # test users: for the best (the loop's end)
         if generation == self.config.budget.generations and not shared(self.context.turns):  # workers: the end's unit
             self.plays.start_test([self.lineage.seed, self.kept(parent, accepted, {})])
-        for winner in accepted:
-            await self.plays.play(winner, self.split.val)
+        for record in records:
+            if record.winner_id is not None:
+                await self.plays.play(self.lineage.candidates[record.winner_id], self._winner_validation(record))
         await self.plays.cancel((c.id for c in accepted), keep_split="test")
         evaluator = self.plays.evaluator
         ran = [(c, CandidateRun(train=evaluator.finished(c.id, "train"), val=evaluator.finished(c.id, "val")))
