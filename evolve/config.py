@@ -327,11 +327,12 @@ class StrategyConfig(_Strict):
         True, description="sequential: a candidate with no mean gain over its parent after a round leaves the race "
         "(false: only one the test finds worse leaves).")
     seed_users: Literal["all", "first_round"] = Field(
-        "all", description="sequential: the search users the seed plays in generation 0: all, or those of the first "
-        "race's first round (at least one train and one validation user; it plays the others when a race needs them).")
+        "first_round", description="sequential: the search users the seed plays in generation 0: those of the first "
+        "race's first round (at least one train and one validation user; it plays others only when a race needs them, "
+        "so the budget goes to candidates: ahead of all on the benchmark's tuning worlds), or all.")
     winner_validation: Literal["all", "raced"] = Field(
-        "all", description="sequential: the validation users a kept candidate plays for its validation score: all, or "
-        "those its race played (at least one; the budget it saves goes to candidates).")
+        "raced", description="sequential: the validation users a kept candidate plays for its validation score: those "
+        "that decided its race (at least one), or all (episodes no race decision needs).")
 
     @model_validator(mode="before")
     @classmethod

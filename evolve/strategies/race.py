@@ -4,6 +4,10 @@ keeps at most one (``selection.race``). The kept candidate is the next parent, a
 best. Under ``strategy.first_accepted`` (on by default) the candidates race one at a time in the plan's order and
 the first one kept ends the generation.
 
+A parent plays only the users its races need: by default the seed starts on the first race's first round
+(``strategy.seed_users``) and a kept candidate's validation score is on the validation users that decided it
+(``strategy.winner_validation``); episodes no race decision reads would come out of the candidates' budget.
+
 Several worker processes share a race's plays (``race_units``); rounds started by a killed process continue
 without a budget check (``race_started.json``), and the record of every round (``race.json``) says which
 users decided the kept candidate, so its successors race on others.
@@ -109,8 +113,9 @@ class RaceStrategy(GenerationStrategy):
                          users: list[str]) -> None:
         mode = self.plays.speculation
         if mode == "candidate" or (mode == "generation" and index == 0):
+            winner_val = self.split.val if self.config.strategy.winner_validation == "all" else []
             for candidate in group if mode == "candidate" else plan.candidates:
-                self.plays.speculate(candidate, [*users, *self.split.val])  # the winner plays every validation user
+                self.plays.speculate(candidate, [*users, *winner_val])  # the winner's validation users
             self.plays.speculate(parent, users)
 
     def _player(self, generation: int, parent: Candidate, group: list[Candidate],
@@ -150,8 +155,8 @@ class RaceStrategy(GenerationStrategy):
     async def decide(self, generation: int, parent: Candidate, plan: GenerationPlan,
                      scheduled: Scheduled | None) -> Ran:
         """The generation's race (``selection.race``): all candidates together, or under ``strategy.first_accepted``
-        one at a time until one is kept. The winner then plays the validation users it has not (its validation
-        score, as every kept candidate has one)."""
+        one at a time until one is kept. The winner then plays the validation users it has not of those
+        ``strategy.winner_validation`` names (its validation score, as every kept candidate has one)."""
         records, budget_stop = await self._races(generation, parent, plan, save=True)
         self._log(generation, records)
         return await self._close(generation, parent, plan, records, budget_stop)
@@ -214,7 +219,7 @@ class RaceStrategy(GenerationStrategy):
 
     async def _close(self, generation: int, parent: Candidate, plan: GenerationPlan, records: list[RaceRecord],
                      budget_stop: list[str]) -> Ran:
-        """The races' results: the speculation nobody needs stopped, the winner on every validation user. After the
+        """The races' results: the speculation nobody needs stopped, the winner on its validation users. After the
         run's last race the best is known: its test users and the seed's start beside the winner's validation users
         (no decision is left that they could change, and no budget check); with other workers the end is its own unit."""
         raced = {cid for record in records for round_ in record.rounds for cid in round_.verdicts}

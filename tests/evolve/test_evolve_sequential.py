@@ -161,8 +161,9 @@ def _users_in(summary: Path) -> set[str]:
 
 
 def test_a_parent_plays_only_the_rounds_its_race_reaches(tmp_path: Path) -> None:
+    strategy = {**RACE, "seed_users": "all", "winner_validation": "all"}  # a kept candidate on every validation user
     result, _ = evolve(tmp_path, "lazy", CategoryBackend(WORLD, proposer_mode="step", answer_noise=0.2),
-                       strategy=RACE, **OPTIONS)
+                       strategy=strategy, **OPTIONS)
     evals = tmp_path / "lazy" / "evals"
     seed_train = _users_in(evals / result.seed.id / "train.json")
     ended_early = 0
