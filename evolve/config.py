@@ -329,7 +329,7 @@ class StrategyConfig(_Strict):
     seed_users: Literal["all", "first_round"] = Field(
         "first_round", description="sequential: the search users the seed plays in generation 0: those of the first "
         "race's first round (at least one train and one validation user; it plays others only when a race needs them, "
-        "so the budget goes to candidates: ahead of all on the benchmark's tuning worlds), or all.")
+        "so the budget goes to candidates: +0.056 held-out over all on the benchmark's tuning worlds), or all.")
     winner_validation: Literal["all", "raced"] = Field(
         "raced", description="sequential: the validation users a kept candidate plays for its validation score: those "
         "that decided its race (at least one), or all (episodes no race decision needs).")
