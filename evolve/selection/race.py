@@ -10,8 +10,8 @@ The rounds: every candidate still in the race plays the next ``chunk`` users, an
 has not played yet: a race that ends after its first round never plays the parent on the second round's users), and
 after each round the paired sequential test (``sequential``) looks at each candidate's gains over the parent on all
 the users it has played. A candidate the test finds worse leaves the race, and so does one with no mean gain after
-any round (futility: the error is spent on acceptance only, and a candidate that shows no gain on the users it has
-played is not worth more of them); of the others the better half by mean gain stays (successive halving), so a
+any round (futility, ``strategy.futility``, on by default: the error is spent on acceptance only, and a candidate
+that shows no gain on the users it has played is not worth more of them); of the others the better half by mean gain stays (successive halving), so a
 lucky neutral candidate cannot end a generation before a helpful one has been measured. The race ends when one candidate is left and the test has decided about it, or the users run out;
 the winner is the candidate with the highest mean gain among those the test finds better, or none.
 """
