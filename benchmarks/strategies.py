@@ -25,7 +25,9 @@ strategy: no ``strategy`` section),
 plays on the validation users, the best there kept after a check on one train user), ``gepa`` (GEPA 0.1.4 through
 ``gepa.optimize``, see benchmarks/gepa_arm.py), and memevo strategies named by ``+``-joined words: ``mean``,
 ``paired`` or ``sequential`` (acceptance), ``first`` (``first_accepted: true``), ``every`` (false), ``race1`` (1 user
-per race round), ``c0.8`` (confidence), ``e0.02`` (minimum effect), ``gate1`` (minibatch), ``reflect`` or ``acc`` (proposer ``reflection`` or ``accumulate``). ``one-at-a-time`` is
+per race round), ``c0.8`` (confidence), ``e0.02`` (minimum effect), ``gate1`` (minibatch), ``reflect`` or ``acc`` (proposer ``reflection`` or ``accumulate``), ``vraced``
+(``winner_validation: raced``), ``seed1`` (``seed_users: first_round``),
+``nofutile`` (``futility: false``). ``one-at-a-time`` is
 EvolveConfig's previous default (``mean+first``).
 
 Per world, seed (a new world, split and noise for each) and arm one run goes in-process. Reported per world and arm:
@@ -139,6 +141,12 @@ def arm_strategy(arm: str) -> dict[str, Any]:
             strategy["minibatch"] = int(word.removeprefix("gate")) or None
         elif word[:1] == "c":
             strategy["confidence"] = float(word[1:])
+        elif word == "nofutile":
+            strategy["futility"] = False
+        elif word == "seed1":
+            strategy["seed_users"] = "first_round"
+        elif word == "vraced":
+            strategy["winner_validation"] = "raced"
         elif word in PROPOSER_WORDS:
             strategy["proposers"] = [PROPOSER_WORDS[word]]
         elif word[:1] == "e":

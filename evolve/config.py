@@ -323,6 +323,16 @@ class StrategyConfig(_Strict):
         "only episodes and may open a way on; 0.3 did best on the benchmark's tuning seeds, none harmful kept).")
     min_effect: float = Field(0.0, ge=0, description="paired, sequential: smallest mean gain per (user, period).")
     race_users: int = Field(2, ge=1, description="sequential: users each candidate in the race plays per round.")
+    futility: bool = Field(
+        True, description="sequential: a candidate with no mean gain over its parent after a round leaves the race "
+        "(false: only one the test finds worse leaves).")
+    seed_users: Literal["all", "first_round"] = Field(
+        "first_round", description="sequential: the search users the seed plays in generation 0: those of the first "
+        "race's first round (at least one train and one validation user; it plays others only when a race needs them, "
+        "so the budget goes to candidates: +0.056 held-out over all on the benchmark's tuning worlds), or all.")
+    winner_validation: Literal["all", "raced"] = Field(
+        "raced", description="sequential: the validation users a kept candidate plays for its validation score: those "
+        "that decided its race (at least one), or all (episodes no race decision needs).")
 
     @model_validator(mode="before")
     @classmethod

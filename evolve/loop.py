@@ -146,9 +146,10 @@ class OuterLoop(runtime.RunBase):
         # the first requests do not wait for Optuna's study.
         seed_trial = Deferred(lambda: self.tuner.seed_trial())
         self.plays.speculate_test(self.seed)  # the seed is scored on the test users in any case
+        train_users, val_users = self.strategy.seed_users()
         train, val = await asyncio.gather(
-            self.plays.evaluate(self.seed, "train", self.split.train, trial=seed_trial.result),
-            self.plays.evaluate(self.seed, "val", self.split.val))
+            self.plays.evaluate(self.seed, "train", train_users, trial=seed_trial.result),
+            self.plays.evaluate(self.seed, "val", val_users))
         seed = self.seed.model_copy(update={"trial_number": seed_trial.result()})
         assert not train.pruned, "the seed was pruned"
         run = CandidateRun(train=train, val=val)

@@ -10,8 +10,8 @@ The rounds: every candidate still in the race plays the next ``chunk`` users, an
 has not played yet: a race that ends after its first round never plays the parent on the second round's users), and
 after each round the paired sequential test (``sequential``) looks at each candidate's gains over the parent on all
 the users it has played. A candidate the test finds worse leaves the race, and so does one with no mean gain after
-any round (futility: the error is spent on acceptance only, and a candidate that shows no gain on the users it has
-played is not worth more of them); of the others the better half by mean gain stays (successive halving), so a
+any round (futility, ``strategy.futility``, on by default: the error is spent on acceptance only, and a candidate
+that shows no gain on the users it has played is not worth more of them); of the others the better half by mean gain stays (successive halving), so a
 lucky neutral candidate cannot end a generation before a helpful one has been measured. The race ends when one candidate is left and the test has decided about it, or the users run out;
 the winner is the candidate with the highest mean gain among those the test finds better, or none.
 """
@@ -69,10 +69,11 @@ def looks(n_users: int, chunk: int) -> int:
     return max(1, math.ceil(n_users / chunk))
 
 
-def _halved(verdicts: Mapping[str, Verdict], order: Sequence[str]) -> list[str]:
-    """Of the candidates in the round, those not found worse and with a mean gain so far, at most half of the round's
-    candidates (rounded up), the best by mean gain (ties keep the plan's order)."""
-    standing = [cid for cid in order if verdicts[cid].state != "worse" and verdicts[cid].mean_gain > 0]
+def _halved(verdicts: Mapping[str, Verdict], order: Sequence[str], futility: bool = True) -> list[str]:
+    """Of the candidates in the round, those not found worse and (under ``futility``) with a mean gain so far, at most
+    half of the round's candidates (rounded up), the best by mean gain (ties keep the plan's order)."""
+    standing = [cid for cid in order
+                if verdicts[cid].state != "worse" and (verdicts[cid].mean_gain > 0 or not futility)]
     ranked = sorted(standing, key=lambda cid: -verdicts[cid].mean_gain)
     kept = set(ranked[:math.ceil(len(order) / 2)])
     return [cid for cid in standing if cid in kept]
@@ -89,6 +90,7 @@ async def race(
     may_start: Callable[[int], str | None],
     record: RaceRecord,
     on_round: Callable[[RaceRecord], None],
+    futility: bool = True,
 ) -> RaceRecord:
     """Run the race (see the module docstring). ``play`` evaluates a candidate or the parent on users (all it has
     played so far, a stored result costs nothing; the parent is asked first in each round); ``may_start(round)`` gives a budget reason to stop before a round, or None;
@@ -106,7 +108,7 @@ async def race(
         verdicts = {}
         for cid in staying:
             verdicts[cid] = test.verdict(paired_gains(await play(by_id[cid], played), parent_values))
-        staying = _halved(verdicts, staying)
+        staying = _halved(verdicts, staying, futility)
         record.rounds.append(RaceRound(users=played, verdicts=verdicts, staying=staying))
         on_round(record)
         decided = len(staying) == 1 and verdicts[staying[0]].state == "better"

@@ -86,6 +86,10 @@ class GenerationStrategy(ABC):
     def parent(self, history: list[GenerationOutcome], generation: int) -> Candidate:
         """The parent of ``generation``, from the outcomes so far."""
 
+    def seed_users(self) -> tuple[list[str], list[str]]:
+        """The train and validation users the seed plays in generation 0: all of them."""
+        return self.split.train, self.split.val
+
     @abstractmethod
     async def prepare_parent(self, generation: int, parent: Candidate) -> None:
         """Play what the parent's evidence needs before the proposers read it."""

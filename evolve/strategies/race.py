@@ -4,6 +4,10 @@ keeps at most one (``selection.race``). The kept candidate is the next parent, a
 best. Under ``strategy.first_accepted`` (on by default) the candidates race one at a time in the plan's order and
 the first one kept ends the generation.
 
+A parent plays only the users its races need: by default the seed starts on the first race's first round
+(``strategy.seed_users``) and a kept candidate's validation score is on the validation users that decided it
+(``strategy.winner_validation``); episodes no race decision reads would come out of the candidates' budget.
+
 Several worker processes share a race's plays (``race_units``); rounds started by a killed process continue
 without a budget check (``race_started.json``), and the record of every round (``race.json``) says which
 users decided the kept candidate, so its successors race on others.
@@ -70,6 +74,16 @@ class RaceStrategy(GenerationStrategy):
         return race_users([*self.split.train, *self.split.val], self.selected_on.get(parent.id, []),
                           self.config.split.seed, generation)
 
+    def seed_users(self) -> tuple[list[str], list[str]]:
+        """Under ``strategy.seed_users: first_round`` the seed plays the first race's first round (with at least one
+        train user, its evidence, and one validation user, its validation score); a user it plays that no race
+        needs is budget taken from the candidates."""
+        if self.config.strategy.seed_users == "all":
+            return super().seed_users()
+        train, val = self.split.train, self.split.val
+        first = race_users([*train, *val], [], self.config.split.seed, 1)[:self.config.strategy.race_users]
+        return ([u for u in first if u in train] or train[:1]), ([u for u in first if u in val] or val[:1])
+
     async def prepare_parent(self, generation: int, parent: Candidate) -> None:
         """The parent's evidence is its episodes on the train users it has played (the race that kept it, or
         generation 0). A parent with none plays one train user, the first its race will play (a round that reaches
@@ -99,8 +113,9 @@ class RaceStrategy(GenerationStrategy):
                          users: list[str]) -> None:
         mode = self.plays.speculation
         if mode == "candidate" or (mode == "generation" and index == 0):
+            winner_val = self.split.val if self.config.strategy.winner_validation == "all" else []
             for candidate in group if mode == "candidate" else plan.candidates:
-                self.plays.speculate(candidate, [*users, *self.split.val])  # the winner plays every validation user
+                self.plays.speculate(candidate, [*users, *winner_val])  # the winner's validation users
             self.plays.speculate(parent, users)
 
     def _player(self, generation: int, parent: Candidate, group: list[Candidate],
@@ -140,8 +155,8 @@ class RaceStrategy(GenerationStrategy):
     async def decide(self, generation: int, parent: Candidate, plan: GenerationPlan,
                      scheduled: Scheduled | None) -> Ran:
         """The generation's race (``selection.race``): all candidates together, or under ``strategy.first_accepted``
-        one at a time until one is kept. The winner then plays the validation users it has not (its validation
-        score, as every kept candidate has one)."""
+        one at a time until one is kept. The winner then plays the validation users it has not of those
+        ``strategy.winner_validation`` names (its validation score, as every kept candidate has one)."""
         records, budget_stop = await self._races(generation, parent, plan, save=True)
         self._log(generation, records)
         return await self._close(generation, parent, plan, records, budget_stop)
@@ -174,7 +189,7 @@ class RaceStrategy(GenerationStrategy):
                 records.append(record)
                 await race(group, parent, users, chunk=strategy.race_users, test=test,
                            play=self._player(generation, parent, group, record), may_start=may_start,
-                           record=record, on_round=write)
+                           record=record, on_round=write, futility=strategy.futility)
                 bar.advance(len(group))
                 await self.plays.cancel(c.id for c in group if c.id != record.winner_id)
                 if record.winner_id is not None or record.stop_reason is not None:
@@ -182,6 +197,17 @@ class RaceStrategy(GenerationStrategy):
             bar.skip(len(plan.candidates) - sum(len(record.candidate_ids) for record in records))
         write()  # also a generation without candidates has its (empty) record
         return records, budget_stop
+
+    def _winner_validation(self, record: RaceRecord) -> list[str]:
+        """The validation users the race's winner plays for its validation score (``strategy.winner_validation``):
+        all, or those that decided it (else the first validation user of its race, else of the split): a kept
+        candidate's remaining validation users decide nothing under the race, and their episodes come out of the
+        candidates' budget."""
+        if self.config.strategy.winner_validation == "all":
+            return self.split.val
+        val = [user for user in record.users if user in self.split.val]
+        decided = [user for user in record.selected_on if user in self.split.val]
+        return decided or (val or self.split.val)[:1]
 
     def _log(self, generation: int, records: list[RaceRecord]) -> None:
         candidates = self.lineage.candidates
@@ -193,7 +219,7 @@ class RaceStrategy(GenerationStrategy):
 
     async def _close(self, generation: int, parent: Candidate, plan: GenerationPlan, records: list[RaceRecord],
                      budget_stop: list[str]) -> Ran:
-        """The races' results: the speculation nobody needs stopped, the winner on every validation user. After the
+        """The races' results: the speculation nobody needs stopped, the winner on its validation users. After the
         run's last race the best is known: its test users and the seed's start beside the winner's validation users
         (no decision is left that they could change, and no budget check); with other workers the end is its own unit."""
         raced = {cid for record in records for round_ in record.rounds for cid in round_.verdicts}
@@ -202,8 +228,9 @@ class RaceStrategy(GenerationStrategy):
         await self.plays.cancel([parent.id], keep_split="test")  # test users: for the best (the loop's end)
         if generation == self.config.budget.generations and not shared(self.context.turns):  # workers: the end's unit
             self.plays.start_test([self.lineage.seed, self.kept(parent, accepted, {})])
-        for winner in accepted:
-            await self.plays.play(winner, self.split.val)
+        for record in records:
+            if record.winner_id is not None:
+                await self.plays.play(self.lineage.candidates[record.winner_id], self._winner_validation(record))
         await self.plays.cancel((c.id for c in accepted), keep_split="test")
         evaluator = self.plays.evaluator
         ran = [(c, CandidateRun(train=evaluator.finished(c.id, "train"), val=evaluator.finished(c.id, "val")))

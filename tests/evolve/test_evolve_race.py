@@ -106,3 +106,22 @@ def test_a_budget_stop_keeps_what_the_rounds_played_support(stop_at: int) -> Non
                      on_round=lambda _: None))
     assert record.stop_reason == ("call budget" if stop_at == 0 else None)
     assert (record.winner_id is not None) == (stop_at == 1)
+
+
+def test_without_futility_a_candidate_leaves_only_when_found_worse() -> None:
+    gains = {"late": {"u0": 0.1, "u1": -0.2, "*": 0.3}, "worse": {"*": -0.3}}  # no gain on the first round's users
+    candidates, parent = [_candidate(name) for name in gains], _candidate("parent")
+
+    async def play(candidate: Candidate, users: list[str]) -> dict[Instance, float]:
+        name = candidate.policy.prompts["memory_types"]
+        return {key: 0.5 + value for key, value in _values({"*": 0.0, **gains.get(name, {})}, users).items()}
+
+    outcomes = {}
+    for futility in (True, False):
+        record = RaceRecord(parent_id="p", candidate_ids=[c.id for c in candidates], users=USERS)
+        asyncio.run(race(candidates, parent, USERS, chunk=2, test=SequentialTest(0.9, 0.0, looks=4), play=play,
+                         may_start=lambda _: None, record=record, on_round=lambda _: None, futility=futility))
+        outcomes[futility] = record
+    assert outcomes[True].rounds[0].staying == [] and outcomes[True].winner_id is None
+    assert outcomes[False].rounds[0].staying == [_candidate("late").id]  # the worse one leaves either way
+    assert outcomes[False].winner_id == _candidate("late").id

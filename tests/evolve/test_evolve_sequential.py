@@ -161,8 +161,9 @@ def _users_in(summary: Path) -> set[str]:
 
 
 def test_a_parent_plays_only_the_rounds_its_race_reaches(tmp_path: Path) -> None:
+    strategy = {**RACE, "seed_users": "all", "winner_validation": "all"}  # a kept candidate on every validation user
     result, _ = evolve(tmp_path, "lazy", CategoryBackend(WORLD, proposer_mode="step", answer_noise=0.2),
-                       strategy=RACE, **OPTIONS)
+                       strategy=strategy, **OPTIONS)
     evals = tmp_path / "lazy" / "evals"
     seed_train = _users_in(evals / result.seed.id / "train.json")
     ended_early = 0
@@ -195,3 +196,27 @@ def test_a_rejected_candidate_proposed_again_is_never_raced_again(tmp_path: Path
         assert plan.stats.duplicates == (generation > 1)
         planned += [candidate.id for candidate in plan.candidates]
     assert len(planned) == len(set(planned))  # no policy raced in two generations
+
+
+
+def test_parents_play_only_what_races_need_under_first_round_seed_and_raced_validation(tmp_path: Path) -> None:
+    """``seed_users: first_round``: the seed plays the first race's first round (at least one train and one
+    validation user), not every search user; ``winner_validation: raced``: a kept candidate's validation score is
+    on the validation users that decided it (or on one), not on every validation user."""
+    strategy = {**RACE, "seed_users": "first_round", "winner_validation": "raced"}
+    result, _ = evolve(tmp_path, "needed", CategoryBackend(WORLD, proposer_mode="step"), strategy=strategy, **OPTIONS)
+    evals = tmp_path / "needed" / "evals"
+    seed_train, seed_val = (_users_in(evals / result.seed.id / f"{split}.json") for split in ("train", "val"))
+    (first,) = _races(tmp_path / "needed", 1)
+    assert seed_train and seed_val and set(first.users[:2]) <= seed_train | seed_val
+    assert len(seed_train | seed_val) <= 3 < OPTIONS["split"]["train"] + OPTIONS["split"]["val"]
+    kept = 0
+    for outcome in result.history[1:]:
+        for record in _races(tmp_path / "needed", outcome.generation):
+            if record.winner_id is None:
+                continue
+            kept += 1
+            val = _users_in(evals / record.winner_id / "val.json")
+            decided = val & set(record.selected_on)
+            assert val == decided if decided else len(val) == 1
+    assert kept, "no candidate was kept"

@@ -25,6 +25,16 @@ class MixedWidthBackend(WidthBackend):
         self.proposer_mode = "mixed"
 
 
+class AgentCrashingBackend(CrashingBackend):
+    """TEST DOUBLE: the crashing backend whose kill lands on the first agent call from ``crash_after`` on. Its kill is
+    an exception, which a proposer's call takes for a failed proposal (saved in the plan), as a real kill never is."""
+
+    async def chat(self, messages, *, role, **kwargs):  # type: ignore[no-untyped-def]
+        if role == "proposer":
+            return await CategoryBackend.chat(self, messages, role=role, **kwargs)
+        return await super().chat(messages, role=role, **kwargs)
+
+
 STRATEGIES = {"race": {"acceptance": "sequential"}, "race-at-once": {"acceptance": "sequential", "first_accepted": False},
               "validation-first": {"acceptance": "mean"}}
 
@@ -60,7 +70,8 @@ def test_a_killed_speculative_run_resumes_to_the_result_of_one_without_speculati
     options: dict[str, Any] = {**WIDE, "strategy": STRATEGIES[strategy],
                                "episode": {**WIDE["episode"], "speculate": "generation"}}
     _, full_backend = evolve(tmp_path, "whole", CategoryBackend(world, proposer_mode="step"), **options)
-    killed_backend = CrashingBackend(world, proposer_mode="step", crash_after=int(len(full_backend.calls) * fraction))
+    killed_backend = AgentCrashingBackend(world, proposer_mode="step",
+                                          crash_after=int(len(full_backend.calls) * fraction))
     with pytest.raises(Killed):
         evolve(tmp_path, "killed", killed_backend, **options)
     for thread in threading.enumerate():  # a killed process's start-up thread dies with it; this one is only left

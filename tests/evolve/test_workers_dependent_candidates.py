@@ -81,7 +81,7 @@ def _two_workers(shared: Path, command: list[str]) -> None:
 
 @pytest.mark.parametrize(("strategy", "max_calls"), [
     ({"race_users": 1}, None), ({"race_users": 1, "first_accepted": False}, None),
-    ({"race_users": 1, "first_accepted": False}, 300),  # a call budget that ends the run
+    ({"race_users": 1, "first_accepted": False}, 220),  # a call budget that ends the run
     ({"acceptance": "mean", "order": "validation_first", "first_accepted": True}, None),
 ], ids=["race-first-accepted", "race-all-together", "race-budget", "one-at-a-time"])
 def test_two_workers_run_as_one_process(tmp_path: Path, strategy: dict[str, Any], max_calls: int | None) -> None:
