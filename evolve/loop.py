@@ -218,7 +218,7 @@ class OuterLoop(runtime.RunBase):
         self.tuner.close_generation(event, self.observers.links)
 
     async def run(self) -> EvolutionResult:
-        await spread(self.turns, seed_units(self, self.plays, self.plays.users), width=self.plays.width)  # workers
+        await spread(self.turns, seed_units(self, self.plays, self.strategy), width=self.plays.width)  # workers
         async with self.turns.turn("gen-000"):  # the upper-bound table and the seed's episodes
             table = asyncio.ensure_future(self.upper_bound_table(self.users))
             self.evaluator.upper_bound_pending = table  # the seed's episodes play meanwhile; their scores wait for it

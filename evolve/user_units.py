@@ -17,6 +17,7 @@ from typing import Protocol, runtime_checkable
 from memevo.evolve.candidates import Candidate
 from memevo.evolve.runtime import RunBase
 from memevo.evolve.scheduling import Turns
+from memevo.evolve.strategies.base import GenerationStrategy
 from memevo.evolve.strategies.plays import Plays
 
 Play = Callable[[], Awaitable[object]]
@@ -56,9 +57,10 @@ def user_plays(plays: Plays, unit: str, candidates: Iterable[Candidate], splits:
     return units
 
 
-def seed_units(run: RunBase, plays: Plays, splits: dict[str, list[str]]) -> dict[str, Play]:
+def seed_units(run: RunBase, plays: Plays, strategy: GenerationStrategy) -> dict[str, Play]:
     """Generation 0's units: the upper-bound table (its holder writes the run folder's copy, which the others read)
-    and the seed's users (those generation 0 evaluates, by split)."""
+    and the seed's users (those the strategy has generation 0 evaluate, by split)."""
+    splits = dict(zip(plays.users, strategy.seed_users(), strict=True))
     return {"gen-000/upper-bound": lambda: run.upper_bound_table(run.users),
             **user_plays(plays, "gen-000", [run.seed], splits)}
 
