@@ -66,5 +66,5 @@ def test_quickstart_needs_no_endpoint() -> None:
     models = [policy.llm, config.llm.proposer, *(c for c in (config.llm.agent, config.llm.simulator) if c)]
     assert all(llm.model == LOCAL_MODEL_NAME and llm.base_url is None for llm in models)
     assert config.episode.simulator == "template"
-    assert (policy.kind, config.components, config.feedback.mode.value) == ("awi", ["write_prompt"], "complete")
+    assert (policy.kind, config.components, config.feedback.mode.value) == ("awi", [], "none")
     assert config.data.synth is not None and config.tracking.enabled

@@ -64,10 +64,23 @@ def test_reduced_quickstart_on_the_local_model(tmp_path: Path, monkeypatch: pyte
 def test_quickstart_config_is_valid_and_answers_by_likelihood_on_the_embedded_model() -> None:
     config = parse_evolve_config(yaml.safe_load(QUICKSTART.read_text(encoding="utf-8")), source=QUICKSTART)
     assert config.episode.answer_mode == "auto"  # likelihood on the embedded model, generated elsewhere
-    assert set(config.hyperparameters) == {"short_term", "update_every"} and config.components == ["write_prompt"]
+    assert set(config.hyperparameters) == {"short_term"} and config.components == []
     assert config.objective == "accuracy"
     assert config.seed.policy is not None and config.seed.policy.kind == "awi"
-    assert len(load_users(config)) == 4
+    assert len(load_users(config)) == 9
+
+
+def test_quickstart_searches_from_a_notes_only_seed_in_a_world_the_model_can_read() -> None:
+    """The seed keeps no raw messages, the search can add some, the users state their facts in the options' words
+    (the 135M model links no paraphrase to an option), and the held-out users ask at least 40 questions (the
+    paired test's floor in benchmarks/quickstart_gain.py)."""
+    config = parse_evolve_config(yaml.safe_load(QUICKSTART.read_text(encoding="utf-8")), source=QUICKSTART)
+    assert config.seed.policy is not None and config.seed.policy.short_term == 0
+    assert max(config.hyperparameters["short_term"].choices or [0]) > 0
+    assert config.data.synth is not None and config.data.synth["users_name_values"] is True
+    items = load_users(config)
+    test = make_split(items, config).test
+    assert sum(len(item.periods) * len(item.qas) for item in items if item.id in test) >= 40
 
 
 def test_quickstart_seed_prompts_are_valid_and_much_shorter_than_the_defaults() -> None:

@@ -33,6 +33,10 @@ class SynthConfig(LazyModel):
                                   "length knob (about 18 tokens each).")
     answers_name_values: bool = Field(False, description="Each answer option opens with the state values it fits, "
                                       "so a small model can tell the options apart by the values it remembers.")
+    users_name_values: bool = Field(False, description="Users state each value in its own words, the words the "
+                                    "options use (\"My exercise routine: yoga at home.\"), not in a hand-written "
+                                    "paraphrase: a world a small model can read, since it cannot link a paraphrase "
+                                    "to the option that names it. Only the opening queries change.")
     vocabulary: Path | None = Field(None, description="Vocabulary JSON; default: the bundled asset.")
 
     @field_validator("start_date")

@@ -65,7 +65,8 @@ def _make_period(rng: random.Random, vocabulary: Vocabulary, config: SynthConfig
     sessions = []
     for (event, variables, mentions), time in zip(plans, times, strict=True):
         exposures = [(world.variables[key], world.value_text(key, state[key])) for key in variables]
-        query = opening_query(rng, vocabulary.queries, exposures, mentions, config.filler_sentences)
+        query = opening_query(rng, vocabulary.queries, exposures, mentions, config.filler_sentences,
+                              name_values=config.users_name_values)
         sessions.append(Session(event=event, exposed_states={key: state[key] for key in variables}, query=query,
                                 messages=[], session_time=time))
     return Period(

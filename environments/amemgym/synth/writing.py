@@ -22,17 +22,24 @@ def filler(rng: random.Random, parts: QueryParts, count: int) -> list[str]:
 
 
 def opening_query(rng: random.Random, parts: QueryParts, exposures: list[tuple[Variable, ValueText]],
-                  mentions: list[str], filler_count: int) -> str:
+                  mentions: list[str], filler_count: int, *, name_values: bool = False) -> str:
     """Greeting, for each exposed value what changed (its mention, if any) and one phrasing, small talk, then
-    a request."""
+    a request. ``name_values`` states each value in its own words instead of the phrasing drawn (drawn all the
+    same, so every later draw, and with it the rest of the world, stays as without it)."""
     sentences = [rng.choice(parts.greetings)] if rng.random() < 0.6 else []
-    for position, (_, value) in enumerate(exposures):
+    for position, (variable, value) in enumerate(exposures):
         if position < len(mentions):
             sentences.append(mentions[position])
-        sentences.append(rng.choice(value.phrasings))
+        phrasing = rng.choice(value.phrasings)
+        sentences.append(stated_value(variable, value) if name_values else phrasing)
     sentences.extend(filler(rng, parts, filler_count))
     sentences.append(rng.choice(exposures[0][0].requests))
     return " ".join(sentences)
+
+
+def stated_value(variable: Variable, value: ValueText) -> str:
+    """A value in the words the answer options use, under its variable's name ("My diet style: vegetarian.")."""
+    return f"My {variable.name.replace('_', ' ')}: {value.value}."
 
 
 def answer(values: list[ValueText], *, name_values: bool = False) -> str:
