@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from memevo.evolve.records import Instance, cell_weight
-from memevo.evolve.stats import weighted_contributions
+from memevo.evolve.weighting import weighted_contributions
 
 
 def pooled_mean(values: Mapping[Instance, float]) -> float:

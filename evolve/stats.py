@@ -22,6 +22,7 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from memevo.core.lazy_model import LazyModel
+from memevo.evolve.weighting import weighted_contributions
 
 CIMethod = Literal["t", "bootstrap"]
 IntervalMethod = Literal["t", "bootstrap", "hierarchical_bootstrap"]
@@ -168,15 +169,6 @@ def interval(values: Sequence[float], method: CIMethod = "t", confidence: float 
 
 
 Unit = TypeVar("Unit", bound=Hashable)
-
-
-def weighted_contributions(values: Sequence[float], weights: Sequence[float]) -> list[float]:
-    """Each value times its weight over the mean weight: the plain mean of these is the weighted mean, so an interval
-    or a paired test over them speaks of the figure pooled over what the weights count (questions)."""
-    if not values:
-        return []
-    mean_weight = sum(weights) / len(weights)
-    return [value * weight / mean_weight for value, weight in zip(values, weights, strict=True)]
 
 
 def paired_test(

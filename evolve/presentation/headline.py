@@ -17,7 +17,8 @@ from memevo.environments.registry import DEFAULT_ENVIRONMENT, capabilities_of
 from memevo.environments.score_text import MEMORY_SCORE_SCALE, FigureName, failure_text, figure_label, free_text
 from memevo.evolve.api_outcomes import paired_on_test_users, user_values, user_weights
 from memevo.evolve.config import Objective
-from memevo.evolve.stats import fmt, fmt_interval, fmt_p, mean_ci, weighted_contributions
+from memevo.evolve.stats import fmt, fmt_interval, fmt_p, mean_ci
+from memevo.evolve.weighting import weighted_contributions
 
 WIDTH = 100
 INDENT = "  "
