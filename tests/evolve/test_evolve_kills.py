@@ -156,7 +156,7 @@ def _mlflow_rows(out: Path) -> dict[str, Any]:
             names[run] = f"{tags.get((run, 'memevo.kind'), '?')}:{name}"
     rows: dict[str, Any] = {"runs per key": Counter(names.values()), "experiments": experiments}
     for run, _, status, stage, artifact_uri in runs:
-        metric_rows = sorted((key, step, 0.0 if key.startswith(USAGE_METRICS) or key.endswith((".calls", ".dollars"))
+        metric_rows = sorted((key, step, 0.0 if key.startswith(USAGE_METRICS) or key.endswith((".calls", ".cancelled_calls", ".dollars"))
                               else round(value, 9)) for r, key, step, value in metrics
                              if r == run and not key.startswith(COST_METRICS))
         folder = Path(artifact_uri.removeprefix("file://"))
