@@ -49,7 +49,7 @@ from memevo.evolve.scheduling import CandidateRun, OneProcess, Scheduled, Turns
 from memevo.evolve.selection.parents import mean_score
 from memevo.evolve.spend import BudgetKeeper
 from memevo.evolve.strategies import Lineage, Plays, StrategyContext, generation_dir, make_strategy
-from memevo.evolve.user_units import end_units, seed_units, spread
+from memevo.evolve.user_units import end_units, spread, spread_seed
 
 if TYPE_CHECKING:
     from memevo.evolve.tuner import Tuner
@@ -218,7 +218,7 @@ class OuterLoop(runtime.RunBase):
         self.tuner.close_generation(event, self.observers.links)
 
     async def run(self) -> EvolutionResult:
-        await spread(self.turns, seed_units(self, self.plays, self.strategy), width=self.plays.width)  # workers
+        await spread_seed(self.turns, self, self.plays, self.strategy)  # workers: the table, then the seed's users
         async with self.turns.turn("gen-000"):  # the upper-bound table and the seed's episodes
             table = asyncio.ensure_future(self.upper_bound_table(self.users))
             self.evaluator.upper_bound_pending = table  # the seed's episodes play meanwhile; their scores wait for it

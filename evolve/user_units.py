@@ -57,12 +57,15 @@ def user_plays(plays: Plays, unit: str, candidates: Iterable[Candidate], splits:
     return units
 
 
-def seed_units(run: RunBase, plays: Plays, strategy: GenerationStrategy) -> dict[str, Play]:
-    """Generation 0's units: the upper-bound table (its holder writes the run folder's copy, which the others read)
-    and the seed's users (those the strategy has generation 0 evaluate, by split)."""
+async def spread_seed(turns: Turns, run: RunBase, plays: Plays, strategy: GenerationStrategy) -> None:
+    """Generation 0's units: the upper-bound table first (its holder writes the run folder's copy, which every worker
+    reads before it plays, so the seed's memory scores are against it as in one process), then the seed's users
+    (those the strategy has generation 0 evaluate, by split)."""
+    await spread(turns, {"gen-000/upper-bound": lambda: run.upper_bound_table(run.users)}, width=plays.width)
+    if isinstance(turns, WideTurns):
+        await run.upper_bound_table(run.users)
     splits = dict(zip(plays.users, strategy.seed_users(), strict=True))
-    return {"gen-000/upper-bound": lambda: run.upper_bound_table(run.users),
-            **user_plays(plays, "gen-000", [run.seed], splits)}
+    await spread(turns, user_plays(plays, "gen-000", [run.seed], splits), width=plays.width)
 
 
 def end_units(run: RunBase, plays: Plays, best: Candidate) -> dict[str, Play]:
