@@ -1,6 +1,6 @@
 # One command to set everything up and run the main job, one to run the tests.
 #   make quickstart      create .venv, install memevo with the local model, run the quickstart evolution
-#   make test            create .venv if needed, install, run the whole test suite
+#   make test            create .venv if needed, install (with the test extras), run the whole test suite
 #   make reinstall-llama replace llama-cpp-python by memevo's portable build (the fix for a crashing server)
 #   make lock            record the installed versions in constraints.txt (after a green test run)
 #
@@ -12,26 +12,36 @@ PYTHON      ?= python3
 VENV        := .venv
 BIN         := $(VENV)/bin
 STAMP       := $(VENV)/.installed
+TEST_STAMP  := $(VENV)/.installed-test
 CONSTRAINTS := constraints.txt
 LLAMA_VERSION := $(shell sed -n 's/^llama[-_]cpp[-_]python==//p' $(CONSTRAINTS))
+WHEELS      = --find-links "$$(cat $(VENV)/llama-wheel-folder)" --only-binary llama-cpp-python
 
 .PHONY: install quickstart test ui reinstall-llama lock
 
+# The llama.cpp build (minutes of compiling) runs beside the install of every other dependency.
 $(STAMP): pyproject.toml setup.py $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) pip
-	$(BIN)/python agents/llm/llama_build.py wheel --version $(LLAMA_VERSION) > $(VENV)/llama-wheel-folder
-	$(BIN)/python -m pip install -c $(CONSTRAINTS) --find-links "$$(cat $(VENV)/llama-wheel-folder)" \
-		--only-binary llama-cpp-python -e '.[local,test]'
+	@echo "building llama-cpp-python $(LLAMA_VERSION) in the background (log: $(VENV)/llama-build.log)"
+	$(BIN)/python agents/llm/llama_build.py wheel --version $(LLAMA_VERSION) \
+		> $(VENV)/llama-wheel-folder 2> $(VENV)/llama-build.log & build=$$!; \
+	$(BIN)/python -m pip install -c $(CONSTRAINTS) -e .; installed=$$?; \
+	if ! wait $$build; then tail -n 30 $(VENV)/llama-build.log; exit 1; fi; exit $$installed
+	$(BIN)/python -m pip install -c $(CONSTRAINTS) $(WHEELS) -e '.[local]'
 	$(BIN)/python agents/llm/llama_build.py check
 	touch $(STAMP)
+
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -c $(CONSTRAINTS) $(WHEELS) -e '.[local,test]'
+	touch $(TEST_STAMP)
 
 install: $(STAMP)
 
 quickstart: $(STAMP)
 	$(BIN)/memevo evolve experiments/quickstart.yaml --resume
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -ra
 
 ui: $(STAMP)
@@ -41,5 +51,5 @@ reinstall-llama:
 	$(BIN)/python agents/llm/llama_build.py install --version $(LLAMA_VERSION)
 	$(BIN)/python agents/llm/llama_build.py check
 
-lock: $(STAMP)
+lock: $(TEST_STAMP)
 	$(BIN)/python -m pip list --format=freeze --exclude-editable | LC_ALL=C sort -f > $(CONSTRAINTS)

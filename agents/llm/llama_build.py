@@ -26,6 +26,8 @@ import sys
 from pathlib import Path
 
 AVX2_LEVEL = ("avx", "avx2", "fma", "f16c")
+LEAN_BUILD = ("-DLLAVA_BUILD=OFF",)
+"""Parts memevo never loads (the multimodal library, mtmd): left out, the first install compiles much less."""
 FORBIDDEN_FEATURES = ("AVX512", "AMX")
 """System-info features a portable build must not report: the code paths that crashed."""
 
@@ -45,7 +47,7 @@ def portable_cmake_args(flags: frozenset[str]) -> str:
     enabled = AVX2_LEVEL if set(AVX2_LEVEL) <= flags else ("avx",) if "avx" in flags else ()
     options = ["-DGGML_NATIVE=OFF", *(f"-DGGML_{feature.upper()}=ON" for feature in enabled)]
     options += [f"-DGGML_{feature.upper()}=OFF" for feature in AVX2_LEVEL if feature not in enabled]
-    return " ".join(options)
+    return " ".join([*options, *LEAN_BUILD])
 
 
 def reinstall_command(version: str, flags: frozenset[str] | None = None) -> str:

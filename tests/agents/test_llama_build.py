@@ -13,13 +13,13 @@ AVX2_MACHINE = frozenset({"sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "am
 
 def test_flags_never_go_past_avx2_even_on_an_avx512_amx_cpu():
     args = portable_cmake_args(AVX2_MACHINE)
-    assert args == "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+    assert args == "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF"
     assert "512" not in args and "AMX" not in args
 
 
 def test_older_cpus_get_a_lower_level():
     assert portable_cmake_args(frozenset({"avx", "sse4_2"})) == (
-        "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=OFF -DGGML_FMA=OFF -DGGML_F16C=OFF"
+        "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=OFF -DGGML_FMA=OFF -DGGML_F16C=OFF -DLLAVA_BUILD=OFF"
     )
     assert portable_cmake_args(frozenset()).startswith("-DGGML_NATIVE=OFF -DGGML_AVX=OFF")
 
