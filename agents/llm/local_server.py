@@ -57,12 +57,13 @@ DEFAULT_CACHE_MB = 1024
 buffers (0.39 GB) and the embeddings context once used (0.22 GB) the server stays under 2.5 GB
 (benchmarks/llama_memory.py)."""
 SERVER_ENV = {
-    "OMP_WAIT_POLICY": "PASSIVE",
+    "GOMP_SPINCOUNT": "300",
     "MALLOC_ARENA_MAX": "2",
     "MALLOC_MMAP_THRESHOLD_": str(1 << 20),
 }
-"""The server's environment unless the user's sets these. OpenMP's busy-waiting made generation ~10x slower when
-the cores were shared. glibc's malloc: saved prompt states are blocks of tens of MB, allocated and freed at every
+"""The server's environment unless the user's sets these. OpenMP: a thread that waits spins a few hundred rounds,
+then sleeps; spinning long (``OMP_WAIT_POLICY=ACTIVE``, or libgomp's default count) collapsed generation when the
+cores were shared, sleeping at once (``PASSIVE``) slowed it on an idle machine. glibc's malloc: saved prompt states are blocks of tens of MB, allocated and freed at every
 request; below its (self-raising) mmap threshold they land in per-thread arenas that return little to the system,
 so a fixed 1 MB threshold sends them to mmap (given back at once) and two arenas bound the rest."""
 CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGILL, signal.SIGBUS, signal.SIGABRT, signal.SIGFPE})
@@ -136,8 +137,8 @@ def default_threads() -> int:
     """``$MEMEVO_LLAMA_THREADS`` when set, else every core; anything but a positive integer is a
     ``UserInputError``.
 
-    Every core, with OpenMP told to sleep rather than spin while it waits (``OMP_WAIT_POLICY=PASSIVE``, set in
-    ``start``), measured best both idle and beside busy programs (benchmarks/llama_threads.py).
+    Every core, with OpenMP's waiting threads spinning only briefly before they sleep (``SERVER_ENV``), near the
+    best setting both idle and beside busy programs (benchmarks/llama_threads.py).
     """
     raw = os.environ.get(THREADS_ENV, "").strip()
     if not raw:
