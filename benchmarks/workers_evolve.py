@@ -55,10 +55,18 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.workers import TimedEndpoint  # noqa: E402
+from memevo.evolve.records import GenerationPlan, read_record  # noqa: E402
 from memevo.evolve.workers.identity import read_identity  # noqa: E402
 from memevo.evolve.workers.services import MlflowServer, PostgresCluster, postgres_bin  # noqa: E402
 from tests.doubles.fault_server import FaultServer  # noqa: E402
-from tests.doubles.worker_evolution import candidate_runs, outcome, trials, write_evolution  # noqa: E402
+from tests.doubles.worker_evolution import (  # noqa: E402
+    NARROW_SPACE,
+    WIDE_SPACE,
+    candidate_runs,
+    outcome,
+    trials,
+    write_evolution,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,6 +74,32 @@ ROOT = Path(__file__).resolve().parents[1]
 def environment(folder: Path) -> dict[str, str]:
     return {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1", "OPENAI_API_KEY": "test",
             "MEMEVO_CACHE_DIR": str(folder / "cache"), "PYTHONPATH": str(ROOT)}
+
+
+def timeline(run_dir: Path, started: float, ended: float) -> list[tuple[str, float]]:
+    """Where a run's wall time went, from the times its run folder's records were written (``started`` and ``ended``:
+    the command's start and exit, wall clock): start-up to the upper-bound table, the rest of generation 0, and per
+    generation its plan, its candidates (to the last candidate summary written) and its outcome, then the end."""
+    def written(path: Path) -> float | None:
+        return path.stat().st_mtime if path.exists() else None
+
+    marks: list[tuple[str, float | None]] = [("start+table", written(run_dir / "upper_bound.json")),
+                                             ("gen0", written(run_dir / "generations" / "gen_000" / "outcome.json"))]
+    for folder in sorted((run_dir / "generations").glob("gen_*"))[1:]:
+        number = int(folder.name.split("_")[1])
+        plan = folder / "plan.json"
+        stored = read_record(plan, GenerationPlan)
+        summaries = [written(summary) for candidate in (stored.candidates if stored else [])
+                     for summary in (run_dir / "evals" / candidate.id).glob("*.json") if summary.name != "cost.json"]
+        marks += [(f"plan{number}", written(plan)), (f"cands{number}", max(filter(None, summaries), default=None)),
+                  (f"outcome{number}", written(folder / "outcome.json"))]
+    marks += [("end", written(run_dir / "result.json")), ("exit", ended)]
+    phases, before = [], started
+    for label, moment in marks:
+        if moment is not None:
+            phases.append((label, moment - before))
+            before = moment
+    return phases
 
 
 def one_candidate_per_worker(path: Path) -> None:
@@ -82,11 +116,11 @@ def run(work: Path, label: str, workers: int | None, endpoint: TimedEndpoint, fa
     endpoint.arrivals.clear()
     tracking = f"sqlite:///{folder / 'mlflow.db'}" if workers is None else server.url
     path = write_evolution(folder, fake.url, tracking, label, generations=args.generations,
-                           candidates=args.candidates)
+                           candidates=args.candidates, space=WIDE_SPACE if args.space == "wide" else NARROW_SPACE)
     if workers is not None:
         one_candidate_per_worker(path)
     extra = [] if workers is None else ["--workers", str(workers), "--store", cluster.url()]
-    started, load = time.monotonic(), os.getloadavg()[0]
+    started, since, load = time.monotonic(), time.time(), os.getloadavg()[0]
     done = subprocess.run([sys.executable, "-m", "memevo.evolve.cli", "evolve", "evolve.yaml", "--run-dir", "run",
                            "--no-cache", *extra], cwd=folder, env=environment(folder), capture_output=True,
                           text=True)
@@ -97,6 +131,7 @@ def run(work: Path, label: str, workers: int | None, endpoint: TimedEndpoint, fa
     study_name = label if workers is None else f"{label}-{read_identity(folder / 'run')}"  # a worker run's own study
     names = [name for name in candidate_runs(tracking, label) if name != label]
     return {"wall": wall, "load": (load, os.getloadavg()[0]), "requests": len(endpoint.arrivals),
+            "phases": timeline(folder / "run", since, since + wall),
             "outcome": outcome(folder / "run"),
             "trials": trials(study, study_name), "runs": names}
 
@@ -107,15 +142,18 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=4, help="candidates per generation")
     parser.add_argument("--generations", type=int, default=2)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker counts to compare")
+    parser.add_argument("--space", choices=["narrow", "wide"], default="narrow",
+                        help="hyperparameters tuned: 6 settings (the tests'), or 27 (new candidates in every generation)")
+    parser.add_argument("--keep", type=Path, default=None, help="keep every run's folder here (default: deleted)")
     args = parser.parse_args()
     if postgres_bin() is None:
         sys.exit("n/a (PostgreSQL server binaries are not installed: bash .ci/services.sh)")
     total = args.candidates * args.generations
-    print(f"evolution sweep: {args.generations} generations x {args.candidates} candidates; endpoint latency "
-          f"{args.latency:.3f} s")
+    print(f"evolution sweep: {args.generations} generations x {args.candidates} candidates, {args.space} "
+          f"hyperparameter space; endpoint latency {args.latency:.3f} s")
     with tempfile.TemporaryDirectory(prefix="memevo-evolve-workers-bench-") as temporary, PostgresCluster() as cluster, \
             MlflowServer(cluster.url("mlflow"), Path(temporary) / "artifacts", start_timeout_s=600) as server:
-        work = Path(temporary)
+        work = args.keep or Path(temporary)
         endpoint = TimedEndpoint()
         with FaultServer(endpoint.reply, latency_s=args.latency) as fake:
             runs = [("1 process", "alone", None), *((f"{count} worker(s)", f"workers-{count}", count)
@@ -131,6 +169,9 @@ def main() -> None:
                   f"{total / result['wall'] * 60:>14.2f} {result['requests']:>8} "
                   f"{str(result['outcome'] == reference['outcome']):>8} {str(result['trials'] == reference['trials']):>8}"
                   f" {str(result['runs'] == reference['runs']):>8} ({len(result['runs'])})")
+        print("where the time went (s, from the run folder's file times):")
+        for label, result in results.items():
+            print(f"{label:>11} " + " ".join(f"{phase} {seconds:.1f}" for phase, seconds in result["phases"]))
 
 
 if __name__ == "__main__":
