@@ -90,7 +90,8 @@ def timeline(run_dir: Path, started: float, ended: float) -> list[tuple[str, flo
         plan = folder / "plan.json"
         stored = read_record(plan, GenerationPlan)
         summaries = [written(summary) for candidate in (stored.candidates if stored else [])
-                     for summary in (run_dir / "evals" / candidate.id).glob("*.json") if summary.name != "cost.json"]
+                     for summary in (run_dir / "evals" / candidate.id).glob("*.json")
+                     if summary.name != "cost.json" and not summary.name.startswith("test")]  # the end's: not theirs
         marks += [(f"plan{number}", written(plan)), (f"cands{number}", max(filter(None, summaries), default=None)),
                   (f"outcome{number}", written(folder / "outcome.json"))]
     marks += [("end", written(run_dir / "result.json")), ("exit", ended)]
