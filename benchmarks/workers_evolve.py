@@ -1,4 +1,4 @@
-"""Evolve workers benchmark: one evolution sweep run by one process and by 1 and 2 worker processes on PostgreSQL.
+"""Evolve workers benchmark: one evolution sweep run by one process and by N worker processes on PostgreSQL.
 
 Everything is real except the model: PostgreSQL (a throwaway cluster) holds the work claims, the Optuna study and
 the shared usage ledger, an MLflow server on it takes every run, and the workers talk over loopback HTTP to the
@@ -7,10 +7,14 @@ latency). The sweep (tests/doubles/worker_evolution.py) runs a generation's cand
 train first), the strategy several workers can share; each worker runs ``episode.candidate_concurrency``
 candidates at once (1 here), one process all of them. For each run: wall time, candidates per minute, requests,
 and whether the result, the trials (numbers, parameters, values, reports, states) and the MLflow run names equal
-the one-process run on SQLite. The response cache is off, so every run sends the same requests.
+the one-process run on SQLite, then where each run's time went, from its run folder's file times (start-up and the
+upper-bound table, the rest of generation 0, each generation's plan, candidates and outcome, the end, the exit).
+The response cache is off, so every run sends the same requests.
 
-Run: ``python benchmarks/workers_evolve.py [--latency 0.05] [--candidates 4] [--generations 2]`` from the
-repository root (needs PostgreSQL's server binaries, ``bash .ci/services.sh``, and psycopg).
+Run: ``python benchmarks/workers_evolve.py [--latency 0.05] [--candidates 4] [--generations 2] [--workers 1 2]
+[--space narrow|wide] [--keep DIR]`` from the repository root (needs PostgreSQL's server binaries,
+``bash .ci/services.sh``, and psycopg). ``--space wide`` tunes 27 settings instead of the tests' 6; ``--keep`` keeps
+the run folders.
 Measured 2026-11-27 on the shared 2-core box (load ~10), ``--latency 0.2 --generations 1`` (928 requests per run):
 one process 110 s, 1 worker 105 s, 2 workers 81 s (2.17, 2.28, 2.95 candidates/min); every run's result, trials
 and MLflow runs equal one process's. One process is no faster than 1 worker because ``episode.user_concurrency``
@@ -37,6 +41,27 @@ found no new candidate) 10 s, the test scoring 18 s, the end ~5 s. The candidate
 ``episode.user_concurrency`` (2) per process, so 4 workers have 4 times one process's and no split of the work gives
 more (8 candidates of unequal length on 4 one-candidate workers also leave a tail); the plans and outcomes (~27 s,
 one worker's by nature: proposals, decisions, MLflow rows, trials told) stay serial.
+Again 2026-11-29 (round 3) with enough independent candidates. The sweep above cannot give 4 workers 3x: its
+generation 2 finds no new policy among the tests' 6 settings (a wasted plan in every run), and 8 candidates leave a
+tail no claim order avoids: a candidate that is not pruned plays 3 rounds of users on its worker (2 of its 4 train
+users at a time, then its 2 validation users), so with 5 or more of 8 not pruned some worker plays two of them back
+to back (~120 s), while one process packs every candidate's users into its 2 slots. ``--space wide --candidates 16
+--generations 1`` gives each of 4 workers ~4 candidates (16 planned, 4 pruned, 12 validated; ~2264 requests per run):
+the same evolution code, calls and decisions in every run, only more candidates per worker, which is what the issue's
+"enough independent candidates" asks. ``nice -n 5 python benchmarks/workers_evolve.py --latency 1 --candidates 16
+--generations 1 --space wide --workers 2 4``, one invocation each, the identity tests running beside the one-process
+run in both. Before (11ee73b: the seed's users waited for the upper-bound table's unit): one process 844.4 s (load
+2.8-0.3), 2 workers 484.4 s (1.74x, load 0.3-3.5), 4 workers 281.2 s (3.00x, load 3.5-3.2). After (the seed's users
+play while one worker computes the table): one process 845.9 s (load 5.2-2.2), 2 workers 463.4 s (1.83x, load
+2.2-2.7), 4 workers 270.5 s (3.13x, load 2.7-3.1). Every run's result, trials and MLflow runs equal one process's
+(2264-2267 requests: the calls in flight when a pruned candidate stops vary). Where the time went (s; one process / 2
+workers / 4 workers, before): start-up and the table 10.6 / 11.0 / 14.3, the rest of generation 0 (the seed's users,
+its outcome) 42.1 / 34.0 / 19.6, the plan 8.8 / 4.3 / 4.4, the 16 candidates 737.2 / 393.6 / 198.1 (1.87x and 3.72x),
+the outcome 2.3 / 11.8 / 12.9, the test scoring 41.3 / 25.5 / 25.4, the exit 2.1 / 4.1 / 6.6; after, the rest of
+generation 0 42.6 / 26.5 / 11.6, the candidates 738.7 / 380.1 / 198.4, the others as before within ~3 s. What stays
+serial on 4 workers (~70 s of 270): start-up (four interpreters on 2 cores), the seed's users (one round), the plan,
+the outcome (16 MLflow candidate runs written over HTTP to the tracking server, where one process writes SQLite in 2
+s) and the end's test users (one round).
 """
 
 from __future__ import annotations
