@@ -1,4 +1,4 @@
-"""Evolve workers benchmark: one evolution sweep run by one process and by 1 and 2 worker processes on PostgreSQL.
+"""Evolve workers benchmark: one evolution sweep run by one process and by N worker processes on PostgreSQL.
 
 Everything is real except the model: PostgreSQL (a throwaway cluster) holds the work claims, the Optuna study and
 the shared usage ledger, an MLflow server on it takes every run, and the workers talk over loopback HTTP to the
@@ -7,10 +7,14 @@ latency). The sweep (tests/doubles/worker_evolution.py) runs a generation's cand
 train first), the strategy several workers can share; each worker runs ``episode.candidate_concurrency``
 candidates at once (1 here), one process all of them. For each run: wall time, candidates per minute, requests,
 and whether the result, the trials (numbers, parameters, values, reports, states) and the MLflow run names equal
-the one-process run on SQLite. The response cache is off, so every run sends the same requests.
+the one-process run on SQLite, then where each run's time went, from its run folder's file times (start-up and the
+upper-bound table, the rest of generation 0, each generation's plan, candidates and outcome, the end, the exit).
+The response cache is off, so every run sends the same requests.
 
-Run: ``python benchmarks/workers_evolve.py [--latency 0.05] [--candidates 4] [--generations 2]`` from the
-repository root (needs PostgreSQL's server binaries, ``bash .ci/services.sh``, and psycopg).
+Run: ``python benchmarks/workers_evolve.py [--latency 0.05] [--candidates 4] [--generations 2] [--workers 1 2]
+[--space narrow|wide] [--keep DIR]`` from the repository root (needs PostgreSQL's server binaries,
+``bash .ci/services.sh``, and psycopg). ``--space wide`` tunes 27 settings instead of the tests' 6; ``--keep`` keeps
+the run folders.
 Measured 2026-11-27 on the shared 2-core box (load ~10), ``--latency 0.2 --generations 1`` (928 requests per run):
 one process 110 s, 1 worker 105 s, 2 workers 81 s (2.17, 2.28, 2.95 candidates/min); every run's result, trials
 and MLflow runs equal one process's. One process is no faster than 1 worker because ``episode.user_concurrency``
@@ -37,6 +41,27 @@ found no new candidate) 10 s, the test scoring 18 s, the end ~5 s. The candidate
 ``episode.user_concurrency`` (2) per process, so 4 workers have 4 times one process's and no split of the work gives
 more (8 candidates of unequal length on 4 one-candidate workers also leave a tail); the plans and outcomes (~27 s,
 one worker's by nature: proposals, decisions, MLflow rows, trials told) stay serial.
+Again 2026-11-29 (round 3) with enough independent candidates. The sweep above cannot give 4 workers 3x: its
+generation 2 finds no new policy among the tests' 6 settings (a wasted plan in every run), and 8 candidates leave a
+tail no claim order avoids: a candidate that is not pruned plays 3 rounds of users on its worker (2 of its 4 train
+users at a time, then its 2 validation users), so with 5 or more of 8 not pruned some worker plays two of them back
+to back (~120 s), while one process packs every candidate's users into its 2 slots. ``--space wide --candidates 16
+--generations 1`` gives each of 4 workers ~4 candidates (16 planned, 4 pruned, 12 validated; ~2264 requests per run):
+the same evolution code, calls and decisions in every run, only more candidates per worker, which is what the issue's
+"enough independent candidates" asks. ``nice -n 5 python benchmarks/workers_evolve.py --latency 1 --candidates 16
+--generations 1 --space wide --workers 2 4``, one invocation each, the identity tests running beside the one-process
+run in both. Before (11ee73b: the seed's users waited for the upper-bound table's unit): one process 844.4 s (load
+2.8-0.3), 2 workers 484.4 s (1.74x, load 0.3-3.5), 4 workers 281.2 s (3.00x, load 3.5-3.2). After (the seed's users
+play while one worker computes the table): one process 845.9 s (load 5.2-2.2), 2 workers 463.4 s (1.83x, load
+2.2-2.7), 4 workers 270.5 s (3.13x, load 2.7-3.1). Every run's result, trials and MLflow runs equal one process's
+(2264-2267 requests: the calls in flight when a pruned candidate stops vary). Where the time went (s; one process / 2
+workers / 4 workers, before): start-up and the table 10.6 / 11.0 / 14.3, the rest of generation 0 (the seed's users,
+its outcome) 42.1 / 34.0 / 19.6, the plan 8.8 / 4.3 / 4.4, the 16 candidates 737.2 / 393.6 / 198.1 (1.87x and 3.72x),
+the outcome 2.3 / 11.8 / 12.9, the test scoring 41.3 / 25.5 / 25.4, the exit 2.1 / 4.1 / 6.6; after, the rest of
+generation 0 42.6 / 26.5 / 11.6, the candidates 738.7 / 380.1 / 198.4, the others as before within ~3 s. What stays
+serial on 4 workers (~70 s of 270): start-up (four interpreters on 2 cores), the seed's users (one round), the plan,
+the outcome (16 MLflow candidate runs written over HTTP to the tracking server, where one process writes SQLite in 2
+s) and the end's test users (one round).
 """
 
 from __future__ import annotations
@@ -55,10 +80,18 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.workers import TimedEndpoint  # noqa: E402
+from memevo.evolve.records import GenerationPlan, read_record  # noqa: E402
 from memevo.evolve.workers.identity import read_identity  # noqa: E402
 from memevo.evolve.workers.services import MlflowServer, PostgresCluster, postgres_bin  # noqa: E402
 from tests.doubles.fault_server import FaultServer  # noqa: E402
-from tests.doubles.worker_evolution import candidate_runs, outcome, trials, write_evolution  # noqa: E402
+from tests.doubles.worker_evolution import (  # noqa: E402
+    NARROW_SPACE,
+    WIDE_SPACE,
+    candidate_runs,
+    outcome,
+    trials,
+    write_evolution,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,6 +99,33 @@ ROOT = Path(__file__).resolve().parents[1]
 def environment(folder: Path) -> dict[str, str]:
     return {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1", "OPENAI_API_KEY": "test",
             "MEMEVO_CACHE_DIR": str(folder / "cache"), "PYTHONPATH": str(ROOT)}
+
+
+def timeline(run_dir: Path, started: float, ended: float) -> list[tuple[str, float]]:
+    """Where a run's wall time went, from the times its run folder's records were written (``started`` and ``ended``:
+    the command's start and exit, wall clock): start-up to the upper-bound table, the rest of generation 0, and per
+    generation its plan, its candidates (to the last candidate summary written) and its outcome, then the end."""
+    def written(path: Path) -> float | None:
+        return path.stat().st_mtime if path.exists() else None
+
+    marks: list[tuple[str, float | None]] = [("start+table", written(run_dir / "upper_bound.json")),
+                                             ("gen0", written(run_dir / "generations" / "gen_000" / "outcome.json"))]
+    for folder in sorted((run_dir / "generations").glob("gen_*"))[1:]:
+        number = int(folder.name.split("_")[1])
+        plan = folder / "plan.json"
+        stored = read_record(plan, GenerationPlan)
+        summaries = [written(summary) for candidate in (stored.candidates if stored else [])
+                     for summary in (run_dir / "evals" / candidate.id).glob("*.json")
+                     if summary.name != "cost.json" and not summary.name.startswith("test")]  # the end's: not theirs
+        marks += [(f"plan{number}", written(plan)), (f"cands{number}", max(filter(None, summaries), default=None)),
+                  (f"outcome{number}", written(folder / "outcome.json"))]
+    marks += [("end", written(run_dir / "result.json")), ("exit", ended)]
+    phases, before = [], started
+    for label, moment in marks:
+        if moment is not None:
+            phases.append((label, moment - before))
+            before = moment
+    return phases
 
 
 def one_candidate_per_worker(path: Path) -> None:
@@ -82,11 +142,11 @@ def run(work: Path, label: str, workers: int | None, endpoint: TimedEndpoint, fa
     endpoint.arrivals.clear()
     tracking = f"sqlite:///{folder / 'mlflow.db'}" if workers is None else server.url
     path = write_evolution(folder, fake.url, tracking, label, generations=args.generations,
-                           candidates=args.candidates)
+                           candidates=args.candidates, space=WIDE_SPACE if args.space == "wide" else NARROW_SPACE)
     if workers is not None:
         one_candidate_per_worker(path)
     extra = [] if workers is None else ["--workers", str(workers), "--store", cluster.url()]
-    started, load = time.monotonic(), os.getloadavg()[0]
+    started, since, load = time.monotonic(), time.time(), os.getloadavg()[0]
     done = subprocess.run([sys.executable, "-m", "memevo.evolve.cli", "evolve", "evolve.yaml", "--run-dir", "run",
                            "--no-cache", *extra], cwd=folder, env=environment(folder), capture_output=True,
                           text=True)
@@ -97,6 +157,7 @@ def run(work: Path, label: str, workers: int | None, endpoint: TimedEndpoint, fa
     study_name = label if workers is None else f"{label}-{read_identity(folder / 'run')}"  # a worker run's own study
     names = [name for name in candidate_runs(tracking, label) if name != label]
     return {"wall": wall, "load": (load, os.getloadavg()[0]), "requests": len(endpoint.arrivals),
+            "phases": timeline(folder / "run", since, since + wall),
             "outcome": outcome(folder / "run"),
             "trials": trials(study, study_name), "runs": names}
 
@@ -107,15 +168,18 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=4, help="candidates per generation")
     parser.add_argument("--generations", type=int, default=2)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker counts to compare")
+    parser.add_argument("--space", choices=["narrow", "wide"], default="narrow",
+                        help="hyperparameters tuned: 6 settings (the tests'), or 27 (new candidates in every generation)")
+    parser.add_argument("--keep", type=Path, default=None, help="keep every run's folder here (default: deleted)")
     args = parser.parse_args()
     if postgres_bin() is None:
         sys.exit("n/a (PostgreSQL server binaries are not installed: bash .ci/services.sh)")
     total = args.candidates * args.generations
-    print(f"evolution sweep: {args.generations} generations x {args.candidates} candidates; endpoint latency "
-          f"{args.latency:.3f} s")
+    print(f"evolution sweep: {args.generations} generations x {args.candidates} candidates, {args.space} "
+          f"hyperparameter space; endpoint latency {args.latency:.3f} s")
     with tempfile.TemporaryDirectory(prefix="memevo-evolve-workers-bench-") as temporary, PostgresCluster() as cluster, \
             MlflowServer(cluster.url("mlflow"), Path(temporary) / "artifacts", start_timeout_s=600) as server:
-        work = Path(temporary)
+        work = args.keep or Path(temporary)
         endpoint = TimedEndpoint()
         with FaultServer(endpoint.reply, latency_s=args.latency) as fake:
             runs = [("1 process", "alone", None), *((f"{count} worker(s)", f"workers-{count}", count)
@@ -131,6 +195,9 @@ def main() -> None:
                   f"{total / result['wall'] * 60:>14.2f} {result['requests']:>8} "
                   f"{str(result['outcome'] == reference['outcome']):>8} {str(result['trials'] == reference['trials']):>8}"
                   f" {str(result['runs'] == reference['runs']):>8} ({len(result['runs'])})")
+        print("where the time went (s, from the run folder's file times):")
+        for label, result in results.items():
+            print(f"{label:>11} " + " ".join(f"{phase} {seconds:.1f}" for phase, seconds in result["phases"]))
 
 
 if __name__ == "__main__":

@@ -58,14 +58,27 @@ def user_plays(plays: Plays, unit: str, candidates: Iterable[Candidate], splits:
 
 
 async def spread_seed(turns: Turns, run: RunBase, plays: Plays, strategy: GenerationStrategy) -> None:
-    """Generation 0's units: the upper-bound table first (its holder writes the run folder's copy, which every worker
-    reads before it plays, so the seed's memory scores are against it as in one process), then the seed's users
-    (those the strategy has generation 0 evaluate, by split)."""
-    await spread(turns, {"gen-000/upper-bound": lambda: run.upper_bound_table(run.users)}, width=plays.width)
-    if isinstance(turns, WideTurns):
-        await run.upper_bound_table(run.users)
-    splits = dict(zip(plays.users, strategy.seed_users(), strict=True))
-    await spread(turns, user_plays(plays, "gen-000", [run.seed], splits), width=plays.width)
+    """Generation 0's units: the upper-bound table and the seed's users (those the strategy has generation 0 evaluate,
+    by split), played at once as one process plays them. A user's scores wait for the table (its holder writes the
+    run folder's copy, which every other worker reads once that unit is done), so they are against it as in one
+    process."""
+    if not isinstance(turns, WideTurns):
+        return
+    table = asyncio.ensure_future(_shared_table(turns, run, plays.width))
+    run.evaluator.upper_bound_pending = table
+    try:
+        splits = dict(zip(plays.users, strategy.seed_users(), strict=True))
+        await spread(turns, user_plays(plays, "gen-000", [run.seed], splits), width=plays.width)
+        await table
+    finally:
+        table.cancel()
+        run.evaluator.upper_bound_pending = None
+
+
+async def _shared_table(turns: Turns, run: RunBase, width: int) -> None:
+    """The upper-bound table as one worker's unit, then read by every worker."""
+    await spread(turns, {"gen-000/upper-bound": lambda: run.upper_bound_table(run.users)}, width=width)
+    await run.upper_bound_table(run.users)
 
 
 def end_units(run: RunBase, plays: Plays, best: Candidate) -> dict[str, Play]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import time
 import uuid
@@ -72,6 +73,22 @@ def read_ids(path: Path) -> dict[str, Any] | str | None:
     return ids if isinstance(ids, dict) else f"holds a {type(ids).__name__}, not an object"
 
 
+def note_first(path: Path, ids: dict[str, Any]) -> dict[str, Any]:
+    """``ids`` noted at ``path`` unless another process noted its own there first (written whole, by a hard link
+    that fails when the path exists): then those."""
+    write_json_atomic(draft := path.with_name(f".{path.name}.{uuid.uuid4().hex}"), ids)
+    try:
+        os.link(draft, path)
+    except FileExistsError:
+        first = read_ids(path)
+        if isinstance(first, dict) and "tracking_id" in first:
+            return first
+        write_json_atomic(path, ids)
+    finally:
+        draft.unlink()
+    return ids
+
+
 def rebuilt_ids(client: MlflowClient, experiment_id: str, parent: Run) -> dict[str, Any]:
     """``mlflow_ids.json`` rebuilt from the runs of one evolution (its parent's key tag gives the tracking id): each
     run by its key, done when MLflow says it finished, and the timestamps of the metric rows of runs not done, so
@@ -119,6 +136,8 @@ class Tracker:
         self.ids = noted if isinstance(noted, dict) and self._in_store(noted) else self._recover(noted, own=uri is None)
         if "tracking_id" not in self.ids:  # saved before any run exists: every key tag of this folder uses it
             self.ids["tracking_id"] = uuid.uuid4().hex[:16]
+            if noted is None:  # workers of one run may open their trackers at once: the first id noted is the run's
+                self.ids = noted = note_first(self.ids_path, self.ids)
         if self.ids != noted:  # unchanged, not written: a worker of the same run may be writing it meanwhile
             self._save_ids()
 

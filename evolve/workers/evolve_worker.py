@@ -87,8 +87,8 @@ async def evolve_as_worker(config: EvolveConfig, *, run_dir: Path, hub: runtime.
             run = OuterLoop(config, Path(run_dir), hub, resume=resume or not mine, turns=turns,
                             study_name=study_name(config, run_id))
             if mine:  # the study and its enqueued first trial, made once before any other worker opens it. (The
-                # tracker's ids are written by generation 0's holder before the others make a request, which is
-                # when their trackers open.)
+                # trackers open once each worker's first requests are in flight; the first tracking id noted in the
+                # run folder is every worker's.)
                 run.tuner  # noqa: B018
         run.budget.usage = usage  # the budget is every worker's, and so are the usage figures of the result
         try:

@@ -22,9 +22,16 @@ def world() -> list:
     return category_world(n_users=8, n_periods=2)
 
 
+NARROW_SPACE: dict[str, dict[str, list[int]]] = {"update_every": {"choices": [1, 2]}, "short_term": {"choices": [0, 2, 4]}}
+"""The tests' hyperparameters: 6 settings, so a later generation may find no new candidate."""
+WIDE_SPACE: dict[str, dict[str, int]] = {"update_every": {"low": 1, "high": 3}, "short_term": {"low": 0, "high": 8}}
+"""27 settings: enough new candidates for every generation of the workers benchmark."""
+
+
 def write_evolution(folder: Path, endpoint: str, tracking_uri: str, name: str, *, generations: int = 2,
-                    candidates: int = 3) -> Path:
-    """An evolution config whose every call goes to ``endpoint``; returns its file."""
+                    candidates: int = 3, space: dict[str, Any] | None = None) -> Path:
+    """An evolution config whose every call goes to ``endpoint``, tuning ``space`` (default ``NARROW_SPACE``);
+    returns its file."""
     folder.mkdir(parents=True, exist_ok=True)
     save_items(world(), folder / "data.json")
     llm = {"model": "category-double", "base_url": endpoint, "max_retries": 2}
@@ -33,7 +40,7 @@ def write_evolution(folder: Path, endpoint: str, tracking_uri: str, name: str, *
         "name": name, "data": {"path": "data.json"},
         "seed": {"policy": {"kind": "awi", "llm": llm, "prompts": {"memory_types": "- commute"}}},
         "components": ["memory_types"], "feedback": {"mode": "complete"},
-        "hyperparameters": {"update_every": {"choices": [1, 2]}, "short_term": {"choices": [0, 2, 4]}},
+        "hyperparameters": space or NARROW_SPACE,
         "split": {"train": 4, "val": 2, "test": 2},
         "budget": {"generations": generations, "candidates": candidates},
         "strategy": {"acceptance": "mean", "order": "train_first", "minibatch": None},

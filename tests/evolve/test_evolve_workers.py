@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -95,6 +96,66 @@ def test_spread_units_are_played_once_each_at_most_width_at_once_per_worker(tmp_
     assert sorted(unit for _, unit in played) == [f"user-{n}" for n in range(6)]  # each unit once, all done
     assert max(widest.values()) == 2 and {worker for worker, _ in played} == {"first", "second"}
     assert set(ClaimStore(url).states("job").values()) == {"done"}
+
+
+class _SeedRun:
+    """A worker's run in generation 0: its evaluator, and an upper-bound table computed once into ``folder`` (the
+    run folder's copy) by the worker that holds its unit, read from there by the others."""
+
+    def __init__(self, folder: dict[str, str]) -> None:
+        self.folder = folder
+        self.users = ["a", "b", "c"]
+        self.seed = SimpleNamespace(id="seed")
+        self.evaluator = SimpleNamespace(upper_bound=None, upper_bound_pending=None, episodes=lambda *_: [])
+
+    async def upper_bound_table(self, users: list[str]) -> str:
+        if "table" not in self.folder:
+            await asyncio.sleep(0.4)  # the bare model's answers
+            self.folder["table"] = "table"
+        self.evaluator.upper_bound = self.folder["table"]
+        return self.folder["table"]
+
+
+class _SeedPlays:
+    """The seed's evaluations on one user each, scored as ``Evaluator.evaluate`` scores: once the pending table is
+    there."""
+
+    def __init__(self, run: _SeedRun, worker: str, log: list[tuple[str, str, bool, str | None]]) -> None:
+        self.run, self.worker, self.log = run, worker, log
+        self.evaluator, self.width = run.evaluator, 2
+        self.users = {"train": ["a", "b"], "val": ["c"]}
+
+    async def evaluate(self, candidate: object, split: str, users: list[str]) -> None:
+        table_there = "table" in self.run.folder
+        await asyncio.sleep(0.1)  # the episode
+        if self.evaluator.upper_bound_pending is not None:
+            await asyncio.shield(self.evaluator.upper_bound_pending)
+        self.log.append((self.worker, users[0], table_there, self.evaluator.upper_bound))
+
+
+def test_the_seeds_users_play_while_a_worker_computes_the_table_and_are_scored_against_it(tmp_path: Path) -> None:
+    from memevo.evolve.user_units import spread_seed
+
+    url = f"sqlite:///{tmp_path / 'claims.db'}"
+    folder: dict[str, str] = {}
+    log: list[tuple[str, str, bool, str | None]] = []
+    strategy = SimpleNamespace(seed_users=lambda: (["a", "b"], ["c"]))
+
+    async def worker(name: str) -> None:
+        run = _SeedRun(folder)
+        turns = SharedTurns(ClaimStore(url), "job", WorkerSettings(store=url, name=name, poll_s=0.02))
+        await spread_seed(turns, run, _SeedPlays(run, name, log), strategy)  # type: ignore[arg-type]
+        assert run.evaluator.upper_bound == "table" and run.evaluator.upper_bound_pending is None
+
+    async def scene() -> None:
+        await asyncio.gather(worker("first"), worker("second"))
+
+    asyncio.run(scene())
+    assert sorted(user for _, user, _, _ in log) == ["a", "b", "c"]  # each user once
+    assert not all(table_there for _, _, table_there, _ in log)  # played while the table was being computed
+    assert {table for _, _, _, table in log} == {"table"}  # every user scored against it
+    assert ClaimStore(url).claim_counts("job") == {"gen-000/upper-bound": 1, "gen-000/seed/train/a": 1,
+                                                   "gen-000/seed/train/b": 1, "gen-000/seed/val/c": 1}
 
 
 def test_workers_judge_the_budget_on_the_usage_of_all_of_them(tmp_path: Path) -> None:

@@ -156,3 +156,18 @@ def test_a_new_store_is_created_without_mlflow_s_set_up_lines(tmp_path: Path) ->
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "mlflow.db").is_file()
     assert "database tables" not in done.stderr + done.stdout, done.stderr
+
+
+def test_workers_opening_their_trackers_at_once_note_one_tracking_id(tmp_path: Path, monkeypatch) -> None:
+    """Two workers of one run folder open their trackers at once: the second looked for ``mlflow_ids.json`` before
+    the first noted its tracking id. It takes the first one's, so their runs have one parent."""
+    from memevo.evolve.tracking import store
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    first = store.Tracker(run_dir=tmp_path / "run", uri=uri, experiment="workers")
+    real, looks = store.read_ids, iter([None])  # its first look: before the first worker's file was there
+    monkeypatch.setattr(store, "read_ids", lambda path: next(looks, real(path)))
+    second = store.Tracker(run_dir=tmp_path / "run", uri=uri, experiment="workers")
+    assert second.tracking_id == first.tracking_id
+    assert store.read_ids(tmp_path / "run" / "mlflow_ids.json") == {"tracking_id": first.tracking_id}
+    assert [path.name for path in (tmp_path / "run").iterdir()] == ["mlflow_ids.json"]  # no draft left
