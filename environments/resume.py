@@ -6,9 +6,9 @@
   error, and the command line prints ``interrupted by SIGTERM; ... resume with: memevo evolve ... --resume``
   (exit 130 or 143). SIGTERM is turned into the same exception as SIGINT while the work runs; a second
   SIGTERM ends the process at once. Work that runs an event loop does so through ``run_resumable``: there, as
-  ``asyncio.Runner`` does for SIGINT, SIGTERM cancels the main task, so its ``async with`` clean-ups run on the
-  loop, and the exception is raised once the loop has closed (raised in whatever frame runs, it could land in
-  asyncio's own shutdown and leave the loop's clean-ups to the garbage collector).
+  ``asyncio.Runner`` does for SIGINT, either signal cancels the main task (until it stops), so its ``async with``
+  clean-ups run on the loop, and the exception is raised once the loop has closed (raised in whatever frame runs,
+  it could land in asyncio's own shutdown and leave the loop's clean-ups to the garbage collector).
 - A failure a resume fixes (an endpoint still failing after its retries, a run that stopped part-way, a full
   disk, however deep in a library it surfaced: ``full_disk``) gets the same command appended, and so does a damaged
   run file (after its remedy); other bad input (``UserInputError``) does not, since a resume repeats it.
@@ -112,49 +112,65 @@ def _raise_terminated(signal_number: int, frame: FrameType | None) -> None:
     raise Terminated()
 
 
-class _CancelOnSigterm:
-    """The SIGTERM handler while an event loop runs the work: it cancels the main task and notes the signal."""
+RECANCEL_S = 1.0
+"""How often a signalled run's main task is cancelled again while it runs on."""
+
+
+class _CancelOnSignal:
+    """The SIGINT and SIGTERM handler while an event loop runs the work: it cancels the main task, again every
+    ``RECANCEL_S`` while the task runs on (a cancellation can be lost, e.g. by Python 3.11's ``wait_for`` when the
+    call it waits for ends at that moment, and the run would then go on for good), and notes the signal."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.task: asyncio.Task[Any] | None = None
-        self.received = False
+        self.received: int | None = None
 
     def __call__(self, signal_number: int, frame: FrameType | None) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
-        self.received = True
-        if self.task is not None:
+        # a second signal ends the work at once: SIGTERM the process, SIGINT as Python's KeyboardInterrupt
+        signal.signal(signal_number, signal.SIG_DFL if signal_number == signal.SIGTERM else signal.default_int_handler)
+        self.received = signal_number
+        self.loop.call_soon_threadsafe(self._cancel)  # also wakes the loop if it waits for I/O
+
+    def _cancel(self) -> None:
+        if self.task is not None and not self.task.done():
             self.task.cancel()
-            self.loop.call_soon_threadsafe(lambda: None)  # wakes the loop if it waits for I/O
+            self.loop.call_later(RECANCEL_S, self._cancel)
+
+    def stop(self) -> KeyboardInterrupt:
+        """What the command raises once the loop has closed."""
+        return Terminated() if self.received == signal.SIGTERM else KeyboardInterrupt()
 
     async def main(self, coroutine: Coroutine[Any, Any, T]) -> T:
         self.task = asyncio.current_task()
-        if self.received and self.task is not None:  # the signal came before the task started
-            self.task.cancel()
+        if self.received is not None:  # the signal came before the task started
+            self._cancel()
         return await coroutine
 
 
 def run_resumable(coroutine: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(coroutine)``, except that under ``resumable()`` SIGTERM cancels the coroutine and raises
-    ``Terminated`` once the loop has closed (module docstring)."""
+    """``asyncio.run(coroutine)``, except that under ``resumable()`` SIGINT and SIGTERM cancel the coroutine and raise
+    ``KeyboardInterrupt`` or ``Terminated`` once the loop has closed (module docstring)."""
     if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not \
             _raise_terminated:  # not the main thread (the Python API's worker: its caller stops it), or no resumable()
         return run_switched(coroutine)
     runner = asyncio.Runner()
-    handler = _CancelOnSigterm(runner.get_loop())
+    handler = _CancelOnSignal(runner.get_loop())
+    previous_sigint = signal.signal(signal.SIGINT, handler)  # asyncio.Runner then leaves SIGINT to it
     signal.signal(signal.SIGTERM, handler)
     try:
         with runner:  # the loop (and its left-over tasks) closes with the handler still set
             result = runner.run(handler.main(coroutine))
     except BaseException:  # the cancellation, or whatever the clean-ups raised on their way out
-        if handler.received:
-            raise Terminated()  # the error it interrupted stays its __context__
+        if handler.received is not None:
+            raise handler.stop()  # the error it interrupted stays its __context__
         raise
     finally:
-        if not handler.received:
+        signal.signal(signal.SIGINT, previous_sigint)
+        if handler.received != signal.SIGTERM:
             signal.signal(signal.SIGTERM, _raise_terminated)
-    if handler.received:  # the coroutine finished in spite of it, or it came while the loop closed
-        raise Terminated()
+    if handler.received is not None:  # the coroutine finished in spite of it, or it came while the loop closed
+        raise handler.stop()
     return result
 
 

@@ -22,6 +22,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import signal
+import subprocess
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -116,9 +117,14 @@ class ForkedMemevo:
         assert self.process.pid is not None
         os.kill(self.process.pid, sig)
 
-    def wait(self) -> None:
-        """Until the child has ended (without collecting its status: ``finish`` does)."""
-        multiprocessing.connection.wait([self.process.sentinel])
+    def wait(self, timeout: float | None = None) -> None:
+        """Until the child has ended (without collecting its status: ``finish`` does); ``TimeoutExpired`` after
+        ``timeout`` seconds, as ``Popen.wait`` raises it."""
+        if not multiprocessing.connection.wait([self.process.sentinel], timeout):
+            raise subprocess.TimeoutExpired(str(self.process.name), timeout or 0.0)
+
+    def kill(self) -> None:
+        self.process.kill()
 
     def finish(self, timeout: float = 300) -> int:
         """The child's exit code, or minus the signal that killed it."""

@@ -21,6 +21,9 @@ from typing import Any, Protocol
 
 from tests.doubles.fault_server import FaultServer, Reply
 
+SIGNALLED_EXIT_S = 60.0
+"""How long a signalled client may take to exit before it is killed (its test then fails on the exit code)."""
+
 Trigger = Callable[[int, Path], bool]
 """(1-based number of the request that just arrived, the run folder) -> kill now?"""
 
@@ -69,7 +72,9 @@ class Killable(Protocol):
 
     def send_signal(self, sig: int) -> Any: ...
 
-    def wait(self) -> Any: ...
+    def wait(self, timeout: float | None = None) -> Any: ...
+
+    def kill(self) -> Any: ...
 
 
 class KillingEndpoint:
@@ -105,7 +110,11 @@ class KillingEndpoint:
             if process is not None and out is not None and self.triggers and self.triggers[0](self.arrived, out):
                 fired = self.triggers.pop(0)
                 process.send_signal(fired.signal if isinstance(fired, Signalling) else signal.SIGKILL)
-                process.wait()  # dead before this request is answered: it is never counted, nor served
+                try:  # dead before this request is answered: it is never counted, nor served
+                    process.wait(timeout=SIGNALLED_EXIT_S)
+                except subprocess.TimeoutExpired:  # a client deaf to the signal fails its test, not every later one
+                    process.kill()
+                    process.wait()
                 self.unanswered += 1
                 return "(to a dead client)"
             self.answered += 1

@@ -1,4 +1,4 @@
-"""SIGTERM while ``run_resumable`` runs an event loop (``environments/resume.py``): it cancels the work, whose
+"""SIGTERM and SIGINT while ``run_resumable`` runs an event loop (``environments/resume.py``): it cancels the work, whose
 clean-ups still run on the loop, and stops the command with the resume line once the loop has closed."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -13,7 +14,7 @@ import typer
 from typer.testing import CliRunner
 
 from memevo.core.errors import Interrupted
-from memevo.environments.resume import resumable, run_resumable
+from memevo.environments.resume import RECANCEL_S, resumable, run_resumable
 
 RESUME_LINE = "interrupted by SIGTERM; finished work is saved, resume with: memevo run c --resume"
 
@@ -102,3 +103,41 @@ def test_outside_resumable_it_is_asyncio_run() -> None:
         return signal.getsignal(signal.SIGTERM)
 
     assert run_resumable(work()) == before
+
+
+def test_a_lost_cancellation_is_repeated_until_the_work_stops() -> None:
+    """A library that loses one cancellation (Python 3.11's ``wait_for`` when its call ends at that moment) must not
+    let a signalled run go on for good: the cancellation comes again."""
+    lost: list[int] = []
+
+    async def work() -> None:
+        _signal_from_the_loop()
+        for _ in range(3):
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                lost.append(1)
+                if len(lost) == 2:
+                    raise
+
+    started = time.monotonic()
+    result = _invoke(work)
+    assert isinstance(result.exception, Interrupted) and str(result.exception) == RESUME_LINE
+    assert len(lost) == 2 and time.monotonic() - started < 10 * RECANCEL_S
+
+
+def test_sigint_cancels_the_work_and_stops_with_its_own_resume_line() -> None:
+    before = signal.getsignal(signal.SIGINT)
+
+    async def work() -> None:
+        asyncio.get_running_loop().call_soon(os.kill, os.getpid(), signal.SIGINT)
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            pass  # lost once: the cancellation comes again
+        await asyncio.sleep(30)
+
+    result = _invoke(work)
+    assert isinstance(result.exception, Interrupted) and result.exception.exit_code == 130
+    assert str(result.exception) == RESUME_LINE.replace("SIGTERM", "SIGINT")
+    assert signal.getsignal(signal.SIGINT) == before
