@@ -156,7 +156,9 @@ def run_resumable(coroutine: Coroutine[Any, Any, T]) -> T:
         return run_switched(coroutine)
     runner = asyncio.Runner()
     handler = _CancelOnSignal(runner.get_loop())
-    previous_sigint = signal.signal(signal.SIGINT, handler)  # asyncio.Runner then leaves SIGINT to it
+    previous_sigint = signal.getsignal(signal.SIGINT)
+    if previous_sigint is signal.default_int_handler:  # not where SIGINT is ignored (a job started with &)
+        signal.signal(signal.SIGINT, handler)  # asyncio.Runner then leaves SIGINT to it
     signal.signal(signal.SIGTERM, handler)
     try:
         with runner:  # the loop (and its left-over tasks) closes with the handler still set
